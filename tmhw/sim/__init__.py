@@ -1,0 +1,16 @@
+"""The SystemC-like kernel of tmhw: units, components, timelines, statistics, energy,
+transactions and tracing. Imports nothing else of the project."""
+
+from tmhw.sim.component import Component
+from tmhw.sim.energy import EnergyMeter, EnergyTable
+from tmhw.sim.errors import ConfigError, ElaborationError, TmhwError
+from tmhw.sim.stats import Counter, Level, Tally
+from tmhw.sim.timeline import Timeline
+from tmhw.sim.trace import NULL_TRACER, NullTracer, Tracer
+from tmhw.sim.transfer import MemoryTarget, Op, Pattern, Transfer
+
+__all__ = [
+    "Component", "ConfigError", "Counter", "ElaborationError", "EnergyMeter", "EnergyTable",
+    "Level", "MemoryTarget", "NULL_TRACER", "NullTracer", "Op", "Pattern", "Tally",
+    "Timeline", "TmhwError", "Tracer", "Transfer",
+]

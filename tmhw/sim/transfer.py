@@ -1,0 +1,63 @@
+"""The transaction payload and the memory-target protocol (TLM-2.0's generic payload
+and ``b_transport`` with an annotated delay).
+
+A ``Transfer`` moves ``nbytes`` between an initiator and a memory tier. A
+``MemoryTarget`` serves it loosely timed: ``transport(t, earliest)`` books the target's
+internal timelines (channels, dies, banks) and returns the completion time in ps without
+creating an event. The initiator yields once, to the latest completion of everything it
+issued together.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+from typing import Protocol, runtime_checkable
+
+
+class Op(Enum):
+    READ = "read"
+    WRITE = "write"
+    #: The initiator declares the bytes dead (flash: unmap the pages; no data moves).
+    TRIM = "trim"
+
+
+class Pattern(Enum):
+    """Address pattern of a chunk, for chunk-level (fast) timing models."""
+
+    STREAM = "stream"
+    STRIDED = "strided"
+    RANDOM = "random"
+
+
+@dataclass(slots=True)
+class Transfer:
+    """One transaction. ``address`` is a byte address in the target's space (for flash:
+    a logical byte address; pages are ``address // page_size``). ``tag`` is free-form
+    (tensor name, op index) and only used for tracing."""
+
+    op: Op
+    address: int
+    nbytes: int
+    pattern: Pattern = Pattern.STREAM
+    tag: str = ""
+
+    def __post_init__(self) -> None:
+        if self.nbytes < 0 or self.address < 0:
+            raise ValueError(f"Transfer with negative address/size: {self}")
+
+
+@runtime_checkable
+class MemoryTarget(Protocol):
+    """What a memory tier offers an initiator (NPU, DMA engine)."""
+
+    @property
+    def path(self) -> str: ...
+
+    def transport(self, t: Transfer, earliest: int) -> int:
+        """Serve ``t`` no earlier than ``earliest`` ps; return its completion time in ps."""
+        ...
+
+    def peak_bandwidth(self) -> float:
+        """Peak bytes per second this target can deliver (for planners)."""
+        ...
