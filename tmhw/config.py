@@ -1,0 +1,294 @@
+"""The whole system as one frozen dataclass tree, its presets, and TOML at the edge.
+
+Sections (``tmhw config show NAME`` prints every field)::
+
+    npu       npu.NpuConfig            cores, systolic arrays, vector unit, scratchpad
+    hbm       dram.DramConfig          the fast tier's device (timing, organisation, IDD)
+    flash     flash.FlashConfig        the slow tier: NAND geometry, timing, FTL, host link
+    dma       DmaConfig                the engine that moves pages between the tiers
+    link      LinkConfig               the NPU's port to the SSD (PCIe)
+    cost      CostConfig               $/GB per tier and the NPU, for hardware cost
+    workload  WorkloadConfig           model, batch, sequence length, page size, optimizer
+    policy    PolicyConfig             placement policy, HBM capacity, ablation switches
+    run       RunConfig                iterations, seed, timing models
+
+Defaults of the system-level sections and their sources:
+
+- ``dma.chunk_bytes`` 1 MiB: inside the 256 KiB-2 MiB range DESIGN.md gives; each chunk
+  is one transaction to each tier. ``dma.max_outstanding`` 16 chunks (estimate, enough
+  to cover 64 dies x 4 planes of 16 KiB pages in flight). ``dma.pj_per_byte`` 1.0 pJ/B
+  (estimate: a descriptor-driven copy engine's datapath and SRAM buffering, of the order
+  of on-chip SRAM access energy, Horowitz ISSCC'14: ~1 pJ per byte for a 32 KB SRAM).
+- ``link``: PCIe 4.0, 16 GT/s per lane with 128b/130b coding = 1.969 GB/s per lane per
+  direction (PCI-SIG PCIe 4.0 base specification); 16 lanes; ``pj_per_bit`` 5.0
+  (estimate: published PCIe 4/5 SerDes PHYs report 4-7 pJ/bit); ``latency`` 1 us per
+  transaction (estimate of a switch + root-complex round trip).
+- ``cost``: ``hbm_usd_per_gb`` 15.0 (estimate: industry reports of 2024 HBM3 pricing at
+  about 5x DDR5's ~$3/GB, TrendForce 2024); ``dram_usd_per_gb`` 3.0 (estimate, DDR5
+  contract price 2024); ``nand_usd_per_gb`` 0.06 (estimate: TLC NAND contract price
+  2024, ~$60/TB; the 990 PRO 2 TB retails near $0.08/GB); ``npu_usd`` 10000 (estimate: no
+  public TPUv4 price; a fixed figure reported apart from the memory cost).
+- ``workload``: BERT-large, seq 512, batch 32 (TM-Training's public tooling, see
+  PARAMETERS.md); 4 KiB pages (ibid.).
+- ``policy.hbm_ratio`` 0.125: the paper's 12.5% capacity configuration (HBM = 1/8 of the
+  training footprint, the peak live bytes of one iteration).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dram import PRESETS as DRAM_PRESETS
+from dram import DramConfig
+from flash import PRESETS as FLASH_PRESETS
+from flash import FlashConfig
+from npu import NpuConfig
+from tmhw import tomlio
+from tmhw.sim.errors import ConfigError
+from tmhw.sim.units import MiB, NS, US
+
+POLICIES = ("hbm-only", "demand", "tm-training", "flatflash", "flashneuron", "sentinel",
+            "autotm")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DmaConfig:
+    """The DMA engine between the tiers (sources in the module docstring)."""
+
+    chunk_bytes: int = 1 * MiB          # bytes per transaction to each tier
+    max_outstanding: int = 16           # chunks in flight
+    setup_ps: int = 100 * NS            # descriptor fetch and decode per request (estimate)
+    pj_per_byte: float = 1.0            # pJ per byte through the engine (estimate)
+    idle_mw: float = 50.0               # static power of the engine (estimate)
+
+    def __post_init__(self) -> None:
+        if self.chunk_bytes <= 0 or self.chunk_bytes & (self.chunk_bytes - 1):
+            raise ConfigError("chunk_bytes", self.chunk_bytes, "a power of two > 0")
+        if self.max_outstanding < 1:
+            raise ConfigError("max_outstanding", self.max_outstanding, "an integer >= 1")
+        _nonneg(self, "setup_ps", "pj_per_byte", "idle_mw")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LinkConfig:
+    """The NPU's port to the SSD: PCIe lanes (sources in the module docstring)."""
+
+    lanes: int = 16
+    gb_per_s_per_lane: float = 1.969    # PCIe 4.0: 16 GT/s x 128/130 / 8
+    pj_per_bit: float = 5.0             # estimate
+    latency_ps: int = 1 * US            # estimate
+
+    def __post_init__(self) -> None:
+        if self.lanes < 1:
+            raise ConfigError("lanes", self.lanes, "an integer >= 1")
+        if self.gb_per_s_per_lane <= 0:
+            raise ConfigError("gb_per_s_per_lane", self.gb_per_s_per_lane, "a number > 0")
+        _nonneg(self, "pj_per_bit", "latency_ps")
+
+    @property
+    def bandwidth(self) -> float:
+        """Bytes per second per direction."""
+        return self.lanes * self.gb_per_s_per_lane * 1e9
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CostConfig:
+    """Hardware cost figures in US dollars (estimates, see the module docstring)."""
+
+    hbm_usd_per_gb: float = 15.0
+    dram_usd_per_gb: float = 3.0
+    nand_usd_per_gb: float = 0.06
+    npu_usd: float = 10000.0
+
+    def __post_init__(self) -> None:
+        _nonneg(self, "hbm_usd_per_gb", "dram_usd_per_gb", "nand_usd_per_gb", "npu_usd")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WorkloadConfig:
+    """Which training iteration to run. ``seq`` and ``layers`` 0 mean the model's
+    default."""
+
+    model: str = "bert-large"
+    batch: int = 32
+    seq: int = 512
+    layers: int = 0
+    page_size: int = 4096
+    optimizer: str = "adam"
+
+    def __post_init__(self) -> None:
+        from tmhw.workload.zoo import MODELS
+
+        if self.model not in MODELS:
+            raise ConfigError("model", self.model, f"one of {', '.join(sorted(MODELS))}")
+        if self.batch < 1:
+            raise ConfigError("batch", self.batch, "an integer >= 1")
+        if self.seq < 0:
+            raise ConfigError("seq", self.seq, "an integer >= 0 (0: the model's default)")
+        if self.layers < 0:
+            raise ConfigError("layers", self.layers, "an integer >= 0 (0: the default)")
+        if self.page_size < 512 or self.page_size & (self.page_size - 1):
+            raise ConfigError("page_size", self.page_size, "a power of two >= 512")
+        if self.optimizer not in ("adam", "sgd"):
+            raise ConfigError("optimizer", self.optimizer, "one of 'adam', 'sgd'")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PolicyConfig:
+    """Placement policy and the HBM capacity it must respect.
+
+    ``hbm_ratio`` is HBM capacity / training footprint, in (0, 1]; ``hbm-only`` ignores
+    it (HBM holds the whole footprint). ``split``, ``monitor`` and ``prefetch`` switch
+    TM-Training's mechanisms off for ablation."""
+
+    name: str = "tm-training"
+    hbm_ratio: float = 0.125
+    split: bool = True
+    monitor: bool = True
+    prefetch: bool = True
+    #: Timing-monitor gain: fraction of a late prefetch's lateness converted into pages
+    #: kept resident next iteration (1.0 = the whole shortfall at once).
+    monitor_gain: float = 1.0
+    #: How far ahead (in ops) a planner may issue a prefetch; 0 = no limit.
+    lookahead_ops: int = 0
+    #: Seconds the autotm ILP may take before giving up with a clear message.
+    ilp_time_limit_s: float = 20.0
+
+    def __post_init__(self) -> None:
+        if self.name not in POLICIES:
+            raise ConfigError("name", self.name, f"one of {', '.join(POLICIES)}")
+        if not (0.0 < self.hbm_ratio <= 1.0):
+            raise ConfigError("hbm_ratio", self.hbm_ratio, "a fraction in (0, 1]")
+        if not (0.0 < self.monitor_gain <= 4.0):
+            raise ConfigError("monitor_gain", self.monitor_gain, "a number in (0, 4]")
+        if self.lookahead_ops < 0:
+            raise ConfigError("lookahead_ops", self.lookahead_ops, "an integer >= 0")
+        if self.ilp_time_limit_s <= 0:
+            raise ConfigError("ilp_time_limit_s", self.ilp_time_limit_s, "a number > 0")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunConfig:
+    """How to run: iterations, seed, timing models, flash preconditioning."""
+
+    iterations: int = 1
+    seed: int = 0
+    hbm_model: str = "fast"
+    flash_model: str = "fast"
+    #: Fraction of the flash device's logical space filled before time 0, so the FTL
+    #: starts in steady state.
+    precondition: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.iterations < 1:
+            raise ConfigError("iterations", self.iterations, "an integer >= 1")
+        if self.seed < 0:
+            raise ConfigError("seed", self.seed, "an integer >= 0")
+        for f in ("hbm_model", "flash_model"):
+            if getattr(self, f) not in ("fast", "detailed"):
+                raise ConfigError(f, getattr(self, f), "one of 'fast', 'detailed'")
+        if not (0.0 <= self.precondition < 1.0):
+            raise ConfigError("precondition", self.precondition, "a fraction in [0, 1)")
+
+
+def _nonneg(obj: Any, *names: str) -> None:
+    for n in names:
+        v = getattr(obj, n)
+        if v < 0:
+            raise ConfigError(n, v, "must be >= 0")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SystemConfig:
+    """The whole machine and the run."""
+
+    npu: NpuConfig = field(default_factory=NpuConfig)
+    hbm: DramConfig = field(default_factory=lambda: DRAM_PRESETS["hbm2"])
+    flash: FlashConfig = field(default_factory=lambda: FLASH_PRESETS["990pro"])
+    dma: DmaConfig = field(default_factory=DmaConfig)
+    link: LinkConfig = field(default_factory=LinkConfig)
+    cost: CostConfig = field(default_factory=CostConfig)
+    workload: WorkloadConfig = field(default_factory=WorkloadConfig)
+    policy: PolicyConfig = field(default_factory=PolicyConfig)
+    run: RunConfig = field(default_factory=RunConfig)
+
+
+#: The paper's machine: a TPUv4-like core (four 128x128 bf16 WS arrays at 1050 MHz),
+#: HBM2 (TPUv4's memory technology), a Samsung-990-PRO-like SSD, BERT-large seq 512
+#: batch 32, 12.5% HBM.
+PAPER = SystemConfig()
+
+#: A small machine for quick studies and tests: BERT-base, seq 128, batch 8.
+QUICK = dataclasses.replace(
+    PAPER, workload=WorkloadConfig(model="bert-base", batch=8, seq=128))
+
+PRESETS: dict[str, SystemConfig] = {
+    "paper": PAPER,
+    "quick": QUICK,
+    "paper-hbm3": dataclasses.replace(PAPER, hbm=DRAM_PRESETS["hbm3"]),
+    "paper-pm1743": dataclasses.replace(PAPER, flash=FLASH_PRESETS["pm1743"]),
+    "paper-slc": dataclasses.replace(PAPER, flash=FLASH_PRESETS["slc-ull"]),
+}
+
+PRESET_DOCS: dict[str, str] = {
+    "paper": "TPUv4-like NPU, HBM2, 990 PRO-like SSD, BERT-large s512 b32, 12.5% HBM",
+    "quick": "as paper, with BERT-base s128 b8: seconds per run",
+    "paper-hbm3": "paper with HBM3-6400 as the fast tier",
+    "paper-pm1743": "paper with a PM1743-like PCIe 5 SSD",
+    "paper-slc": "paper with a low-latency SLC-class SSD",
+}
+
+#: Sections whose presets a TOML file may name with ``preset = "..."``.
+SECTION_PRESETS: dict[str, dict[str, Any]] = {"hbm": DRAM_PRESETS, "flash": FLASH_PRESETS}
+
+
+def preset(name: str) -> SystemConfig:
+    if name not in PRESETS:
+        raise ConfigError("preset", name, f"one of {', '.join(PRESETS)}")
+    return PRESETS[name]
+
+
+def _apply_section_presets(data: dict[str, Any], base: SystemConfig) -> SystemConfig:
+    """``[flash] preset = "pm1743"`` starts that section from the named device preset."""
+    for section, table in SECTION_PRESETS.items():
+        sec = data.get(section)
+        if isinstance(sec, dict) and "preset" in sec:
+            name = sec.pop("preset")
+            if name not in table:
+                raise ConfigError(f"{section}.preset", name, f"one of {', '.join(table)}")
+            base = dataclasses.replace(base, **{section: table[name]})
+    return base
+
+
+def from_dict(data: dict[str, Any], base: SystemConfig | None = None) -> SystemConfig:
+    """A SystemConfig from nested plain data over ``base`` (default: the paper preset).
+    A top-level ``preset = NAME`` picks the base."""
+    data = {k: (dict(v) if isinstance(v, dict) else v) for k, v in data.items()}
+    if "preset" in data:
+        base = preset(str(data.pop("preset")))
+    base = base if base is not None else PAPER
+    base = _apply_section_presets(data, base)
+    return tomlio.from_dict(SystemConfig, data, "", base)
+
+
+def load(path: str | Path, base: SystemConfig | None = None) -> SystemConfig:
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except OSError as e:
+        raise ConfigError("--config", str(path), f"cannot read file: {e.strerror}") from None
+    return from_dict(tomlio.loads(text, str(path)), base)
+
+
+def dumps(cfg: SystemConfig) -> str:
+    return tomlio.dumps(cfg)
+
+
+def with_overrides(cfg: SystemConfig, items: list[str]) -> SystemConfig:
+    """Apply ``dotted.path=value`` overrides."""
+    if not items:
+        return cfg
+    return from_dict(tomlio.nest([tomlio.parse_override(i) for i in items]), cfg)

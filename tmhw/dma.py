@@ -1,0 +1,261 @@
+"""The DMA engine: moves page runs between flash and HBM ahead of the NPU.
+
+Requests (``fetch``: flash -> link -> HBM; ``writeback``: HBM -> link -> flash, then the
+HBM space is released) wait in a priority queue ordered by the op that needs them, so a
+late prefetch goes ahead of an early one and a fault goes ahead of both. The engine books
+each chunk loosely timed through ``MemoryTarget.transport`` on both tiers and the link's
+timeline, with at most ``max_outstanding`` chunks in flight: chunk ``c`` is issued when a
+slot frees. It books at most one window of chunks per wake-up and then sleeps until half
+the window has drained, so it never books far ahead of what the queue's priorities
+allow, and costs about ``2 / max_outstanding`` events per chunk.
+
+The link is cut-through: its reservation ends no earlier than the source tier's, and the
+destination tier is written as the data arrives.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+from collections.abc import Callable, Generator
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import simpy
+
+from tmhw.config import DmaConfig, LinkConfig
+from tmhw.residency import Residency
+from tmhw.sim.component import Component
+from tmhw.sim.energy import EnergyMeter, EnergyTable
+from tmhw.sim.stats import Counter, Tally
+from tmhw.sim.timeline import Timeline
+from tmhw.sim.transfer import MemoryTarget, Op, Pattern, Transfer
+from tmhw.sim.units import transfer_ps
+
+FETCH = "fetch"
+WRITEBACK = "writeback"
+
+
+@dataclass(slots=True)
+class DmaRequest:
+    """Move pages [p0, p1) (fetch: only those not already held in HBM)."""
+
+    kind: str
+    p0: int
+    p1: int
+    deadline_op: int
+    tag: str = ""
+    urgent: bool = False
+    chunk_pages: int = 0                    # 0: the engine's chunk size
+    booked: simpy.Event | None = None       # succeeds when every page is booked
+    end_ps: int = 0                         # latest completion among booked chunks
+    cursor: int = -1                        # next page to book
+    submitted_ps: int = 0
+    seq: int = 0
+    pages_moved: int = 0
+
+    def key(self) -> tuple[int, int, int]:
+        return (0 if self.urgent else 1, self.deadline_op, self.seq)
+
+
+Evictor = Callable[[int, int, int], int]
+"""evictor(pages_needed, now, protect_op) -> pages it released or scheduled for release."""
+
+
+class DmaEngine(Component):
+    """Executes fetches and write-backs against two MemoryTargets over a link."""
+
+    def __init__(self, env: simpy.Environment, name: str, parent: Component | None,
+                 cfg: DmaConfig, link: LinkConfig, hbm: MemoryTarget, flash: MemoryTarget,
+                 residency: Residency, page_size: int) -> None:
+        super().__init__(env, name, parent)
+        self.cfg = cfg
+        self.link_cfg = link
+        self.hbm = hbm
+        self.flash = flash
+        self.res = residency
+        self.page_size = page_size
+        self.chunk_pages = max(1, cfg.chunk_bytes // page_size)
+        self.link = Timeline(f"{self.path}.link", record=self.tracer.enabled)
+        self.slots = [0] * cfg.max_outstanding
+        self._queue: list[tuple[tuple[int, int, int], DmaRequest]] = []
+        self._seq = itertools.count()
+        self._kick: simpy.Event = env.event()
+        self.evictor: Evictor | None = None
+        self.energy = EnergyMeter(EnergyTable({"byte": cfg.pj_per_byte}, idle_mw=cfg.idle_mw))
+        self.link_energy_pj = 0.0
+        self.bytes = {FETCH: Counter(), WRITEBACK: Counter()}
+        self.chunks = Counter()
+        self.requests = Counter()
+        self.wakeups = Counter()
+        self.fetch_latency = Tally()
+        self.busy = Timeline(f"{self.path}.busy")
+        self._flash_addr_base = 0
+
+    # -- interface -----------------------------------------------------------------------
+    def submit(self, req: DmaRequest) -> DmaRequest:
+        req.seq = next(self._seq)
+        req.cursor = req.p0
+        req.submitted_ps = self.now
+        if req.booked is None:
+            req.booked = self.env.event()
+        heapq.heappush(self._queue, (req.key(), req))
+        self.requests.add()
+        self.kick()
+        return req
+
+    def kick(self) -> None:
+        """Wake the engine: a request arrived or HBM space was freed."""
+        if not self._kick.triggered:
+            self._kick.succeed()
+
+    def pending(self) -> int:
+        return len(self._queue)
+
+    def _start(self) -> None:
+        self.env.process(self._run())
+
+    # -- the engine process --------------------------------------------------------------
+    def _run(self) -> Generator[simpy.Event, Any, None]:
+        env = self.env
+        half = max(1, len(self.slots) // 2)
+        while True:
+            if not self._queue:
+                self._kick = env.event()
+                yield self._kick
+                continue
+            now = int(env.now)
+            _, req = self._queue[0]
+            progressed = self._book_window(req, now)
+            if req.cursor >= req.p1:
+                heapq.heappop(self._queue)
+                assert req.booked is not None
+                if not req.booked.triggered:
+                    req.booked.succeed(req.end_ps)
+            if not progressed and req.cursor < req.p1:
+                # No HBM space for the head request: wait for space or a new request.
+                self.wakeups.add()
+                self._kick = env.event()
+                nxt = self.res.next_free_time()
+                if nxt is not None and nxt > now:
+                    yield self._kick | env.timeout(nxt - now)
+                else:
+                    yield self._kick
+                continue
+            ends = sorted(self.slots)
+            if ends[half - 1] > now:
+                self.wakeups.add()
+                self._kick = env.event()
+                yield self._kick | env.timeout(ends[half - 1] - now)
+
+    def _book_window(self, req: DmaRequest, now: int) -> bool:
+        """Book chunks of ``req`` while a slot is free at ``now``. False if none fit."""
+        chunk = req.chunk_pages or self.chunk_pages
+        booked_any = False
+        while req.cursor < req.p1:
+            k = min(range(len(self.slots)), key=self.slots.__getitem__)
+            if self.slots[k] > now and booked_any:
+                break
+            c0 = req.cursor
+            c1 = min(req.p1, c0 + chunk)
+            if req.kind == FETCH:
+                pages = self.res.missing(c0, c1)
+                if len(pages) == 0:
+                    req.cursor = c1
+                    continue
+                if self.res.free_pages(now) < len(pages):
+                    if req.urgent and self.evictor is not None:
+                        self.evictor(len(pages) - self.res.free_pages(now), now,
+                                     req.deadline_op)
+                    if self.res.free_pages(now) < len(pages):
+                        return booked_any
+                end = self._fetch(pages, max(now, self.slots[k]), req)
+            else:
+                end = self._writeback(c0, c1, max(now, self.slots[k]), req)
+            self.slots[k] = end
+            req.end_ps = max(req.end_ps, end)
+            req.cursor = c1
+            booked_any = True
+        return booked_any
+
+    def _runs(self, pages: np.ndarray) -> list[tuple[int, int]]:
+        """Contiguous runs [a, b) of a sorted page array."""
+        if len(pages) == 0:
+            return []
+        if pages[-1] - pages[0] + 1 == len(pages):
+            return [(int(pages[0]), int(pages[-1]) + 1)]
+        cut = np.flatnonzero(np.diff(pages) != 1) + 1
+        starts = np.concatenate(([0], cut))
+        stops = np.concatenate((cut, [len(pages)]))
+        return [(int(pages[a]), int(pages[b - 1]) + 1) for a, b in zip(starts, stops)]
+
+    def _link(self, src_end: int, nbytes: int) -> int:
+        dur = transfer_ps(nbytes, self.link_cfg.bandwidth)
+        end = self.link.reserve(max(0, src_end - dur), dur, "xfer")
+        self.link_energy_pj += nbytes * 8 * self.link_cfg.pj_per_bit
+        return max(end, src_end) + self.link_cfg.latency_ps
+
+    def _fetch(self, pages: np.ndarray, issue: int, req: DmaRequest) -> int:
+        ps = self.page_size
+        end = issue
+        t0 = issue + self.cfg.setup_ps
+        for a, b in self._runs(pages):
+            n = (b - a) * ps
+            f_end = self.flash.transport(Transfer(Op.READ, a * ps, n, Pattern.STREAM,
+                                                  req.tag), t0)
+            l_end = self._link(f_end, n)
+            h_end = self.hbm.transport(Transfer(Op.WRITE, self._hbm_addr(a), n,
+                                                Pattern.STREAM, req.tag), l_end)
+            self.res.hold(slice(a, b), h_end, int(self.env.now))
+            end = max(end, h_end)
+            self._account(FETCH, n, t0, h_end, req)
+        self.fetch_latency.add(end - req.submitted_ps)
+        return end
+
+    def _writeback(self, c0: int, c1: int, issue: int, req: DmaRequest) -> int:
+        ps = self.page_size
+        held = np.flatnonzero(self.res.in_hbm[c0:c1]) + c0
+        end = issue
+        t0 = issue + self.cfg.setup_ps
+        for a, b in self._runs(held):
+            n = (b - a) * ps
+            ready = self.res.ready_time(a, b)
+            h_end = self.hbm.transport(Transfer(Op.READ, self._hbm_addr(a), n,
+                                                Pattern.STREAM, req.tag), max(t0, ready))
+            l_end = self._link(h_end, n)
+            f_end = self.flash.transport(Transfer(Op.WRITE, a * ps, n, Pattern.STREAM,
+                                                  req.tag), l_end)
+            self.res.in_flash[a:b] = True
+            self.res.release(slice(a, b), int(self.env.now), until=f_end)
+            end = max(end, f_end)
+            self._account(WRITEBACK, n, t0, f_end, req)
+        return end
+
+    def _hbm_addr(self, page: int) -> int:
+        return (page % max(1, self.res.capacity)) * self.page_size
+
+    def _account(self, kind: str, nbytes: int, start: int, end: int, req: DmaRequest) -> None:
+        self.bytes[kind].add(nbytes)
+        self.chunks.add()
+        self.energy.add("byte", nbytes)
+        self.busy.reserve(start, 0)
+        req.pages_moved += nbytes // self.page_size
+        self.tracer.span(f"{self.path}.{kind}", start, end, req.tag or kind,
+                         {"bytes": nbytes, "deadline_op": req.deadline_op})
+
+    # -- report --------------------------------------------------------------------------
+    def _finalize(self, now: int) -> None:
+        assert self.energy is not None
+        self.energy.add_pj("link", self.link_energy_pj)
+
+    def _report(self) -> dict[str, Any]:
+        return {
+            "fetch_bytes": self.bytes[FETCH].value,
+            "writeback_bytes": self.bytes[WRITEBACK].value,
+            "chunks": self.chunks.value,
+            "requests": self.requests.value,
+            "wakeups": self.wakeups.value,
+            "fetch_latency_ps": self.fetch_latency.report(),
+            "link": {"busy_ps": self.link.busy_ps, "transfers": self.link.count},
+        }

@@ -1,0 +1,118 @@
+"""What every placement policy is given and what it returns.
+
+A policy sees the workload, the HBM capacity in pages, a profile of the iteration (each
+op's start and end in a stall-free run, from the NPU model), and the sustained bandwidth
+of each direction between the tiers; it returns a ``PlacementTable``. Between
+iterations it may ``adjust`` the table from what the executor measured (TM-Training's
+timing monitor). Pure: no SimPy.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+import numpy as np
+
+from tmhw.placement.table import Action, Move, PlacementTable
+from tmhw.sim.errors import TmhwError
+from tmhw.workload.graph import Kind, Workload
+
+
+@dataclass(slots=True)
+class PlanContext:
+    workload: Workload
+    capacity_pages: int
+    op_start_ps: np.ndarray
+    op_end_ps: np.ndarray
+    fetch_bytes_per_s: float
+    writeback_bytes_per_s: float
+    split: bool = True
+    monitor: bool = True
+    prefetch: bool = True
+    monitor_gain: float = 1.0
+    lookahead_ops: int = 0
+    ilp_time_limit_s: float = 20.0
+    seed: int = 0
+
+    @property
+    def page_size(self) -> int:
+        return self.workload.page_size
+
+
+@dataclass(slots=True)
+class Feedback:
+    """What the executor measured in one iteration, per op."""
+
+    iteration: int
+    stall_ps: np.ndarray          # time op i waited for memory before it could start
+    lateness_ps: np.ndarray       # latest prefetch completion minus op start (<0: early)
+    op_start_ps: np.ndarray
+    op_end_ps: np.ndarray
+    peak_occupancy_pages: int
+    extra: dict[str, float] = field(default_factory=dict)
+
+
+class Policy:
+    """Base of every policy. Subclasses implement ``plan``."""
+
+    name: ClassVar[str] = ""
+    reactive: ClassVar[bool] = False
+    #: HBM holds the whole footprint regardless of the requested ratio.
+    whole_footprint: ClassVar[bool] = False
+
+    def plan(self, ctx: PlanContext) -> PlacementTable:
+        raise NotImplementedError
+
+    def adjust(self, table: PlacementTable, ctx: PlanContext,
+               fb: Feedback) -> PlacementTable:
+        """Return the table for the next iteration (default: unchanged)."""
+        return table
+
+
+def persistent_mask(wl: Workload) -> np.ndarray:
+    """Per page: belongs to a tensor that lives across iterations."""
+    m = np.zeros(wl.npages, dtype=bool)
+    for t in wl.tensors:
+        if t.kind.persistent:
+            m[t.page_start:t.page_end] = True
+    return m
+
+
+def input_mask(wl: Workload) -> np.ndarray:
+    m = np.zeros(wl.npages, dtype=bool)
+    for t in wl.tensors:
+        if t.kind == Kind.INPUT:
+            m[t.page_start:t.page_end] = True
+    return m
+
+
+def op_working_set_pages(wl: Workload) -> np.ndarray:
+    """Pages each op needs resident at once (every tensor it reads or writes)."""
+    out = np.zeros(len(wl.ops), dtype=np.int64)
+    for op in wl.ops:
+        out[op.index] = sum(wl.tensors[t].npages for t in op.tensors)
+    return out
+
+
+def check_fits(wl: Workload, capacity_pages: int, policy: str) -> None:
+    """Every op's operands must fit in HBM at once, or no policy can run it."""
+    ws = op_working_set_pages(wl)
+    if len(ws) and ws.max() > capacity_pages:
+        i = int(ws.argmax())
+        need = int(ws[i]) * wl.page_size
+        have = capacity_pages * wl.page_size
+        raise TmhwError(f"policy.hbm_ratio: op {wl.ops[i].name} needs {need / 2**20:.1f} MiB "
+                        f"resident at once but HBM holds {have / 2**20:.1f} MiB under "
+                        f"{policy}; raise the HBM ratio or lower the batch")
+
+
+def drop_moves(wl: Workload, first_last: np.ndarray | None = None) -> list[Move]:
+    """DROP each non-persistent tensor after its last access (the framework frees it)."""
+    r = wl.live_ranges() if first_last is None else first_last
+    out = []
+    for t in wl.tensors:
+        if t.kind.persistent or r[t.id, 1] < 0:
+            continue
+        out.append(Move(Action.DROP, t.id, t.page_start, t.page_end, int(r[t.id, 1])))
+    return out

@@ -1,0 +1,44 @@
+"""The two simplest policies: everything in HBM, and demand paging.
+
+``hbm-only`` sizes HBM to the whole footprint and never touches flash: the speed
+ceiling and the cost ceiling. ``demand`` keeps the persistent tensors in flash and
+fetches whatever an op needs when it needs it (a fault per missing page run), evicting
+least-recently-used tensors with a write-back of dirty pages: the floor any proactive
+policy must beat.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tmhw.placement.base import PlanContext, Policy, drop_moves, input_mask, persistent_mask
+from tmhw.placement.table import PlacementTable
+
+
+class HbmOnly(Policy):
+    name = "hbm-only"
+    whole_footprint = True
+
+    def plan(self, ctx: PlanContext) -> PlacementTable:
+        wl = ctx.workload
+        initial = persistent_mask(wl) | input_mask(wl)
+        t = PlacementTable(self.name, len(wl.ops), initial, drop_moves(wl))
+        t.index()
+        return t
+
+
+class Demand(Policy):
+    name = "demand"
+    reactive = True
+
+    def plan(self, ctx: PlanContext) -> PlacementTable:
+        wl = ctx.workload
+        initial = input_mask(wl)
+        t = PlacementTable(self.name, len(wl.ops), initial, drop_moves(wl), reactive=True)
+        t.index()
+        return t
+
+
+def lru_order(last_use: np.ndarray, candidates: np.ndarray) -> np.ndarray:
+    """Candidates (tensor ids) least recently used first."""
+    return candidates[np.argsort(last_use[candidates], kind="stable")]

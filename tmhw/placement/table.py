@@ -1,0 +1,127 @@
+"""The placement table: for each op of an iteration, which page runs move between the
+tiers, in which direction, released at which op, and needed by which op.
+
+A static policy (TM-Training, FlashNeuron, Sentinel, AutoTM) builds one table from the
+workload and a profile of op times; the executor replays it every iteration. A reactive
+policy (demand paging, FlatFlash) builds a table with no actions and lets the executor's
+faults do the work. Pure data: no SimPy.
+
+Semantics the executor guarantees (tests check them):
+
+- ``initial[p]``: page ``p`` is in HBM when an iteration starts; flash holds every other
+  page that has live data. The table leaves the same set resident at the end.
+- ``PREFETCH`` (flash -> HBM) is released to the DMA engine when op ``issue_op`` starts
+  and must be resident before op ``deadline_op`` starts.
+- ``WRITEBACK`` (HBM -> flash, then free) and ``DROP`` (free; the data is dead or flash
+  has it) are released when op ``issue_op`` ends.
+- Pages an op writes are allocated in HBM at the op's start; pages an op reads that are
+  not resident fault (counted, fetched at top priority).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from dataclasses import dataclass, field
+from enum import Enum
+
+import numpy as np
+
+
+class Action(str, Enum):
+    PREFETCH = "prefetch"
+    WRITEBACK = "writeback"
+    DROP = "drop"
+
+
+@dataclass(slots=True)
+class Move:
+    """One row of the table: ``action`` on pages [p0, p1) of ``tensor``."""
+
+    action: Action
+    tensor: int
+    p0: int
+    p1: int
+    issue_op: int
+    deadline_op: int = -1
+    issue_ps: int = -1       # planned release time (from the profile), for display
+    deadline_ps: int = -1    # planned deadline (start of deadline_op), for display
+
+    @property
+    def npages(self) -> int:
+        return self.p1 - self.p0
+
+
+@dataclass(slots=True)
+class PlacementTable:
+    """The moves of one iteration, indexed by the op that releases them."""
+
+    policy: str
+    nops: int
+    initial: np.ndarray                      # bool per page: resident at iteration start
+    moves: list[Move] = field(default_factory=list)
+    #: per tensor id: fraction of its pages kept resident (data splitting)
+    split: dict[int, float] = field(default_factory=dict)
+    #: reactive policies: fault handling granularity and eviction order
+    reactive: bool = False
+    fault_chunk_pages: int = 0               # 0: fetch a fault's pages as one request
+    notes: dict[str, float] = field(default_factory=dict)
+    _at_start: list[list[Move]] | None = None
+    _at_end: list[list[Move]] | None = None
+
+    def index(self) -> None:
+        """Group moves by the op that releases them (call after editing ``moves``)."""
+        self._at_start = [[] for _ in range(self.nops)]
+        self._at_end = [[] for _ in range(self.nops)]
+        for m in self.moves:
+            if not (0 <= m.issue_op < self.nops):
+                raise ValueError(f"move {m} released at op {m.issue_op} of {self.nops}")
+            if m.action == Action.PREFETCH:
+                if not (m.issue_op <= m.deadline_op < self.nops):
+                    raise ValueError(f"prefetch {m} deadline before its release")
+                self._at_start[m.issue_op].append(m)
+            else:
+                self._at_end[m.issue_op].append(m)
+        for lst in self._at_start:
+            lst.sort(key=lambda m: (m.deadline_op, m.p0))
+
+    def released_at_start(self, op: int) -> list[Move]:
+        if self._at_start is None:
+            self.index()
+        assert self._at_start is not None
+        return self._at_start[op]
+
+    def released_at_end(self, op: int) -> list[Move]:
+        if self._at_end is None:
+            self.index()
+        assert self._at_end is not None
+        return self._at_end[op]
+
+    # -- size and display ----------------------------------------------------------------
+    @property
+    def rows(self) -> int:
+        return len(self.moves)
+
+    def size_bytes(self) -> int:
+        """Storage of the table as a controller would hold it: per row an action byte,
+        tensor id, page range and two op indices (4 bytes each), plus the initial
+        residency bitmap."""
+        return self.rows * (1 + 4 * 5) + (len(self.initial) + 7) // 8
+
+    def bytes_by_action(self, page_size: int) -> dict[str, int]:
+        out = {a.value: 0 for a in Action}
+        for m in self.moves:
+            out[m.action.value] += m.npages * page_size
+        return out
+
+    def to_csv(self, names: list[str], page_size: int) -> str:
+        buf = io.StringIO()
+        w = csv.writer(buf, lineterminator="\n")
+        w.writerow(["op", "tensor", "page_start", "page_end", "bytes", "action", "tier",
+                    "issue_op", "deadline_op", "issue_ps", "deadline_ps"])
+        for m in sorted(self.moves, key=lambda m: (m.issue_op, m.action.value, m.p0)):
+            tier = "hbm" if m.action == Action.PREFETCH else "flash"
+            w.writerow([m.issue_op, names[m.tensor], m.p0, m.p1, m.npages * page_size,
+                        m.action.value, tier if m.action != Action.DROP else "-",
+                        m.issue_op, m.deadline_op, m.issue_ps, m.deadline_ps])
+        return buf.getvalue()

@@ -1,0 +1,116 @@
+"""Where every page of the iteration lives: the executor's per-page state, in numpy.
+
+Per page: whether HBM holds it (or is receiving it), the time its HBM copy is complete,
+whether flash holds its current version, and whether its data is live. HBM occupancy
+counts pages held plus pages whose HBM copy is still being written back (they free when
+the flash write completes), so capacity is a hard limit at every instant, in-flight
+prefetches included. Pure: times are passed in, no SimPy.
+"""
+
+from __future__ import annotations
+
+import heapq
+
+import numpy as np
+
+from tmhw.sim.stats import Level
+
+
+class CapacityError(RuntimeError):
+    """An allocation would exceed HBM capacity (the caller must evict first)."""
+
+
+class Residency:
+    """Page state of one workload's address space against an HBM capacity in pages."""
+
+    def __init__(self, npages: int, capacity_pages: int, page_size: int) -> None:
+        self.npages = npages
+        self.capacity = capacity_pages
+        self.page_size = page_size
+        self.in_hbm = np.zeros(npages, dtype=bool)
+        self.ready_at = np.zeros(npages, dtype=np.int64)
+        self.in_flash = np.zeros(npages, dtype=bool)
+        self.live = np.zeros(npages, dtype=bool)
+        self.held = 0                                   # pages with in_hbm set
+        self._freeing: list[tuple[int, int]] = []       # (time, pages) of write-backs
+        self._freeing_pages = 0
+        self.level = Level()                            # occupancy in bytes over time
+
+    # -- occupancy -----------------------------------------------------------------------
+    def settle(self, now: int) -> None:
+        """Release the space of write-backs that completed by ``now``."""
+        changed = False
+        while self._freeing and self._freeing[0][0] <= now:
+            _, n = heapq.heappop(self._freeing)
+            self._freeing_pages -= n
+            changed = True
+        if changed:
+            self.level.set(now, self.occupied_pages * self.page_size)
+
+    @property
+    def occupied_pages(self) -> int:
+        return self.held + self._freeing_pages
+
+    def free_pages(self, now: int) -> int:
+        self.settle(now)
+        return self.capacity - self.occupied_pages
+
+    def next_free_time(self) -> int | None:
+        """When the earliest pending write-back releases its space."""
+        return self._freeing[0][0] if self._freeing else None
+
+    # -- transitions ---------------------------------------------------------------------
+    def missing(self, p0: int, p1: int) -> np.ndarray:
+        """Page numbers in [p0, p1) not held in HBM."""
+        return np.flatnonzero(~self.in_hbm[p0:p1]) + p0
+
+    def count_missing(self, p0: int, p1: int) -> int:
+        return int(p1 - p0 - np.count_nonzero(self.in_hbm[p0:p1]))
+
+    def hold(self, pages: np.ndarray | slice, ready: int | np.ndarray, now: int) -> int:
+        """Mark pages held in HBM (allocated or being filled) with their ready times.
+        Returns the number of pages newly held. Raises CapacityError past capacity."""
+        sel = self.in_hbm[pages]
+        new = int(np.size(sel) - np.count_nonzero(sel))
+        self.settle(now)
+        if self.occupied_pages + new > self.capacity:
+            raise CapacityError(f"{new} pages over {self.capacity - self.occupied_pages} free")
+        self.in_hbm[pages] = True
+        self.ready_at[pages] = ready
+        self.held += new
+        self.level.set(now, self.occupied_pages * self.page_size)
+        return new
+
+    def release(self, pages: np.ndarray | slice, now: int, until: int | None = None) -> int:
+        """Pages leave HBM; their space is free at ``until`` (a write-back's end) or now."""
+        sel = self.in_hbm[pages]
+        n = int(np.count_nonzero(sel))
+        if n == 0:
+            return 0
+        self.in_hbm[pages] = False
+        self.held -= n
+        if until is not None and until > now:
+            heapq.heappush(self._freeing, (until, n))
+            self._freeing_pages += n
+        self.settle(now)
+        self.level.set(now, self.occupied_pages * self.page_size)
+        return n
+
+    def ready_time(self, p0: int, p1: int) -> int:
+        """When every page of [p0, p1) is complete in HBM (all must be held)."""
+        if p1 <= p0:
+            return 0
+        return int(self.ready_at[p0:p1].max())
+
+    def check(self) -> None:
+        """Invariants: the held counter matches the bitmap; occupancy within capacity;
+        every live page is in HBM or flash (no page is lost)."""
+        held = int(np.count_nonzero(self.in_hbm))
+        if held != self.held:
+            raise AssertionError(f"held counter {self.held} != bitmap {held}")
+        if self.occupied_pages > self.capacity:
+            raise AssertionError(f"occupancy {self.occupied_pages} > capacity {self.capacity}")
+        lost = self.live & ~self.in_hbm & ~self.in_flash
+        if lost.any():
+            raise AssertionError(f"{int(lost.sum())} live pages in neither tier, "
+                                 f"first {int(np.flatnonzero(lost)[0])}")

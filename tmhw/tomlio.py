@@ -1,0 +1,218 @@
+"""TOML in and out for frozen dataclass config trees.
+
+``to_dict``/``dumps`` turn a config into plain data and TOML text; ``from_dict`` builds a
+config class from plain data, checking types by the class's hints and rejecting unknown
+keys with the list of valid ones. Every error is a ``ConfigError`` naming the dotted path.
+Field types understood: bool, int, float, str, tuples of those, dict[str, number], and
+nested dataclasses.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import tomllib
+import types
+import typing
+from typing import Any, TypeVar
+
+from tmhw.sim.errors import ConfigError
+
+T = TypeVar("T")
+
+
+def to_dict(cfg: Any) -> dict[str, Any]:
+    """A config dataclass as nested plain data (tuples become lists)."""
+    out: dict[str, Any] = {}
+    for f in dataclasses.fields(cfg):
+        v = getattr(cfg, f.name)
+        out[f.name] = _plain(v)
+    return out
+
+
+def _plain(v: Any) -> Any:
+    if dataclasses.is_dataclass(v) and not isinstance(v, type):
+        return to_dict(v)
+    if isinstance(v, tuple | list):
+        return [_plain(x) for x in v]
+    if isinstance(v, dict):
+        return {str(k): _plain(x) for k, x in v.items()}
+    return v
+
+
+def dumps(cfg: Any) -> str:
+    """TOML text of a config; scalars first, then one table per nested dataclass."""
+    lines: list[str] = []
+    _dump_table(to_dict(cfg), [], lines)
+    return "\n".join(lines).strip() + "\n"
+
+
+def _dump_table(d: dict[str, Any], prefix: list[str], lines: list[str]) -> None:
+    scalars = {k: v for k, v in d.items() if not isinstance(v, dict)}
+    tables = {k: v for k, v in d.items() if isinstance(v, dict)}
+    if prefix and (scalars or not tables):
+        lines.append("")
+        lines.append("[" + ".".join(_key(p) for p in prefix) + "]")
+    for k, v in scalars.items():
+        lines.append(f"{_key(k)} = {_value(v)}")
+    for k, v in tables.items():
+        _dump_table(v, prefix + [k], lines)
+
+
+def _key(k: str) -> str:
+    return k if k.replace("_", "").replace("-", "").isalnum() else _value(k)
+
+
+def _value(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, float):
+        if math.isnan(v) or math.isinf(v):
+            return ("-" if v < 0 else "") + ("nan" if math.isnan(v) else "inf")
+        return repr(v)
+    if isinstance(v, str):
+        esc = v.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+        return f'"{esc}"'
+    if isinstance(v, list):
+        return "[" + ", ".join(_value(x) for x in v) + "]"
+    raise TypeError(f"cannot write {type(v).__name__} to TOML")
+
+
+def loads(text: str, where: str = "config") -> dict[str, Any]:
+    """Parse TOML text; a syntax error becomes a one-line ConfigError."""
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(where, "<toml>", f"malformed TOML: {e}") from None
+
+
+def from_dict(cls: type[T], data: dict[str, Any], path: str = "",
+              base: T | None = None) -> T:
+    """Build ``cls`` from ``data``; missing fields come from ``base`` (or defaults)."""
+    if not isinstance(data, dict):
+        raise ConfigError(path or cls.__name__, data, "must be a table")
+    hints = typing.get_type_hints(cls)
+    fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    unknown = sorted(set(data) - set(fields))
+    if unknown:
+        raise ConfigError(_join(path, unknown[0]), data[unknown[0]],
+                          f"unknown key; valid keys: {', '.join(sorted(fields))}")
+    kwargs: dict[str, Any] = {}
+    for name, value in data.items():
+        sub_base = getattr(base, name) if base is not None else None
+        kwargs[name] = _convert(hints[name], value, _join(path, name), sub_base)
+    try:
+        if base is not None:
+            return dataclasses.replace(base, **kwargs)  # type: ignore[type-var]
+        return cls(**kwargs)
+    except ConfigError as e:
+        raise ConfigError(_join(path, e.path), e.value, e.allowed) from None
+    except TypeError as e:
+        raise ConfigError(path or cls.__name__, data, f"invalid: {e}") from None
+
+
+def _join(path: str, name: str) -> str:
+    return f"{path}.{name}" if path else name
+
+
+def _convert(tp: Any, value: Any, path: str, base: Any = None) -> Any:
+    origin = typing.get_origin(tp)
+    if dataclasses.is_dataclass(tp):
+        return from_dict(tp, value, path, base)  # type: ignore[arg-type]
+    if origin in (typing.Union, types.UnionType):
+        args = typing.get_args(tp)
+        if value is None and type(None) in args:
+            return None
+        errors = []
+        for a in args:
+            if a is type(None):
+                continue
+            try:
+                return _convert(a, value, path, base)
+            except ConfigError as e:
+                errors.append(e.allowed)
+        raise ConfigError(path, value, " or ".join(errors))
+    if origin is typing.Literal:
+        allowed = typing.get_args(tp)
+        if value not in allowed:
+            raise ConfigError(path, value, f"one of {', '.join(map(repr, allowed))}")
+        return value
+    if origin is tuple:
+        if not isinstance(value, list | tuple):
+            raise ConfigError(path, value, "must be a list")
+        args = typing.get_args(tp)
+        if len(args) == 2 and args[1] is Ellipsis:
+            return tuple(_convert(args[0], v, f"{path}[{i}]") for i, v in enumerate(value))
+        if len(args) != len(value):
+            raise ConfigError(path, value, f"must be a list of {len(args)} items")
+        return tuple(_convert(a, v, f"{path}[{i}]") for i, (a, v) in enumerate(zip(args, value)))
+    if origin is dict:
+        if not isinstance(value, dict):
+            raise ConfigError(path, value, "must be a table")
+        _, vt = typing.get_args(tp)
+        return {str(k): _convert(vt, v, f"{path}.{k}") for k, v in value.items()}
+    if tp is bool:
+        if not isinstance(value, bool):
+            raise ConfigError(path, value, "must be true or false")
+        return value
+    if tp is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            if isinstance(value, float) and value.is_integer():
+                return int(value)
+            raise ConfigError(path, value, "must be an integer")
+        return value
+    if tp is float:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ConfigError(path, value, "must be a number")
+        return float(value)
+    if tp is str:
+        if not isinstance(value, str):
+            raise ConfigError(path, value, "must be a string")
+        return value
+    if tp is Any:
+        return value
+    raise ConfigError(path, value, f"unsupported field type {tp}")
+
+
+def parse_override(item: str) -> tuple[list[str], Any]:
+    """``a.b.c=value`` to (['a','b','c'], value); the value is read as a TOML value
+    (numbers, booleans, quoted strings, lists), else taken as a bare string."""
+    if "=" not in item:
+        raise ConfigError("--set", item, "must be dotted.path=value")
+    key, _, raw = item.partition("=")
+    key = key.strip()
+    if not key or any(not p for p in key.split(".")):
+        raise ConfigError("--set", item, "must be dotted.path=value")
+    raw = raw.strip()
+    try:
+        value = tomllib.loads(f"v = {raw}")["v"]
+    except tomllib.TOMLDecodeError:
+        value = raw
+    return key.split("."), value
+
+
+def nest(overrides: list[tuple[list[str], Any]]) -> dict[str, Any]:
+    """Merge dotted overrides into one nested dict."""
+    out: dict[str, Any] = {}
+    for keys, value in overrides:
+        d = out
+        for k in keys[:-1]:
+            nxt = d.setdefault(k, {})
+            if not isinstance(nxt, dict):
+                raise ConfigError(".".join(keys), value, "conflicts with another --set")
+            d = nxt
+        d[keys[-1]] = value
+    return out
+
+
+def merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    """Deep merge of plain dicts (``over`` wins)."""
+    out = dict(base)
+    for k, v in over.items():
+        if isinstance(v, dict) and isinstance(out.get(k), dict):
+            out[k] = merge(out[k], v)
+        else:
+            out[k] = v
+    return out
