@@ -11,9 +11,22 @@ bf16 weights and gradients, fp32 master weights and optimizer states, so Adam co
 GEMM shapes: a linear layer y = x W with x of (T x in) and W of (in x out) is forward
 M=T, N=out, K=in; input gradient dx = dy W^T is M=T, N=in, K=out; weight gradient
 dW = x^T dy is M=in, N=out, K=T. A convolution lowers to GEMM as SCALE-Sim does
-(M = output pixels x batch, N = filters, K = R*S*C); its input gradient is the
-transposed convolution (M = input pixels x batch, N = C, K = R*S*N) and its weight
-gradient M = R*S*C, N = filters, K = output pixels x batch.
+(M = output pixels x batch, N = filters, K = R*S*C); its weight gradient is
+M = R*S*C, N = filters, K = output pixels x batch. Its input gradient is the transposed
+convolution (M = input pixels x batch, N = C, K = R*S*N) when that does exactly the
+forward's MACs (stride 1, output as large as the input); otherwise (strided or
+unpadded) the transposed convolution would multiply inserted zeros, so it takes the
+lowered form that im2col frameworks use, dcols = dy W^T (M = output pixels x batch,
+N = R*S*C, K = filters), followed by a col2im scatter-add that is not counted as vector
+work. Either way each GEMM of the backward does the forward's MAC count. A grouped
+convolution (``groups`` > 1; depthwise when groups = C) is ``groups`` independent GEMMs
+of the per-group shape.
+
+Which forward tensors a backward op reads (so which activations stay live until the
+backward) follows the usual autograd choices, as counted by Korthikanti et al.,
+"Reducing Activation Recomputation in Large Transformer Models" (MLSys 2023, Sec. 4.1):
+a GEMM keeps its input, GELU and layer norm keep their input, softmax and ReLU their
+output, dropout a one-byte mask, and residual adds, slices and average pooling nothing.
 """
 
 from __future__ import annotations
@@ -30,10 +43,14 @@ OPTIMIZER_OPS_PER_ELEM = {"adam": 10.0, "sgd": 3.0}
 OPTIMIZER_STATE_BYTES = {"adam": 8, "sgd": 4}
 
 
+#: What an element-wise op's backward reads besides the output gradient and its weight.
+SAVES = ("input", "output", "none")
+
+
 @dataclass(slots=True)
 class _Fwd:
     op: int
-    kind: str                     # "linear" | "matmul" | "eltwise"
+    kind: str                     # "linear" | "matmul" | "eltwise" | "embedding"
     inputs: tuple[int, ...]
     output: int
     weight: int | None = None
@@ -41,6 +58,8 @@ class _Fwd:
     vector_elems: int = 0
     vector_ops: float = 1.0
     saves_input: bool = True
+    saved: tuple[int, ...] = ()    # forward tensors the backward reads (eltwise)
+    extra_weights: tuple[int, ...] = ()  # further weights (a tied layer's bias; tables)
 
 
 @dataclass
@@ -76,8 +95,10 @@ class WorkloadBuilder:
                                    dtype_bytes or self.dtype_bytes))
         return tid
 
-    def input(self, name: str, elems: int) -> int:
-        return self.tensor(name, Kind.INPUT, elems * self.dtype_bytes, "input")
+    def input(self, name: str, elems: int, dtype_bytes: int | None = None) -> int:
+        """A tensor the host writes each iteration (``dtype_bytes`` 4 for int32 ids)."""
+        db = dtype_bytes or self.dtype_bytes
+        return self.tensor(name, Kind.INPUT, elems * db, "input", db)
 
     def _op(self, name: str, phase: Phase, layer: str, gemms: tuple[Gemm, ...] = (),
             vector_elems: int = 0, vector_ops: float = 1.0, reads: tuple[int, ...] = (),
@@ -95,36 +116,90 @@ class WorkloadBuilder:
 
     # -- forward layers ----------------------------------------------------------------
     def linear(self, layer: str, x: int, tokens: int, d_in: int, d_out: int,
-               bias: bool = True) -> int:
-        """y = x W (+ b) over ``tokens`` rows. Returns the output tensor."""
-        w = self._weight(layer, d_in * d_out + (d_out if bias else 0))
+               bias: bool = True, tied: int | None = None) -> int:
+        """y = x W (+ b) over ``tokens`` rows. Returns the output tensor.
+
+        ``tied`` is an existing weight tensor of d_in * d_out elements that this layer
+        shares (an LM head tied to the token embedding, Press & Wolf 2017): no new
+        parameters but the bias, which then is a weight tensor of its own, and the
+        weight gradient accumulates into the shared one."""
+        extra: tuple[int, ...] = ()
+        if tied is None:
+            w = self._weight(layer, d_in * d_out + (d_out if bias else 0))
+        else:
+            w = tied
+            if self.tensors[w].nbytes != d_in * d_out * self.dtype_bytes:
+                raise ValueError(f"{layer}: tied weight {self.tensors[w].name} is not "
+                                 f"{d_in} x {d_out}")
+            if bias:
+                extra = (self._weight(f"{layer}.bias", d_out),)
         y = self.tensor(f"{layer}.out", Kind.ACTIVATION, tokens * d_out * self.dtype_bytes,
                         layer)
         op = self._op(f"{layer}.fwd", Phase.FORWARD, layer, (Gemm(tokens, d_out, d_in),),
-                      reads=(x, w), writes=(y,))
+                      reads=(x, w) + extra, writes=(y,))
         self._fwd.append(_Fwd(op, "linear", (x,), y, w,
-                              ((Gemm(tokens, d_in, d_out),), (Gemm(d_in, d_out, tokens),))))
+                              ((Gemm(tokens, d_in, d_out),), (Gemm(d_in, d_out, tokens),)),
+                              extra_weights=extra))
         return y
 
     def conv(self, layer: str, x: int, h: int, w_: int, c: int, r: int, s: int, n: int,
-             stride: int = 1, pad: int = 0) -> tuple[int, int, int]:
-        """2-D convolution of a (batch, h, w_, c) input with n filters of r x s x c.
+             stride: int = 1, pad: int = 0, bias: bool = False,
+             groups: int = 1) -> tuple[int, int, int]:
+        """2-D convolution of a (batch, h, w_, c) input with n filters of r x s x c/groups
+        (plus n biases with ``bias``).
 
         Returns (output tensor, output height, output width)."""
         ho = (h + 2 * pad - r) // stride + 1
         wo = (w_ + 2 * pad - s) // stride + 1
         if ho <= 0 or wo <= 0:
             raise ValueError(f"{layer}: filter {r}x{s} larger than padded input {h}x{w_}")
-        wt = self._weight(layer, r * s * c * n)
+        if groups < 1 or c % groups or n % groups:
+            raise ValueError(f"{layer}: {groups} groups do not divide {c} channels and "
+                             f"{n} filters")
+        cg, ng = c // groups, n // groups
+        wt = self._weight(layer, r * s * cg * n + (n if bias else 0))
         out_px = self.batch * ho * wo
         y = self.tensor(f"{layer}.out", Kind.ACTIVATION, out_px * n * self.dtype_bytes,
                         layer)
-        op = self._op(f"{layer}.fwd", Phase.FORWARD, layer, (Gemm(out_px, n, r * s * c),),
-                      reads=(x, wt), writes=(y,))
+        op = self._op(f"{layer}.fwd", Phase.FORWARD, layer,
+                      (Gemm(out_px, ng, r * s * cg, groups),), reads=(x, wt), writes=(y,))
         in_px = self.batch * h * w_
+        if stride == 1 and ho == h and wo == w_:
+            dgrad = Gemm(in_px, cg, r * s * ng, groups)
+        else:
+            dgrad = Gemm(out_px, r * s * cg, ng, groups)
         self._fwd.append(_Fwd(op, "linear", (x,), y, wt,
-                              ((Gemm(in_px, c, r * s * n),), (Gemm(r * s * c, n, out_px),))))
+                              ((dgrad,), (Gemm(r * s * cg, ng, out_px, groups),))))
         return y, ho, wo
+
+    def embedding(self, layer: str, ids: tuple[int, ...], tokens: int, d: int,
+                  tables: dict[str, int]) -> tuple[int, dict[str, int]]:
+        """Sum of lookups into embedding tables (``tables``: name -> rows) for ``tokens``
+        rows of width ``d``, as BERT's word + position + segment embeddings. ``ids`` are
+        the index inputs. The op reads each whole table, since which rows a batch touches
+        is not known to a page-level model. Its backward scatter-adds the output gradient
+        into dense table gradients (PyTorch's default for nn.Embedding).
+
+        Returns (output tensor, table name -> weight tensor)."""
+        ws = {name: self._weight(f"{layer}.{name}", rows * d) for name, rows in tables.items()}
+        y = self.tensor(f"{layer}.out", Kind.ACTIVATION, tokens * d * self.dtype_bytes, layer)
+        elems = tokens * d * len(tables)
+        op = self._op(f"{layer}.fwd", Phase.FORWARD, layer, (), elems, 1.0,
+                      reads=tuple(ids) + tuple(ws.values()), writes=(y,))
+        self._fwd.append(_Fwd(op, "embedding", tuple(ids), y, None, ((), ()), elems, 1.0,
+                              saved=tuple(ids), extra_weights=tuple(ws.values())))
+        return y, ws
+
+    def dropout(self, layer: str, x: int, elems: int) -> int:
+        """Inverted dropout (Srivastava et al. 2014): writes the output and a one-byte
+        keep mask that its backward reads."""
+        y = self.tensor(f"{layer}.out", Kind.ACTIVATION, elems * self.dtype_bytes, layer)
+        mask = self.tensor(f"{layer}.mask", Kind.ACTIVATION, elems, layer, 1)
+        op = self._op(f"{layer}.fwd", Phase.FORWARD, layer, (), elems, 2.0,
+                      reads=(x,), writes=(y, mask))
+        self._fwd.append(_Fwd(op, "eltwise", (x,), y, None, ((), ()), elems, 1.0,
+                              saved=(mask,)))
+        return y
 
     def matmul(self, layer: str, a: int, b: int, m: int, n: int, k: int,
                count: int = 1) -> int:
@@ -139,62 +214,92 @@ class WorkloadBuilder:
         return y
 
     def eltwise(self, layer: str, inputs: tuple[int, ...], elems: int,
-                ops_per_elem: float = 1.0, params: int = 0, saves_input: bool = True) -> int:
+                ops_per_elem: float = 1.0, params: int = 0, saves_input: bool = True,
+                out_elems: int | None = None, saves: str = "") -> int:
         """Element-wise op on the vector unit (activation, softmax, norm, residual add,
-        pooling). ``params`` > 0 gives it a small weight (layer-norm gain and bias)."""
+        pooling). ``params`` > 0 gives it a small weight (layer-norm gain and bias).
+
+        ``elems`` is the vector work; the output has ``out_elems`` elements (default
+        ``elems``: a pooling or a slice writes fewer). What the backward reads besides the
+        output gradient: ``saves`` "input", "output" or "none"; left empty, "input" if
+        ``saves_input`` else "output"."""
+        if saves and saves not in SAVES:
+            raise ValueError(f"{layer}: saves {saves!r}: one of {SAVES}")
         reads = tuple(inputs)
         wt = None
         if params:
             wt = self._weight(layer, params)
             reads = reads + (wt,)
-        y = self.tensor(f"{layer}.out", Kind.ACTIVATION, elems * self.dtype_bytes, layer)
+        n_out = elems if out_elems is None else out_elems
+        y = self.tensor(f"{layer}.out", Kind.ACTIVATION, n_out * self.dtype_bytes, layer)
         op = self._op(f"{layer}.fwd", Phase.FORWARD, layer, (), elems, ops_per_elem,
                       reads=reads, writes=(y,))
+        mode = saves or ("input" if saves_input else "output")
+        saved = {"input": tuple(inputs), "output": (y,), "none": ()}[mode]
         self._fwd.append(_Fwd(op, "eltwise", tuple(inputs), y, wt, ((), ()), elems,
-                              ops_per_elem, saves_input))
+                              ops_per_elem, mode == "input", saved))
         return y
 
     # -- backward and optimizer --------------------------------------------------------
-    def finish(self, loss_input: int, page_size: int = 4096) -> Workload:
-        """Derive backward (reverse order) and optimizer ops; return the Workload."""
+    def finish(self, loss_input: int | tuple[int, ...], page_size: int = 4096) -> Workload:
+        """Derive backward (reverse order) and optimizer ops; return the Workload.
+
+        ``loss_input`` is the tensor (or tensors, for several heads such as BERT's masked
+        LM and next-sentence prediction) the loss reads; each loss is a vector op that
+        writes the gradient of its input."""
         grads: dict[int, int] = {}
         accumulated: set[int] = set()
+        wgrads: dict[int, int] = {}
+        wgrad_written: set[int] = set()
 
         def grad_of(t: int) -> int:
             if t not in grads:
                 src = self.tensors[t]
                 grads[t] = self.tensor(f"{src.name}.grad", Kind.ACT_GRAD, src.nbytes,
-                                       src.layer)
+                                       src.layer, src.dtype_bytes)
             return grads[t]
 
-        # loss: a vector op reads the last activation and writes its gradient
-        g_last = grad_of(loss_input)
-        elems = self.tensors[loss_input].nbytes // self.dtype_bytes
-        self._op("loss", Phase.FORWARD, "loss", (), elems, 4.0, reads=(loss_input,),
-                 writes=(g_last,))
-        accumulated.add(g_last)
+        def wgrad_of(w: int, reads: list[int]) -> int:
+            """The weight gradient to write; a second write accumulates (reads it)."""
+            dw = self._wgrad(w, wgrads)
+            if dw in wgrad_written:
+                reads.append(dw)
+            wgrad_written.add(dw)
+            return dw
 
-        wgrads: dict[int, int] = {}
+        losses = (loss_input,) if isinstance(loss_input, int) else tuple(loss_input)
+        for i, li in enumerate(losses):
+            # loss: a vector op reads the last activation and writes its gradient
+            g_last = grad_of(li)
+            elems = self.tensors[li].nbytes // self.dtype_bytes
+            self._op("loss" if len(losses) == 1 else f"loss{i}", Phase.FORWARD, "loss", (),
+                     elems, 4.0, reads=(li,), writes=(g_last,))
+            accumulated.add(g_last)
+
         for f in reversed(self._fwd):
             dy = grad_of(f.output)
             if dy not in accumulated:
                 continue  # output never reached the loss (dead branch)
             diffable = [x for x in f.inputs if self.tensors[x].kind != Kind.INPUT]
             layer = self.tensors[f.output].layer
+            if f.kind == "embedding":
+                acc: list[int] = []
+                dws = tuple(wgrad_of(w, acc) for w in f.extra_weights)
+                self._op(f"{layer}.wgrad", Phase.BACKWARD, layer, (), f.vector_elems,
+                         f.vector_ops, reads=(dy,) + f.saved + tuple(acc), writes=dws)
+                continue
             if f.kind == "eltwise":
-                reads = (dy,) + (tuple(f.inputs) if f.saves_input else (f.output,))
+                reads = (dy,) + f.saved
                 if f.weight is not None:
                     reads += (f.weight,)
-                dxs = tuple(grad_of(x) for x in diffable)
+                dxs = tuple(grad_of(x) for x in dict.fromkeys(diffable))
                 writes = dxs
+                acc = [d for d in dxs if d in accumulated]
                 if f.weight is not None:
-                    dw = self._wgrad(f.weight, wgrads)
-                    writes += (dw,)
+                    writes += (wgrad_of(f.weight, acc),)
                 if writes:
                     self._op(f"{layer}.bwd", Phase.BACKWARD, layer, (), f.vector_elems,
-                             f.vector_ops, reads=reads + tuple(d for d in dxs
-                                                               if d in accumulated),
-                             writes=writes)
+                             f.vector_ops, reads=reads + tuple(acc), writes=writes)
                 accumulated.update(dxs)
                 continue
             dgrad, wgrad = f.bwd_gemms
@@ -203,23 +308,24 @@ class WorkloadBuilder:
                 assert f.weight is not None
                 if self.tensors[x].kind != Kind.INPUT:
                     dx = grad_of(x)
-                    acc = (dx,) if dx in accumulated else ()
+                    acc_dx = (dx,) if dx in accumulated else ()
                     self._op(f"{layer}.dgrad", Phase.BACKWARD, layer, dgrad,
-                             reads=(dy, f.weight) + acc, writes=(dx,))
+                             reads=(dy, f.weight) + acc_dx, writes=(dx,))
                     accumulated.add(dx)
-                dw = self._wgrad(f.weight, wgrads)
+                acc = []
+                dws = tuple(wgrad_of(w, acc) for w in (f.weight,) + f.extra_weights)
                 self._op(f"{layer}.wgrad", Phase.BACKWARD, layer, wgrad,
-                         reads=(dy, x), writes=(dw,))
+                         reads=(dy, x) + tuple(acc), writes=dws)
             else:  # matmul: gradients of both operands
                 a, b = f.inputs
                 for operand, gem, other in ((a, dgrad, b), (b, wgrad, a)):
                     if self.tensors[operand].kind == Kind.INPUT:
                         continue
                     dx = grad_of(operand)
-                    acc = (dx,) if dx in accumulated else ()
+                    acc_dx = (dx,) if dx in accumulated else ()
                     tag = "da" if operand == a else "db"
                     self._op(f"{layer}.{tag}", Phase.BACKWARD, layer, gem,
-                             reads=(dy, other) + acc, writes=(dx,))
+                             reads=(dy, other) + acc_dx, writes=(dx,))
                     accumulated.add(dx)
 
         ops_pe = OPTIMIZER_OPS_PER_ELEM[self.optimizer]

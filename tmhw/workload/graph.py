@@ -18,7 +18,7 @@ from enum import Enum
 import numpy as np
 
 
-class Kind(str, Enum):
+class Kind(str, Enum):  # noqa: UP042  (StrEnum would change str(kind))
     """What a tensor holds; decides its lifetime and whether it persists across
     iterations."""
 
@@ -37,7 +37,7 @@ class Kind(str, Enum):
         return self in (Kind.WEIGHT, Kind.MASTER, Kind.OPT_STATE)
 
 
-class Phase(str, Enum):
+class Phase(str, Enum):  # noqa: UP042
     FORWARD = "forward"
     BACKWARD = "backward"
     OPTIMIZER = "optimizer"
