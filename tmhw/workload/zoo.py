@@ -225,9 +225,9 @@ def gpt3_block(batch: int = 4, seq: int = 2048, page_size: int = 4096,
     no embeddings or head: the hidden state arrives as an input, as at one pipeline
     stage. One layer holds 1.81G parameters, so 29.0 GB of model state under mixed-
     precision Adam, and keeps 34 s b h + 5 a s^2 b = 2.87 GB of activations per sample;
-    the default of one layer keeps the footprint between 33 GB (batch 1) and 58 GB
-    (batch 8) of peak live bytes, which exceeds a 32 GiB HBM (TPUv4) from batch 1 on, as
-    a tiered-memory study needs. Two layers double it."""
+    the default of one layer keeps the peak live bytes between 31.4 GB (batch 1) and
+    54.3 GB (batch 8), 41.2 GB at the default batch 4: tens of GB, beyond a 32 GiB HBM
+    (TPUv4) as a tiered-memory study needs. Two layers take 60.4 to 103.0 GB."""
     a = _Arch(12288, 96, 49152)
     b = WorkloadBuilder("gpt3-block", batch, seq, optimizer=optimizer)
     x = b.input("hidden", batch * seq * a.d_model)

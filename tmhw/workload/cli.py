@@ -1,0 +1,98 @@
+"""``tmhw workload``: list the zoo and show a model's training footprint.
+
+    tmhw workload list [--json]
+    tmhw workload show MODEL [--batch B] [--seq S] [--layers L] [--optimizer adam|sgd]
+                       [--page-size BYTES] [--json]
+
+MODEL is a zoo name or the path of a SCALE-Sim topology CSV (``*.csv``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from tmhw.sim.errors import TmhwError
+from tmhw.sim.units import GB
+from tmhw.workload.footprint import Footprint, footprint
+from tmhw.workload.graph import Workload
+from tmhw.workload.scalesim import from_scalesim_csv
+from tmhw.workload.zoo import INFO, MODELS, build
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the ``workload`` command and its sub-commands to ``sub``."""
+    p = sub.add_parser("workload", help="DNN training workloads: the model zoo, footprints")
+    wsub = p.add_subparsers(dest="workload_cmd", required=True)
+
+    ls = wsub.add_parser("list", help="the zoo's models with their defaults")
+    ls.add_argument("--json", action="store_true", help="print JSON")
+    ls.set_defaults(func=_list)
+
+    sh = wsub.add_parser("show", help="footprint of one training iteration")
+    sh.add_argument("model", help=f"one of {', '.join(MODELS)}, or a SCALE-Sim topology "
+                    "CSV path")
+    sh.add_argument("--batch", type=int, default=None, help="batch size (model default)")
+    sh.add_argument("--seq", type=int, default=None, help="sequence length (transformers)")
+    sh.add_argument("--layers", type=int, default=None, help="layers (transformers)")
+    sh.add_argument("--optimizer", default="adam", help="adam or sgd (with momentum)")
+    sh.add_argument("--page-size", type=int, default=4096, help="bytes per page")
+    sh.add_argument("--json", action="store_true", help="print JSON")
+    sh.set_defaults(func=_show)
+
+
+def _load(args: argparse.Namespace) -> Workload:
+    if args.model.endswith(".csv") and args.model not in MODELS:
+        for opt in ("seq", "layers"):
+            if getattr(args, opt) is not None:
+                raise TmhwError(f"{opt}: not applicable to a SCALE-Sim topology")
+        return from_scalesim_csv(args.model, 1 if args.batch is None else args.batch,
+                                 page_size=args.page_size, optimizer=args.optimizer)
+    return build(args.model, batch=args.batch, seq=args.seq, page_size=args.page_size,
+                 optimizer=args.optimizer, layers=args.layers)
+
+
+def _gb(n: int) -> str:
+    return f"{n / GB:10.3f} GB"
+
+
+def format_footprint(f: Footprint) -> str:
+    """The human-readable table ``show`` prints."""
+    shape = f"batch {f.batch}" + (f", seq {f.seq}" if f.seq else "")
+    rows = [
+        f"{f.model}: {shape}, {f.optimizer}, {f.params / 1e6:.2f}M parameters, "
+        f"{f.ops} ops, {f.tensors} tensors, {f.pages} pages of {f.page_size} B",
+        f"  weights (bf16)        {_gb(f.weights)}",
+        f"  master weights (fp32) {_gb(f.master)}",
+        f"  optimizer state       {_gb(f.optimizer_state)}",
+        f"  weight gradients      {_gb(f.weight_grads)}",
+        f"  model state           {_gb(f.model_state)}  ({f.bytes_per_param:.1f} B/param)",
+        f"  activations saved     {_gb(f.activations_saved)}  (read by the backward)",
+        f"  activations, all      {_gb(f.activations_all)}",
+        f"  activation gradients  {_gb(f.activation_grads)}",
+        f"  input                 {_gb(f.input)}",
+        f"  peak live             {_gb(f.peak_live)}",
+        f"  all tensors           {_gb(f.total)}",
+        f"  MACs forward {f.forward_macs / 1e9:.1f} G, backward {f.backward_macs / 1e9:.1f} G",
+    ]
+    return "\n".join(rows)
+
+
+def _show(args: argparse.Namespace) -> int:
+    f = footprint(_load(args))
+    print(json.dumps(f.as_dict(), indent=2) if args.json else format_footprint(f))
+    return 0
+
+
+def _list(args: argparse.Namespace) -> int:
+    rows = [{"model": name, "batch": i.default_batch, "seq": i.default_seq,
+             "layers": i.default_layers, "source": i.note} for name, i in INFO.items()]
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    for r in rows:
+        seq = "-" if r["seq"] is None else r["seq"]
+        layers = "-" if r["layers"] is None else r["layers"]
+        print(f"{r['model']:12s} batch {r['batch']:3d}  seq {seq!s:>5s}  "
+              f"layers {layers!s:>3s}  {r['source']}")
+    return 0
