@@ -1,0 +1,91 @@
+"""Physical address mapping: a byte address to (unit, rank, bank group, bank, row, column).
+
+The mapping string names the fields from the most to the least significant bit, as
+DRAMsim3's ``address_mapping`` (``rorabgbachco``) and Ramulator's ``RoBaRaCoCh`` do.
+Below the named fields sit the byte offset inside a burst and the low column bits that
+keep ``interleave_bytes`` together in one row, so a 64 B access on a 32 B-burst device
+stays in one pseudo-channel. The column field ``Co`` holds the remaining column bits.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dram.config import DramConfig
+
+
+def _log2(n: int) -> int:
+    return n.bit_length() - 1
+
+
+class AddressMap:
+    """Decodes byte addresses for one ``DramConfig``. Addresses wrap at the capacity."""
+
+    def __init__(self, cfg: DramConfig) -> None:
+        self.cfg = cfg
+        self.burst_shift = _log2(cfg.burst_bytes)
+        low_col = _log2(cfg.interleave_bytes // cfg.burst_bytes)
+        self.low_col_bits = low_col
+        widths = {
+            "Ro": _log2(cfg.rows), "Ra": _log2(cfg.ranks), "Bg": _log2(cfg.bank_groups),
+            "Ba": _log2(cfg.banks_per_group), "Co": _log2(cfg.bursts_per_row) - low_col,
+            "Pc": _log2(cfg.pseudo_channels), "Ch": _log2(cfg.channels),
+        }
+        # (shift, width) of each field in the burst index (address >> burst_shift).
+        self.fields: dict[str, tuple[int, int]] = {}
+        shift = low_col
+        m = cfg.address_mapping
+        for name in reversed([m[i:i + 2] for i in range(0, len(m), 2)]):
+            self.fields[name] = (shift, widths[name])
+            shift += widths[name]
+        self.total_bits = shift
+        self.capacity = cfg.capacity
+        self.banks_per_unit = cfg.ranks * cfg.banks
+
+    def _field(self, burst: int, name: str) -> int:
+        s, w = self.fields[name]
+        return (burst >> s) & ((1 << w) - 1)
+
+    def decode(self, address: int) -> tuple[int, int, int, int]:
+        """(unit, flat bank, row, column-in-bursts) of the burst holding ``address``."""
+        b = (address % self.capacity) >> self.burst_shift
+        f = self._field
+        unit = f(b, "Ch") * self.cfg.pseudo_channels + f(b, "Pc")
+        bank = ((f(b, "Ra") * self.cfg.bank_groups + f(b, "Bg")) * self.cfg.banks_per_group
+                + f(b, "Ba"))
+        column = (f(b, "Co") << self.low_col_bits) | (b & ((1 << self.low_col_bits) - 1))
+        return unit, bank, f(b, "Ro"), column
+
+    def bank_group_of(self, flat_bank: int) -> int:
+        """Bank group index within its rank for a flat bank index."""
+        return (flat_bank // self.cfg.banks_per_group) % self.cfg.bank_groups
+
+    def rank_of(self, flat_bank: int) -> int:
+        return flat_bank // self.cfg.banks
+
+    def units_of_bursts(self, bursts: np.ndarray) -> np.ndarray:
+        """Unit of each burst index (vectorised)."""
+        bursts = bursts % (1 << self.total_bits)
+        sc, wc = self.fields["Ch"]
+        sp, wp = self.fields["Pc"]
+        ch = (bursts >> sc) & ((1 << wc) - 1)
+        pc = (bursts >> sp) & ((1 << wp) - 1)
+        return np.asarray(ch * self.cfg.pseudo_channels + pc, dtype=np.int64)
+
+    @property
+    def unit_period_bursts(self) -> int:
+        """Bursts after which the unit sequence of a contiguous range repeats."""
+        hi = max(s + w for s, w in (self.fields["Ch"], self.fields["Pc"]))
+        return 1 << hi
+
+    @property
+    def unit_block_bursts(self) -> int:
+        """Consecutive bursts that always share a unit (below the lowest unit bit)."""
+        lo = min(s for s, w in (self.fields["Ch"], self.fields["Pc"]) if w > 0) \
+            if self.cfg.units > 1 else self.total_bits
+        return 1 << lo
+
+    def bank_group_below_column(self) -> bool:
+        """Whether consecutive bursts of one unit rotate bank groups before columns, so a
+        stream pays tCCD_S rather than tCCD_L between bursts."""
+        return self.cfg.bank_groups > 1 and self.fields["Bg"][0] < self.fields["Co"][0]
