@@ -99,16 +99,23 @@ def test_backward_macs_are_twice_the_forward_macs_but_the_first_layers_dgrad(
     assert bwd == 2 * fwd - skipped
 
 
-def test_optimizer_updates_every_weight_once(model: Workload) -> None:
+def test_optimizer_updates_every_parameter_once(model: Workload) -> None:
+    """Every weight is written by the optimizer; its fp32 master copy and state (whole,
+    or in shards) are each updated by exactly one op, and the update's element count is
+    the parameter count."""
+    opt = [op for op in model.ops if op.phase == Phase.OPTIMIZER]
     weights = {t.id for t in model.tensors if t.kind == Kind.WEIGHT}
-    updated = [w for op in model.ops if op.phase == Phase.OPTIMIZER for w in op.writes
-               if model.tensors[w].kind == Kind.WEIGHT]
-    assert sorted(updated) == sorted(weights)
+    assert {w for op in opt for w in op.writes if w in weights} == weights
+    for kind in (Kind.MASTER, Kind.OPT_STATE):
+        ids = sorted(t.id for t in model.tensors if t.kind == kind)
+        assert sorted(w for op in opt for w in op.writes
+                      if model.tensors[w].kind == kind) == ids
+    assert sum(op.vector_elems for op in opt) == model.params
 
 
 @pytest.mark.parametrize("name", list(MODELS))
 def test_parameter_count_matches_the_published_figure(name: str) -> None:
-    wl = build(name, batch=1, **({"seq": 8} if INFO[name].default_seq else {}))
+    wl = build(name, batch=1, seq=8 if INFO[name].default_seq else None)
     assert wl.params == pytest.approx(PUBLISHED_PARAMS[name], rel=0.03)
     assert wl.params == sum(t.nbytes for t in wl.tensors if t.kind == Kind.WEIGHT) // 2
 
