@@ -109,8 +109,8 @@ class CostConfig:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class WorkloadConfig:
-    """Which training iteration to run. ``seq`` and ``layers`` 0 mean the model's
-    default."""
+    """Which training iteration to run. ``batch``, ``seq`` and ``layers`` 0 mean the
+    model's default."""
 
     model: str = "bert-large"
     batch: int = 32
@@ -124,8 +124,8 @@ class WorkloadConfig:
 
         if self.model not in MODELS:
             raise ConfigError("model", self.model, f"one of {', '.join(sorted(MODELS))}")
-        if self.batch < 1:
-            raise ConfigError("batch", self.batch, "an integer >= 1")
+        if self.batch < 0:
+            raise ConfigError("batch", self.batch, "an integer >= 1 (0: the model's default)")
         if self.seq < 0:
             raise ConfigError("seq", self.seq, "an integer >= 0 (0: the model's default)")
         if self.layers < 0:

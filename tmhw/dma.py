@@ -110,6 +110,16 @@ class DmaEngine(Component):
         if not self._kick.triggered:
             self._kick.succeed()
 
+    def writeback_now(self, p0: int, p1: int, now: int, tag: str = "") -> int:
+        """Book a write-back of pages [p0, p1) at once, ahead of the queue (an eviction
+        that must make room now). Returns when their HBM space is free."""
+        k = min(range(len(self.slots)), key=self.slots.__getitem__)
+        req = DmaRequest(WRITEBACK, p0, p1, -1, tag, urgent=True)
+        req.submitted_ps = now
+        end = self._writeback(p0, p1, max(now, self.slots[k]), req)
+        self.slots[k] = end
+        return end
+
     def pending(self) -> int:
         return len(self._queue)
 

@@ -3,6 +3,7 @@ transactions and tracing. Imports nothing else of the project."""
 
 from tmhw.sim.component import Component
 from tmhw.sim.energy import EnergyMeter, EnergyTable
+from tmhw.sim.env import Environment
 from tmhw.sim.errors import ConfigError, ElaborationError, TmhwError
 from tmhw.sim.stats import Counter, Level, Tally
 from tmhw.sim.timeline import Timeline
@@ -10,7 +11,7 @@ from tmhw.sim.trace import NULL_TRACER, NullTracer, Tracer
 from tmhw.sim.transfer import MemoryTarget, Op, Pattern, Transfer
 
 __all__ = [
-    "Component", "ConfigError", "Counter", "ElaborationError", "EnergyMeter", "EnergyTable",
+    "Component", "ConfigError", "Environment", "Counter", "ElaborationError", "EnergyMeter", "EnergyTable",
     "Level", "MemoryTarget", "NULL_TRACER", "NullTracer", "Op", "Pattern", "Tally",
     "Timeline", "TmhwError", "Tracer", "Transfer",
 ]

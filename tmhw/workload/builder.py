@@ -40,6 +40,9 @@ from tmhw.workload.graph import Gemm, Kind, Op, Phase, Tensor, Workload
 #: equations (Kingma & Ba 2015, Alg. 1: about 10 flops per parameter for Adam).
 OPTIMIZER_OPS_PER_ELEM = {"adam": 10.0, "sgd": 3.0}
 #: Bytes of optimizer state per parameter (fp32 moments): Adam m and v, SGD momentum.
+#: Bytes of fp32 master copy + optimizer state updated by one optimizer op (model knob:
+#: bounds the working set of the update of a large parameter tensor).
+OPTIMIZER_SHARD_BYTES = 64 * 2**20
 OPTIMIZER_STATE_BYTES = {"adam": 8, "sgd": 4}
 
 
@@ -335,14 +338,23 @@ class WorkloadBuilder:
         for w in self._weights:
             wt = self.tensors[w]
             n = wt.nbytes // self.dtype_bytes
-            master = self.tensor(f"{wt.layer}.master", Kind.MASTER, n * 4, wt.layer, 4)
-            state = self.tensor(f"{wt.layer}.{self.optimizer}", Kind.OPT_STATE, n * state_b,
-                                wt.layer, 4)
+            # The update is element-wise, so a large parameter's fp32 master copy and
+            # optimizer state are kept in shards with one update op each (as ZeRO-style
+            # implementations chunk it): an op's working set stays bounded by the shard,
+            # not the layer.
+            shards = max(1, -(-n * (4 + state_b) // OPTIMIZER_SHARD_BYTES))
             dw = wgrads.get(w)
-            if dw is None:
-                continue
-            self._op(f"{wt.layer}.{self.optimizer}", Phase.OPTIMIZER, wt.layer, (), n, ops_pe,
-                     reads=(dw, master, state), writes=(w, master, state))
+            for k in range(shards):
+                lo, hi = n * k // shards, n * (k + 1) // shards
+                tag = f".{k}" if shards > 1 else ""
+                master = self.tensor(f"{wt.layer}.master{tag}", Kind.MASTER, (hi - lo) * 4,
+                                     wt.layer, 4)
+                state = self.tensor(f"{wt.layer}.{self.optimizer}{tag}", Kind.OPT_STATE,
+                                    (hi - lo) * state_b, wt.layer, 4)
+                if dw is None:
+                    continue
+                self._op(f"{wt.layer}.{self.optimizer}{tag}", Phase.OPTIMIZER, wt.layer, (),
+                         hi - lo, ops_pe, reads=(dw, master, state), writes=(w, master, state))
         wl = Workload(self.name, self.batch, self.tensors, self.ops, self.seq, page_size,
                       self.params, {"optimizer": self.optimizer})
         wl.check()

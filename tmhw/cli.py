@@ -1,0 +1,207 @@
+"""The ``tmhw`` command.
+
+    tmhw run [--preset NAME] [--config FILE.toml] [--set a.b=v ...] [--model M] ...
+    tmhw presets
+    tmhw config show NAME
+    tmhw placement show --model M --policy P --hbm-ratio R [--csv FILE]
+    tmhw npu cycles | dram bench | flash bench | workload show | scenario | sweep | bench
+
+Every error in arguments or config ends with one line on stderr naming the field and
+what is allowed, and exit status 2; nothing is written when a run fails.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, NoReturn
+
+from tmhw.sim.errors import TmhwError
+
+#: Packages that add their own sub-commands through ``register(sub)``.
+COMMAND_MODULES = ("npu.cli", "dram.cli", "flash.cli", "tmhw.workload.cli",
+                   "tmhw.placement.cli", "tmhw.studies", "tmhw.sweep", "tmhw.bench")
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line and exit status 2."""
+
+    def error(self, message: str) -> NoReturn:
+        sys.stderr.write(f"{self.prog}: error: {message}\n")
+        raise SystemExit(2)
+
+
+def add_config_args(p: argparse.ArgumentParser) -> None:
+    """The options that build a SystemConfig (shared by run, placement, sweep)."""
+    p.add_argument("--preset", help="system preset (tmhw presets lists them)")
+    p.add_argument("--config", help="TOML file over the preset")
+    p.add_argument("--set", action="append", default=[], metavar="PATH=VALUE",
+                   help="override one field, e.g. flash.channels=16 (repeatable)")
+    p.add_argument("--model", help="workload model, e.g. bert-large, resnet50")
+    p.add_argument("--batch", type=int)
+    p.add_argument("--seq", type=int)
+    p.add_argument("--layers", type=int)
+    p.add_argument("--policy", help="hbm-only, demand, tm-training, flatflash, ...")
+    p.add_argument("--hbm-ratio", type=float, help="HBM capacity / footprint, in (0, 1]")
+    p.add_argument("--iterations", type=int)
+    p.add_argument("--seed", type=int)
+    p.add_argument("--no-split", action="store_true", help="TM-Training without splitting")
+    p.add_argument("--no-monitor", action="store_true", help="without the timing monitor")
+    p.add_argument("--no-prefetch", action="store_true", help="demand fetch on the table")
+
+
+def config_from_args(args: argparse.Namespace) -> Any:
+    from tmhw import config as C
+
+    base = C.preset(args.preset) if args.preset else C.PAPER
+    cfg = C.load(args.config, base) if args.config else base
+    sets = list(args.set)
+    for flag, key in (("model", "workload.model"), ("batch", "workload.batch"),
+                      ("seq", "workload.seq"), ("layers", "workload.layers"),
+                      ("policy", "policy.name"), ("hbm_ratio", "policy.hbm_ratio"),
+                      ("iterations", "run.iterations"), ("seed", "run.seed")):
+        v = getattr(args, flag, None)
+        if v is not None:
+            sets.append(f"{key}={json.dumps(v)}")
+    for flag, key in (("no_split", "policy.split"), ("no_monitor", "policy.monitor"),
+                      ("no_prefetch", "policy.prefetch")):
+        if getattr(args, flag, False):
+            sets.append(f"{key}=false")
+    if args.model and not args.seq and "workload.seq" not in " ".join(args.set):
+        sets.append("workload.seq=0")
+    if args.model and not args.batch and "workload.batch" not in " ".join(args.set):
+        sets.append("workload.batch=0")
+    return C.with_overrides(cfg, sets)
+
+
+def _atomic_write(path: Path, data: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    with os.fdopen(fd, "w") as fh:
+        fh.write(data)
+    os.replace(tmp, path)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from tmhw.report import summary_table
+    from tmhw.system import System
+
+    cfg = config_from_args(args)
+    out = Path(args.out)
+    tracer = None
+    if args.trace or args.plot or args.vcd:
+        from tmhw.sim.trace import Tracer
+
+        tracer = Tracer()
+    t0 = time.perf_counter()
+    system = System(cfg, tracer=tracer)
+    bar = None
+    if not args.quiet:
+        from tqdm import tqdm
+
+        bar = tqdm(total=len(system.workload.ops) * cfg.run.iterations, unit="op",
+                   desc=f"{cfg.workload.model}/{cfg.policy.name}", file=sys.stderr,
+                   leave=False)
+    system.progress = bar
+    rep = system.run()
+    if bar is not None:
+        bar.close()
+    rep["host"] = {"wall_s": time.perf_counter() - t0, "events": system.env.events}
+    _atomic_write(out / "report.json", json.dumps(rep, indent=1, default=float) + "\n")
+    if args.trace and tracer is not None:
+        tracer.write_chrome(args.trace)
+    if args.vcd and tracer is not None:
+        tracer.write_vcd(args.vcd)
+    if args.plot and tracer is not None:
+        from tmhw.plots import timeline_figure
+
+        timeline_figure(tracer, out / "timeline", title=f"{cfg.workload.model} / "
+                        f"{cfg.policy.name}")
+    if args.json:
+        print(json.dumps(rep, indent=1, default=float))
+    else:
+        print(summary_table(rep))
+        print(f"report: {out / 'report.json'}")
+    return 0
+
+
+def cmd_presets(args: argparse.Namespace) -> int:
+    from tmhw.config import PRESET_DOCS, PRESETS
+
+    w = max(len(n) for n in PRESETS)
+    for name in PRESETS:
+        print(f"{name:<{w}}  {PRESET_DOCS.get(name, '')}")
+    return 0
+
+
+def cmd_config_show(args: argparse.Namespace) -> int:
+    from tmhw import config as C
+
+    sys.stdout.write(C.dumps(C.preset(args.name)))
+    return 0
+
+
+def build_parser() -> Parser:
+    from tmhw.report import VERSION
+
+    p = Parser(prog="tmhw", description="Tiered-memory NPU training simulator "
+               "(TM-Training and its baselines).")
+    p.add_argument("--version", action="version", version=f"tmhw {VERSION}")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
+    sub.required = True
+
+    r = sub.add_parser("run", help="simulate training iterations and write report.json")
+    add_config_args(r)
+    r.add_argument("--out", default="out", help="output directory (default out/)")
+    r.add_argument("--plot", action="store_true", help="write a timeline figure")
+    r.add_argument("--trace", metavar="FILE.json", help="write a Perfetto/Chrome trace")
+    r.add_argument("--vcd", metavar="FILE.vcd", help="write busy signals as VCD")
+    r.add_argument("--quiet", action="store_true", help="no progress bar")
+    r.add_argument("--json", action="store_true", help="print the report as JSON")
+    r.set_defaults(func=cmd_run)
+
+    pr = sub.add_parser("presets", help="list the system presets")
+    pr.set_defaults(func=cmd_presets)
+
+    c = sub.add_parser("config", help="show configs")
+    csub = c.add_subparsers(dest="config_cmd", metavar="SUBCOMMAND", parser_class=Parser)
+    csub.required = True
+    cs = csub.add_parser("show", help="print a preset as TOML")
+    cs.add_argument("name")
+    cs.set_defaults(func=cmd_config_show)
+
+    for mod in COMMAND_MODULES:
+        try:
+            m = importlib.import_module(mod)
+        except ModuleNotFoundError as e:
+            if e.name == mod:
+                continue
+            raise
+        m.register(sub)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        rc = int(args.func(args))
+    except TmhwError as e:
+        sys.stderr.write(f"tmhw: error: {e}\n")
+        return 2
+    except KeyboardInterrupt:
+        sys.stderr.write("tmhw: interrupted\n")
+        return 130
+    except BrokenPipeError:
+        return 0
+    return rc
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

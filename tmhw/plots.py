@@ -1,0 +1,116 @@
+"""Figures with matplotlib (PNG and SVG): the timeline of a run (one lane per
+component), stacked energy, and sweep curves. Reads traces and reports only."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+from tmhw.sim.trace import Tracer  # noqa: E402
+from tmhw.sim.units import MS  # noqa: E402
+
+LANE_COLORS = {"compute": "#4c72b0", "stall": "#c44e52", "fetch": "#55a868",
+               "writeback": "#dd8452", "gc": "#8172b3"}
+
+
+def _save(fig: Any, stem: Path) -> list[Path]:
+    stem.parent.mkdir(parents=True, exist_ok=True)
+    out = []
+    for ext in ("png", "svg"):
+        p = stem.with_suffix(f".{ext}")
+        fig.savefig(p, dpi=130, bbox_inches="tight")
+        out.append(p)
+    plt.close(fig)
+    return out
+
+
+def _color(lane: str) -> str:
+    for key, c in LANE_COLORS.items():
+        if key in lane:
+            return c
+    return "#64b5cd"
+
+
+def timeline_figure(tracer: Tracer, stem: str | Path, title: str = "",
+                    max_spans_per_lane: int = 20000) -> list[Path]:
+    """One horizontal lane per component; flows drawn as arrows (prefetch -> op)."""
+    lanes = tracer.lanes()
+    by_lane: dict[str, list[tuple[float, float]]] = {lane: [] for lane in lanes}
+    for lane, s, e, _n, _a in tracer.spans:
+        if len(by_lane[lane]) < max_spans_per_lane:
+            by_lane[lane].append((s / MS, max((e - s) / MS, 1e-6)))
+    fig, ax = plt.subplots(figsize=(12, 0.45 * len(lanes) + 1.5))
+    for i, lane in enumerate(lanes):
+        ax.broken_barh(by_lane[lane], (i - 0.4, 0.8), facecolors=_color(lane))
+    ypos = {lane: i for i, lane in enumerate(lanes)}
+    for sl, ts, dl, td, name in tracer.flows[:2000]:
+        if sl in ypos and dl in ypos:
+            late = "late" in name
+            ax.annotate("", xy=(td / MS, ypos[dl]), xytext=(ts / MS, ypos[sl]),
+                        arrowprops={"arrowstyle": "->", "lw": 0.6,
+                                    "color": "#c44e52" if late else "#2a7f3f"})
+    ax.set_yticks(range(len(lanes)))
+    ax.set_yticklabels(lanes, fontsize=8)
+    ax.set_xlabel("time (ms)")
+    ax.invert_yaxis()
+    if title:
+        ax.set_title(title)
+    return _save(fig, Path(stem))
+
+
+def stacked_bars(categories: Sequence[str], series: dict[str, Sequence[float]],
+                 stem: str | Path, ylabel: str, title: str = "") -> list[Path]:
+    """Stacked bars: one bar per category, one segment per series key."""
+    fig, ax = plt.subplots(figsize=(max(6, 1.1 * len(categories)), 4))
+    bottom = [0.0] * len(categories)
+    for name, vals in series.items():
+        ax.bar(categories, vals, bottom=bottom, label=name)
+        bottom = [b + v for b, v in zip(bottom, vals)]
+    ax.set_ylabel(ylabel)
+    ax.legend(fontsize=8)
+    plt.setp(ax.get_xticklabels(), rotation=30, ha="right")
+    if title:
+        ax.set_title(title)
+    return _save(fig, Path(stem))
+
+
+def grouped_bars(categories: Sequence[str], series: dict[str, Sequence[float]],
+                 stem: str | Path, ylabel: str, title: str = "",
+                 log: bool = False) -> list[Path]:
+    """Grouped bars: one group per category, one bar per series key."""
+    fig, ax = plt.subplots(figsize=(max(6, 1.4 * len(categories)), 4))
+    n = max(1, len(series))
+    width = 0.8 / n
+    for j, (name, vals) in enumerate(series.items()):
+        xs = [i + (j - (n - 1) / 2) * width for i in range(len(categories))]
+        ax.bar(xs, vals, width=width, label=name)
+    ax.set_xticks(range(len(categories)))
+    ax.set_xticklabels(categories)
+    ax.set_ylabel(ylabel)
+    if log:
+        ax.set_yscale("log")
+    ax.legend(fontsize=8)
+    if title:
+        ax.set_title(title)
+    return _save(fig, Path(stem))
+
+
+def line_plot(xs: Sequence[float], series: dict[str, Sequence[float]], stem: str | Path,
+              xlabel: str, ylabel: str, title: str = "", logx: bool = False) -> list[Path]:
+    fig, ax = plt.subplots(figsize=(6.5, 4))
+    for name, ys in series.items():
+        ax.plot(xs, ys, marker="o", label=name)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    if logx:
+        ax.set_xscale("log")
+    ax.legend(fontsize=8)
+    if title:
+        ax.set_title(title)
+    return _save(fig, Path(stem))
