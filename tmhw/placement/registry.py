@@ -1,18 +1,38 @@
-"""Policy names to classes."""
+"""Policy names to classes, imported on first use so that a policy's dependencies (the
+ILP solver of ``autotm``) load only when it runs."""
 
 from __future__ import annotations
 
+import importlib
+
 from tmhw.placement.base import Policy
-from tmhw.placement.simple import Demand, HbmOnly
 from tmhw.sim.errors import TmhwError
 
-POLICIES: dict[str, type[Policy]] = {
-    HbmOnly.name: HbmOnly,
-    Demand.name: Demand,
+#: name -> "module:Class"
+POLICIES: dict[str, str] = {
+    "hbm-only": "tmhw.placement.simple:HbmOnly",
+    "demand": "tmhw.placement.simple:Demand",
+    "tm-training": "tmhw.placement.tm_training:TMTraining",
+    "flatflash": "tmhw.placement.flatflash:FlatFlash",
+    "flashneuron": "tmhw.placement.flashneuron:FlashNeuron",
+    "sentinel": "tmhw.placement.sentinel:Sentinel",
+    "autotm": "tmhw.placement.autotm:AutoTM",
 }
 
 
-def make_policy(name: str) -> Policy:
+def policy_class(name: str) -> type[Policy]:
     if name not in POLICIES:
         raise TmhwError(f"policy.name: {name!r} is not one of {', '.join(POLICIES)}")
-    return POLICIES[name]()
+    mod, _, cls = POLICIES[name].partition(":")
+    try:
+        m = importlib.import_module(mod)
+    except ModuleNotFoundError as e:
+        if e.name == mod:
+            raise TmhwError(f"policy.name: {name!r} is not available in this build") from None
+        raise
+    c: type[Policy] = getattr(m, cls)
+    return c
+
+
+def make_policy(name: str) -> Policy:
+    return policy_class(name)()
