@@ -40,10 +40,11 @@ from tmhw.workload.graph import Gemm, Kind, Op, Phase, Tensor, Workload
 #: equations (Kingma & Ba 2015, Alg. 1: about 10 flops per parameter for Adam).
 OPTIMIZER_OPS_PER_ELEM = {"adam": 10.0, "sgd": 3.0}
 #: Bytes of optimizer state per parameter (fp32 moments): Adam m and v, SGD momentum.
-#: Bytes of fp32 master copy + optimizer state updated by one optimizer op (model knob:
-#: bounds the working set of the update of a large parameter tensor).
-OPTIMIZER_SHARD_BYTES = 64 * 2**20
 OPTIMIZER_STATE_BYTES = {"adam": 8, "sgd": 4}
+#: Bytes of fp32 master copy + optimizer state updated by one optimizer op (model knob:
+#: bounds the working set of the update of a large parameter tensor). Each shard's op
+#: still reads the whole bf16 gradient and writes the whole bf16 weight tensor.
+OPTIMIZER_SHARD_BYTES = 64 * 2**20
 
 
 #: What an element-wise op's backward reads besides the output gradient and its weight.
