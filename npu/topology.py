@@ -20,7 +20,12 @@ SCALE-Sim's rules, kept here:
 * conv: one stride for both axes (the 8th field); an optional 9th field is an ``N:M``
   sparsity ratio (default ``1:1``); a layer whose name contains ``DP`` is depth-wise and
   becomes one single-channel layer per channel, named ``<name>Channel_<i>``; a filter larger
-  than the input is an error; there is no padding: output = (H - R) // stride + 1;
+  than the input is an error; there is no padding, and the output size is SCALE-Sim's
+  ``ceil((H - R + stride) / stride)``. That is (H - R) // stride + 1 when the stride divides
+  H - R, and one more otherwise (SCALE-Sim then counts a partial window as an output: a
+  1 x 1 / 2 layer on 56 x 56 gives 29 x 29, not 28 x 28). ``npu.dataflow.conv_to_gemm`` is
+  the exact lowering; to describe a real layer in a topology CSV, give the input size for
+  which both agree (55 instead of 56 in that example);
 * gemm: ``M, N, K`` (optional 5th field: sparsity) become a conv with an M x K input, a
   1 x K filter, 1 channel, N filters and stride 1, so GEMM (M, N, K) maps to itself.
 
@@ -33,7 +38,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from npu.dataflow import conv_output_size
 from tmhw.sim.errors import TmhwError
 
 
@@ -55,11 +59,11 @@ class TopologyLayer:
 
     @property
     def ofmap_h(self) -> int:
-        return conv_output_size(self.ifmap_h, self.filt_h, self.stride_h)
+        return _scalesim_out(self.ifmap_h, self.filt_h, self.stride_h)
 
     @property
     def ofmap_w(self) -> int:
-        return conv_output_size(self.ifmap_w, self.filt_w, self.stride_w)
+        return _scalesim_out(self.ifmap_w, self.filt_w, self.stride_w)
 
     @property
     def gemm(self) -> tuple[int, int, int]:
@@ -71,6 +75,11 @@ class TopologyLayer:
     def macs(self) -> int:
         m, n, k = self.gemm
         return m * n * k
+
+
+def _scalesim_out(ifmap: int, filt: int, stride: int) -> int:
+    """SCALE-Sim's ``int(math.ceil((ifmap - filt + stride) / stride))``, in integers."""
+    return -(-(ifmap - filt + stride) // stride)
 
 
 def _int(text: str, where: str) -> int:
