@@ -89,3 +89,16 @@ class AddressMap:
         """Whether consecutive bursts of one unit rotate bank groups before columns, so a
         stream pays tCCD_S rather than tCCD_L between bursts."""
         return self.cfg.bank_groups > 1 and self.fields["Bg"][0] < self.fields["Co"][0]
+
+    def decode_bursts(self, bursts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(unit, flat bank, row) of each burst index (vectorised)."""
+        b = bursts % (1 << self.total_bits)
+
+        def f(name: str) -> np.ndarray:
+            s, w = self.fields[name]
+            return np.asarray((b >> s) & ((1 << w) - 1), dtype=np.int64)
+
+        c = self.cfg
+        unit = f("Ch") * c.pseudo_channels + f("Pc")
+        bank = (f("Ra") * c.bank_groups + f("Bg")) * c.banks_per_group + f("Ba")
+        return unit, bank, f("Ro")
