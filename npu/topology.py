@@ -93,7 +93,8 @@ def _layer(name: str, vals: list[int], sparsity: str, where: str) -> TopologyLay
     sp = sparsity.strip().split(":")
     if len(sp) < 2:
         raise TmhwError(f"{where}: sparsity {sparsity.strip()!r} is not of the form N:M")
-    layer = TopologyLayer(name, *vals[:8], sparsity_n=_int(sp[0], where),
+    h, w, r, s, c, n, sh, sw = vals[:8]
+    layer = TopologyLayer(name, h, w, r, s, c, n, sh, sw, sparsity_n=_int(sp[0], where),
                           sparsity_m=_int(sp[1], where))
     if layer.filt_h > layer.ifmap_h:
         raise TmhwError(f"{where}: filter height cannot be larger than IFMAP height")

@@ -1,0 +1,24 @@
+"""The timing model is cheap enough to sweep: a whole ResNet-50 training iteration's GEMMs
+cost milliseconds of formula arithmetic (figures: ``npu.bench.bench_resnet50``)."""
+
+from __future__ import annotations
+
+from npu.bench import bench_resnet50, resnet50_training_gemms
+
+
+def test_resnet50_has_162_training_gemms_and_3_86_gmac_forward_per_image() -> None:
+    gemms = resnet50_training_gemms(batch=1)
+    assert len(gemms) == 54 * 3
+    fwd = sum(m * n * k for name, m, n, k in gemms if name.endswith(".fwd"))
+    assert fwd == 3_857_973_248  # He et al. 2016 quote ~3.8 GFLOPs (multiply-adds)
+    # the three GEMMs of a layer have the same MAC count when the stride is 1
+    by_layer: dict[str, list[int]] = {}
+    for name, m, n, k in gemms:
+        by_layer.setdefault(name.split(".")[0], []).append(m * n * k)
+    assert len(set(by_layer["conv2_2b"])) == 1
+
+
+def test_cycles_of_every_resnet50_training_gemm_take_well_under_a_second() -> None:
+    figures = bench_resnet50(batch=32, repeat=1)
+    assert figures["formula_s"] < 1.0  # 972 GEMM evaluations (3 dataflows x 2 conventions)
+    assert figures["plan_s"] < 1.0  # 162 ops tiled on a TPUv4-like core
