@@ -23,12 +23,13 @@ from npu.dataflow import (
     split_gemm,
     utilization,
 )
+from npu.topology import TopologyLayer, read_topology
 
 __all__ = [
     "CONVENTIONS", "DATAFLOWS", "NPU", "TPUV4_CHIP", "TPUV4_CORE", "ComputePlan",
-    "ComputeResult", "ComputeTask", "Gemm", "GemmCycles", "NpuConfig", "Traffic",
+    "ComputeResult", "ComputeTask", "Gemm", "GemmCycles", "NpuConfig", "TopologyLayer", "Traffic",
     "compute_cycles", "compute_utilization", "conv_output_size", "conv_to_gemm",
     "cycles_per_fold", "fold_counts", "gemm_cycles", "gemm_traffic", "mapping_efficiency",
-    "multi_array_cycles", "plan_task", "spatio_temporal", "split_even", "split_gemm",
-    "utilization",
+    "multi_array_cycles", "plan_task", "read_topology", "spatio_temporal", "split_even",
+    "split_gemm", "utilization",
 ]

@@ -166,12 +166,13 @@ def _part_cycles(p: tuple[int, int, int, int], cfg: NpuConfig) -> int:
 
 def plan_task(task: ComputeTask, cfg: NpuConfig) -> ComputePlan:
     """Stall-free cycles, time, MACs and HBM traffic of ``task`` on ``cfg`` (pure)."""
-    matrix = reads = writes = spad = 0
+    matrix = reads = writes = spad = macs = 0
     for g in task.gemms:
         core_cycles = [0] * cfg.cores
         for i, p in enumerate(_core_parts(g, cfg)):
             core_cycles[i] += _part_cycles(p, cfg)
             m, n, k, copies = p
+            macs += m * n * k * copies
             tr = df.gemm_traffic(m, n, k, cfg.array_rows, cfg.array_cols, cfg.dataflow,
                                  dtype_bytes=task.dtype_bytes, acc_bytes=cfg.acc_bytes,
                                  ifmap_buf=cfg.ifmap_spad_bytes,
@@ -196,7 +197,7 @@ def plan_task(task: ComputeTask, cfg: NpuConfig) -> ComputePlan:
     cycles = max(matrix, vector)
     return ComputePlan(matrix_cycles=matrix, vector_cycles=vector,
                        compute_ps=cycles_to_ps(cycles, cfg.freq_mhz) if cycles else 0,
-                       macs=task.macs, vector_ops=vector_ops, hbm_read_bytes=reads,
+                       macs=macs, vector_ops=vector_ops, hbm_read_bytes=reads,
                        hbm_write_bytes=writes, spad_bytes=spad)
 
 

@@ -9,8 +9,10 @@ from typing import Any
 
 import pytest
 import simpy
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from npu import NPU, ComputeResult, ComputeTask, Gemm, NpuConfig
+from npu import NPU, ComputeResult, ComputeTask, Gemm, NpuConfig, plan_task
 from npu.dataflow import multi_array_cycles
 from tmhw.sim import Component, ConfigError, ElaborationError, Transfer
 from tmhw.sim.units import MW_PS_TO_PJ, S, cycles_to_ps
@@ -189,3 +191,20 @@ def test_an_hbm_port_that_is_not_a_memory_target_fails_elaboration() -> None:
 
 def test_tpuv4_core_peak_is_half_of_275_tflops() -> None:
     assert 2 * NpuConfig().peak_macs_per_s * 2 == pytest.approx(275.2e12, rel=1e-3)
+
+
+@settings(max_examples=80, deadline=None)
+@given(m=st.integers(1, 5000), n=st.integers(1, 5000), k=st.integers(1, 5000),
+       count=st.integers(1, 12), cores=st.integers(1, 4), arrays=st.integers(1, 4),
+       df=st.sampled_from(["os", "ws", "is"]))
+def test_tiling_over_cores_and_arrays_keeps_macs_and_more_hardware_is_never_slower(
+        m: int, n: int, k: int, count: int, cores: int, arrays: int, df: str) -> None:
+    task = ComputeTask("g", (Gemm(m, n, k, count),))
+    base = NpuConfig(cores=cores, arrays_per_core=arrays, array_rows=32, array_cols=32,
+                     dataflow=df)
+    plan = plan_task(task, base)
+    assert plan.macs == m * n * k * count
+    for bigger in (dataclasses.replace(base, cores=cores + 1),
+                   dataclasses.replace(base, arrays_per_core=arrays + 1)):
+        bp = plan_task(task, bigger)
+        assert bp.macs == plan.macs and bp.matrix_cycles <= plan.matrix_cycles
