@@ -80,6 +80,96 @@ def stripe_planes(cfg: FlashConfig) -> I64:
              + digits["D"]) * cfg.planes_per_die + digits["P"])
 
 
+class SparseL2P:
+    """Logical-to-physical map: a closed form for the preconditioned range, a dict of
+    overrides where writes are sparse, and dense 4096-entry numpy segments where they
+    are not (a segment is materialised once it holds 1/16 of its pages in the dict,
+    the point where the array becomes the smaller of the two)."""
+
+    DENSE_AT = SEG // 16
+
+    def __init__(self, ftl: FTL) -> None:
+        self.ftl = ftl
+        self.segs: list[npt.NDArray[np.signedinteger] | None] = (
+            [None] * ((ftl.n_lpn + SEG - 1) // SEG))
+        self.sparse: dict[int, int] = {}
+        self.sparse_per_seg = np.zeros(len(self.segs), dtype=np.int32)
+
+    def any_written(self) -> bool:
+        return bool(self.sparse) or any(s is not None for s in self.segs)
+
+    def get1(self, lpn: int) -> int:
+        seg = self.segs[lpn >> SEG_BITS]
+        if seg is not None:
+            return int(seg[lpn & (SEG - 1)])
+        v = self.sparse.get(lpn)
+        return self.ftl._implicit_l2p1(lpn) if v is None else v
+
+    def get(self, lpns: I64) -> I64:
+        out = self.ftl._implicit_l2p(lpns)
+        segi = lpns >> SEG_BITS
+        for si in np.unique(segi).tolist():
+            seg = self.segs[si]
+            if seg is not None:
+                m = segi == si
+                out[m] = seg[lpns[m] & (SEG - 1)]
+            elif self.sparse_per_seg[si]:
+                sp = self.sparse
+                for i in np.flatnonzero(segi == si).tolist():
+                    v = sp.get(int(lpns[i]))
+                    if v is not None:
+                        out[i] = v
+        return out
+
+    def set1(self, lpn: int, ppn: int) -> None:
+        si = lpn >> SEG_BITS
+        seg = self.segs[si]
+        if seg is not None:
+            seg[lpn & (SEG - 1)] = ppn
+            return
+        if lpn not in self.sparse:
+            self.sparse_per_seg[si] += 1
+            if self.sparse_per_seg[si] >= self.DENSE_AT:
+                self._densify(si)[lpn & (SEG - 1)] = ppn
+                return
+        self.sparse[lpn] = ppn
+
+    def set(self, lpns: I64, ppns: I64 | int) -> None:
+        if lpns.size == 1:
+            self.set1(int(lpns[0]), int(np.asarray(ppns).reshape(-1)[0]))
+            return
+        segi = lpns >> SEG_BITS
+        s0 = int(segi[0])
+        if s0 == int(segi[-1]) and (segi.size < 3 or bool((segi == s0).all())):
+            self._densify(s0)[lpns & (SEG - 1)] = ppns
+            return
+        vals = np.broadcast_to(np.asarray(ppns), lpns.shape)
+        for si in np.unique(segi).tolist():
+            m = segi == si
+            self._densify(si)[lpns[m] & (SEG - 1)] = vals[m]
+
+    def _densify(self, si: int) -> npt.NDArray[np.signedinteger]:
+        seg = self.segs[si]
+        if seg is None:
+            ftl = self.ftl
+            lo = si * SEG
+            ids = np.arange(lo, min(lo + SEG, ftl.n_lpn), dtype=np.int64)
+            seg = np.full(SEG, -1, dtype=ftl.ppn_dtype)
+            seg[: ids.size] = ftl._implicit_l2p(ids)
+            if self.sparse_per_seg[si]:
+                for lpn in range(lo, lo + ids.size):
+                    v = self.sparse.pop(lpn, None)
+                    if v is not None:
+                        seg[lpn - lo] = v
+                self.sparse_per_seg[si] = 0
+            self.segs[si] = seg
+        return seg
+
+    def nbytes(self) -> int:
+        """numpy segments plus about 100 bytes per dict entry (key, value, slot)."""
+        return sum(s.nbytes for s in self.segs if s is not None) + 100 * len(self.sparse)
+
+
 class FTL:
     """Functional FTL state for one device. Pure: no time, no SimPy."""
 
@@ -101,13 +191,15 @@ class FTL:
         self.erases = np.zeros(nb, dtype=np.int32)
         self.state = np.zeros(nb, dtype=np.int8)
         self.stamp = np.zeros(nb, dtype=np.int64)
-        self._p2l: dict[int, npt.NDArray[np.signedinteger]] = {}
-        self._segs: list[npt.NDArray[np.signedinteger] | None] = (
-            [None] * ((self.n_lpn + SEG - 1) // SEG))
+        # P2L rows live in a pool that grows with the blocks written during the run.
+        self._row_of = np.full(nb, -1, dtype=np.int32)
+        self._pool = np.empty((256, self.ppb), dtype=self.lpn_dtype)
+        self._pool_used = 0
+        self._free_rows: list[int] = []
         self.n_pre = 0  # logical pages [0, n_pre) hold preconditioned data (closed form)
         U = self.U
-        self.host_blk = [-1] * U
-        self.host_wp = [0] * U
+        self.host_blk = np.full(U, -1, dtype=np.int64)
+        self.host_wp = np.zeros(U, dtype=np.int64)
         self.gc_blk = [-1] * U
         self.gc_wp = [0] * U
         self.fresh_next = [0] * U  # blocks [fresh_next, bpp) of a plane were never used
@@ -127,6 +219,7 @@ class FTL:
         self.erase_count = 0
         self.bad_blocks = 0
         self.trimmed_pages = 0
+        self.l2p = SparseL2P(self)
 
     # -- addressing --------------------------------------------------------------------
     def plane_of_lpn(self, lpn: int) -> int:
@@ -168,50 +261,22 @@ class FTL:
     # -- L2P ---------------------------------------------------------------------------
     def lookup1(self, lpn: int) -> int:
         """Physical page of ``lpn`` or -1 when unmapped."""
-        seg = self._segs[lpn >> SEG_BITS]
-        if seg is None:
-            return self._implicit_l2p1(lpn)
-        return int(seg[lpn & (SEG - 1)])
+        return self.l2p.get1(lpn)
 
     def lookup(self, lpns: I64) -> I64:
         """Physical pages of ``lpns`` (-1 where unmapped)."""
-        lpns = np.asarray(lpns, dtype=np.int64)
-        out = self._implicit_l2p(lpns)
-        segi = lpns >> SEG_BITS
-        for si in np.unique(segi).tolist():
-            seg = self._segs[si]
-            if seg is not None:
-                m = segi == si
-                out[m] = seg[lpns[m] & (SEG - 1)]
-        return out
-
-    def _seg_mut(self, si: int) -> npt.NDArray[np.signedinteger]:
-        seg = self._segs[si]
-        if seg is None:
-            lo = si * SEG
-            ids = np.arange(lo, min(lo + SEG, self.n_lpn), dtype=np.int64)
-            seg = np.full(SEG, -1, dtype=self.ppn_dtype)
-            seg[: ids.size] = self._implicit_l2p(ids)
-            self._segs[si] = seg
-        return seg
+        return self.l2p.get(np.asarray(lpns, dtype=np.int64))
 
     def _l2p_set(self, lpns: I64, ppns: I64 | int) -> None:
-        segi = lpns >> SEG_BITS
-        s0 = int(segi[0])
-        if s0 == int(segi[-1]) and (segi.size < 3 or bool((segi == s0).all())):
-            self._seg_mut(s0)[lpns & (SEG - 1)] = ppns
-            return
-        vals = np.broadcast_to(np.asarray(ppns), lpns.shape)
-        for si in np.unique(segi).tolist():
-            m = segi == si
-            self._seg_mut(si)[lpns[m] & (SEG - 1)] = vals[m]
+        self.l2p.set(lpns, ppns)
 
     # -- P2L ---------------------------------------------------------------------------
     def p2l(self, block: int) -> I64:
         """Logical page written at each page of ``block`` (-1: erased), read-only."""
-        row = self._p2l.get(block)
-        if row is not None:
-            return row.astype(np.int64)
+        r = int(self._row_of[block])
+        if r >= 0:
+            row: I64 = self._pool[r].astype(np.int64)
+            return row
         if self._is_implicit(block):
             return self._implicit_p2l(block)
         return np.full(self.ppb, -1, dtype=np.int64)
@@ -222,14 +287,29 @@ class FTL:
                                                                                     FULL)
 
     def _p2l_mut(self, block: int) -> npt.NDArray[np.signedinteger]:
-        row = self._p2l.get(block)
-        if row is None:
-            if self._is_implicit(block):
-                row = self._implicit_p2l(block).astype(self.lpn_dtype)
-            else:
-                row = np.full(self.ppb, -1, dtype=self.lpn_dtype)
-            self._p2l[block] = row
+        """The writable P2L row of ``block`` (a view: use it before the pool grows)."""
+        r = self._row(block)  # first: it may grow (replace) the pool
+        row: npt.NDArray[np.signedinteger] = self._pool[r]
         return row
+
+    def _row(self, block: int) -> int:
+        r = int(self._row_of[block])
+        if r < 0:
+            if self._free_rows:
+                r = self._free_rows.pop()
+            else:
+                if self._pool_used == self._pool.shape[0]:
+                    grown = np.empty((2 * self._pool_used, self.ppb), dtype=self.lpn_dtype)
+                    grown[: self._pool_used] = self._pool
+                    self._pool = grown
+                r = self._pool_used
+                self._pool_used += 1
+            if self._is_implicit(block):
+                self._pool[r] = self._implicit_p2l(block)
+            else:
+                self._pool[r] = -1
+            self._row_of[block] = r
+        return r
 
     def valid_pages(self, block: int) -> tuple[I64, I64]:
         """(ppns, lpns) of the valid pages of ``block``."""
@@ -247,7 +327,7 @@ class FTL:
         (each plane's pages in order), on a fresh FTL. O(blocks), no per-page state."""
         if not 0.0 <= occupancy <= 1.0:
             raise TmhwError(f"precondition: occupancy {occupancy} must be in [0, 1]")
-        if self.host_pages or self.n_pre or any(s is not None for s in self._segs):
+        if self.host_pages or self.n_pre or self.l2p.any_written():
             raise TmhwError("precondition: only a fresh FTL can be preconditioned")
         n = int(occupancy * self.n_lpn)
         if n == 0:
@@ -308,7 +388,7 @@ class FTL:
             if gc:
                 blk, wp = self.gc_blk[plane], self.gc_wp[plane]
             else:
-                blk, wp = self.host_blk[plane], self.host_wp[plane]
+                blk, wp = int(self.host_blk[plane]), int(self.host_wp[plane])
             if blk < 0:
                 if not gc:
                     while self.free_count[plane] <= self.hard_blocks:
@@ -339,6 +419,45 @@ class FTL:
         self._l2p_set(lpns, out)
         return out
 
+    def _program_planes(self, planes: I64, lpns: I64, jobs: list[GcJob]) -> I64:
+        """Host-program ``lpns`` (sorted by plane, already unmapped). Planes whose active
+        block has room go in one vectorised step; the rest page run by page run."""
+        n = int(lpns.size)
+        ppb = self.ppb
+        out = np.empty(n, dtype=np.int64)
+        uniq, first, counts = np.unique(planes, return_index=True, return_counts=True)
+        hb = self.host_blk[uniq]
+        hw = self.host_wp[uniq]
+        fits = (hb >= 0) & (hw + counts <= ppb)
+        if fits.any():
+            sel = np.repeat(fits, counts)
+            rank = np.arange(n, dtype=np.int64) - np.repeat(first, counts)
+            fb, fw, fc = hb[fits], hw[fits], counts[fits]
+            for b in fb[self._row_of[fb] < 0].tolist():
+                self._row(b)
+            blk_p = np.repeat(fb, fc)
+            wp_p = np.repeat(fw, fc) + rank[sel]
+            rows = self._row_of[blk_p]
+            if (self._pool[rows, wp_p] != -1).any():
+                raise AssertionError("FTL: program to a non-erased page")
+            self._pool[rows, wp_p] = lpns[sel]
+            ppns = blk_p * ppb + wp_p
+            out[sel] = ppns
+            self.valid[fb] += fc.astype(np.int32)
+            self.seq += int(fc.sum())
+            self.stamp[fb] = self.seq
+            new_wp = fw + fc
+            full = new_wp == ppb
+            self.state[fb[full]] = FULL
+            self.host_wp[uniq[fits]] = np.where(full, 0, new_wp)
+            self.host_blk[uniq[fits]] = np.where(full, -1, fb)
+            self._l2p_set(lpns[sel], ppns)
+        for g in np.flatnonzero(~fits).tolist():
+            a = int(first[g])
+            b = a + int(counts[g])
+            out[a:b] = self._program(int(uniq[g]), lpns[a:b], False, jobs)
+        return out
+
     def _unmap(self, lpns: I64) -> int:
         """Invalidate the current mapping of ``lpns``; return how many were mapped."""
         old = self.lookup(lpns)
@@ -362,16 +481,52 @@ class FTL:
             return out, jobs
         self._unmap(lpns)
         planes = self.planes_of_lpns(lpns)
-        if lpns.size == 1 or bool((planes == planes[0]).all()):
+        if lpns.size == 1:
             out[:] = self._program(int(planes[0]), lpns, False, jobs)
         else:
             order = np.argsort(planes, kind="stable")
-            sp = planes[order]
-            cuts = np.flatnonzero(np.diff(sp)) + 1
-            for idx in np.split(order, cuts):
-                out[idx] = self._program(int(planes[idx[0]]), lpns[idx], False, jobs)
+            out[order] = self._program_planes(planes[order], lpns[order], jobs)
         self.host_pages += int(lpns.size)
         return out, jobs
+
+    def write1(self, lpn: int) -> tuple[int, list[GcJob]]:
+        """``write`` of one logical page, in scalar arithmetic (the common case of a
+        random small write; numpy's per-call overhead would dominate it)."""
+        if not 0 <= lpn < self.n_lpn:
+            raise TmhwError(f"flash: logical page {lpn} out of range [0, {self.n_lpn})")
+        jobs: list[GcJob] = []
+        ppb = self.ppb
+        old = self.l2p.get1(lpn)
+        if old >= 0:
+            self.valid[old // ppb] -= 1
+        plane = self._stripe_plane_list[lpn % self.U]
+        blk, wp = int(self.host_blk[plane]), int(self.host_wp[plane])
+        if blk < 0:
+            if old >= 0:
+                self.l2p.set1(lpn, -1)  # the old copy is dead: GC must not move it
+            while self.free_count[plane] <= self.hard_blocks:
+                got = self.collect(plane, reason="forced")
+                if not got:
+                    raise TmhwError(f"flash: plane {plane} is full and nothing is "
+                                    f"reclaimable")
+                jobs.extend(got)
+            blk, wp = self._take_free(plane), 0
+        row = self._p2l_mut(blk)
+        if row[wp] != -1:
+            raise AssertionError(f"FTL: program to a non-erased page in block {blk}")
+        row[wp] = lpn
+        ppn = blk * ppb + wp
+        self.valid[blk] += 1
+        self.seq += 1
+        self.stamp[blk] = self.seq
+        wp += 1
+        if wp == ppb:
+            self.state[blk] = FULL
+            blk, wp = -1, 0
+        self.host_blk[plane], self.host_wp[plane] = blk, wp
+        self.l2p.set1(lpn, ppn)
+        self.host_pages += 1
+        return ppn, jobs
 
     def trim(self, lpns: I64) -> int:
         """Unmap logical pages; returns how many were mapped."""
@@ -462,7 +617,10 @@ class FTL:
         return GcJob(plane, victim, src, dst, retired, reason)
 
     def _erase(self, plane: int, blk: int) -> bool:
-        self._p2l.pop(blk, None)
+        r = int(self._row_of[blk])
+        if r >= 0:
+            self._free_rows.append(r)
+            self._row_of[blk] = -1
         self.erases[blk] += 1
         self.erase_count += 1
         if self.erases[blk] >= self.cfg.pe_limit:
@@ -479,8 +637,8 @@ class FTL:
     def state_bytes(self) -> int:
         """Bytes of numpy state held (per-block arrays, touched L2P segments, P2L rows)."""
         n = self.valid.nbytes + self.erases.nbytes + self.state.nbytes + self.stamp.nbytes
-        n += sum(s.nbytes for s in self._segs if s is not None)
-        n += sum(r.nbytes for r in self._p2l.values())
+        n += self.l2p.nbytes()
+        n += self._pool.nbytes + self._row_of.nbytes
         return n
 
     def check(self) -> None:

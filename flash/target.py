@@ -37,6 +37,7 @@ import simpy
 
 from flash.config import FlashConfig
 from flash.ftl import FTL, GcJob
+from flash.lanes import LaneBank
 from tmhw.sim import Component, EnergyMeter, EnergyTable, Op, Timeline, TmhwError, Transfer
 from tmhw.sim.trace import Tracer
 from tmhw.sim.units import S
@@ -61,8 +62,8 @@ class FlashTarget(Component):
         self.seed = seed
         self.ftl = FTL(cfg)
         self.ftl.precondition(precondition)
-        self.dies = [Timeline(f"die{d}", record) for d in range(cfg.dies)]
-        self.channels = [Timeline(f"ch{c}", record) for c in range(cfg.channels)]
+        self.dies = LaneBank("die", cfg.dies, record)
+        self.channels = LaneBank("ch", cfg.channels, record)
         self.link_rd = Timeline("link_rd", record)
         self.link_wr = Timeline("link_wr", record)
         self.energy = EnergyMeter(EnergyTable(
@@ -82,8 +83,12 @@ class FlashTarget(Component):
         self._rcmd = [0] + [cfg.read_command_ps(k) for k in range(1, self._P + 1)]
         self._rsetup = [0] + [cfg.read_setup_ps(k) for k in range(1, self._P + 1)]
         self._pcmd = [0] + [cfg.program_command_ps(k) for k in range(1, self._P + 1)]
+        self._rcmd_a = np.array(self._rcmd, dtype=np.int64)
+        self._rsetup_a = np.array(self._rsetup, dtype=np.int64)
+        self._pcmd_a = np.array(self._pcmd, dtype=np.int64)
         self._ecmd = cfg.erase_command_ps(1)
         self._page_data = cfg.data_ps(self._page)
+        self._capacity = cfg.capacity
         self._link_ps_per_byte = S / cfg.host_bytes_per_s
         # counters
         self.host_pages_read = 0
@@ -114,7 +119,7 @@ class FlashTarget(Component):
         if t.nbytes == 0:
             return earliest
         end_byte = t.address + t.nbytes
-        if end_byte > self.cfg.capacity:
+        if end_byte > self._capacity:
             raise TmhwError(f"{self.path}: bytes [{t.address}, {end_byte}) beyond the "
                             f"logical capacity {self.cfg.capacity}")
         self.transfers += 1
@@ -165,56 +170,55 @@ class FlashTarget(Component):
         self.host_pages_read += n
         self.bytes_read += nbytes
         self.channel_bytes += nbytes
-        self.energy.add("page_read", n)  # type: ignore[union-attr]
-        self.energy.add("channel_byte", nbytes)  # type: ignore[union-attr]
         if n == 1:
             return self._read1(lo, nbytes, earliest)
         ppns = self._ppns_for_read(lo, n)
-        planes = ppns // self._pages_per_plane
-        dies = planes // self._P
         # bytes per page: the first and last may be partial
         nb = np.full(n, page, dtype=np.int64)
         nb[0] -= address - lo * page
         nb[-1] -= hi * page - (address + nbytes)
-        udies, inv = np.unique(dies, return_inverse=True)
+        udies, inv, pages_d, ops_d, kp = self._die_groups(ppns)
+        self.read_cmds += int(ops_d.sum())
         bytes_d = np.bincount(inv, weights=nb).astype(np.int64)
+        t_r = int(self.cfg.t_r_mean)
+        cmd = self._rcmd_a[kp]
+        # one op's data-out: setup plus its share of the die's bytes
+        x_op = self._rsetup_a[kp] + bytes_d * self._page_data // (page * ops_d)
+        d_end = self.dies.reserve(udies, earliest + cmd, ops_d * t_r)
+        ready = d_end - (ops_d - 1) * t_r - cmd
+        need = d_end + x_op
+        busy = ops_d * (cmd + x_op)
+        uch, starts = self._channel_groups(udies)
+        busy_c = np.add.reduceat(busy, starts)
+        c_earliest = np.maximum(np.minimum.reduceat(ready, starts),
+                                np.maximum.reduceat(need, starts) - busy_c)
+        c_end = self.channels.reserve(uch, c_earliest, busy_c)
+        end = int(c_end.max())
+        link_start = int((c_end - busy_c).min())
+        l_end = self.link_rd.reserve(link_start, int(nbytes * self._link_ps_per_byte))
+        return end if end > l_end else l_end
+
+    def _die_groups(self, ppns: np.ndarray) -> tuple[np.ndarray, ...]:
+        """Dies touched (sorted), each page's die group, pages and commands per die and
+        planes per command (same-die pages on distinct planes share a multi-plane op)."""
+        planes = ppns // self._pages_per_plane
+        dies = planes // self._P
+        udies, inv = np.unique(dies, return_inverse=True)
         pages_d = np.bincount(inv)
         if self.cfg.multiplane and self._P > 1:
-            plane_in_die = planes % self._P
-            per_plane = np.bincount(inv * self._P + plane_in_die,
+            per_plane = np.bincount(inv * self._P + planes % self._P,
                                     minlength=udies.size * self._P).reshape(-1, self._P)
             ops_d = per_plane.max(axis=1)
         else:
             ops_d = pages_d
-        self.read_cmds += int(ops_d.sum())
-        t_r = self.cfg.t_r_mean
-        link_start = -1
-        end = earliest
-        for ch, idx in self._by_channel(udies):
-            chan = self.channels[ch]
-            ready_first = 1 << 62
-            need_end = 0
-            busy = 0
-            for i in idx:
-                k = int(ops_d[i])
-                kp = min(self._P, -(-int(pages_d[i]) // k))
-                cmd = self._rcmd[kp]
-                x_op = self._rsetup[kp] + int(bytes_d[i]) * self._page_data // (page * k)
-                d_end = self.dies[int(udies[i])].reserve(earliest + cmd, int(k * t_r))
-                first = d_end - (k - 1) * int(t_r)
-                if first - cmd < ready_first:
-                    ready_first = first - cmd
-                if d_end + x_op > need_end:
-                    need_end = d_end + x_op
-                busy += k * (cmd + x_op)
-            c_end = chan.reserve(max(ready_first, need_end - busy), busy)
-            c_start = c_end - busy
-            if link_start < 0 or c_start < link_start:
-                link_start = c_start
-            if c_end > end:
-                end = c_end
-        l_end = self.link_rd.reserve(link_start, int(nbytes * self._link_ps_per_byte))
-        return end if end > l_end else l_end
+        kp = np.minimum(self._P, -(-pages_d // ops_d))
+        return udies, inv, pages_d, ops_d, kp
+
+    def _channel_groups(self, udies: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Channels of sorted dies and where each channel's run of dies starts."""
+        ch = udies // self._dpc
+        starts = np.flatnonzero(np.r_[True, ch[1:] != ch[:-1]])
+        return ch[starts], starts
 
     def _read1(self, lpn: int, nbytes: int, earliest: int) -> int:
         ppn = self.ftl.lookup1(lpn)
@@ -226,17 +230,10 @@ class FlashTarget(Component):
         cmd = self._rcmd[1]
         x = self._rsetup[1] + self.cfg.data_ps(nbytes)
         self.read_cmds += 1
-        d_end = self.dies[die].reserve(earliest + cmd, t_r)
-        c_end = self.channels[die // self._dpc].reserve(d_end - cmd, cmd + x)
+        d_end = self.dies.reserve1(die, earliest + cmd, t_r)
+        c_end = self.channels.reserve1(die // self._dpc, d_end - cmd, cmd + x)
         l_end = self.link_rd.reserve(c_end - x, int(nbytes * self._link_ps_per_byte))
         return c_end if c_end > l_end else l_end
-
-    def _by_channel(self, udies: np.ndarray) -> list[tuple[int, list[int]]]:
-        chans = (udies // self._dpc).tolist()
-        out: dict[int, list[int]] = {}
-        for i, c in enumerate(chans):
-            out.setdefault(c, []).append(i)
-        return list(out.items())
 
     # -- fast model: writes ------------------------------------------------------------
     def _write(self, address: int, nbytes: int, earliest: int) -> int:
@@ -250,60 +247,52 @@ class FlashTarget(Component):
         l_start = l_end - l_dur
         # Cut-through: the channel may start as data arrives but cannot finish before.
         first_in = l_start
-        ppns, jobs = self.ftl.write(np.arange(lo, hi, dtype=np.int64))
-        for job in jobs:
-            self._charge_gc(job, earliest)
         self.pages_programmed += n
         self.program_cmds += n
         self.channel_bytes += n * page
-        self.energy.add("page_program", n)  # type: ignore[union-attr]
-        self.energy.add("channel_byte", n * page)  # type: ignore[union-attr]
-        t_prog = self.cfg.t_prog_mean
-        planes = ppns // self._pages_per_plane
-        dies = planes // self._P
         if n == 1:
-            die = int(dies[0])
-            cmd = self._pcmd[1]
-            busy = cmd + self._page_data
-            c_end = self.channels[die // self._dpc].reserve(max(first_in, l_end - busy),
-                                                            busy)
-            tp = self._t_prog[int(ppns[0] % self._ppb) % self._bits]
-            end = self.dies[die].reserve(c_end, tp)
-        else:
-            udies, inv = np.unique(dies, return_inverse=True)
-            pages_d = np.bincount(inv)
-            if self.cfg.multiplane and self._P > 1:
-                per_plane = np.bincount(inv * self._P + planes % self._P,
-                                        minlength=udies.size * self._P).reshape(-1, self._P)
-                ops_d = per_plane.max(axis=1)
-            else:
-                ops_d = pages_d
-            self.program_cmds += int(ops_d.sum()) - n
-            end = earliest
-            for ch, idx in self._by_channel(udies):
-                ops = [int(ops_d[i]) for i in idx]
-                op_busy = []
-                for i, k in zip(idx, ops, strict=True):
-                    kp = min(self._P, -(-int(pages_d[i]) // k))
-                    op_busy.append(self._pcmd[kp] + int(pages_d[i]) * self._page_data // k)
-                busy = sum(k * b for k, b in zip(ops, op_busy, strict=True))
-                c_end = self.channels[ch].reserve(max(first_in, l_end - busy), busy)
-                c_start = c_end - busy
-                for i, k, b in zip(idx, ops, op_busy, strict=True):
-                    e0 = max(c_start + b, c_end - (k - 1) * int(t_prog))
-                    d_end = self.dies[int(udies[i])].reserve(e0, int(k * t_prog))
-                    if d_end > end:
-                        end = d_end
-        self._background_gc(planes, end)
-        return end
+            ppn, jobs = self.ftl.write1(lo)
+            for job in jobs:
+                self._charge_gc(job, earliest)
+            plane = ppn // self._pages_per_plane
+            die = plane // self._P
+            busy = self._pcmd[1] + self._page_data
+            c_end = self.channels.reserve1(die // self._dpc, max(first_in, l_end - busy),
+                                           busy)
+            end = self.dies.reserve1(die, c_end, self._t_prog[(ppn % self._ppb) % self._bits])
+            if self.ftl.free_count[plane] < self.ftl.soft_blocks:
+                self._background_gc([plane], end)
+            return end
+        ppns, jobs = self.ftl.write(np.arange(lo, hi, dtype=np.int64))
+        for job in jobs:
+            self._charge_gc(job, earliest)
+        t_prog = int(self.cfg.t_prog_mean)
+        udies, _, pages_d, ops_d, kp = self._die_groups(ppns)
+        self.program_cmds += int(ops_d.sum()) - n
+        op_busy = self._pcmd_a[kp] + pages_d * self._page_data // ops_d
+        uch, starts = self._channel_groups(udies)
+        busy_c = np.add.reduceat(ops_d * op_busy, starts)
+        c_ends = self.channels.reserve(uch, np.maximum(first_in, l_end - busy_c), busy_c)
+        c_start = c_ends - busy_c
+        # A die programs once its first op's data is in, and its last op cannot start
+        # before the channel has delivered everything
+        cidx = np.repeat(np.arange(uch.size), np.diff(np.r_[starts, udies.size]))
+        e0 = np.maximum(c_start[cidx] + op_busy, c_ends[cidx] - (ops_d - 1) * t_prog)
+        w_end = int(self.dies.reserve(udies, e0, ops_d * t_prog).max())
+        soft = self.ftl.soft_blocks
+        fc = self.ftl.free_count
+        low = [p for p in np.unique(ppns // self._pages_per_plane).tolist() if fc[p] < soft]
+        if low:
+            self._background_gc(low, w_end)
+        return w_end
 
     # -- garbage collection ------------------------------------------------------------
-    def _background_gc(self, planes: np.ndarray, now: int) -> None:
+    def _background_gc(self, planes: list[int], now: int) -> None:
         """Planes under the soft threshold reclaim blocks, taking die and channel time."""
         ftl = self.ftl
         soft = ftl.soft_blocks
         fc = ftl.free_count
-        for p in set(planes.tolist()):
+        for p in set(planes):
             while fc[p] < soft:
                 jobs = ftl.collect(p)
                 if not jobs:
@@ -321,27 +310,31 @@ class FlashTarget(Component):
         self.read_cmds += m
         self.program_cmds += m
         self.erase_cmds += 1
-        self.energy.add("page_read", m)  # type: ignore[union-attr]
-        self.energy.add("page_program", m)  # type: ignore[union-attr]
-        self.energy.add("block_erase", 1)  # type: ignore[union-attr]
         die_busy = int(m * (cfg.t_r_mean + cfg.t_prog_mean)) + cfg.t_bers
-        start = self.dies[die].start_time(earliest)
+        start = self.dies.start_time(die, earliest)
         if not cfg.gc_copyback and m:
             ch_busy = m * (self._rcmd[1] + self._rsetup[1] + self._pcmd[1]
                            + 2 * self._page_data) + self._ecmd
             self.channel_bytes += 2 * m * self._page
-            self.energy.add("channel_byte", 2 * m * self._page)  # type: ignore[union-attr]
-            self.channels[die // self._dpc].reserve(start, ch_busy)
-        self.dies[die].reserve(start, die_busy)
+            self.channels.reserve1(die // self._dpc, start, ch_busy)
+        self.dies.reserve1(die, start, die_busy)
 
     # -- lifecycle ---------------------------------------------------------------------
     def _start(self) -> None:
         if self._detailed is not None:
             self._detailed.start()
 
-    def _finalize(self, now: int) -> None:
-        assert self.energy is not None
-        self.energy.add_busy(self._active_ps)
+    def finalize(self, now: int) -> None:
+        # Actions are counted on the hot path as plain integers and handed to the meter
+        # before it converts counts to energy.
+        e = self.energy
+        assert e is not None
+        e.add("page_read", self.host_pages_read + self.gc_pages_read)
+        e.add("page_program", self.pages_programmed)
+        e.add("block_erase", self.erase_cmds)
+        e.add("channel_byte", self.channel_bytes)
+        e.add_busy(self._active_ps)
+        super().finalize(now)
 
     def _report(self) -> dict[str, Any]:
         ftl = self.ftl
@@ -374,10 +367,9 @@ class FlashTarget(Component):
             "link_rd": self.link_rd.report(elapsed),
             "link_wr": self.link_wr.report(elapsed),
         }
-        for c, chan in enumerate(self.channels):
-            d: dict[str, Any] = dict(chan.report(elapsed))
+        for c in range(self.cfg.channels):
+            d: dict[str, Any] = dict(self.channels.report(c, elapsed))
             for k in range(self._dpc):
-                die = c * self._dpc + k
-                d[f"die{k}"] = self.dies[die].report(elapsed)
+                d[f"die{k}"] = self.dies.report(c * self._dpc + k, elapsed)
             out[f"ch{c}"] = d
         return out
