@@ -28,8 +28,9 @@ Defaults of the system-level sections and their sources:
   contract price 2024); ``nand_usd_per_gb`` 0.06 (estimate: TLC NAND contract price
   2024, ~$60/TB; the 990 PRO 2 TB retails near $0.08/GB); ``npu_usd`` 10000 (estimate: no
   public TPUv4 price; a fixed figure reported apart from the memory cost).
-- ``workload``: BERT-large, seq 512, batch 32 (TM-Training's public tooling, see
-  PARAMETERS.md); 4 KiB pages (ibid.).
+- ``workload``: BERT-large at its zoo defaults, seq 512, batch 32 (TM-Training's public
+  tooling, see PARAMETERS.md); 4 KiB pages (ibid.). ``batch``/``seq``/``layers`` 0 take
+  the model's defaults (``tmhw workload list``).
 - ``policy.hbm_ratio`` 0.125: the paper's 12.5% capacity configuration (HBM = 1/8 of the
   training footprint, the peak live bytes of one iteration).
 """
@@ -113,8 +114,8 @@ class WorkloadConfig:
     model's default."""
 
     model: str = "bert-large"
-    batch: int = 32
-    seq: int = 512
+    batch: int = 0
+    seq: int = 0
     layers: int = 0
     page_size: int = 4096
     optimizer: str = "adam"

@@ -215,8 +215,13 @@ class DmaEngine(Component):
             f_end = self.flash.transport(Transfer(Op.READ, a * ps, n, Pattern.STREAM,
                                                   req.tag), t0)
             l_end = self._link(f_end, n)
-            h_end = self.hbm.transport(Transfer(Op.WRITE, self._hbm_addr(a), n,
-                                                Pattern.STREAM, req.tag), l_end)
+            # The HBM write is booked now, not at the data's arrival: HBM timelines are
+            # busy-until FIFOs, and a reservation far in the future would hold back the
+            # NPU's own traffic in between. The chunk is complete when the data has
+            # arrived and its HBM write has had its share of the channels.
+            h_end = max(l_end, self.hbm.transport(Transfer(Op.WRITE, self._hbm_addr(a), n,
+                                                           Pattern.STREAM, req.tag),
+                                                  int(self.env.now)))
             self.res.hold(slice(a, b), h_end, int(self.env.now))
             end = max(end, h_end)
             self._account(FETCH, n, t0, h_end, req)
@@ -224,15 +229,26 @@ class DmaEngine(Component):
         return end
 
     def _writeback(self, c0: int, c1: int, issue: int, req: DmaRequest) -> int:
+        """Evict pages [c0, c1): dirty ones (live, newer than flash) are written back and
+        free when the flash write completes; clean or dead ones free at once."""
         ps = self.page_size
-        held = np.flatnonzero(self.res.in_hbm[c0:c1]) + c0
+        res = self.res
+        now = int(self.env.now)
+        held = res.in_hbm[c0:c1]
+        dirty_mask = held & res.live[c0:c1] & ~res.in_flash[c0:c1]
+        clean = np.flatnonzero(held & ~dirty_mask) + c0
+        for a, b in self._runs(clean):
+            ready = res.ready_time(a, b)
+            res.release(slice(a, b), now, until=ready if ready > now else None)
+        dirty = np.flatnonzero(dirty_mask) + c0
         end = issue
         t0 = issue + self.cfg.setup_ps
-        for a, b in self._runs(held):
+        for a, b in self._runs(dirty):
             n = (b - a) * ps
             ready = self.res.ready_time(a, b)
-            h_end = self.hbm.transport(Transfer(Op.READ, self._hbm_addr(a), n,
-                                                Pattern.STREAM, req.tag), max(t0, ready))
+            h_end = max(t0, ready, self.hbm.transport(
+                Transfer(Op.READ, self._hbm_addr(a), n, Pattern.STREAM, req.tag),
+                int(self.env.now)))
             l_end = self._link(h_end, n)
             f_end = self.flash.transport(Transfer(Op.WRITE, a * ps, n, Pattern.STREAM,
                                                   req.tag), l_end)
