@@ -1,0 +1,59 @@
+"""``tmhw placement show``: build a policy's placement table for a workload and print
+its rows (op, tensor, page range, action, tier, issue time, deadline) and its size."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def register(sub: Any) -> None:
+    from tmhw.cli import add_config_args
+
+    p = sub.add_parser("placement", help="placement tables")
+    psub = p.add_subparsers(dest="placement_cmd", metavar="SUBCOMMAND",
+                            parser_class=type(p))
+    psub.required = True
+    s = psub.add_parser("show", help="print a policy's placement table")
+    add_config_args(s)
+    s.add_argument("--csv", metavar="FILE", help="write all rows as CSV")
+    s.add_argument("--rows", type=int, default=40, help="rows to print (default 40)")
+    s.set_defaults(func=cmd_show)
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    from tmhw.cli import config_from_args
+    from tmhw.sim.errors import TmhwError
+    from tmhw.sim.units import fmt_bytes, fmt_time
+    from tmhw.system import System
+
+    if args.rows < 0:
+        raise TmhwError(f"--rows: {args.rows} must be >= 0")
+    cfg = config_from_args(args)
+    system = System(cfg)
+    table, wl = system.table, system.workload
+    names = [t.name for t in wl.tensors]
+    text = table.to_csv(names, wl.page_size)
+    if args.csv:
+        Path(args.csv).write_text(text)
+    lines = text.splitlines()
+    header, rows = lines[0].split(","), [r.split(",") for r in lines[1:]]
+    shown = rows[: args.rows]
+    widths = [max(len(h), *(len(r[i]) for r in shown)) if shown else len(h)
+              for i, h in enumerate(header)]
+    out = sys.stdout
+    out.write("  ".join(h.ljust(w) for h, w in zip(header, widths)) + "\n")
+    for r in shown:
+        out.write("  ".join(c.ljust(w) for c, w in zip(r, widths)) + "\n")
+    if len(rows) > len(shown):
+        out.write(f"... {len(rows) - len(shown)} more rows\n")
+    by = table.bytes_by_action(wl.page_size)
+    out.write(f"policy {table.policy}: {table.rows} rows, {fmt_bytes(table.size_bytes())} "
+              f"as stored; HBM {fmt_bytes(system.capacity_pages * wl.page_size)} of "
+              f"{fmt_bytes(system.footprint_bytes)} footprint; prefetch "
+              f"{fmt_bytes(by['prefetch'])}, write-back up to {fmt_bytes(by['writeback'])}, "
+              f"drop {fmt_bytes(by['drop'])}; profiled iteration "
+              f"{fmt_time(int(system.profile_end[-1]))}\n")
+    return 0
