@@ -1,0 +1,429 @@
+"""Parameter sweeps: many runs of the system, each a point of overrides on a base config,
+in a local process pool or on a Dask distributed cluster.
+
+    tmhw sweep SPEC.toml [--out DIR] [--workers N] [--cluster tcp://HOST:PORT] [--quiet]
+
+A spec is TOML::
+
+    preset = "quick"                      # the base system preset (default "paper")
+
+    [base]                                # overrides every point shares
+    "workload.layers" = 12                # dotted keys or nested tables, as in --set
+    flash.preset = "pm1743"               # a section preset, as in a config file
+
+    [grid]                                # the cartesian product of these lists
+    "policy.name" = ["demand", "hbm-only"]
+    "policy.hbm_ratio" = [0.125, 0.25]
+
+    [[points]]                            # and/or an explicit list of points
+    "policy.name" = "tm-training"
+
+With both ``points`` and ``grid``, every point is crossed with the grid. Every point's
+config is built and validated before anything runs, so a bad value fails the whole sweep
+at once with a one-line error.
+
+Outputs in DIR: ``points/<id>/report.json`` per point (``id`` is a hash of the point's
+whole config, so a point keeps its id when the spec around it changes) and
+``summary.csv``, one row per point in spec order: the varied parameters, the status
+(``ok``; ``skipped`` with the reason when the system refuses the point, e.g. the policy
+does not fit the HBM; ``error`` for anything else) and the headline figures. A sweep that
+is interrupted resumes: points that already have a report.json are not run again.
+
+``--cluster`` sends the same points to a Dask distributed scheduler (the ``cluster``
+extra, ``pip install 'tmhw[cluster]'``); each worker needs tmhw installed. A worker that
+dies mid-point loses nothing: the scheduler runs its points elsewhere. Reports are the
+same as the local pool's except for the ``host`` key (wall time, process).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import hashlib
+import itertools
+import json
+import math
+import os
+import socket
+import sys
+import time
+import tomllib
+import traceback
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from tmhw.sim.errors import TmhwError
+
+Point = dict[str, Any]
+Result = dict[str, Any]
+
+SPEC_KEYS = ("preset", "base", "grid", "points")
+
+#: summary.csv figure columns: name -> (path into the report, scale).
+FIGURES: dict[str, tuple[tuple[str, ...], float]] = {
+    "iteration_time_ms": (("iteration_time_ps",), 1e-9),
+    "compute_ms": (("compute_ps",), 1e-9),
+    "stall_ms": (("stall_ps",), 1e-9),
+    "samples_per_s": (("samples_per_s",), 1.0),
+    "inter_tier_bytes": (("traffic_bytes", "inter_tier"), 1.0),
+    "flash_to_hbm_bytes": (("traffic_bytes", "flash_to_hbm"), 1.0),
+    "hbm_to_flash_bytes": (("traffic_bytes", "hbm_to_flash"), 1.0),
+    "faults": (("faults",), 1.0),
+    "energy_j": (("energy_pj", "total"), 1e-12),
+    "energy_npu_j": (("energy_pj", "npu"), 1e-12),
+    "energy_hbm_j": (("energy_pj", "hbm"), 1e-12),
+    "energy_flash_j": (("energy_pj", "flash"), 1e-12),
+    "energy_dma_j": (("energy_pj", "dma"), 1e-12),
+    "avg_power_w": (("avg_power_mw",), 1e-3),
+    "samples_per_joule": (("samples_per_joule",), 1.0),
+    "footprint_bytes": (("workload", "footprint_bytes"), 1.0),
+    "hbm_capacity_bytes": (("policy", "hbm_capacity_bytes"), 1.0),
+    "hbm_peak_bytes": (("hbm_peak_occupancy_bytes",), 1.0),
+    "memory_usd": (("cost", "memory_usd"), 1.0),
+    "system_usd": (("cost", "system_usd"), 1.0),
+    "samples_per_s_per_usd": (("cost", "samples_per_s_per_usd"), 1.0),
+    "flash_writes_bytes": (("flash_writes_bytes",), 1.0),
+    "waf": (("system", "flash", "waf"), 1.0),
+    "erases": (("endurance", "erases"), 1.0),
+    "pe_cycles_per_iteration": (("endurance", "pe_cycles_per_iteration"), 1.0),
+    "lifetime_days": (("endurance", "lifetime_days"), 1.0),
+    "events": (("host", "events"), 1.0),
+    "wall_s": (("host", "wall_s"), 1.0),
+}
+
+
+# -- points --------------------------------------------------------------------------------
+def flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested tables to dotted keys: {"a": {"b": 1}, "c.d": 2} -> {"a.b": 1, "c.d": 2}."""
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, dict):
+            out.update(flatten(v, key + "."))
+        else:
+            out[key] = v
+    return out
+
+
+def config_dict(preset: str, overrides: dict[str, Any]) -> dict[str, Any]:
+    """The full plain config of ``preset`` with dotted ``overrides`` applied (validated)."""
+    from tmhw import config as C
+    from tmhw import tomlio
+
+    cfg = C.from_dict(tomlio.nest([(k.split("."), v) for k, v in overrides.items()]),
+                      C.preset(preset))
+    out: dict[str, Any] = tomlio.to_dict(cfg)
+    return out
+
+
+def make_point(preset: str, overrides: dict[str, Any],
+               params: dict[str, Any] | None = None) -> Point:
+    """A self-contained point: its params (for the CSV), its whole config, its id."""
+    cfg = config_dict(preset, overrides)
+    blob = json.dumps(cfg, sort_keys=True, default=str).encode()
+    pid = hashlib.sha256(blob).hexdigest()[:12]
+    return {"id": pid, "params": dict(params if params is not None else overrides),
+            "config": cfg}
+
+
+def expand_spec(spec: dict[str, Any]) -> list[Point]:
+    """The points of a parsed spec, in order (see the module docstring)."""
+    unknown = sorted(set(spec) - set(SPEC_KEYS))
+    if unknown:
+        raise TmhwError(f"sweep spec: unknown key {unknown[0]!r}; allowed: "
+                        f"{', '.join(SPEC_KEYS)}")
+    preset = spec.get("preset", "paper")
+    if not isinstance(preset, str):
+        raise TmhwError(f"sweep spec: preset must be a preset name, got {preset!r}")
+    base = spec.get("base", {})
+    if not isinstance(base, dict):
+        raise TmhwError("sweep spec: [base] must be a table of overrides")
+    base_flat = flatten(base)
+    grid = flatten(spec.get("grid", {}))
+    for k, v in grid.items():
+        if not isinstance(v, list) or not v:
+            raise TmhwError(f"sweep spec: grid {k!r} must be a non-empty list of values")
+    raw_points = spec.get("points", [{}])
+    if not isinstance(raw_points, list) or not all(isinstance(p, dict) for p in raw_points):
+        raise TmhwError("sweep spec: points must be an array of tables ([[points]])")
+    points: list[Point] = []
+    keys = list(grid)
+    for p in raw_points:
+        pflat = flatten(p)
+        for combo in itertools.product(*(grid[k] for k in keys)):
+            params = {**pflat, **dict(zip(keys, combo, strict=True))}
+            points.append(make_point(preset, {**base_flat, **params}, params))
+    return points
+
+
+def load_spec(path: str | Path) -> list[Point]:
+    p = Path(path)
+    try:
+        spec = tomllib.loads(p.read_text())
+    except OSError as e:
+        raise TmhwError(f"sweep spec: cannot read {path}: {e.strerror}") from None
+    except tomllib.TOMLDecodeError as e:
+        raise TmhwError(f"sweep spec: {path}: {e}") from None
+    return expand_spec(spec)
+
+
+# -- running one point ---------------------------------------------------------------------
+def run_point(point: Point) -> Result:
+    """Run one point in this process. Never raises for a point the system refuses: the
+    result's status is ``skipped`` (a TmhwError, e.g. the policy does not fit) or
+    ``error`` (anything else, with its type), and ``report`` is None."""
+    from tmhw import config as C
+    from tmhw.system import System
+
+    t0 = time.perf_counter()
+    res: Result = {"id": point["id"], "params": point["params"], "status": "ok",
+                   "error": "", "report": None}
+    try:
+        cfg = C.from_dict(point["config"], C.PAPER)
+        system = System(cfg)
+        rep = system.run()
+        rep["host"] = {"wall_s": time.perf_counter() - t0, "events": system.env.events,
+                       "hostname": socket.gethostname(), "pid": os.getpid()}
+        res["report"] = rep
+    except TmhwError as e:
+        res.update(status="skipped", error=str(e))
+    except Exception as e:  # a point that crashes must not take the sweep down
+        last = traceback.extract_tb(e.__traceback__)[-1:]
+        where = f" ({Path(last[0].filename).name}:{last[0].lineno})" if last else ""
+        res.update(status="error", error=f"{type(e).__name__}: {e}{where}")
+    return res
+
+
+def _get(rep: dict[str, Any], path: tuple[str, ...]) -> Any:
+    v: Any = rep
+    for k in path:
+        if not isinstance(v, dict) or k not in v:
+            return ""
+        v = v[k]
+    return v
+
+
+def figures(rep: dict[str, Any] | None) -> dict[str, Any]:
+    """The summary.csv figures of one report (empty strings where absent)."""
+    out: dict[str, Any] = {}
+    for name, (path, scale) in FIGURES.items():
+        v = _get(rep, path) if rep is not None else ""
+        if isinstance(v, bool) or not isinstance(v, int | float):
+            out[name] = ""
+        elif scale == 1.0:
+            out[name] = v
+        else:
+            out[name] = v * scale
+    return out
+
+
+def summary_rows(results: Sequence[Result]) -> list[dict[str, Any]]:
+    """One flat row per result: id, params, status, error, then FIGURES."""
+    keys: dict[str, None] = {}
+    for r in results:
+        for k in r["params"]:
+            keys.setdefault(k, None)
+    rows = []
+    for r in results:
+        row: dict[str, Any] = {"id": r["id"]}
+        row.update({k: _cell(r["params"].get(k, "")) for k in keys})
+        row.update(status=r["status"], error=r["error"])
+        row.update(figures(r.get("report")))
+        rows.append(row)
+    return rows
+
+
+def _cell(v: Any) -> Any:
+    return json.dumps(v) if isinstance(v, list | dict) else v
+
+
+def write_csv(rows: Sequence[dict[str, Any]], path: str | Path) -> None:
+    cols: dict[str, None] = {}
+    for r in rows:
+        for k in r:
+            cols.setdefault(k, None)
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    tmp = p.with_name(f".{p.name}.tmp")
+    with tmp.open("w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(cols))
+        w.writeheader()
+        for r in rows:
+            w.writerow({k: _fmt(v) for k, v in r.items()})
+    os.replace(tmp, p)
+
+
+def _fmt(v: Any) -> Any:
+    if isinstance(v, float):
+        return "inf" if math.isinf(v) else f"{v:.6g}"
+    return v
+
+
+def _write_json_atomic(obj: Any, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(obj, indent=1, default=float) + "\n")
+    os.replace(tmp, path)
+
+
+# -- running many --------------------------------------------------------------------------
+def run_points(points: Sequence[Point], *, workers: int | None = None,
+               cluster: str | None = None, out: str | Path | None = None,
+               progress: bool = True, desc: str = "sweep",
+               on_result: Callable[[Result], None] | None = None) -> list[Result]:
+    """Run ``points`` and return their results in the same order.
+
+    ``workers``: local processes (default ``os.cpu_count()``; 1 runs in this process).
+    ``cluster``: a Dask scheduler address instead of the local pool. ``out``: if given,
+    each report goes to ``out/points/<id>/report.json`` as it arrives, and points that
+    already have one are read back instead of run (resume). ``on_result`` is called in
+    this process with each new result as it arrives."""
+    results: dict[str, Result] = {}
+    todo: list[Point] = []
+    seen: set[str] = set()
+    for p in points:
+        if p["id"] in seen:
+            continue
+        seen.add(p["id"])
+        done = _load_done(p, out)
+        if done is not None:
+            results[p["id"]] = done
+        else:
+            todo.append(p)
+
+    bar = None
+    if progress and todo:
+        from tqdm import tqdm
+
+        bar = tqdm(total=len(todo), desc=desc, unit="pt", file=sys.stderr, leave=False)
+
+    def collect(r: Result) -> None:
+        results[r["id"]] = r
+        if out is not None and r["report"] is not None:
+            _write_json_atomic(r["report"], Path(out) / "points" / r["id"] / "report.json")
+        if bar is not None:
+            bar.update(1)
+            if r["status"] != "ok":
+                bar.write(f"{desc}: point {r['id']} {r['status']}: {r['error']}",
+                          file=sys.stderr)
+        if on_result is not None:
+            on_result(r)
+
+    try:
+        if cluster is not None:
+            _run_dask(todo, cluster, collect)
+        else:
+            _run_local(todo, workers or os.cpu_count() or 1, collect)
+    finally:
+        if bar is not None:
+            bar.close()
+    by_id = [results[p["id"]] for p in points]
+    return [{**r, "params": p["params"]} for r, p in zip(by_id, points, strict=True)]
+
+
+def _load_done(p: Point, out: str | Path | None) -> Result | None:
+    if out is None:
+        return None
+    f = Path(out) / "points" / p["id"] / "report.json"
+    if not f.is_file():
+        return None
+    try:
+        rep = json.loads(f.read_text())
+    except (OSError, json.JSONDecodeError):
+        return None
+    return {"id": p["id"], "params": p["params"], "status": "ok", "error": "",
+            "report": rep}
+
+
+def _run_local(todo: Sequence[Point], workers: int,
+               collect: Callable[[Result], None]) -> None:
+    if workers <= 1 or len(todo) <= 1:
+        for p in todo:
+            collect(run_point(p))
+        return
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+
+    with ProcessPoolExecutor(max_workers=min(workers, len(todo))) as pool:
+        pending = {pool.submit(run_point, p) for p in todo}
+        try:
+            while pending:
+                done, pending = wait(pending, return_when=FIRST_COMPLETED)
+                for f in done:
+                    collect(f.result())
+        except BaseException:
+            for f in pending:
+                f.cancel()
+            raise
+
+
+def _run_dask(todo: Sequence[Point], address: str,
+              collect: Callable[[Result], None]) -> None:
+    if "://" not in address:
+        raise TmhwError(f"--cluster: {address!r} is not a scheduler address; "
+                        "tcp://HOST:PORT")
+    try:
+        from distributed import Client, as_completed
+    except ImportError:
+        raise TmhwError("--cluster: Dask distributed is not installed; "
+                        "pip install 'tmhw[cluster]'") from None
+    try:
+        client = Client(address, timeout=10,  # type: ignore[no-untyped-call]
+                        set_as_default=False)
+    except (OSError, TimeoutError) as e:
+        raise TmhwError(f"--cluster: cannot reach the scheduler at {address}: {e}") from None
+    with client:
+        if not todo:
+            return
+        futures = client.map(run_point, list(todo), pure=False)
+        try:
+            for fut in as_completed(futures):  # type: ignore[no-untyped-call]
+                collect(fut.result())
+        except BaseException:
+            client.cancel(futures)  # type: ignore[no-untyped-call]
+            raise
+
+
+# -- the command ---------------------------------------------------------------------------
+def sweep(spec: str | Path, out: str | Path, *, workers: int | None = None,
+          cluster: str | None = None, progress: bool = True) -> list[Result]:
+    """Run a spec file into ``out`` (resuming) and write ``out/summary.csv``."""
+    points = load_spec(spec)
+    results = run_points(points, workers=workers, cluster=cluster, out=out,
+                         progress=progress, desc=Path(spec).stem)
+    write_csv(summary_rows(results), Path(out) / "summary.csv")
+    return results
+
+
+def _cmd(args: argparse.Namespace) -> int:
+    if args.workers is not None and args.workers < 1:
+        raise TmhwError(f"--workers: {args.workers} is not allowed; an integer >= 1")
+    out = Path(args.out) if args.out else Path("out") / Path(args.spec).stem
+    results = sweep(args.spec, out, workers=args.workers, cluster=args.cluster,
+                    progress=not args.quiet)
+    counts = {s: sum(r["status"] == s for r in results) for s in ("ok", "skipped", "error")}
+    print(f"{len(results)} points: {counts['ok']} ok, {counts['skipped']} skipped, "
+          f"{counts['error']} error")
+    for r in results:
+        if r["status"] != "ok":
+            print(f"  {r['id']} {r['status']}: {r['error']}")
+    print(f"summary: {out / 'summary.csv'}")
+    return 1 if counts["error"] else 0
+
+
+def register(sub: Any) -> None:
+    """Add ``tmhw sweep`` to the top-level sub-parsers."""
+    p = sub.add_parser("sweep", help="run a grid or list of config points (local pool or "
+                       "Dask cluster)", description=__doc__.split("\n\n")[0])
+    p.add_argument("spec", metavar="SPEC.toml", help="preset, [base], [grid], [[points]]")
+    p.add_argument("--out", help="output directory (default out/<spec name>)")
+    p.add_argument("--workers", type=int, help="local processes (default: CPU count)")
+    p.add_argument("--cluster", metavar="tcp://HOST:PORT",
+                   help="run on a Dask distributed scheduler instead")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=_cmd)
+
+
+def iter_ok(results: Iterable[Result]) -> Iterable[Result]:
+    """The results that have a report."""
+    return (r for r in results if r["report"] is not None)
