@@ -11,7 +11,7 @@ from tmhw.sim.trace import NULL_TRACER, NullTracer, Tracer
 from tmhw.sim.transfer import MemoryTarget, Op, Pattern, Transfer
 
 __all__ = [
-    "Component", "ConfigError", "Environment", "Counter", "ElaborationError", "EnergyMeter", "EnergyTable",
-    "Level", "MemoryTarget", "NULL_TRACER", "NullTracer", "Op", "Pattern", "Tally",
+    "Component", "ConfigError", "Counter", "ElaborationError", "EnergyMeter", "EnergyTable",
+    "Environment", "Level", "MemoryTarget", "NULL_TRACER", "NullTracer", "Op", "Pattern", "Tally",
     "Timeline", "TmhwError", "Tracer", "Transfer",
 ]

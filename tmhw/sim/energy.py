@@ -27,11 +27,13 @@ class EnergyTable:
     idle_mw: float = 0.0
 
     def __post_init__(self) -> None:
+        # ``not v >= 0`` so that NaN, which would poison every total, is refused too.
         for k, v in self.action_pj.items():
-            if v < 0:
-                raise ValueError(f"energy of action {k!r} is negative: {v}")
-        if self.active_mw < 0 or self.idle_mw < 0:
-            raise ValueError("power must be non-negative")
+            if not v >= 0:
+                raise ValueError(f"energy of action {k!r} must be >= 0, got {v}")
+        if not (self.active_mw >= 0 and self.idle_mw >= 0):
+            raise ValueError(f"power must be >= 0, got active {self.active_mw} mW, "
+                             f"idle {self.idle_mw} mW")
 
 
 class EnergyMeter:
@@ -55,14 +57,18 @@ class EnergyMeter:
         """Count ``n`` occurrences of ``action`` (must be in the table)."""
         if action not in self.counts:
             raise KeyError(f"unknown energy action {action!r}; known: {sorted(self.counts)}")
+        if not n >= 0:
+            raise ValueError(f"negative count {n} of {action!r}")
         self.counts[action] += n
 
     def add_busy(self, ps: int) -> None:
+        if ps < 0:
+            raise ValueError(f"negative busy time {ps} ps")
         self.busy_ps += ps
 
     def add_pj(self, category: str, pj: float) -> None:
         """Energy the component computed itself (e.g. IDD background), under a name."""
-        if pj < 0:
+        if not pj >= 0:
             raise ValueError(f"negative energy {pj} for {category!r}")
         self.extra_pj[category] = self.extra_pj.get(category, 0.0) + pj
 

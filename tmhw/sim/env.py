@@ -14,5 +14,8 @@ class Environment(simpy.Environment):
         self.events = 0
 
     def step(self) -> None:
-        self.events += 1
+        # A step on an empty queue processes nothing (it raises EmptySchedule to end
+        # ``run()``): do not count it.
+        if self._queue:
+            self.events += 1
         super().step()

@@ -39,7 +39,7 @@ class Tally:
     def add(self, x: float) -> None:
         self._samples.append(x)
 
-    def extend(self, xs: "list[float] | np.ndarray") -> None:
+    def extend(self, xs: list[float] | np.ndarray) -> None:
         self._samples.extend(float(x) for x in xs)
 
     @property

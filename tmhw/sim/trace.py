@@ -77,41 +77,63 @@ class Tracer:
                                           "displayTimeUnit": "ns"}))
 
     def write_vcd(self, path: str | Path) -> None:
-        """Busy wires per lane (1 while any span is open) and counter values, 1 ps scale."""
+        """Busy wires per lane (1 while any span is open) and counter values, 1 ps scale.
+
+        Every edge at one time is netted first, so back-to-back spans keep the wire high
+        instead of writing a 0 and a 1 at the same instant; names are made VCD-safe and
+        unique (two lanes may sanitise to the same identifier, a counter may share a
+        lane's name)."""
         from vcd import VCDWriter
 
         changes: list[tuple[int, int, str, int | float]] = []
-        depth: dict[str, list[tuple[int, int]]] = {}
+        edges: dict[str, dict[int, int]] = {}
         for lane, s, e, _name, _a in self.spans:
-            depth.setdefault(lane, []).append((s, 1))
-            depth[lane].append((e, -1))
-        for lane, evs in depth.items():
-            evs.sort()
+            d = edges.setdefault(lane, {})
+            d[s] = d.get(s, 0) + 1
+            d[e] = d.get(e, 0) - 1
+        for lane, d in edges.items():
             open_n = 0
-            last: int | None = None
-            for t, d in evs:
-                open_n += d
+            last = 0
+            for t in sorted(d):
+                open_n += d[t]
                 v = 1 if open_n > 0 else 0
                 if v != last:
                     changes.append((t, 0, lane, v))
                     last = v
+        # The last value recorded at one time is the counter's value at that time.
+        final: dict[tuple[str, int], float] = {}
         for name, t, val in self.counters:
+            final[(name, t)] = val
+        for (name, t), val in final.items():
             changes.append((t, 1, name, val))
         changes.sort(key=lambda x: (x[0], x[1], x[2]))
         with open(path, "w") as fh, VCDWriter(fh, timescale="1 ps", date="today") as w:
             vars_: dict[tuple[int, str], Any] = {}
-            for lane in depth:
-                scope, _, leaf = ("tmhw." + lane).rpartition(".")
-                vars_[(0, lane)] = w.register_var(scope, _safe(leaf), "wire", size=1, init=0)
+            taken: set[tuple[str, str]] = set()
+
+            def register(kind: int, name: str) -> None:
+                parts = [_safe(p) for p in ("tmhw." + name).split(".")]
+                scope, leaf = ".".join(parts[:-1]), parts[-1]
+                ident, k = leaf, 1
+                while (scope, ident) in taken:
+                    ident, k = f"{leaf}_{k}", k + 1
+                taken.add((scope, ident))
+                if kind == 0:
+                    vars_[(0, name)] = w.register_var(scope, ident, "wire", size=1, init=0)
+                else:
+                    vars_[(1, name)] = w.register_var(scope, ident, "real", init=0.0)
+
+            for lane in edges:
+                register(0, lane)
             for name in dict.fromkeys(c[0] for c in self.counters):
-                scope, _, leaf = ("tmhw." + name).rpartition(".")
-                vars_[(1, name)] = w.register_var(scope, _safe(leaf), "real", init=0.0)
-            for t, kind, name, v in changes:
-                w.change(vars_[(kind, name)], t, float(v) if kind else v)
+                register(1, name)
+            for t, kind, name, value in changes:
+                w.change(vars_[(kind, name)], t, float(value) if kind else value)
 
 
 def _safe(s: str) -> str:
-    return "".join(ch if ch.isalnum() or ch == "_" else "_" for ch in s) or "x"
+    return "".join(ch if (ch.isascii() and ch.isalnum()) or ch == "_" else "_"
+                   for ch in s) or "x"
 
 
 class NullTracer(Tracer):

@@ -14,6 +14,7 @@ bytes, every energy a float in picojoules (pJ) and every power a float in milliw
 from __future__ import annotations
 
 import math
+from decimal import Decimal, InvalidOperation
 
 PS: int = 1
 NS: int = 1_000
@@ -55,6 +56,10 @@ def ps_from_ns(ns: float) -> int:
 
 def cycles_to_ps(cycles: int | float, freq_mhz: float) -> int:
     """Clock cycles at ``freq_mhz`` to integer ps, rounded up (never optimistic)."""
+    if isinstance(cycles, int) and float(freq_mhz).is_integer() and freq_mhz > 0:
+        # Exact integer ceiling: in floats, cycles * 1e6 past 2**53 rounds, and an
+        # exact whole number of ps would come out one ps long.
+        return -(-cycles * 1_000_000 // int(freq_mhz))
     return int(math.ceil(cycles * 1e6 / freq_mhz - 1e-9))
 
 
@@ -62,6 +67,11 @@ def transfer_ps(nbytes: int, bandwidth_bytes_per_s: float) -> int:
     """Time in ps to move ``nbytes`` at ``bandwidth_bytes_per_s``, rounded up."""
     if nbytes <= 0:
         return 0
+    if isinstance(nbytes, int) and float(bandwidth_bytes_per_s).is_integer() \
+            and bandwidth_bytes_per_s > 0:
+        # Exact integer ceiling (bandwidths are whole bytes/s in practice); floats lose
+        # the last ps once nbytes * S passes 2**53.
+        return -(-nbytes * S // int(bandwidth_bytes_per_s))
     return int(math.ceil(nbytes * S / bandwidth_bytes_per_s - 1e-9))
 
 
@@ -97,14 +107,17 @@ def parse_size(text: str) -> int:
     units = {"TIB": TiB, "GIB": GiB, "MIB": MiB, "KIB": KiB, "TB": 10**12, "GB": GB,
              "MB": MB, "KB": KB, "K": KiB, "M": MiB, "G": GiB, "B": 1}
     up = t.upper()
+    scale = 1
     for suffix in sorted(units, key=len, reverse=True):
         if up.endswith(suffix):
-            num = up[: -len(suffix)]
-            value = float(num) * units[suffix]
-            if value != int(value) or value < 0:
-                raise ValueError(f"size {text!r} is not a whole number of bytes")
-            return int(value)
-    value = float(up)
-    if value != int(value) or value < 0:
+            up, scale = up[: -len(suffix)], units[suffix]
+            break
+    try:
+        # Decimal, not float: "3.3MB" is 3,300,000 bytes, which a float misses by 5e-10.
+        value = Decimal(up) * scale
+    except InvalidOperation:
+        raise ValueError(f"size {text!r}: a number of bytes with an optional unit "
+                         "(B, KiB, MiB, GiB, TiB, KB, MB, GB, TB)") from None
+    if not value.is_finite() or value < 0 or value != value.to_integral_value():
         raise ValueError(f"size {text!r} is not a whole number of bytes")
     return int(value)
