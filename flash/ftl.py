@@ -135,18 +135,23 @@ class SparseL2P:
         self.sparse[lpn] = ppn
 
     def set(self, lpns: I64, ppns: I64 | int) -> None:
-        if lpns.size == 1:
-            self.set1(int(lpns[0]), int(np.asarray(ppns).reshape(-1)[0]))
-            return
+        vals = np.broadcast_to(np.asarray(ppns, dtype=np.int64), lpns.shape)
         segi = lpns >> SEG_BITS
         s0 = int(segi[0])
         if s0 == int(segi[-1]) and (segi.size < 3 or bool((segi == s0).all())):
-            self._densify(s0)[lpns & (SEG - 1)] = ppns
+            self._set_seg(s0, lpns, vals)
             return
-        vals = np.broadcast_to(np.asarray(ppns), lpns.shape)
         for si in np.unique(segi).tolist():
             m = segi == si
-            self._densify(si)[lpns[m] & (SEG - 1)] = vals[m]
+            self._set_seg(si, lpns[m], vals[m])
+
+    def _set_seg(self, si: int, lpns: I64, vals: I64) -> None:
+        seg = self.segs[si]
+        if seg is None and lpns.size < self.DENSE_AT // 4:
+            for lpn, v in zip(lpns.tolist(), vals.tolist(), strict=True):
+                self.set1(lpn, v)
+            return
+        self._densify(si)[lpns & (SEG - 1)] = vals
 
     def _densify(self, si: int) -> npt.NDArray[np.signedinteger]:
         seg = self.segs[si]
@@ -425,7 +430,12 @@ class FTL:
         n = int(lpns.size)
         ppb = self.ppb
         out = np.empty(n, dtype=np.int64)
-        uniq, first, counts = np.unique(planes, return_index=True, return_counts=True)
+        edge = np.empty(n, dtype=bool)
+        edge[0] = True
+        np.not_equal(planes[1:], planes[:-1], out=edge[1:])
+        first = np.flatnonzero(edge)
+        uniq = planes[first]
+        counts = np.diff(np.append(first, n))
         hb = self.host_blk[uniq]
         hw = self.host_wp[uniq]
         fits = (hb >= 0) & (hw + counts <= ppb)

@@ -42,7 +42,9 @@ from tmhw.sim import Component, EnergyMeter, EnergyTable, Op, Timeline, TmhwErro
 from tmhw.sim.trace import Tracer
 from tmhw.sim.units import S
 
-MODELS = ("fast",)
+MODELS = ("fast", "detailed")
+#: Chunks of at most this many pages take scalar paths through the FTL.
+SMALL = 8
 
 
 class FlashTarget(Component):
@@ -161,6 +163,91 @@ class FlashTarget(Component):
             ppns[miss] = self._static_ppn(lpns[miss])
         return ppns
 
+    def _static_ppn1(self, lpn: int) -> int:
+        ftl = self.ftl
+        j = lpn // ftl.U
+        plane = ftl._stripe_plane_list[lpn % ftl.U]
+        return (plane * ftl.bpp + j // self._ppb) * self._ppb + j % self._ppb
+
+    def _ppn_list_for_read(self, lo: int, n: int) -> list[int]:
+        out = [self.ftl.lookup1(lpn) for lpn in range(lo, lo + n)]
+        for i, p in enumerate(out):
+            if p < 0:
+                self.unmapped_reads += 1
+                out[i] = self._static_ppn1(lo + i)
+        return out
+
+    def _groups_small(self, ppns: list[int]) -> dict[int, list[int]]:
+        """Per die (ascending): [pages, ops, planes per op, page indices...]."""
+        P = self._P
+        multi = self.cfg.multiplane and P > 1
+        per: dict[int, list[int]] = {}
+        for i, ppn in enumerate(ppns):
+            plane = ppn // self._pages_per_plane
+            per.setdefault(plane // P, []).append(plane % P if multi else i)
+        out: dict[int, list[int]] = {}
+        for die in sorted(per):
+            pl = per[die]
+            pages = len(pl)
+            ops = max(pl.count(x) for x in set(pl)) if multi else pages
+            out[die] = [pages, ops, min(P, -(-pages // ops))]
+        return out
+
+    def _read_small(self, ppns: list[int], nb: list[int], earliest: int,
+                    nbytes: int) -> int:
+        """``_read``'s arithmetic for a few pages, in Python scalars."""
+        groups = self._groups_small(ppns)
+        page = self._page
+        bytes_d: dict[int, int] = {}
+        for ppn, b in zip(ppns, nb, strict=True):
+            die = ppn // self._pages_per_plane // self._P
+            bytes_d[die] = bytes_d.get(die, 0) + b
+        t_r = int(self.cfg.t_r_mean)
+        chans: dict[int, list[int]] = {}
+        for die, (_pages, k, kp) in groups.items():
+            self.read_cmds += k
+            cmd = self._rcmd[kp]
+            x_op = self._rsetup[kp] + bytes_d[die] * self._page_data // (page * k)
+            d_end = self.dies.reserve1(die, earliest + cmd, k * t_r)
+            ready = d_end - (k - 1) * t_r - cmd
+            need = d_end + x_op
+            busy = k * (cmd + x_op)
+            c = chans.get(die // self._dpc)
+            if c is None:
+                chans[die // self._dpc] = [ready, need, busy]
+            else:
+                c[0] = min(c[0], ready)
+                c[1] = max(c[1], need)
+                c[2] += busy
+        end = earliest
+        link_start = -1
+        for ch, (ready, need, busy) in chans.items():
+            c_end = self.channels.reserve1(ch, max(ready, need - busy), busy)
+            end = max(end, c_end)
+            if link_start < 0 or c_end - busy < link_start:
+                link_start = c_end - busy
+        l_end = self.link_rd.reserve(link_start, int(nbytes * self._link_ps_per_byte))
+        return end if end > l_end else l_end
+
+    def _write_small(self, ppns: list[int], first_in: int, l_end: int) -> int:
+        """``_write``'s arithmetic for a few pages, in Python scalars."""
+        groups = self._groups_small(ppns)
+        t_prog = int(self.cfg.t_prog_mean)
+        chans: dict[int, list[tuple[int, int, int]]] = {}
+        for die, (pages, k, kp) in groups.items():
+            self.program_cmds += k - pages
+            op_busy = self._pcmd[kp] + pages * self._page_data // k
+            chans.setdefault(die // self._dpc, []).append((die, k, op_busy))
+        end = first_in
+        for ch, dies in chans.items():
+            busy = sum(k * ob for _, k, ob in dies)
+            c_end = self.channels.reserve1(ch, max(first_in, l_end - busy), busy)
+            c_start = c_end - busy
+            for die, k, ob in dies:
+                e0 = max(c_start + ob, c_end - (k - 1) * t_prog)
+                end = max(end, self.dies.reserve1(die, e0, k * t_prog))
+        return end
+
     # -- fast model: reads -------------------------------------------------------------
     def _read(self, address: int, nbytes: int, earliest: int) -> int:
         page = self._page
@@ -172,6 +259,11 @@ class FlashTarget(Component):
         self.channel_bytes += nbytes
         if n == 1:
             return self._read1(lo, nbytes, earliest)
+        if n <= SMALL:
+            nb_l = [page] * n
+            nb_l[0] -= address - lo * page
+            nb_l[-1] -= hi * page - (address + nbytes)
+            return self._read_small(self._ppn_list_for_read(lo, n), nb_l, earliest, nbytes)
         ppns = self._ppns_for_read(lo, n)
         # bytes per page: the first and last may be partial
         nb = np.full(n, page, dtype=np.int64)
@@ -217,14 +309,17 @@ class FlashTarget(Component):
     def _channel_groups(self, udies: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Channels of sorted dies and where each channel's run of dies starts."""
         ch = udies // self._dpc
-        starts = np.flatnonzero(np.r_[True, ch[1:] != ch[:-1]])
+        edge = np.empty(ch.size, dtype=bool)
+        edge[0] = True
+        np.not_equal(ch[1:], ch[:-1], out=edge[1:])
+        starts = np.flatnonzero(edge)
         return ch[starts], starts
 
     def _read1(self, lpn: int, nbytes: int, earliest: int) -> int:
         ppn = self.ftl.lookup1(lpn)
         if ppn < 0:
             self.unmapped_reads += 1
-            ppn = int(self._static_ppn(np.array([lpn]))[0])
+            ppn = self._static_ppn1(lpn)
         die = ppn // self._pages_per_plane // self._P
         t_r = self._t_r[(ppn % self._ppb) % self._bits]
         cmd = self._rcmd[1]
@@ -263,9 +358,18 @@ class FlashTarget(Component):
             if self.ftl.free_count[plane] < self.ftl.soft_blocks:
                 self._background_gc([plane], end)
             return end
-        ppns, jobs = self.ftl.write(np.arange(lo, hi, dtype=np.int64))
+        ppns, jobs = self._ftl_write(lo, hi)
         for job in jobs:
             self._charge_gc(job, earliest)
+        if n <= SMALL:
+            ppn_l = ppns.tolist()
+            w_end = self._write_small(ppn_l, first_in, l_end)
+            fc = self.ftl.free_count
+            low = [p for p in {x // self._pages_per_plane for x in ppn_l}
+                   if fc[p] < self.ftl.soft_blocks]
+            if low:
+                self._background_gc(low, w_end)
+            return w_end
         t_prog = int(self.cfg.t_prog_mean)
         udies, _, pages_d, ops_d, kp = self._die_groups(ppns)
         self.program_cmds += int(ops_d.sum()) - n
@@ -276,7 +380,7 @@ class FlashTarget(Component):
         c_start = c_ends - busy_c
         # A die programs once its first op's data is in, and its last op cannot start
         # before the channel has delivered everything
-        cidx = np.repeat(np.arange(uch.size), np.diff(np.r_[starts, udies.size]))
+        cidx = np.cumsum(np.isin(np.arange(udies.size), starts)) - 1
         e0 = np.maximum(c_start[cidx] + op_busy, c_ends[cidx] - (ops_d - 1) * t_prog)
         w_end = int(self.dies.reserve(udies, e0, ops_d * t_prog).max())
         soft = self.ftl.soft_blocks
@@ -285,6 +389,18 @@ class FlashTarget(Component):
         if low:
             self._background_gc(low, w_end)
         return w_end
+
+    def _ftl_write(self, lo: int, hi: int) -> tuple[np.ndarray, list[GcJob]]:
+        if hi - lo > SMALL:
+            return self.ftl.write(np.arange(lo, hi, dtype=np.int64))
+        # a few pages: scalar FTL steps beat numpy's per-call overhead
+        jobs: list[GcJob] = []
+        out = []
+        for lpn in range(lo, hi):
+            ppn, got = self.ftl.write1(lpn)
+            out.append(ppn)
+            jobs.extend(got)
+        return np.array(out, dtype=np.int64), jobs
 
     # -- garbage collection ------------------------------------------------------------
     def _background_gc(self, planes: list[int], now: int) -> None:

@@ -1,0 +1,92 @@
+"""A closed-loop micro-benchmark of one SSD (``tmhw flash bench``), like fio with a
+fixed queue depth: ``qd`` requests are outstanding at the device at all times.
+
+Patterns: ``seqread``/``seqwrite`` walk the logical space in request-size steps from
+offset 0, each request taking the next offset; ``randread``/``randwrite`` pick
+request-aligned offsets uniformly over the logical capacity; ``mix`` is random with
+70% reads and 30% writes (fio's common ``rwmixread=70``). Each request costs one SimPy
+timeout (the target books its work without events).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from typing import Any
+
+import numpy as np
+import simpy
+
+from flash.config import FlashConfig
+from flash.target import FlashTarget
+from tmhw.sim import Op, Pattern, TmhwError, Transfer
+from tmhw.sim.units import US, S
+
+PATTERNS = ("seqread", "randread", "seqwrite", "randwrite", "mix")
+MIX_READ_FRACTION = 0.7
+
+
+def run_bench(cfg: FlashConfig, *, pattern: str, size: int, qd: int, count: int,
+              precondition: float = 0.0, model: str = "fast", seed: int = 0,
+              env: simpy.Environment | None = None,
+              target: FlashTarget | None = None) -> dict[str, Any]:
+    """Run ``count`` requests of ``size`` bytes at queue depth ``qd``; return figures
+    (the keys of ``tmhw flash bench --json``) plus the target's report under ``report``."""
+    if pattern not in PATTERNS:
+        raise TmhwError(f"pattern: {pattern!r} is not one of {PATTERNS}")
+    if size < 1 or size > cfg.capacity:
+        raise TmhwError(f"size: {size} must be in [1, {cfg.capacity}] bytes")
+    if qd < 1:
+        raise TmhwError(f"qd: {qd} must be >= 1")
+    if count < 1:
+        raise TmhwError(f"count: {count} must be >= 1")
+    env = env or simpy.Environment()
+    dev = target or FlashTarget(env, "flash", None, cfg, model=model,
+                                precondition=precondition, seed=seed)
+    rng = np.random.default_rng(seed)
+    slots = cfg.capacity // size
+    if pattern.startswith("seq"):
+        offsets = (np.arange(count, dtype=np.int64) % slots) * size
+    else:
+        offsets = rng.integers(0, slots, size=count, dtype=np.int64) * size
+    if pattern == "mix":
+        is_read = rng.random(count) < MIX_READ_FRACTION
+    else:
+        is_read = np.full(count, pattern.endswith("read"))
+    kind = Pattern.STREAM if pattern.startswith("seq") else Pattern.RANDOM
+    ops = [Op.READ if r else Op.WRITE for r in is_read.tolist()]
+    addr = offsets.tolist()
+    lat = np.zeros(count, dtype=np.int64)
+    nxt = [0]
+
+    def worker() -> Generator[simpy.Event, Any, None]:
+        while nxt[0] < count:
+            i = nxt[0]
+            nxt[0] += 1
+            start = int(env.now)
+            end = dev.transport(Transfer(ops[i], addr[i], size, kind), start)
+            lat[i] = end - start
+            yield env.timeout(end - start)
+
+    for _ in range(min(qd, count)):
+        env.process(worker())
+    env.run()
+    elapsed = int(env.now)
+    dev.finalize(elapsed)
+    rep = dev.report()
+    moved = count * size
+    secs = elapsed / S if elapsed else float("inf")
+    cmds = rep["commands"]
+    return {
+        "iops": count / secs,
+        "bandwidth_mbps": moved / secs / 1e6,
+        "mean_latency_us": float(lat.mean()) / US,
+        "p50_latency_us": float(np.percentile(lat, 50)) / US,
+        "p99_latency_us": float(np.percentile(lat, 99)) / US,
+        "commands": {"read": cmds["read"], "program": cmds["program"],
+                     "erase": cmds["erase"]},
+        "gc_count": rep["gc_count"],
+        "waf": rep["waf"],
+        "energy_pj_per_byte": dev.total_energy_pj() / moved,
+        "report": rep,
+        "elapsed_ps": elapsed,
+    }
