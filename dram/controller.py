@@ -215,11 +215,11 @@ class UnitController:
                 next_ref = min(next_ref, due)
         elif self.mode == "per-bank":
             if self.ref_due_pb <= t:
-                b = self.ref_bank
-                kind = _PRE if self.open_row[b] >= 0 else _REFPB
-                best_e = max(t, self.earliest(kind, b))
-                best_kind, best_bank, best_prio = kind, b, (-1, 0)
-                blocked_bank = b
+                rb = self.ref_bank
+                kind = _PRE if self.open_row[rb] >= 0 else _REFPB
+                best_e = max(t, self.earliest(kind, rb))
+                best_kind, best_bank, best_prio = kind, rb, (-1, 0)
+                blocked_bank = rb
             else:
                 next_ref = self.ref_due_pb
         if blocked_rank < 0 or c.ranks > 1:
@@ -414,11 +414,20 @@ class DetailedModel:
             b1 = (address + nbytes - 1) >> am.burst_shift
             idx = np.arange(b0, b1 + 1, dtype=np.int64)
         else:
+            # Random bank, row and column; units in turn from the address's unit, as a
+            # channel-hashing front end spreads them (and as the fast model assumes).
+            c = self.cfg
             n = -(-nbytes // RANDOM_ACCESS_BYTES)
             lines = self.rng.integers(0, am.capacity // RANDOM_ACCESS_BYTES, size=n)
-            per = max(1, RANDOM_ACCESS_BYTES // self.cfg.burst_bytes)
-            idx = ((lines * RANDOM_ACCESS_BYTES) >> am.burst_shift)[:, None] + np.arange(per)
-            idx = idx.reshape(-1)
+            idx = (lines * RANDOM_ACCESS_BYTES) >> am.burst_shift
+            first = am.decode(address)[0]
+            step = max(1, RANDOM_ACCESS_BYTES // c.interleave_bytes)
+            unit = (first + step * np.arange(n, dtype=np.int64)) % c.units
+            (sc, wc), (sp, wp) = am.fields["Ch"], am.fields["Pc"]
+            idx &= ~((((1 << wc) - 1) << sc) | (((1 << wp) - 1) << sp))
+            idx |= ((unit // c.pseudo_channels) << sc) | ((unit % c.pseudo_channels) << sp)
+            per = max(1, RANDOM_ACCESS_BYTES // c.burst_bytes)
+            idx = (idx[:, None] + np.arange(per)).reshape(-1)
         return am.decode_bursts(idx)
 
     def submit(self, write: bool, address: int, nbytes: int, pattern: Pattern,

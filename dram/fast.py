@@ -1,29 +1,32 @@
 """The fast, chunk-level DRAM timing model used in full-system runs.
 
-A chunk costs O(units) arithmetic, never O(bytes), and creates no event. Each unit
-(pseudo-channel) is a busy-until ``Timeline`` of its data bus. For a chunk:
+A chunk costs O(units) arithmetic plus a few numpy operations over at most one row per
+bank per unit, never O(bytes), and creates no event. Each unit (pseudo-channel) is a
+busy-until ``Timeline`` of its data bus; the chunk completes at the latest unit's end.
 
 - STREAM: the bursts are split over units by the address map (whole interleave periods
-  arithmetically, the remainder block by block with numpy). A unit moves its bursts at
-  the stream burst interval ``max(t_burst, t_ccd_s, t_ccd_l / bank groups rotated)``;
-  row switches are hidden behind the bursts of other banks unless the activation rate
-  (tRRD, tFAW) is the tighter bound.
-- RANDOM (and STRIDED): 64 B accesses, each a row miss. A unit serves one every
-  ``max(bursts x t_burst, tRRD_S, tFAW / 4, bank cycle / busy banks)``, where the bank
-  cycle is tRC for reads (tRCD_WR + CWL + bursts + tWR + tRP for writes) and the busy
-  banks are the distinct banks among a full read queue of random requests,
-  ``n (1 - (1 - 1/n)^Q)``.
+  arithmetically, the remainder block by block). A unit moves its bursts one per
+  ``max(t_burst, t_ccd_s, t_ccd_l / bank groups rotated)``: with enough requests queued
+  the controller hides row switches behind other banks' bursts, as the detailed model
+  does.
+- RANDOM (and STRIDED): 64 B accesses, each a row miss. A unit serves one access per
+  ``max(tRRD_S, tFAW / 4, data bursts, bank cycle / busy banks)``: the bank cycle is tRC
+  for reads and tRCD_WR + CWL + data + tWR + tRP for writes; the busy banks are the
+  expected distinct banks among the accesses a full controller queue holds
+  (``read_queue / bursts per access``), ``n (1 - (1 - 1/n)^Q)``.
 - An idle unit first pays the unloaded latency: [tRP if another row is open] + tRCD +
-  CL (CWL for writes). A unit that switches between reading and writing pays the bus
-  turnaround: t_rtw (read to write) or tWTR_S + CL (write to read) between data.
-- Refresh: the unit is unavailable for tRP + tRFC every tREFI (all-bank) from a per-unit
-  staggered phase, as in the detailed controller; work is stretched over those windows
-  in closed form.
+  CL (tRCD_WR + CWL for writes), from a per-unit, per-bank open-row table kept like the
+  controller's. A busy unit pays the bus turnaround when the direction changes:
+  t_rtw (read to write) or tWTR_S + CL (write to read), longer when the first row of the
+  new direction must first be opened (tRTP / a command slot + tRP + tRCD ...). Writes
+  shorter than a write-drain batch (``write_high - write_low`` bursts) to a unit that is
+  reading are buffered as the controller does and pay one pair of turnarounds per batch.
+- Refresh: the unit's bus idles for tRTP + tRP + tRFC + tRCD - t_burst every tREFI
+  (all-bank: last RD, PREA, REF, ACT, first RD), from the same per-unit staggered phase
+  as the detailed controller; work is stretched over those windows in closed form.
 """
 
 from __future__ import annotations
-
-import math
 
 import numpy as np
 
@@ -38,6 +41,11 @@ RANDOM_ACCESS_BYTES = 64
 _MAX_BLOCKS = 1 << 16
 
 
+def distinct_banks(banks: int, queued: int) -> float:
+    """Expected number of distinct banks among ``queued`` uniformly random accesses."""
+    return banks * (1.0 - (1.0 - 1.0 / banks) ** queued)
+
+
 class FastModel:
     """Chunk-level timing and counters for one ``DramConfig``. Times in ps."""
 
@@ -46,7 +54,7 @@ class FastModel:
         self.amap = AddressMap(cfg)
         u = cfg.units
         self.buses = [Timeline(f"unit{i}") for i in range(u)]
-        self.last_write = [False] * u
+        self.last_write: list[bool | None] = [None] * u
         self.open_rows = np.full((u, self.amap.banks_per_unit), -1, dtype=np.int64)
         self.first_use: list[int | None] = [None] * u
         self.data_ps = np.zeros(u, dtype=np.int64)
@@ -56,30 +64,51 @@ class FastModel:
         self.bytes_read = 0
         self.bytes_written = 0
         self.last_end = 0
+        #: When the latest ``serve`` began service on its first unit (for latency).
+        self.last_start = 0
         c = cfg
         n_bg = c.bank_groups if self.amap.bank_group_below_column() else 1
+        self.n_bg_rot = n_bg
         self.t_stream = max(c.t_burst, c.t_ccd_s if n_bg > 1 else c.t_ccd_l,
                             -(-c.t_ccd_l // n_bg))
-        self.t_act = max(c.t_rrd_s, -(-c.t_faw // 4))
+        # Random accesses.
         self.rand_bursts = max(1, min(RANDOM_ACCESS_BYTES, c.interleave_bytes) // c.burst_bytes)
         self.rand_units = max(1, RANDOM_ACCESS_BYTES // c.interleave_bytes)
-        n = self.amap.banks_per_unit
-        busy_banks = n * (1.0 - (1.0 - 1.0 / n) ** c.read_queue)
-        data = self.rand_bursts * max(c.t_burst, c.t_ccd_s)
+        nb = self.amap.banks_per_unit
+        t_act = float(max(c.t_rrd_s, c.t_faw / 4))
+        data = float(self.rand_bursts * max(c.t_burst, c.t_ccd_s))
         wr_cycle = max(c.t_rc, c.t_rcd_wr + c.t_cwl + self.rand_bursts * c.t_burst + c.t_wr
                        + c.t_rp)
-        self.t_rand_rd = max(data, self.t_act, math.ceil(c.t_rc / busy_banks))
-        self.t_rand_wr = max(data, self.t_act, math.ceil(wr_cycle / busy_banks))
-        # Refresh windows: unit i is blocked over [off_i + k t_refi, + t_ref_block), k >= 1.
+        qr = max(1, c.read_queue // self.rand_bursts)
+        qw = max(1, c.write_queue // self.rand_bursts)
+        self.t_rand_rd = round(max(t_act, data, c.t_rc / distinct_banks(nb, qr)))
+        self.t_rand_wr = round(max(t_act, data, wr_cycle / distinct_banks(nb, qw)))
+        # Bus turnarounds between data, without and with a row to open first.
+        self.rtw = c.t_rtw
+        self.rtw_miss = max(c.t_rtw, c.t_rtp + c.t_rp + c.t_rcd_wr + c.t_cwl - c.t_cl
+                            - c.t_burst)
+        self.wtr = c.t_wtr_s + c.t_cl
+        self.wtr_miss = max(self.wtr, c.tck + c.t_rp + c.t_rcd + c.t_cl - c.t_cwl - c.t_burst)
+        self.drain_batch = c.write_high - c.write_low
+        self.nb = nb
+        #: Per unit, the share of its banks the last write chunk opened rows in.
+        self.w_evict = [0.0] * u
+        # Refresh windows: unit i is blocked over [off_i + k period, + block), k >= 1.
         if c.refresh == "off":
             self.t_ref_period, self.t_ref_block = 0, 0
         elif c.refresh == "per-bank":
-            self.t_ref_period = c.t_refi // self.amap.banks_per_unit
+            self.t_ref_period = c.t_refi // nb
             self.t_ref_block = max(c.t_rrefd, c.tck)
         else:
             self.t_ref_period = c.t_refi
-            self.t_ref_block = c.t_rp + c.t_rfc
+            # Bus idle from the last data before a refresh to the first after it: the
+            # last RD, tRTP to PREA, tRP to REF, tRFC, ACT, tRCD to the next RD.
+            self.t_ref_block = c.t_rtp + c.t_rp + c.t_rfc + c.t_rcd - c.t_burst
         self.ref_offsets = [(i * c.t_refi) // u for i in range(u)]
+        # Bursts of one row-block (consecutive bursts sharing a row) and of one row per
+        # bank per unit: enough of a chunk's tail to know which rows it leaves open.
+        self._blk = max(1, c.interleave_bytes // c.burst_bytes)
+        self._tail = u * nb * c.bursts_per_row
 
     # -- timing ------------------------------------------------------------------------
     def _stretch(self, unit: int, start: int, work: int) -> tuple[int, int]:
@@ -113,36 +142,65 @@ class FastModel:
             return s0, off + x + k * period
         return s0, off + x + k * period + block + rem
 
-    def _head(self, write: bool, hit: bool, conflict: bool) -> int:
+    def _head(self, write: bool, state: int) -> int:
+        """Unloaded latency to the first data: ``state`` 0 row hit, 1 bank precharged,
+        2 another row open."""
         c = self.cfg
-        if hit:
+        if state == 0:
             return c.t_cwl if write else c.t_cl
         h = (c.t_rcd_wr + c.t_cwl) if write else (c.t_rcd + c.t_cl)
-        return h + (c.t_rp if conflict else 0)
+        return h + (c.t_rp if state == 2 else 0)
 
-    def _turnaround(self, unit: int, write: bool) -> int:
+    def _banks_touched(self, bursts: int) -> int:
+        """Banks a run of ``bursts`` consecutive bursts of one unit opens rows in."""
+        return min(self.nb, -(-bursts // self.cfg.bursts_per_row) + self.n_bg_rot - 1)
+
+    def _book(self, unit: int, write: bool, start: int, state: int, work: int,
+              work_idle: int | None = None, small_write: bool = False) -> int:
+        """Reserve ``work`` ps of unit ``unit``'s bus (``work_idle`` when the unit is idle,
+        so that the first access of an unloaded unit costs its bare burst time)."""
         c = self.cfg
-        if self.last_write[unit] == write:
-            return 0
-        return c.t_rtw if write else c.t_wtr_s + c.t_cl
-
-    def _book(self, unit: int, write: bool, start: int, head: int, work: int) -> int:
         bus = self.buses[unit]
-        t0 = max(start + head, bus.busy_until + self._turnaround(unit, write))
+        head = self._head(write, state)
+        gap = 0
+        last = self.last_write[unit]
+        if small_write and last is False:
+            # Buffered: one pair of turnarounds per drain batch, spread over its writes.
+            evict = self._banks_touched(self.drain_batch) / self.nb
+            pair = ((self.rtw_miss if state == 2 else self.rtw) + self.wtr
+                    + round(evict * (self.wtr_miss - self.wtr)))
+            work += pair * work // max(1, self.drain_batch * self.t_stream)
+        elif last is not None and last != write:
+            miss = state == 2
+            if write:
+                gap = self.rtw_miss if miss else self.rtw
+            else:
+                # Back to reading, the controller first finishes the reads the write batch
+                # interrupted; their row is gone only if the writes took its bank.
+                gap = self.wtr + round(self.w_evict[unit] * (self.wtr_miss - self.wtr))
+        ready = bus.busy_until + gap
+        t0 = start + head
+        if ready > t0:
+            t0 = ready
+        elif work_idle is not None:
+            work = work_idle
+        if t0 - head < self.last_start:
+            self.last_start = t0 - head
         s, e = self._stretch(unit, t0, work)
         bus.reserve(s, e - s)
         self.data_ps[unit] += work
-        self.last_write[unit] = write
+        if not small_write:
+            self.last_write[unit] = write
+            if write:
+                self.w_evict[unit] = self._banks_touched(work // self.t_stream) / self.nb
         if self.first_use[unit] is None:
             self.first_use[unit] = start
         return e
 
-    def _split_stream(self, address: int, nbytes: int) -> np.ndarray:
-        """Bursts per unit of the contiguous range [address, address + nbytes)."""
+    def _split_stream(self, b0: int, nb: int) -> np.ndarray:
+        """Bursts per unit of the ``nb`` consecutive bursts from burst index ``b0``."""
         am = self.amap
         u = self.cfg.units
-        b0 = (address % am.capacity) >> am.burst_shift
-        nb = ((address + nbytes - 1) >> am.burst_shift) - (address >> am.burst_shift) + 1
         if u == 1:
             return np.array([nb], dtype=np.int64)
         period = am.unit_period_bursts
@@ -166,44 +224,64 @@ class FastModel:
                 counts += np.bincount(units, weights=w, minlength=u).astype(np.int64)
         return counts
 
+    def _row_blocks(self, b0: int, nb: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(unit, bank, row) of each row-block in bursts [b0, b0 + nb), in address order."""
+        blk = self._blk
+        first = b0 // blk
+        last = (b0 + nb - 1) // blk
+        return self.amap.decode_bursts(np.arange(first, last + 1, dtype=np.int64) * blk)
+
     def serve(self, write: bool, address: int, nbytes: int, pattern: Pattern,
               earliest: int) -> int:
         """Book a chunk; return its completion time (end of its last data), ps."""
         if nbytes <= 0:
             return earliest
         c = self.cfg
+        am = self.amap
         start = earliest + c.controller_delay
-        _, bank, row, _ = self.amap.decode(address)
+        self.last_start = 1 << 62
         end = start
+        closed = c.page_policy == "closed"
         if pattern is Pattern.STREAM:
-            counts = self._split_stream(address, nbytes)
-            units = np.nonzero(counts)[0]
-            for unit in units.tolist():
+            b0 = (address % am.capacity) >> am.burst_shift
+            nb = ((address + nbytes - 1) >> am.burst_shift) - (address >> am.burst_shift) + 1
+            counts = self._split_stream(b0, nb)
+            # The first row each unit touches decides its head latency / turnaround.
+            hu, hb, hr = self._row_blocks(b0, min(nb, am.unit_period_bursts))
+            _, first_idx = np.unique(hu, return_index=True)
+            states = {}
+            for i in first_idx.tolist():
+                unit, bank, row = int(hu[i]), int(hb[i]), int(hr[i])
+                o = int(self.open_rows[unit, bank])
+                states[unit] = 1 if (o < 0 or closed) else (0 if o == row else 2)
+            small = write and nb < self.drain_batch * c.units
+            for unit in np.nonzero(counts)[0].tolist():
                 b = int(counts[unit])
-                open_row = int(self.open_rows[unit, bank])
-                hit = open_row == row and c.page_policy == "open"
-                acts = max(1, -(-b // c.bursts_per_row)) - (1 if hit else 0)
-                work = max(b * self.t_stream, acts * self.t_act)
-                head = self._head(write, hit, open_row >= 0 and not hit)
-                end = max(end, self._book(unit, write, start, head, work))
-                self.acts += acts
-            if c.page_policy == "open":
-                _, lbank, lrow, _ = self.amap.decode(address + nbytes - 1)
-                self.open_rows[units, bank] = row
-                self.open_rows[units, lbank] = lrow
-            bursts = int(counts.sum())
+                st = states.get(unit, 1)
+                self.acts += max(1, -(-b // c.bursts_per_row)) - (1 if st == 0 else 0)
+                end = max(end, self._book(unit, write, start, st, b * self.t_stream,
+                                          small_write=small))
+            if not closed:
+                n_tail = min(nb, self._tail)
+                tu, tb, tr = self._row_blocks(b0 + nb - n_tail, n_tail)
+                flat = tu * am.banks_per_unit + tb
+                rev_flat = flat[::-1]
+                _, last_idx = np.unique(rev_flat, return_index=True)
+                sel = len(flat) - 1 - last_idx
+                self.open_rows[tu[sel], tb[sel]] = tr[sel]
+            bursts = nb
         else:
             n_acc = -(-nbytes // RANDOM_ACCESS_BYTES) * self.rand_units
             u = c.units
-            first, _, _, _ = self.amap.decode(address)
+            first, _, _, _ = am.decode(address)
             per, extra = divmod(n_acc, u)
             t_acc = self.t_rand_wr if write else self.t_rand_rd
-            head = self._head(write, False, c.page_policy == "open")
+            st = 1 if closed else 2
             for k in range(min(u, n_acc)):
                 unit = (first + k) % u
                 n = per + (1 if k < extra else 0)
-                work = (n - 1) * t_acc + self.rand_bursts * c.t_burst
-                end = max(end, self._book(unit, write, start, head, work))
+                idle = (n - 1) * t_acc + self.rand_bursts * c.t_burst
+                end = max(end, self._book(unit, write, start, st, n * t_acc, idle))
             self.acts += n_acc
             bursts = n_acc * self.rand_bursts
         if write:

@@ -29,11 +29,20 @@ MODELS = ("fast", "detailed")
 class TimingModel(Protocol):
     """What ``DramTarget`` needs of a timing model."""
 
-    bursts_read: int
-    bursts_written: int
-    acts: int
-    bytes_read: int
-    bytes_written: int
+    @property
+    def bursts_read(self) -> int: ...
+
+    @property
+    def bursts_written(self) -> int: ...
+
+    @property
+    def acts(self) -> int: ...
+
+    @property
+    def bytes_read(self) -> int: ...
+
+    @property
+    def bytes_written(self) -> int: ...
 
     def serve(self, write: bool, address: int, nbytes: int, pattern: Any,
               earliest: int) -> int: ...

@@ -210,6 +210,7 @@ class TimingIndex:
         best, why = 0, ""
         for i in self.by_next[cmd.kind]:
             r = self.rules[i]
+            keys: list[tuple[int, tuple[int, ...]]]
             if r.scope is Scope.OTHER_RANK:
                 keys = [(i, (rk,)) for rk in range(self.cfg.ranks) if rk != cmd.rank]
             else:
