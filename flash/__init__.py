@@ -6,6 +6,8 @@ MQSim ``ssdconfig.xml``.
 """
 
 from flash.config import PRESETS, FlashConfig, FlashEnergy, OnfiTiming
+from flash.mqsim import load_mqsim_xml
 from flash.target import FlashTarget
 
-__all__ = ["FlashConfig", "FlashEnergy", "FlashTarget", "OnfiTiming", "PRESETS"]
+__all__ = ["FlashConfig", "FlashEnergy", "FlashTarget", "OnfiTiming", "PRESETS",
+           "load_mqsim_xml"]
