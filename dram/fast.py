@@ -159,7 +159,6 @@ class FastModel:
               work_idle: int | None = None, small_write: bool = False) -> int:
         """Reserve ``work`` ps of unit ``unit``'s bus (``work_idle`` when the unit is idle,
         so that the first access of an unloaded unit costs its bare burst time)."""
-        c = self.cfg
         bus = self.buses[unit]
         head = self._head(write, state)
         gap = 0
