@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 import tomllib
 import types
 import typing
@@ -60,7 +61,23 @@ def _dump_table(d: dict[str, Any], prefix: list[str], lines: list[str]) -> None:
 
 
 def _key(k: str) -> str:
-    return k if k.replace("_", "").replace("-", "").isalnum() else _value(k)
+    # TOML bare keys are ASCII letters, digits, '_' and '-' only (str.isalnum would let
+    # 'é' through bare, which no TOML reader accepts).
+    return k if _BARE_KEY.fullmatch(k) else _value(k)
+
+
+_BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
+_ESCAPES = {"\\": "\\\\", '"': '\\"', "\b": "\\b", "\t": "\\t", "\n": "\\n",
+            "\f": "\\f", "\r": "\\r"}
+
+
+def _escape(ch: str) -> str:
+    """One character inside a TOML basic string: control characters must be escaped."""
+    if ch in _ESCAPES:
+        return _ESCAPES[ch]
+    if ord(ch) < 0x20 or ord(ch) == 0x7F:
+        return f"\\u{ord(ch):04X}"
+    return ch
 
 
 def _value(v: Any) -> str:
@@ -73,8 +90,7 @@ def _value(v: Any) -> str:
             return ("-" if v < 0 else "") + ("nan" if math.isnan(v) else "inf")
         return repr(v)
     if isinstance(v, str):
-        esc = v.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
-        return f'"{esc}"'
+        return '"' + "".join(_escape(ch) for ch in v) + '"'
     if isinstance(v, list):
         return "[" + ", ".join(_value(x) for x in v) + "]"
     raise TypeError(f"cannot write {type(v).__name__} to TOML")
@@ -147,7 +163,8 @@ def _convert(tp: Any, value: Any, path: str, base: Any = None) -> Any:
             return tuple(_convert(args[0], v, f"{path}[{i}]") for i, v in enumerate(value))
         if len(args) != len(value):
             raise ConfigError(path, value, f"must be a list of {len(args)} items")
-        return tuple(_convert(a, v, f"{path}[{i}]") for i, (a, v) in enumerate(zip(args, value)))
+        return tuple(_convert(a, v, f"{path}[{i}]")
+                     for i, (a, v) in enumerate(zip(args, value, strict=True)))
     if origin is dict:
         if not isinstance(value, dict):
             raise ConfigError(path, value, "must be a table")
@@ -160,8 +177,12 @@ def _convert(tp: Any, value: Any, path: str, base: Any = None) -> Any:
     if tp is int:
         if isinstance(value, bool) or not isinstance(value, int):
             if isinstance(value, float) and value.is_integer():
-                return int(value)
-            raise ConfigError(path, value, "must be an integer")
+                value = int(value)
+            else:
+                raise ConfigError(path, value, "must be an integer")
+        # TOML integers are 64-bit signed; a bigger one is an error, not a crash later.
+        if not -(2**63) <= value < 2**63:
+            raise ConfigError(path, value, "an integer in the 64-bit signed range")
         return value
     if tp is float:
         if isinstance(value, bool) or not isinstance(value, int | float):

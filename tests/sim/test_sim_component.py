@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import simpy
 
-from tmhw.sim import ElaborationError, NULL_TRACER, Tracer
+from tmhw.sim import NULL_TRACER, ElaborationError, Tracer
 from tmhw.sim.component import Component
 from tmhw.sim.energy import EnergyMeter, EnergyTable
 from tmhw.sim.env import Environment

@@ -1,0 +1,220 @@
+"""Tracer: spans and counters written as Chrome/Perfetto trace-event JSON (per lane a
+thread with its name, X slices sorted by start, never a negative duration) and as VCD
+(one busy wire per lane that is 1 exactly while a span is open, counters as reals)."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tmhw.sim.trace import NULL_TRACER, NullTracer, Tracer
+
+LANES = ["system.npu.compute", "system.npu.stall", "system.dma.fetch", "system.dma.writeback",
+         "system.flash.ch0", "flash-ch1 die#2", "système.hbm"]
+
+spans = st.lists(
+    st.tuples(st.sampled_from(LANES), st.integers(0, 10**9), st.integers(0, 10**6),
+              st.sampled_from(["op.fwd", "op.bwd", "prefetch"])),
+    max_size=40)
+counters = st.lists(
+    st.tuples(st.sampled_from(["hbm.occupancy", "dma.queue", "system.dma.fetch"]),
+              st.integers(0, 10**9), st.floats(0, 1e12)),
+    max_size=20)
+
+
+def _tracer(sp: list[tuple[str, int, int, str]], cs: list[tuple[str, int, float]]) -> Tracer:
+    tr = Tracer()
+    for lane, s, d, name in sp:
+        tr.span(lane, s, s + d, name, {"bytes": d})
+    for name, t, v in cs:
+        tr.counter(name, t, v)
+    return tr
+
+
+@settings(max_examples=100, deadline=None)
+@given(spans, counters)
+def test_chrome_trace_slices_are_sorted_per_lane_and_named(sp, cs) -> None:
+    tr = _tracer(sp, cs)
+    ev = json.loads(json.dumps({"traceEvents": tr.chrome_events()}))["traceEvents"]
+    names = {e["tid"]: e["args"]["name"] for e in ev
+             if e["ph"] == "M" and e["name"] == "thread_name"}
+    assert sorted(names.values()) == sorted(set(s[0] for s in sp))
+    xs = [e for e in ev if e["ph"] == "X"]
+    assert len(xs) == len(sp)
+    last: dict[int, float] = {}
+    for e in xs:
+        assert e["tid"] in names            # every slice's lane has a name
+        assert e["dur"] >= 0
+        assert e["ts"] >= last.get(e["tid"], 0.0)
+        last[e["tid"]] = e["ts"]
+    # Times are microseconds: the busy time per lane survives the unit change.
+    busy: dict[str, float] = defaultdict(float)
+    for lane, _, d, _ in sp:
+        busy[lane] += d / 1e6
+    for tid, lane in names.items():
+        assert sum(e["dur"] for e in xs if e["tid"] == tid) == pytest.approx(busy[lane])
+    last_c: dict[str, float] = {}
+    for e in (e for e in ev if e["ph"] == "C"):
+        assert e["ts"] >= last_c.get(e["name"], 0.0)
+        last_c[e["name"]] = e["ts"]
+    assert sum(e["ph"] == "C" for e in ev) == len(cs)
+
+
+def test_chrome_trace_file_and_flows(tmp_path: Path) -> None:
+    tr = Tracer()
+    tr.span("dma.fetch", 1_000_000, 3_000_000, "w0", {"bytes": 4096})
+    tr.span("npu.compute", 3_000_000, 5_000_000, "fc1")
+    tr.flow("dma.fetch", 3_000_000, "npu.compute", 3_000_000, "w0")
+    tr.flow("dma.fetch", 0, "nowhere", 0, "dropped")      # unknown lane: no arrow
+    tr.counter("hbm.occupancy", 2_000_000, 4096)
+    path = tmp_path / "t.json"
+    tr.write_chrome(path)
+    doc = json.loads(path.read_text())
+    ev = doc["traceEvents"]
+    x = [e for e in ev if e["ph"] == "X"]
+    assert [(e["name"], e["ts"], e["dur"]) for e in x] == [("w0", 1.0, 2.0), ("fc1", 3.0, 2.0)]
+    assert x[0]["args"] == {"bytes": 4096}
+    flows = [e for e in ev if e["ph"] in "sf"]
+    assert [(e["ph"], e["tid"]) for e in flows] == [("s", x[0]["tid"]), ("f", x[1]["tid"])]
+    assert [e["args"] for e in ev if e["ph"] == "C"] == [{"hbm.occupancy": 4096}]
+
+
+def test_span_ending_before_it_starts_is_refused() -> None:
+    with pytest.raises(ValueError, match="npu"):
+        Tracer().span("npu", 10, 9, "x")
+
+
+def test_null_tracer_records_nothing() -> None:
+    assert isinstance(NULL_TRACER, NullTracer) and not NULL_TRACER.enabled
+    NULL_TRACER.span("a", 0, 1, "x")
+    NULL_TRACER.counter("c", 0, 1.0)
+    NULL_TRACER.flow("a", 0, "b", 1, "f")
+    assert NULL_TRACER.spans == [] and NULL_TRACER.counters == [] and NULL_TRACER.flows == []
+
+
+class Vcd:
+    """A minimal VCD reader (IEEE 1364 section 18): the declarations and, per variable,
+    its (time, value) history with the $dumpvars initial value at time 0."""
+
+    def __init__(self, text: str) -> None:
+        tok = text.split()
+        self.timescale = ""
+        self.vars: dict[str, tuple[str, str]] = {}          # id -> (type, dotted name)
+        self.history: dict[str, list[tuple[int, str]]] = defaultdict(list)
+        scope: list[str] = []
+        i = 0
+        while tok[i] != "$enddefinitions":
+            kw = tok[i]
+            end = tok.index("$end", i)
+            args = tok[i + 1:end]
+            if kw == "$timescale":
+                self.timescale = " ".join(args)
+            elif kw == "$scope":
+                scope.append(args[1])
+            elif kw == "$upscope":
+                scope.pop()
+            elif kw == "$var":
+                vtype, _size, ident, ref = args
+                assert ident not in self.vars
+                self.vars[ident] = (vtype, ".".join(scope + [ref]))
+            i = end + 1
+        assert scope == [], "unbalanced $scope"
+        i = tok.index("$end", i) + 1
+        t = -1
+        while i < len(tok):
+            w = tok[i]
+            if w.startswith("#"):
+                assert int(w[1:]) > t, "timestamps must increase"
+                t = int(w[1:])
+            elif w in ("$dumpvars", "$end"):
+                pass
+            elif w[0] in "rR":
+                ident = tok[i + 1]
+                assert self.vars[ident][0] == "real"
+                self.history[ident].append((t, w[1:]))
+                i += 1
+            else:
+                assert w[0] in "01xz" and self.vars[w[1:]][0] == "wire", w
+                self.history[w[1:]].append((t, w[0]))
+            i += 1
+
+    def of_type(self, vtype: str) -> list[list[tuple[int, float]]]:
+        return [[(t, float(v)) for t, v in self.history[i]]
+                for i, (ty, _) in self.vars.items() if ty == vtype]
+
+
+def _changes(points: list[tuple[int, float]]) -> list[tuple[int, float]]:
+    """A signal's value-change list from (time, value) samples in time order, starting
+    at 0 from 0: only instants where the value differs from the previous one."""
+    out = [(0, 0.0)]
+    for t, v in points:
+        if t == 0:
+            out[0] = (0, v)
+        elif v != out[-1][1]:
+            out.append((t, v))
+    return out
+
+
+def _expected_wire(sp: list[tuple[str, int, int, str]], lane: str) -> list[tuple[int, float]]:
+    times = sorted({t for ln, s, d, _ in sp if ln == lane for t in (s, s + d)})
+    busy = [(t, float(any(s <= t < s + d for ln, s, d, _ in sp if ln == lane)))
+            for t in times]
+    return _changes(busy)
+
+
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(spans, counters)
+def test_vcd_busy_wires_are_high_exactly_while_a_span_is_open(tmp_path: Path, sp, cs) -> None:
+    tr = _tracer(sp, cs)
+    path = tmp_path / "t.vcd"
+    tr.write_vcd(path)
+    vcd = Vcd(path.read_text())
+    assert vcd.timescale == "1 ps"
+    lanes = list(dict.fromkeys(s[0] for s in sp))
+    cnames = list(dict.fromkeys(c[0] for c in cs))
+    # One variable per lane and per counter, none merged although names collide once
+    # made VCD-safe, and every dotted name distinct.
+    assert len(vcd.of_type("wire")) == len(lanes)
+    assert len(vcd.of_type("real")) == len(cnames)
+    assert len({name for _, name in vcd.vars.values()}) == len(vcd.vars)
+    # Each wire is high exactly while one of its lane's spans is open: one change per
+    # instant at most, so back-to-back spans do not glitch low.
+    assert sorted(vcd.of_type("wire")) == sorted(_expected_wire(sp, ln) for ln in lanes)
+    expected_reals = []
+    for name in cnames:
+        last: dict[int, float] = {}
+        for n, t, v in cs:
+            if n == name:
+                last[t] = v
+        expected_reals.append(_changes(sorted(last.items())))
+    got = sorted(vcd.of_type("real"))
+    want = sorted(expected_reals)
+    assert len(got) == len(want)
+    for g, w in zip(got, want, strict=True):
+        assert [t for t, _ in g] == [t for t, _ in w]
+        assert [v for _, v in g] == pytest.approx([v for _, v in w], rel=1e-15)
+
+
+def test_vcd_back_to_back_spans_hold_the_wire_high(tmp_path: Path) -> None:
+    tr = Tracer()
+    tr.span("npu.compute", 0, 5, "a")
+    tr.span("npu.compute", 5, 9, "b")
+    tr.span("npu.compute", 20, 20, "empty")
+    path = tmp_path / "b.vcd"
+    tr.write_vcd(path)
+    vcd = Vcd(path.read_text())
+    assert [name for _, name in vcd.vars.values()] == ["tmhw.npu.compute"]
+    assert vcd.of_type("wire") == [[(0, 1.0), (9, 0.0)]]
+
+
+def test_vcd_of_an_empty_trace_is_a_valid_header(tmp_path: Path) -> None:
+    path = tmp_path / "empty.vcd"
+    Tracer().write_vcd(path)
+    vcd = Vcd(path.read_text())
+    assert vcd.timescale == "1 ps" and vcd.vars == {}
