@@ -428,11 +428,14 @@ class FlashTarget(Component):
         self.erase_cmds += 1
         die_busy = int(m * (cfg.t_r_mean + cfg.t_prog_mean)) + cfg.t_bers
         start = self.dies.start_time(die, earliest)
-        if not cfg.gc_copyback and m:
-            ch_busy = m * (self._rcmd[1] + self._rsetup[1] + self._pcmd[1]
-                           + 2 * self._page_data) + self._ecmd
+        # Command cycles always cross the channel; the data too unless copyback.
+        ch_busy = m * (self._rcmd[1] + self._pcmd[1]) + self._ecmd
+        if not cfg.gc_copyback:
+            ch_busy += m * (self._rsetup[1] + 2 * self._page_data)
             self.channel_bytes += 2 * m * self._page
-            self.channels.reserve1(die // self._dpc, start, ch_busy)
+        # From now, not from the die's start: booked as one span in the future it would
+        # leave the channel idle in front of it for every other die.
+        self.channels.reserve1(die // self._dpc, earliest, ch_busy)
         self.dies.reserve1(die, start, die_busy)
 
     # -- lifecycle ---------------------------------------------------------------------
