@@ -1,0 +1,258 @@
+"""AutoTM (Hildebrand et al., "AutoTM: Automatic Tensor Movement in Heterogeneous Memory
+Systems using Integer Linear Programming", ASPLOS'20) as a placement table.
+
+AutoTM profiles the kernels of one training iteration and solves an integer linear
+program that decides, for every tensor, in which memory it lives between its uses and
+where it moves, minimising the iteration's run time under the fast memory's capacity.
+Here the slow tier cannot feed the NPU directly, so every operand is in HBM during its
+op and the program chooses, on the gap model of ``flashneuron``, per gap between two uses
+of a tensor: stay in HBM, or leave right after the first use (write-back if dirty) and
+come back by a prefetch released at one of a few candidate ops:
+
+- ``hide``: the latest op from which the profile's compute time until the next use covers
+  the fetch at the flash read bandwidth (the fetch hides entirely if flash is free);
+- ``late``: the op of the next use itself (frees the most capacity, stalls for the
+  whole fetch);
+- ``mid``: halfway between (by op index).
+
+Objective, in microseconds of estimated stall: the part of each chosen fetch its window
+cannot cover, plus, per op, the flash time demanded beyond the op's duration: chosen
+prefetches spread their fetch evenly over their window and write-backs their drain over
+the ops after the eviction, both as fractions of the flash's read (write) bandwidth; a
+small term per byte moved breaks ties toward less traffic. Constraints: at most one
+choice per gap, and at every op the pages held (everything live, less the gaps evicted
+there, a write-back's pages counted until flash has absorbed them) within the capacity.
+Both running sums (occupancy, flash demand) are chained from op to op so that each
+choice enters only where its window starts and ends: the program has O(gaps + ops)
+non-zeros. It is solved with scipy's ``milp`` (HiGHS) under ``ctx.ilp_time_limit_s``;
+the best solution found in time is used, and if none is found (or the program is too
+large to try) ``plan`` raises a one-line TmhwError. If the drain-aware capacity cannot be
+met, the program is solved again with write-backs freeing at their op's end.
+
+What AutoTM does that we do not: its kernels may read operands in place from the slow
+tier (PMM is byte-addressable; flash behind PCIe is not, for an NPU streaming operands),
+and it models synchronous moves between kernels as a separate choice (here a ``late``
+prefetch is that move).
+
+Pure: no SimPy (scipy is imported when a plan is made).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+
+from tmhw.placement.base import PlanContext, Policy
+from tmhw.placement.flashneuron import GapPlan, finish
+from tmhw.placement.table import PlacementTable
+from tmhw.sim.errors import TmhwError
+from tmhw.sim.units import US
+
+
+@dataclass(slots=True)
+class _Option:
+    gap: int
+    release: int
+    lo: int              # first unrolled op out of HBM (after the write-back drains)
+    hi: int              # last unrolled op out of HBM (release - 1)
+    stall_us: float      # the fetch time its window cannot cover
+    frac: float          # share of the flash read bandwidth it uses over [release, b)
+    wb_frac: float       # share of the write bandwidth its write-back uses over [a+1, lo)
+    traffic_us: float    # its bytes at the flash bandwidths
+
+
+class AutoTM(Policy):
+    """Per gap: stay or move, from an ILP minimising estimated stall under capacity."""
+
+    name = "autotm"
+    #: weight of moved bytes (as flash time) against stall in the objective
+    traffic_weight: ClassVar[float] = 1e-3
+    #: programs with more variables are not attempted
+    max_variables: ClassVar[int] = 200_000
+
+    def plan(self, ctx: PlanContext) -> PlacementTable:
+        info: dict[str, float] = {}
+        for drain in (True, False):
+            gp = GapPlan(ctx)
+            opts = self._options(gp, drain)
+            x, info = self._solve(gp, opts, ctx, drain)
+            if x is None:
+                continue
+            for o, v in zip(opts, x):
+                if v > 0.5:
+                    g = gp.gaps[o.gap]
+                    gp.evict(o.gap, g.a, o.release)
+            # the solver's tolerances may leave an op a few pages over: evict to fit
+            repairs = gp.fit(drain=False)
+            info.update({"fits_with_writeback_drain": float(drain), "repairs": float(repairs)})
+            return finish(gp, self.name, info)
+        raise TmhwError(f"policy.name: autotm ILP with {info.get('ilp_variables', 0):.0f} "
+                        f"variables found no schedule within the HBM capacity; raise the "
+                        f"HBM ratio or use another policy")
+
+    # -- the program ---------------------------------------------------------------------
+    def _options(self, gp: GapPlan, drain: bool) -> list[_Option]:
+        ctx, n = gp.ctx, gp.n
+        s2, e2 = gp.start2, gp.end2
+        fbw = max(1.0, ctx.fetch_bytes_per_s)
+        wbw = max(1.0, ctx.writeback_bytes_per_s)
+        out: list[_Option] = []
+        for gi, g in enumerate(gp.gaps):
+            if g.b - g.a < 2:
+                continue                      # no op in between: nothing to free
+            t = g.tensor
+            nbytes = int(gp.pages[t]) * gp.ps
+            dirty = True                      # conservative: write-backs drain
+            wb_us = nbytes / wbw * 1e6
+            lo = g.a + 1
+            if drain:
+                t_free = int(e2[g.a]) + gp.writeback_ps(t)
+                lo = max(lo, int(np.searchsorted(s2, t_free, side="left")))
+            if lo > g.b - 1:
+                continue                      # still draining when it is needed again
+            drain_ps = max(1, int(s2[lo]) - int(e2[g.a])) if lo > g.a + 1 else 0
+            wb_frac = min(1.0, gp.writeback_ps(t) / drain_ps) if (dirty and drain_ps) else 0.0
+            if g.pure_write:
+                out.append(_Option(gi, g.b, lo, g.b - 1, 0.0, 0.0, wb_frac, wb_us))
+                continue
+            fetch_ps = gp.fetch_ps(t)
+            earliest = lo + 1
+            if ctx.lookahead_ops:
+                earliest = max(earliest, g.b - ctx.lookahead_ops)
+            if earliest > g.b:
+                continue
+            target = int(s2[g.b]) - fetch_ps
+            r_hide = int(np.searchsorted(s2, target, side="right")) - 1
+            r_hide = min(max(r_hide, earliest), g.b)
+            cands = sorted({r_hide, g.b, (r_hide + g.b) // 2})
+            for r in cands:
+                if r < earliest:
+                    continue
+                window = int(s2[g.b]) - int(s2[r])
+                stall = max(0, fetch_ps - window)
+                frac = min(1.0, fetch_ps / window) if window > 0 else 0.0
+                out.append(_Option(gi, r, lo, r - 1, stall / US, frac, wb_frac,
+                                   wb_us + nbytes / fbw * 1e6))
+        return out
+
+    def _solve(self, gp: GapPlan, opts: list[_Option], ctx: PlanContext,
+               drain: bool) -> tuple[np.ndarray | None, dict[str, float]]:
+        from scipy.optimize import Bounds, LinearConstraint, milp
+        from scipy.sparse import coo_matrix
+
+        n, nopt = gp.n, len(opts)
+        # variables: y (nopt, binary) | O occupancy (n) | R read share (n) |
+        #            W write share (n) | E excess flash time in us (n)
+        iy, io, ir, iw, ie = 0, nopt, nopt + n, nopt + 2 * n, nopt + 3 * n
+        nvar = nopt + 4 * n
+        info: dict[str, float] = {"ilp_variables": float(nvar), "ilp_options": float(nopt)}
+        if nvar > self.max_variables:
+            raise TmhwError(f"policy.name: autotm ILP with {nvar} variables is too large to "
+                            f"solve within {ctx.ilp_time_limit_s:g} s; use a smaller "
+                            f"model/batch or another policy")
+        unit = max(1.0, gp.cap / 1000.0)      # occupancy in thousandths of the capacity
+        dur_us = (np.asarray(ctx.op_end_ps) - np.asarray(ctx.op_start_ps)) / US
+        rows: list[int] = []
+        cols: list[int] = []
+        vals: list[float] = []
+        lb: list[float] = []
+        ub: list[float] = []
+        r = 0
+
+        def add(row: int, col: int, v: float) -> None:
+            rows.append(row)
+            cols.append(col)
+            vals.append(v)
+
+        # at most one choice per gap
+        by_gap: dict[int, list[int]] = {}
+        for k, o in enumerate(opts):
+            by_gap.setdefault(o.gap, []).append(k)
+        for ks in by_gap.values():
+            for k in ks:
+                add(r, iy + k, 1.0)
+            lb.append(-np.inf)
+            ub.append(1.0)
+            r += 1
+
+        def fold(lo: int, hi: int) -> list[tuple[int, int]]:
+            if hi < n:
+                return [(lo, hi)]
+            if lo >= n:
+                return [(lo - n, hi - n)]
+            return [(lo, n - 1), (0, hi - n)]
+
+        # chained sums: S_i - S_{i-1} - sum(starting at i) c y + sum(ended at i-1) c y = d_i
+        def chain(base_col: int, terms: list[tuple[int, int, int, float]],
+                  rhs: np.ndarray) -> None:
+            nonlocal r
+            starts: list[list[tuple[int, float]]] = [[] for _ in range(n + 1)]
+            for k, lo_, hi_, c in terms:
+                for a, b in fold(lo_, hi_):
+                    starts[a].append((k, c))
+                    starts[b + 1].append((k, -c))
+            for i in range(n):
+                add(r + i, base_col + i, 1.0)
+                if i:
+                    add(r + i, base_col + i - 1, -1.0)
+                for k, c in starts[i]:
+                    add(r + i, iy + k, -c)
+                lb.append(float(rhs[i]))
+                ub.append(float(rhs[i]))
+            r += n
+
+        base = gp._base.astype(float) / unit
+        d_base = np.diff(np.concatenate(([0.0], base)))
+        # occupancy O_i = base_i - sum of evicted pages: O_i - O_{i-1} + ... = base diff
+        chain(io, [(k, o.lo, o.hi, -float(gp.pages[gp.gaps[o.gap].tensor]) / unit)
+                   for k, o in enumerate(opts)], d_base)
+        # flash read share R_i and write share W_i
+        zero = np.zeros(n)
+        chain(ir, [(k, o.release, gp.gaps[o.gap].b - 1, o.frac)
+                   for k, o in enumerate(opts) if o.frac > 0 and o.release < gp.gaps[o.gap].b],
+              zero)
+        chain(iw, [(k, gp.gaps[o.gap].a + 1, o.lo - 1, o.wb_frac)
+                   for k, o in enumerate(opts) if o.wb_frac > 0 and o.lo > gp.gaps[o.gap].a + 1],
+              zero)
+        # E_i >= dur_i * (R_i + W_i - 1)
+        for i in range(n):
+            add(r, ie + i, 1.0)
+            add(r, ir + i, -float(dur_us[i]))
+            add(r, iw + i, -float(dur_us[i]))
+            lb.append(-float(dur_us[i]))
+            ub.append(np.inf)
+            r += 1
+
+        c = np.zeros(nvar)
+        for k, o in enumerate(opts):
+            c[iy + k] = o.stall_us + self.traffic_weight * o.traffic_us
+        c[ie:ie + n] = 1.0
+        integrality = np.zeros(nvar)
+        integrality[iy:iy + nopt] = 1
+        lo_b = np.zeros(nvar)
+        hi_b = np.full(nvar, np.inf)
+        hi_b[iy:iy + nopt] = 1.0
+        hi_b[io:io + n] = gp.cap / unit * (1 - 1e-6)
+        lo_b[io:io + n] = -np.inf
+        a_mat = coo_matrix((vals, (rows, cols)), shape=(r, nvar)).tocsr()
+        info["ilp_constraints"] = float(r)
+        res: Any = milp(c, constraints=LinearConstraint(a_mat, lb, ub),
+                        integrality=integrality, bounds=Bounds(lo_b, hi_b),
+                        options={"time_limit": float(ctx.ilp_time_limit_s),
+                                 "mip_rel_gap": 1e-3, "disp": False})
+        info["ilp_status"] = float(res.status)
+        if res.x is None:
+            if res.status == 2:           # infeasible: let the caller relax the drain
+                return None, info
+            raise TmhwError(f"policy.name: autotm ILP with {nvar} variables did not solve "
+                            f"within {ctx.ilp_time_limit_s:g} s; use a smaller model/batch "
+                            f"or another policy")
+        info["ilp_objective_us"] = float(res.fun)
+        gap = getattr(res, "mip_gap", None)
+        if gap is not None and math.isfinite(gap):
+            info["ilp_mip_gap"] = float(gap)
+        return np.asarray(res.x[iy:iy + nopt]), info
+

@@ -1,0 +1,134 @@
+"""Sentinel (Ren et al., "Sentinel: Efficient Tensor Migration and Allocation on
+Heterogeneous Memory Systems for Deep Learning", HPCA'21) as a placement table.
+
+Sentinel profiles one training step, measures how hot each page is, keeps hot data in
+fast memory and cold data in slow memory, allocates tensors of like lifetime together so
+that no page mixes hot short-lived data with cold long-lived data, and migrates at layer
+boundaries: before a layer runs, what it needs is brought in; after it, what the next
+layers do not need goes out. Here, on the gap model of ``flashneuron``:
+
+- Hotness is accesses per byte per second of lifetime: every op reads or writes each byte
+  of its tensors once, so a tensor's accesses per byte per iteration are its number of
+  uses, over the time from its first to its last use in the stall-free profile (the whole
+  iteration for weights, master copies and optimizer state). Short-lived tensors (those
+  produced and consumed within a few layers) are the hottest, as Sentinel observes.
+- Co-location: tensors whose lifetimes start and end in the same layers form one group
+  and are placed together (hot or cold as a whole); page runs are per tensor here, so no
+  page ever holds two tensors and Sentinel's page-level false sharing cannot arise.
+- Cold tensors leave HBM at the end of the layer of their last use before a gap
+  (write-back if dirty, drop if flash has them) and their prefetch is released at the
+  first op of the layer ``lead`` layers before the next use; gaps too short for that stay
+  resident. Hot groups stay resident throughout, hottest first, while the occupancy
+  profile (write-backs counted until flash absorbs them) stays within the capacity at
+  every op.
+- ``lead`` is chosen as Sentinel's test-and-trial chooses its migration interval: each
+  candidate is planned and the one with the least estimated stall (then least traffic)
+  wins.
+
+A layer is a module of the workload (``Op.layer``). Where even the all-cold plan does
+not fit, the ops over capacity evict what they do not use and delay its prefetch (the
+``repairs`` note counts these gaps), which is where Sentinel would stall on migration.
+
+Pure: no SimPy.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import numpy as np
+
+from tmhw.placement.base import PlanContext, Policy
+from tmhw.placement.flashneuron import GapPlan, estimate_stall_ps, finish
+from tmhw.placement.table import PlacementTable
+from tmhw.sim.errors import TmhwError
+
+
+class Sentinel(Policy):
+    """Hot tensors stay in HBM; cold ones migrate at layer boundaries."""
+
+    name = "sentinel"
+    #: candidate prefetch leads, in layers (test-and-trial)
+    leads: ClassVar[tuple[int, ...]] = (1, 2, 4)
+
+    def plan(self, ctx: PlanContext) -> PlacementTable:
+        best: tuple[tuple[int, int], PlacementTable] | None = None
+        for lead in self.leads:
+            tab = self._plan(ctx, lead)
+            traffic = sum(tab.bytes_by_action(ctx.page_size).values())
+            key = (estimate_stall_ps(ctx.workload, tab, ctx), traffic)
+            if best is None or key < best[0]:
+                best = (key, tab)
+        assert best is not None
+        return best[1]
+
+    def _plan(self, ctx: PlanContext, lead: int) -> PlacementTable:
+        gp = GapPlan(ctx)
+        wl, n = gp.wl, gp.n
+        rid, first, last = gp.layer_runs()
+
+        # every gap long enough to migrate across goes cold
+        cold = 0
+        for gi, g in enumerate(gp.gaps):
+            e = min(int(last[rid[g.a]]), g.b - 1, n - 1)
+            if g.pure_write:
+                if e + 1 <= g.b - 1:
+                    gp.evict(gi, e, g.b)
+                    cold += 1
+                continue
+            r = int(first[max(0, int(rid[g.b]) - lead)])
+            if ctx.lookahead_ops:
+                r = max(r, g.b - ctx.lookahead_ops)
+            if e + 2 <= r <= g.b:
+                gp.evict(gi, e, r)
+                cold += 1
+        drain = True
+        try:
+            repairs = gp.fit(drain=True)
+        except TmhwError:
+            drain = False
+            repairs = gp.fit(drain=False)
+        occ = gp.occupancy(drain)
+
+        # hotness per tensor, and groups of like lifetime
+        groups: dict[tuple[bool, int, int], list[int]] = {}
+        hot = np.zeros(len(wl.tensors))
+        for t, u in enumerate(gp.uses):
+            if not gp.of_tensor[t]:
+                continue
+            lo = 0 if gp.is_input[t] else u[0][0]
+            hi = u[-1][0]
+            life = gp.iter_ps if gp.persistent[t] else int(gp.end2[hi] - gp.start2[lo])
+            hot[t] = len(u) / max(1, life)
+            key = (bool(gp.persistent[t]), int(rid[lo]), int(rid[hi]))
+            groups.setdefault(key, []).append(t)
+        ranked = sorted(groups.values(), key=lambda ts: -float(
+            (hot[ts] * gp.pages[ts]).sum() / max(1, int(gp.pages[ts].sum()))))
+
+        pinned = 0
+        for ts in ranked:
+            if self._pin(gp, occ, ts, drain):
+                pinned += len(ts)
+            elif len(ts) > 1:
+                for t in sorted(ts, key=lambda t: -hot[t]):
+                    pinned += self._pin(gp, occ, [t], drain)
+        return finish(gp, self.name, {
+            "lead_layers": float(lead), "cold_gaps": float(cold), "repairs": float(repairs),
+            "pinned_tensors": float(pinned), "fits_with_writeback_drain": float(drain)})
+
+    @staticmethod
+    def _pin(gp: GapPlan, occ: np.ndarray, ts: list[int], drain: bool) -> bool:
+        """Keep tensors ``ts`` resident through all their gaps if every op still fits;
+        otherwise leave the plan as it was."""
+        saved = {t: [(gi, gp.gaps[gi].evict_op, gp.gaps[gi].release)
+                     for gi in gp.of_tensor[t]] for t in ts}
+        todo = [t for t in ts if any(e >= 0 for _, e, _ in saved[t])]
+        if not todo:
+            return False
+        for t in todo:
+            gp.retarget(occ, t, drain, [(gi, -1, -1) for gi in gp.of_tensor[t]])
+        if occ.max() <= gp.cap:
+            return True
+        for t in todo:
+            gp.retarget(occ, t, drain, saved[t])
+        return False
