@@ -38,6 +38,7 @@ Defaults of the system-level sections and their sources:
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -49,7 +50,7 @@ from flash import FlashConfig
 from npu import NpuConfig
 from tmhw import tomlio
 from tmhw.sim.errors import ConfigError
-from tmhw.sim.units import MiB, NS, US
+from tmhw.sim.units import NS, US, MiB
 
 POLICIES = ("hbm-only", "demand", "tm-training", "flatflash", "flashneuron", "sentinel",
             "autotm")
@@ -85,8 +86,9 @@ class LinkConfig:
     def __post_init__(self) -> None:
         if self.lanes < 1:
             raise ConfigError("lanes", self.lanes, "an integer >= 1")
-        if self.gb_per_s_per_lane <= 0:
-            raise ConfigError("gb_per_s_per_lane", self.gb_per_s_per_lane, "a number > 0")
+        if not 0 < self.gb_per_s_per_lane < math.inf:
+            raise ConfigError("gb_per_s_per_lane", self.gb_per_s_per_lane,
+                              "a finite number > 0")
         _nonneg(self, "pj_per_bit", "latency_ps")
 
     @property
@@ -167,7 +169,7 @@ class PolicyConfig:
             raise ConfigError("monitor_gain", self.monitor_gain, "a number in (0, 4]")
         if self.lookahead_ops < 0:
             raise ConfigError("lookahead_ops", self.lookahead_ops, "an integer >= 0")
-        if self.ilp_time_limit_s <= 0:
+        if not self.ilp_time_limit_s > 0:
             raise ConfigError("ilp_time_limit_s", self.ilp_time_limit_s, "a number > 0")
 
 
@@ -196,10 +198,11 @@ class RunConfig:
 
 
 def _nonneg(obj: Any, *names: str) -> None:
+    # Written so that NaN and infinity fail too: either would poison every total.
     for n in names:
         v = getattr(obj, n)
-        if v < 0:
-            raise ConfigError(n, v, "must be >= 0")
+        if not 0 <= v < math.inf:
+            raise ConfigError(n, v, "a finite number >= 0")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -278,9 +281,12 @@ def from_dict(data: dict[str, Any], base: SystemConfig | None = None) -> SystemC
 def load(path: str | Path, base: SystemConfig | None = None) -> SystemConfig:
     p = Path(path)
     try:
-        text = p.read_text()
+        text = p.read_text(encoding="utf-8")
     except OSError as e:
         raise ConfigError("--config", str(path), f"cannot read file: {e.strerror}") from None
+    except UnicodeDecodeError as e:
+        raise ConfigError("--config", str(path), f"not UTF-8 text (TOML must be): byte "
+                          f"{e.start} is {e.object[e.start:e.start + 1]!r}") from None
     return from_dict(tomlio.loads(text, str(path)), base)
 
 
