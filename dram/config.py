@@ -70,7 +70,8 @@ Presets (sources; "estimate" marks a value without a public figure):
   VDD 1.2 V, IDD0 65, IDD2N 40, IDD3N 55, IDD4R 390, IDD4W 500, IDD5AB 250 mA. One rank
   per channel (4 GiB stack; DRAMsim3's ``channel_size = 1024`` would make two). t_rtw 2
   tCK as Ramulator's HBM models. tRFCsb 160 ns (Ramulator 2 HBM3 ``nRFCSB`` at 1 ns;
-  estimate for HBM2's REFSB). ``io_pj_per_bit``: see ``HBM2_IO_PJ_PER_BIT``.
+  estimate for HBM2's REFSB). ``io_pj_per_bit`` 1.9: see ``HBM2_IO_PJ_PER_BIT``
+  (estimate).
 - ``hbm2e``: estimate: HBM2's timings in ns re-rounded at tCK 0.625 ns (3.2 Gb/s, the
   Samsung Flashbolt / JESD235C speed), 32 banks of 65536 rows (16 Gb dies, 16 GiB
   8-high stack), tRFC 350 ns (16 Gb, estimate), tCCD_S/L 2/4. Energy 3.9 pJ/bit
@@ -117,11 +118,13 @@ MAPPING_FIELDS = ("Ro", "Ra", "Bg", "Ba", "Co", "Pc", "Ch")
 PAGE_POLICIES = ("open", "closed")
 REFRESH_MODES = ("all-bank", "per-bank", "off")
 
-#: Interface energy of HBM2 per bit moved on top of the IDD model. O'Connor et al.
-#: (MICRO'17, Fig. 2) split HBM2's ~3.9 pJ/bit into row activation, on-die data movement
-#: and I/O; the IDD4R/IDD4W currents cover the array and part of the on-die movement
-#: but not the TSV/PHY I/O. Estimate; set by the power step below.
-HBM2_IO_PJ_PER_BIT = 0.0
+#: Interface energy of HBM2 per bit moved, on top of the IDD model: estimate. IDD4R and
+#: IDD4W are measured with unloaded outputs, so the TSV/PHY data movement is outside them
+#: (DRAMPower adds I/O and termination power separately for the same reason). The IDD
+#: terms of the ``hbm2`` preset give 2.0 pJ/bit for streaming reads (``tmhw dram bench
+#: --preset hbm2 --pattern stream``); O'Connor et al. (MICRO'17) give about 3.9 pJ/bit for
+#: the HBM2 device; this is the difference.
+HBM2_IO_PJ_PER_BIT = 1.9
 
 
 def _is_pow2(n: int) -> bool:

@@ -33,7 +33,7 @@ import numpy as np
 from dram.config import DramConfig
 from dram.fast import RANDOM_ACCESS_BYTES
 from dram.mapping import AddressMap
-from dram.timing import Cmd, Command, Rule, Scope, rules
+from dram.timing import Cmd, Command, Rule, Scope, ref_phase, rules
 from tmhw.sim.transfer import Pattern
 
 _INF = 1 << 62
@@ -94,11 +94,10 @@ class UnitController:
         self.t = 0
         self.draining = False
         # Refresh schedule, staggered over units (and ranks) as in the fast model.
-        off = (unit * c.t_refi) // c.units
         self.mode = c.refresh
-        self.ref_due = [off + (r * c.t_refi) // c.ranks + c.t_refi for r in range(c.ranks)]
+        self.ref_due = [ref_phase(c, unit, r) for r in range(c.ranks)]
         self.ref_period_pb = c.t_refi // nb
-        self.ref_due_pb = off + self.ref_period_pb
+        self.ref_due_pb = ref_phase(c, unit)
         self.ref_bank = 0
         self.log: list[Command] | None = [] if log else None
         # Statistics.

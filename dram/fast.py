@@ -32,6 +32,7 @@ import numpy as np
 
 from dram.config import DramConfig
 from dram.mapping import AddressMap
+from dram.timing import ref_phase
 from tmhw.sim.timeline import Timeline
 from tmhw.sim.transfer import Pattern
 
@@ -39,6 +40,8 @@ from tmhw.sim.transfer import Pattern
 RANDOM_ACCESS_BYTES = 64
 #: Above this many address blocks a partial interleave period is split evenly.
 _MAX_BLOCKS = 1 << 16
+#: Chunks of fewer row-blocks than this are scanned in Python rather than numpy.
+_SCALAR_BLOCKS = 64
 
 
 def distinct_banks(banks: int, queued: int) -> float:
@@ -93,7 +96,7 @@ class FastModel:
         self.nb = nb
         #: Per unit, the share of its banks the last write chunk opened rows in.
         self.w_evict = [0.0] * u
-        # Refresh windows: unit i is blocked over [off_i + k period, + block), k >= 1.
+        # Refresh windows: unit i is blocked over [off_i + k period, + block), k >= 0.
         if c.refresh == "off":
             self.t_ref_period, self.t_ref_block = 0, 0
         elif c.refresh == "per-bank":
@@ -104,7 +107,8 @@ class FastModel:
             # Bus idle from the last data before a refresh to the first after it: the
             # last RD, tRTP to PREA, tRP to REF, tRFC, ACT, tRCD to the next RD.
             self.t_ref_block = c.t_rtp + c.t_rp + c.t_rfc + c.t_rcd - c.t_burst
-        self.ref_offsets = [(i * c.t_refi) // u for i in range(u)]
+        self.ref_offsets = [ref_phase(c, i) % self.t_ref_period if self.t_ref_period else 0
+                            for i in range(u)]
         # Bursts of one row-block (consecutive bursts sharing a row) and of one row per
         # bank per unit: enough of a chunk's tail to know which rows it leaves open.
         self._blk = max(1, c.interleave_bytes // c.burst_bytes)
@@ -113,11 +117,11 @@ class FastModel:
     # -- timing ------------------------------------------------------------------------
     def _stretch(self, unit: int, start: int, work: int) -> tuple[int, int]:
         """(start, end) of ``work`` ps of bus time beginning no earlier than ``start`` and
-        skipping unit ``unit``'s refresh windows."""
+        skipping unit ``unit``'s refresh windows [off + k period, + block), k >= 0."""
         period, block = self.t_ref_period, self.t_ref_block
         if period == 0 or work == 0:
             return start, start + work
-        off = self.ref_offsets[unit]
+        off = self.ref_offsets[unit] - period  # the window at k = 0 as "the first" below
         x = start - off
         if x < period:  # before the first window
             s0 = start
@@ -230,6 +234,55 @@ class FastModel:
         last = (b0 + nb - 1) // blk
         return self.amap.decode_bursts(np.arange(first, last + 1, dtype=np.int64) * blk)
 
+    def _state(self, unit: int, bank: int, row: int, closed: bool) -> int:
+        o = int(self.open_rows[unit, bank])
+        return 1 if (o < 0 or closed) else (0 if o == row else 2)
+
+    def _scan_short(self, b0: int, nb: int,
+                    closed: bool) -> tuple[list[tuple[int, int]], dict[int, int]]:
+        """Bursts per unit and first-row state per unit of a short chunk, block by block
+        in Python; updates the open rows."""
+        blk = self._blk
+        dec = self.amap.decode_burst
+        counts: dict[int, int] = {}
+        states: dict[int, int] = {}
+        touched: list[tuple[int, int, int]] = []
+        end = b0 + nb
+        k = b0 // blk
+        while k * blk < end:
+            lo = max(b0, k * blk)
+            hi = min(end, (k + 1) * blk)
+            unit, bank, row = dec(lo)
+            if unit not in states:
+                states[unit] = self._state(unit, bank, row, closed)
+            counts[unit] = counts.get(unit, 0) + hi - lo
+            touched.append((unit, bank, row))
+            k += 1
+        if not closed:
+            for unit, bank, row in touched:
+                self.open_rows[unit, bank] = row
+        return list(counts.items()), states
+
+    def _scan_long(self, b0: int, nb: int,
+                   closed: bool) -> tuple[list[tuple[int, int]], dict[int, int]]:
+        """As ``_scan_short`` for long chunks: whole interleave periods arithmetically, the
+        first period and the tail (one row per bank per unit) with numpy."""
+        am = self.amap
+        counts = self._split_stream(b0, nb)
+        hu, hb, hr = self._row_blocks(b0, min(nb, am.unit_period_bursts))
+        _, first_idx = np.unique(hu, return_index=True)
+        states = {int(hu[i]): self._state(int(hu[i]), int(hb[i]), int(hr[i]), closed)
+                  for i in first_idx.tolist()}
+        if not closed:
+            n_tail = min(nb, self._tail)
+            tu, tb, tr = self._row_blocks(b0 + nb - n_tail, n_tail)
+            flat = tu * am.banks_per_unit + tb
+            _, last_idx = np.unique(flat[::-1], return_index=True)
+            sel = len(flat) - 1 - last_idx
+            self.open_rows[tu[sel], tb[sel]] = tr[sel]
+        nz = np.nonzero(counts)[0].tolist()
+        return [(u, int(counts[u])) for u in nz], states
+
     def serve(self, write: bool, address: int, nbytes: int, pattern: Pattern,
               earliest: int) -> int:
         """Book a chunk; return its completion time (end of its last data), ps."""
@@ -244,30 +297,17 @@ class FastModel:
         if pattern is Pattern.STREAM:
             b0 = (address % am.capacity) >> am.burst_shift
             nb = ((address + nbytes - 1) >> am.burst_shift) - (address >> am.burst_shift) + 1
-            counts = self._split_stream(b0, nb)
-            # The first row each unit touches decides its head latency / turnaround.
-            hu, hb, hr = self._row_blocks(b0, min(nb, am.unit_period_bursts))
-            _, first_idx = np.unique(hu, return_index=True)
-            states = {}
-            for i in first_idx.tolist():
-                unit, bank, row = int(hu[i]), int(hb[i]), int(hr[i])
-                o = int(self.open_rows[unit, bank])
-                states[unit] = 1 if (o < 0 or closed) else (0 if o == row else 2)
+            blk = self._blk
             small = write and nb < self.drain_batch * c.units
-            for unit in np.nonzero(counts)[0].tolist():
-                b = int(counts[unit])
+            if (b0 + nb - 1) // blk - b0 // blk < _SCALAR_BLOCKS:
+                units_b, states = self._scan_short(b0, nb, closed)
+            else:
+                units_b, states = self._scan_long(b0, nb, closed)
+            for unit, b in units_b:
                 st = states.get(unit, 1)
                 self.acts += max(1, -(-b // c.bursts_per_row)) - (1 if st == 0 else 0)
                 end = max(end, self._book(unit, write, start, st, b * self.t_stream,
                                           small_write=small))
-            if not closed:
-                n_tail = min(nb, self._tail)
-                tu, tb, tr = self._row_blocks(b0 + nb - n_tail, n_tail)
-                flat = tu * am.banks_per_unit + tb
-                rev_flat = flat[::-1]
-                _, last_idx = np.unique(rev_flat, return_index=True)
-                sel = len(flat) - 1 - last_idx
-                self.open_rows[tu[sel], tb[sel]] = tr[sel]
             bursts = nb
         else:
             n_acc = -(-nbytes // RANDOM_ACCESS_BYTES) * self.rand_units
@@ -297,7 +337,8 @@ class FastModel:
         """Refresh commands (REFab, or REFpb in per-bank mode) run by ``now``, all units."""
         if self.t_ref_period == 0:
             return 0
-        return sum(max(0, (now - off) // self.t_ref_period) for off in self.ref_offsets)
+        return sum((now - off) // self.t_ref_period + 1 for off in self.ref_offsets
+                   if now > off)
 
     def active_ps(self, now: int) -> list[int]:
         """Per unit, time with a bank open (open page: from first use; closed: busy)."""

@@ -56,6 +56,24 @@ class AddressMap:
         column = (f(b, "Co") << self.low_col_bits) | (b & ((1 << self.low_col_bits) - 1))
         return unit, bank, f(b, "Ro"), column
 
+    def decode_burst(self, b: int) -> tuple[int, int, int]:
+        """(unit, flat bank, row) of burst index ``b`` (scalar, for short chunks)."""
+        b %= 1 << self.total_bits
+        fl = self.fields
+        c = self.cfg
+        s, w = fl["Ch"]
+        unit = ((b >> s) & ((1 << w) - 1)) * c.pseudo_channels
+        s, w = fl["Pc"]
+        unit += (b >> s) & ((1 << w) - 1)
+        s, w = fl["Ra"]
+        bank = (b >> s) & ((1 << w) - 1)
+        s, w = fl["Bg"]
+        bank = bank * c.bank_groups + ((b >> s) & ((1 << w) - 1))
+        s, w = fl["Ba"]
+        bank = bank * c.banks_per_group + ((b >> s) & ((1 << w) - 1))
+        s, w = fl["Ro"]
+        return unit, bank, (b >> s) & ((1 << w) - 1)
+
     def bank_group_of(self, flat_bank: int) -> int:
         """Bank group index within its rank for a flat bank index."""
         return (flat_bank // self.cfg.banks_per_group) % self.cfg.bank_groups

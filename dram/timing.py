@@ -164,6 +164,16 @@ def rules(cfg: DramConfig) -> list[Rule]:
     return R
 
 
+def ref_phase(cfg: DramConfig, unit: int, rank: int = 0) -> int:
+    """When unit ``unit`` (rank ``rank``) first refreshes, ps. Units and ranks are
+    staggered evenly over one interval (all-bank: tREFI; per-bank: tREFI / banks), at the
+    middle of their slot, so that a run of any length sees tRFC/tREFI on average."""
+    period = cfg.t_refi if cfg.refresh != "per-bank" else cfg.t_refi // (cfg.ranks * cfg.banks)
+    slots = cfg.units * (cfg.ranks if cfg.refresh != "per-bank" else 1)
+    slot = unit * (cfg.ranks if cfg.refresh != "per-bank" else 1) + rank
+    return ((2 * slot + 1) * period) // (2 * slots)
+
+
 def align(t: int, tck: int) -> int:
     """``t`` rounded up to a clock edge."""
     return -(-t // tck) * tck
