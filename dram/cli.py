@@ -50,10 +50,10 @@ def _bench(args: argparse.Namespace) -> int:
 
 
 def _presets(args: argparse.Namespace) -> int:
-    rows: dict[str, dict[str, Any]] = {name: {"standard": c.standard, "peak_bandwidth_gbps": c.peak_bandwidth() / 1e9,
-                   "capacity_bytes": c.capacity, "units": c.units,
-                   "burst_bytes": c.burst_bytes}
-            for name, c in PRESETS.items()}
+    rows: dict[str, dict[str, Any]] = {
+        name: {"standard": c.standard, "peak_bandwidth_gbps": c.peak_bandwidth() / 1e9,
+               "capacity_bytes": c.capacity, "units": c.units, "burst_bytes": c.burst_bytes}
+        for name, c in PRESETS.items()}
     if args.json:
         print(json.dumps(rows, indent=2))
     else:
