@@ -42,22 +42,25 @@ Operand traffic (``gemm_traffic``) between HBM and a double-buffered scratchpad 
 buffer holds resident data, the other half fills, as SCALE-Sim's ``active_buf_frac = 0.5``):
 
 * os: B's K x C column block stays on chip across the row folds (re-read per row fold if
-  it does not fit); A is re-read once per column fold unless all of A fits; the output is
+  it does not fit); A is re-read once per column fold unless all of A fits (or, if cheaper,
+  A is read once in blocks of half its buffer and B re-read per block); the output is
   accumulated in the PEs and written once. No partial sums leave the array.
-* ws: B is read once; A is streamed once per column fold unless all of A fits; each column
-  fold accumulates an M x C tile of partial sums over ceil(K / R) row folds.
-* is: A is read once; B is streamed once per column fold unless all of B fits; each column
-  fold accumulates an N x C tile of partial sums over ceil(K / R) row folds.
-* In all three, when the streamed operand does not fit, the other loop order is taken if it
-  moves fewer bytes: the streamed operand read once in blocks of half its buffer, the other
-  operand re-read once per block (a compiler's choice). Cycles stay those of the formulas
-  above (the extra weight loads of that order are not charged: an approximation).
+* ws: the stationary B is loaded once and A streamed through once per column fold (once in
+  all if all of A fits); each column fold accumulates an M x C tile of partial sums over
+  ceil(K / R) row folds.
+* is: the same with the roles swapped: A stationary, B streamed, N x C partial-sum tiles.
 
-In ws and is the partial sums stay in the output scratchpad when the accumulator tile fits in
-half of it (``acc_bytes`` per element); otherwise every row fold but the last writes its
-partial tile to HBM and every row fold but the first reads it back. This differs from
-SCALE-Sim, which writes partial sums to memory once per row fold whatever the buffer size and
-never reads them back (so its ws ofmap writes are M * N * ceil(K / R) words).
+In ws and is the time dimension (M, resp. N) may be cut into blocks so that the partial-sum
+tile fits in half the output buffer (and, further, a block of the streamed operand in half
+its buffer), at the price of loading the stationary operand once per block: the cheapest of
+no cut and these two cuts is taken, as a compiler would. Without a cut, a tile that does not
+fit spills: every row fold but the last writes its partial tile to HBM (``acc_bytes`` per
+element) and every row fold but the first reads it back. Cycles stay those of the formulas
+above whatever the cut (its extra weight loads, (blocks - 1) * (2R + C - 2) cycles per fold,
+are not charged: an approximation that keeps compute time equal to the SCALE-Sim form).
+This differs from SCALE-Sim, which writes partial sums to memory once per row fold whatever
+the buffer size and never reads them back (so its ws ofmap writes are M * N * ceil(K / R)
+words), and fetches operands in its own fold order without choosing a cut.
 """
 
 from __future__ import annotations
@@ -291,6 +294,34 @@ def _reuse(streamed: int, other: int, x_bytes: int, y_bytes: int,
     return streamed, other
 
 
+def _stationary_traffic(t_dim: int, k: int, s_dim: int, rf: int, cf: int, cols: int,
+                        db: int, acc: int, stream_buf: int,
+                        acc_buf: int) -> tuple[int, int, int]:
+    """(streamed bytes, stationary bytes, partial-sum bytes each way) for WS/IS.
+
+    The streamed operand is t_dim x k, the stationary one k x s_dim; each column fold
+    accumulates a t_dim x cols partial-sum tile over ``rf`` row folds. The time dimension
+    may be cut into blocks of ``tt`` rows, re-loading the stationary operand once per block:
+    the candidates are no cut, blocks whose partial sums fit in half the output buffer, and
+    blocks that moreover fit half the streaming buffer; the one moving fewest bytes wins."""
+    stream_half, acc_half = stream_buf // 2, acc_buf // 2
+    cands = {t_dim}
+    tt_acc = max(1, acc_half // (cols * acc))
+    cands.add(min(t_dim, tt_acc))
+    cands.add(min(t_dim, tt_acc, max(1, stream_half // (k * db))))
+    best: tuple[int, int, int, int] | None = None
+    for tt in sorted(cands, reverse=True):
+        blocks = -(-t_dim // tt)
+        stream = t_dim * k * db * (1 if tt * k * db <= stream_half else cf)
+        stat = k * s_dim * db * blocks
+        psum = t_dim * s_dim * acc * (rf - 1) if tt * cols * acc > acc_half else 0
+        total = stream + stat + 2 * psum
+        if best is None or total < best[0]:
+            best = (total, stream, stat, psum)
+    assert best is not None
+    return best[1], best[2], best[3]
+
+
 def gemm_traffic(m: int, n: int, k: int, rows: int, cols: int, dataflow: str, *,
                  dtype_bytes: int = 2, acc_bytes: int = 4, ifmap_buf: int = 1 << 62,
                  filter_buf: int = 1 << 62, ofmap_buf: int = 1 << 62) -> Traffic:
@@ -300,28 +331,23 @@ def gemm_traffic(m: int, n: int, k: int, rows: int, cols: int, dataflow: str, *,
     if dtype_bytes < 1 or acc_bytes < 1:
         raise TmhwError("dtype_bytes and acc_bytes must be >= 1")
     a_bytes, b_bytes, c_bytes = m * k * dtype_bytes, k * n * dtype_bytes, m * n * dtype_bytes
-    a_fits = a_bytes <= ifmap_buf // 2
-    b_fits = b_bytes <= filter_buf // 2
-    psum_r = psum_w = 0
+    psum = 0
     if dataflow == "os":
         # folds: col fold outer, row fold inner (SCALE-Sim's order)
         block_fits = k * cols * dtype_bytes <= filter_buf // 2
         filt = b_bytes if block_fits else b_bytes * rf
-        ifm = a_bytes if a_fits else a_bytes * cf
+        ifm = a_bytes if a_bytes <= ifmap_buf // 2 else a_bytes * cf
         ifm, filt = _reuse(ifm, filt, a_bytes, b_bytes, ifmap_buf)
         sram = (m * k * cf, k * n * rf, m * n)
     elif dataflow == "ws":
-        ifm, filt = _reuse(a_bytes if a_fits else a_bytes * cf, b_bytes, a_bytes, b_bytes,
-                           ifmap_buf)
-        if m * cols * acc_bytes > ofmap_buf // 2:
-            psum_r = psum_w = m * n * acc_bytes * (rf - 1)
+        ifm, filt, psum = _stationary_traffic(m, k, n, rf, cf, cols, dtype_bytes, acc_bytes,
+                                              ifmap_buf, ofmap_buf)
         sram = (m * k * cf, k * n, m * n * rf)
     else:
-        filt, ifm = _reuse(b_bytes if b_fits else b_bytes * cf, a_bytes, b_bytes, a_bytes,
-                           filter_buf)
-        if n * cols * acc_bytes > ofmap_buf // 2:
-            psum_r = psum_w = m * n * acc_bytes * (rf - 1)
+        filt, ifm, psum = _stationary_traffic(n, k, m, rf, cf, cols, dtype_bytes, acc_bytes,
+                                              filter_buf, ofmap_buf)
         sram = (m * k, k * n * cf, m * n * rf)
+    psum_r = psum_w = psum
     return Traffic(ifmap_read=ifm, filter_read=filt, ofmap_write=c_bytes, psum_read=psum_r,
                    psum_write=psum_w, folds=rf * cf, sram_ifmap_reads=sram[0],
                    sram_filter_reads=sram[1], sram_ofmap_writes=sram[2])

@@ -95,13 +95,27 @@ def test_traffic_reads_each_operand_at_least_once_and_writes_each_output_once(
     assert t.read_bytes >= unlimited.read_bytes
 
 
-def test_ws_partial_sums_spill_only_when_the_accumulator_tile_exceeds_half_the_buffer() -> None:
+def test_ws_cuts_m_to_keep_partial_sums_on_chip_and_spills_only_when_that_costs_more() -> None:
     m, n, k = 1000, 256, 1024  # 8 row folds of 128 on a 128 x 128 array
     tile = m * 128 * 4  # M x C fp32 partial sums
     fits = gemm_traffic(m, n, k, 128, 128, "ws", ofmap_buf=2 * tile)
-    spills = gemm_traffic(m, n, k, 128, 128, "ws", ofmap_buf=2 * tile - 1)
-    assert fits.psum_write == 0
-    assert spills.psum_write == spills.psum_read == m * n * 4 * (8 - 1)
+    assert fits.psum_write == 0 and fits.filter_read == k * n * 2
+    # half the tile fits: cut M in two, load the weights twice, no spill
+    cut = gemm_traffic(m, n, k, 128, 128, "ws", ofmap_buf=tile)
+    assert cut.psum_write == 0 and cut.filter_read == 2 * k * n * 2
+    # 16 rows fit: 63 weight loads would cost more than spilling the partial sums
+    tiny = gemm_traffic(m, n, k, 128, 128, "ws", ofmap_buf=2 * 16 * 128 * 4)
+    assert tiny.psum_write == tiny.psum_read == m * n * 4 * (8 - 1)
+    assert tiny.filter_read == k * n * 2
+
+
+def test_is_mirrors_ws_with_n_as_the_time_dimension() -> None:
+    ws = gemm_traffic(300, 700, 500, 32, 32, "ws", ifmap_buf=1 << 16, filter_buf=1 << 16,
+                      ofmap_buf=1 << 14)
+    is_ = gemm_traffic(700, 300, 500, 32, 32, "is", ifmap_buf=1 << 16, filter_buf=1 << 16,
+                       ofmap_buf=1 << 14)
+    assert (ws.ifmap_read, ws.filter_read, ws.psum_write) == (
+        is_.filter_read, is_.ifmap_read, is_.psum_write)
 
 
 def test_os_keeps_partial_sums_in_the_array() -> None:
