@@ -80,6 +80,8 @@ def build_report(system: System) -> dict[str, Any]:
             "npu_hbm_read": system.npu_read, "npu_hbm_write": system.npu_write,
         },
         "faults": system.faults,
+        "late_prefetches": system.late_prefetches,
+        "streamed_bytes": system.streamed_bytes,
         "emergency_evictions": system.emergency,
         "hbm_peak_occupancy_bytes": int(system.res.level.peak),
         "hbm_mean_occupancy_bytes": system.res.level.mean(end),

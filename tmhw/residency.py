@@ -48,6 +48,11 @@ class Residency:
             self.level.set(now, self.occupied_pages * self.page_size)
 
     @property
+    def freeing_pages(self) -> int:
+        """Pages whose write-back is in flight: they free when it completes."""
+        return self._freeing_pages
+
+    @property
     def occupied_pages(self) -> int:
         return self.held + self._freeing_pages
 

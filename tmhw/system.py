@@ -132,6 +132,9 @@ class System:
         self.op_stall = np.zeros(len(wl.ops), dtype=np.int64)
         self.stall_by_iter: list[np.ndarray] = []
         self.faults = 0
+        self.late_prefetches = 0
+        self.streamed_bytes = 0
+        self.prefetching: dict[int, DmaRequest] = {}
         self.emergency = 0
         self.trims = 0
         self.npu_read = 0
@@ -244,8 +247,8 @@ class System:
         self._current_op = op.index
         if self.cfg.policy.prefetch or self.table.reactive:
             for m in self.table.released_at_start(op.index):
-                self.dma.submit(DmaRequest(FETCH, m.p0, m.p1, m.deadline_op,
-                                           wl.tensors[m.tensor].name))
+                self.prefetching[m.tensor] = self.dma.submit(DmaRequest(
+                    FETCH, m.p0, m.p1, m.deadline_op, wl.tensors[m.tensor].name))
         reads = set(op.reads)
         new_out = [t for t in op.writes if t not in reads]
         need = sum(res.count_missing(*self.ranges[t]) for t in new_out)
@@ -259,7 +262,12 @@ class System:
         for t in op.reads:
             p0, p1 = self.ranges[t]
             if res.count_missing(p0, p1):
-                self.faults += 1
+                pending = self.prefetching.get(t)
+                if pending is not None and pending.cursor < pending.p1:
+                    # Released but not yet booked: a late prefetch, boosted to the front.
+                    self.late_prefetches += 1
+                else:
+                    self.faults += 1
                 reqs.append(self.dma.submit(DmaRequest(
                     FETCH, p0, p1, op.index, wl.tensors[t].name, urgent=True,
                     chunk_pages=self.table.fault_chunk_pages)))
@@ -267,7 +275,7 @@ class System:
             assert r.booked is not None
             if not r.booked.triggered:
                 yield r.booked
-        ready = max((res.ready_time(*self.ranges[t]) for t in op.tensors), default=0)
+        ready = self._ready(op)
         t_want = int(env.now)
         late = ready - t_want
         if ready > t_want:
@@ -276,6 +284,28 @@ class System:
         for t in op.tensors:
             self.last_use[t] = self._clock
         return late
+
+    def _ready(self, op: Op) -> int:
+        """When ``op`` may start: every operand page complete in HBM, except the
+        streamed tail of a split tensor, which the op consumes after the resident head
+        (a fraction ``s`` of the tensor, so ``s`` of the op's time later)."""
+        res = self.res
+        tails = {m.tensor: m for m in self.table.due_at(op.index) if
+                 m.p0 > self.ranges[m.tensor][0]}
+        ready = 0
+        dur = int(self.profile_end[op.index] - self.profile_start[op.index])
+        for t in op.tensors:
+            p0, p1 = self.ranges[t]
+            m = tails.get(t)
+            if m is None or not (p0 < m.p0 < m.p1 <= p1):
+                ready = max(ready, res.ready_time(p0, p1))
+                continue
+            s = (m.p0 - p0) / (p1 - p0)
+            ready = max(ready, res.ready_time(p0, m.p0),
+                        res.ready_time(m.p0, m.p1) - int(s * dur),
+                        res.ready_time(m.p1, p1))
+            self.streamed_bytes += (m.p1 - m.p0) * self.workload.page_size
+        return ready
 
     def _finish(self, op: Op) -> None:
         res, wl = self.res, self.workload
@@ -334,6 +364,11 @@ class System:
         never from the tensors of ``protect_op``. Reactive policies evict the least
         recently used tensor first; static ones, the tensor used furthest in future."""
         res, wl = self.res, self.workload
+        # Pages already on their way out (write-backs in flight) count toward the need:
+        # evicting more would only thrash.
+        need -= res.freeing_pages
+        if need <= 0:
+            return 0
         # Evict a batch at least the DMA's window deep, as a pager's watermark does, so
         # a stream of faults does not call back once per chunk.
         need = max(need, self.dma.chunk_pages * len(self.dma.slots))

@@ -68,11 +68,13 @@ class PlacementTable:
     notes: dict[str, float] = field(default_factory=dict)
     _at_start: list[list[Move]] | None = None
     _at_end: list[list[Move]] | None = None
+    _due: list[list[Move]] | None = None
 
     def index(self) -> None:
         """Group moves by the op that releases them (call after editing ``moves``)."""
         self._at_start = [[] for _ in range(self.nops)]
         self._at_end = [[] for _ in range(self.nops)]
+        self._due = [[] for _ in range(self.nops)]
         for m in self.moves:
             if not (0 <= m.issue_op < self.nops):
                 raise ValueError(f"move {m} released at op {m.issue_op} of {self.nops}")
@@ -80,10 +82,18 @@ class PlacementTable:
                 if not (m.issue_op <= m.deadline_op < self.nops):
                     raise ValueError(f"prefetch {m} deadline before its release")
                 self._at_start[m.issue_op].append(m)
+                self._due[m.deadline_op].append(m)
             else:
                 self._at_end[m.issue_op].append(m)
         for lst in self._at_start:
             lst.sort(key=lambda m: (m.deadline_op, m.p0))
+
+    def due_at(self, op: int) -> list[Move]:
+        """Prefetches whose deadline is ``op``."""
+        if self._due is None:
+            self.index()
+        assert self._due is not None
+        return self._due[op]
 
     def released_at_start(self, op: int) -> list[Move]:
         if self._at_start is None:
