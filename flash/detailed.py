@@ -11,7 +11,7 @@ round-robin order over the dies, each phase on its own resource:
 - GC: per valid page a read and a program (with the data crossing the channel twice
   unless ``gc_copyback``), then the block erase (command, tBERS).
 
-Dies and channels are gap-filling lanes (``GapLane``): a command takes the earliest idle
+Dies and channels are gap-filling lanes (``flash.lanes.GapBank``): a command takes the earliest idle
 interval long enough for it, so work for one die never waits behind another die's
 transfer (out-of-order across dies) and later reads use idle time left between booked
 writes. Each die holds at most ``die_queue_depth`` commands: a command is accepted only
@@ -27,77 +27,17 @@ idle time around it.
 
 from __future__ import annotations
 
-from bisect import bisect_right
 from collections import deque
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from flash.ftl import GcJob
+from flash.lanes import GapBank
 from tmhw.sim import Op, Timeline, Transfer
 
 if TYPE_CHECKING:
     from flash.target import FlashTarget
-
-
-class GapLane:
-    """One resource that serves one thing at a time, with bookings kept as sorted
-    disjoint busy intervals so a later booking can use an earlier idle gap."""
-
-    __slots__ = ("starts", "ends", "busy_ps", "count", "spans")
-
-    def __init__(self, record: bool = False) -> None:
-        self.starts: list[int] = []
-        self.ends: list[int] = []
-        self.busy_ps = 0
-        self.count = 0
-        self.spans: list[tuple[int, int]] | None = [] if record else None
-
-    def fit(self, t: int, dur: int) -> int:
-        """Earliest start >= ``t`` of an idle interval of length ``dur``."""
-        starts, ends = self.starts, self.ends
-        i = bisect_right(ends, t)
-        s = t
-        n = len(starts)
-        while i < n and starts[i] < s + dur:
-            if ends[i] > s:
-                s = ends[i]
-            i += 1
-        return s
-
-    def book(self, t: int, dur: int) -> int:
-        """Reserve ``dur`` at the earliest fit no earlier than ``t``; return the end."""
-        s = self.fit(t, dur)
-        e = s + dur
-        self.busy_ps += dur
-        self.count += 1
-        if self.spans is not None:
-            self.spans.append((s, e))
-        if dur == 0:
-            return e
-        starts, ends = self.starts, self.ends
-        i = bisect_right(ends, s)  # first interval ending after s: we go before it
-        if i > 0 and ends[i - 1] == s:
-            ends[i - 1] = e
-            if i < len(starts) and starts[i] == e:
-                ends[i - 1] = ends[i]
-                del starts[i], ends[i]
-        elif i < len(starts) and starts[i] == e:
-            starts[i] = s
-        else:
-            starts.insert(i, s)
-            ends.insert(i, e)
-        return e
-
-    def prune(self, before: int) -> None:
-        """Forget intervals that ended before ``before`` (no booking can reach them)."""
-        k = bisect_right(self.ends, before)
-        if k > 64:
-            del self.starts[:k], self.ends[:k]
-
-    @property
-    def busy_until(self) -> int:
-        return self.ends[-1] if self.ends else 0
 
 
 class DetailedModel:
@@ -106,9 +46,9 @@ class DetailedModel:
     def __init__(self, target: FlashTarget) -> None:
         self.t = target
         cfg = target.cfg
-        record = target.dies.spans is not None
-        self.dies = [GapLane(record) for _ in range(cfg.dies)]
-        self.channels = [GapLane(record) for _ in range(cfg.channels)]
+        assert isinstance(target.dies, GapBank) and isinstance(target.channels, GapBank)
+        self.dies: GapBank = target.dies
+        self.channels: GapBank = target.channels
         self.link_rd: Timeline = target.link_rd
         self.link_wr: Timeline = target.link_wr
         self.queues: list[deque[int]] = [deque(maxlen=cfg.die_queue_depth)
@@ -130,22 +70,10 @@ class DetailedModel:
         self.queues[die].append(end)
 
     def _die_book(self, die: int, t: int, dur: int) -> int:
-        end = self.dies[die].book(t, dur)
-        bank = self.t.dies
-        bank.busy_ps[die] += dur
-        bank.count[die] += 1
-        if end > bank.busy_until[die]:
-            bank.busy_until[die] = end
-        return end
+        return self.dies.reserve1(die, t, dur)
 
     def _ch_book(self, ch: int, t: int, dur: int) -> int:
-        end = self.channels[ch].book(t, dur)
-        bank = self.t.channels
-        bank.busy_ps[ch] += dur
-        bank.count[ch] += 1
-        if end > bank.busy_until[ch]:
-            bank.busy_until[ch] = end
-        return end
+        return self.channels.reserve1(ch, t, dur)
 
     def _ops(self, ppns: np.ndarray) -> list[tuple[int, list[int]]]:
         """Commands as (die, page indices), at most one page per plane each, ordered
@@ -183,10 +111,8 @@ class DetailedModel:
         self._calls += 1
         if self._calls % 256 == 0:
             now = self.t.now
-            for lane in self.dies:
-                lane.prune(now)
-            for lane in self.channels:
-                lane.prune(now)
+            self.dies.prune(now)
+            self.channels.prune(now)
         if tr.op is Op.READ:
             return self._read(tr.address, tr.nbytes, earliest)
         return self._write(tr.address, tr.nbytes, earliest)

@@ -1,12 +1,20 @@
-"""A bank of busy-until timelines (``tmhw.sim.Timeline``) held in numpy arrays.
+"""Banks of busy resources: the flash dies and channels.
 
-An SSD has hundreds of dies; booking a 2 MiB chunk touches a hundred of them. A
-``LaneBank`` books many distinct lanes in one vectorised step, and one lane in scalar
-arithmetic, with exactly ``Timeline.reserve``'s semantics: a reservation starts at
-``max(earliest, busy_until)`` and lasts ``duration``; lanes never overlap themselves.
+``LaneBank`` holds busy-until timelines (``tmhw.sim.Timeline``) in numpy arrays. An SSD
+has hundreds of dies and booking a 2 MiB chunk touches a hundred of them, so it books
+many distinct lanes in one vectorised step (and one lane in scalar arithmetic) with
+``Timeline.reserve``'s semantics: a reservation starts at ``max(earliest, busy_until)``.
+
+``GapBank`` keeps each lane's bookings as sorted disjoint intervals instead, so a
+booking takes the earliest idle interval long enough for it. A loosely timed model books
+a read's data-out at the end of its tR, in the future; on a FIFO lane that would keep
+every other die's earlier transfer off the channel until then. Lanes of either kind
+never overlap themselves.
 """
 
 from __future__ import annotations
+
+from bisect import bisect_right
 
 import numpy as np
 import numpy.typing as npt
@@ -56,6 +64,108 @@ class LaneBank:
             for i, s, e in zip(idx.tolist(), start.tolist(), end.tolist(), strict=True):
                 self.spans[i].append((s, e))
         return end
+
+    def report(self, i: int, elapsed: int) -> dict[str, float | int]:
+        busy = int(self.busy_ps[i])
+        return {"busy_ps": busy, "count": int(self.count[i]),
+                "utilization": round(busy / elapsed, 9) if elapsed > 0 else 0.0}
+
+
+class GapLane:
+    """One resource that serves one thing at a time, with bookings kept as sorted
+    disjoint busy intervals so a later booking can use an earlier idle gap."""
+
+    __slots__ = ("starts", "ends", "busy_ps", "count", "spans")
+
+    def __init__(self, record: bool = False) -> None:
+        self.starts: list[int] = []
+        self.ends: list[int] = []
+        self.busy_ps = 0
+        self.count = 0
+        self.spans: list[tuple[int, int]] | None = [] if record else None
+
+    def fit(self, t: int, dur: int) -> int:
+        """Earliest start >= ``t`` of an idle interval of length ``dur``."""
+        starts, ends = self.starts, self.ends
+        i = bisect_right(ends, t)
+        s = t
+        n = len(starts)
+        while i < n and starts[i] < s + dur:
+            if ends[i] > s:
+                s = ends[i]
+            i += 1
+        return s
+
+    def book(self, t: int, dur: int) -> int:
+        """Reserve ``dur`` at the earliest fit no earlier than ``t``; return the end."""
+        s = self.fit(t, dur)
+        e = s + dur
+        self.busy_ps += dur
+        self.count += 1
+        if self.spans is not None:
+            self.spans.append((s, e))
+        if dur == 0:
+            return e
+        starts, ends = self.starts, self.ends
+        i = bisect_right(ends, s)  # first interval ending after s: we go before it
+        if i > 0 and ends[i - 1] == s:
+            ends[i - 1] = e
+            if i < len(starts) and starts[i] == e:
+                ends[i - 1] = ends[i]
+                del starts[i], ends[i]
+        elif i < len(starts) and starts[i] == e:
+            starts[i] = s
+        else:
+            starts.insert(i, s)
+            ends.insert(i, e)
+        return e
+
+    def prune(self, before: int) -> None:
+        """Forget intervals that ended before ``before`` (no booking can reach them)."""
+        k = bisect_right(self.ends, before)
+        if k > 64:
+            del self.starts[:k], self.ends[:k]
+
+    @property
+    def busy_until(self) -> int:
+        return self.ends[-1] if self.ends else 0
+
+
+class GapBank:
+    """``n`` gap-filling lanes with ``LaneBank``'s interface."""
+
+    def __init__(self, prefix: str, n: int, record: bool = False) -> None:
+        self.prefix = prefix
+        self.lanes = [GapLane(record) for _ in range(n)]
+        self.busy_ps = np.zeros(n, dtype=np.int64)
+        self.count = np.zeros(n, dtype=np.int64)
+        self.spans: list[list[tuple[int, int]]] | None = (
+            [lane.spans for lane in self.lanes]  # type: ignore[misc]
+            if record else None)
+
+    def __len__(self) -> int:
+        return len(self.lanes)
+
+    @property
+    def busy_until(self) -> I64:
+        return np.array([lane.busy_until for lane in self.lanes], dtype=np.int64)
+
+    def start_time(self, i: int, earliest: int) -> int:
+        return self.lanes[i].fit(earliest, 0)
+
+    def reserve1(self, i: int, earliest: int, duration: int) -> int:
+        self.busy_ps[i] += duration
+        self.count[i] += 1
+        return self.lanes[i].book(earliest, duration)
+
+    def reserve(self, idx: I64, earliest: I64, duration: I64) -> I64:
+        return np.array([self.reserve1(i, e, d) for i, e, d in
+                         zip(idx.tolist(), earliest.tolist(), duration.tolist(), strict=True)],
+                        dtype=np.int64)
+
+    def prune(self, before: int) -> None:
+        for lane in self.lanes:
+            lane.prune(before)
 
     def report(self, i: int, elapsed: int) -> dict[str, float | int]:
         busy = int(self.busy_ps[i])

@@ -37,7 +37,7 @@ import simpy
 
 from flash.config import FlashConfig
 from flash.ftl import FTL, GcJob
-from flash.lanes import LaneBank
+from flash.lanes import GapBank, LaneBank
 from tmhw.sim import Component, EnergyMeter, EnergyTable, Op, Timeline, TmhwError, Transfer
 from tmhw.sim.trace import Tracer
 from tmhw.sim.units import S
@@ -64,8 +64,12 @@ class FlashTarget(Component):
         self.seed = seed
         self.ftl = FTL(cfg)
         self.ftl.precondition(precondition)
-        self.dies = LaneBank("die", cfg.dies, record)
-        self.channels = LaneBank("ch", cfg.channels, record)
+        # Dies serve their commands in order in the fast model; the detailed one lets a
+        # command use an idle gap. Channels fill gaps in both (see flash.lanes).
+        self.dies: LaneBank | GapBank = (GapBank("die", cfg.dies, record)
+                                         if model == "detailed"
+                                         else LaneBank("die", cfg.dies, record))
+        self.channels = GapBank("ch", cfg.channels, record)
         self.link_rd = Timeline("link_rd", record)
         self.link_wr = Timeline("link_wr", record)
         self.energy = EnergyMeter(EnergyTable(
