@@ -12,7 +12,8 @@ one command at a time at the earliest legal clock edge:
 - Page policy: ``open`` leaves rows open; ``closed`` issues RDA/WRA when no queued
   request hits the same row.
 - Refresh: all-bank (PREA then REF every tREFI, staggered over units and ranks) or
-  per-bank (PRE then REFPB of the next bank every tREFI / banks, other banks go on).
+  per-bank (every tREFI / banks, PRE then REFPB of a bank not yet refreshed this round,
+  preferring one no queued request needs; other banks go on).
 
 Timing comes from ``dram/timing.py``'s rules, kept forward as next-allowed times per
 bank, bank group, rank and unit. The controller steps from command to command (no
@@ -98,7 +99,10 @@ class UnitController:
         self.ref_due = [ref_phase(c, unit, r) for r in range(c.ranks)]
         self.ref_period_pb = c.t_refi // nb
         self.ref_due_pb = ref_phase(c, unit)
-        self.ref_bank = 0
+        #: Banks refreshed in this tREFI round, and the bank chosen for the pending REFPB.
+        self.pb_done: set[int] = set()
+        self.ref_target = -1
+        self.last_cas = [-1] * nb
         self.log: list[Command] | None = [] if log else None
         # Statistics.
         self.counts = [0] * _NK
@@ -214,7 +218,9 @@ class UnitController:
                 next_ref = min(next_ref, due)
         elif self.mode == "per-bank":
             if self.ref_due_pb <= t:
-                rb = self.ref_bank
+                if self.ref_target < 0:
+                    self.ref_target = self._pick_refresh_bank()
+                rb = self.ref_target
                 kind = _PRE if self.open_row[rb] >= 0 else _REFPB
                 best_e = max(t, self.earliest(kind, rb))
                 best_kind, best_bank, best_prio = kind, rb, (-1, 0)
@@ -292,6 +298,7 @@ class UnitController:
                 self.n_rq -= 1
                 self.bursts_read += 1
             row = burst.row
+            self.last_cas[bank] = t
             if c.page_policy == "closed" and not self._queued_hit(bank, row):
                 kind = _WRA if write else _RDA
                 self._close(r, t)
@@ -320,11 +327,28 @@ class UnitController:
             self.ref_due[r] += c.t_refi
         elif kind == _REFPB:
             self.ref_due_pb += self.ref_period_pb
-            self.ref_bank = (self.ref_bank + 1) % self.nb
+            self.pb_done.add(bank)
+            if len(self.pb_done) == self.nb:
+                self.pb_done.clear()
+            self.ref_target = -1
         self.counts[kind] += 1
         self._apply(kind, bank, t)
         if self.log is not None:
             self.log.append(Command(t, Cmd(kind), r, self.bg_of[bank], bank, row))
+
+    def _pick_refresh_bank(self) -> int:
+        """The bank to refresh next (JEDEC lets the controller choose the order within a
+        round): one not yet refreshed this round, preferring a bank no queued request
+        needs and, among those, the one accessed most recently, which traffic that has
+        moved on will need last."""
+        best, best_key = -1, (9, -_INF)
+        for b in range(self.nb):
+            if b in self.pb_done:
+                continue
+            key = (1 if (b in self.rq or b in self.wq) else 0, -self.last_cas[b])
+            if key < best_key:
+                best, best_key = b, key
+        return best
 
     def _close(self, rank: int, t: int) -> None:
         self.n_open[rank] -= 1
