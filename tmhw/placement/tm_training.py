@@ -198,39 +198,98 @@ class Planner:
         return begin >= float(self.start2[min(g.free_op, 2 * self.n - 1)])
 
     def plan(self) -> None:
-        """Evict gaps until every op fits, then split the evicted gaps whose prefetch
-        cannot be hidden, as far as the capacity left over allows."""
+        """Choose what leaves HBM in each gap (``_select``), schedule the prefetches,
+        then split the evicted gaps whose prefetch cannot be hidden, as far as the
+        capacity left over allows."""
         for g in self.gaps:
             g.split, g.evicted, g.lead_ps = 0.0, False, 0
-        window = np.array([float(self.start2[g.b] - self.end2[g.a]) for g in self.gaps])
-        pages = np.array([g.pages for g in self.gaps], dtype=float)
-        moved = pages * np.array([2.0 if g.dirty else 1.0 for g in self.gaps])
-        # Gaps whose round trip hides behind compute first, then by idle time x bytes
-        # per byte moved: evicting them frees the most capacity for the least traffic.
-        feasible = np.array([self.hidden(g) for g in self.gaps], dtype=bool)
-        score = window * pages / np.maximum(moved, 1.0)
-        order = np.lexsort((-score, ~feasible))
         # Resident data is planned against the capacity less a reserve for prefetches in
         # flight; the DMA engine enforces the whole capacity at every instant (it books
         # a prefetch only into free space), so contention shows as stall, not overflow.
         cap = int(self.cap * (1.0 - PREFETCH_RESERVE))
-        occ = self.occupancy(in_flight=False)
-        over = occ > cap
-        for i in order:
-            if not over.any():
-                break
-            g = self.gaps[int(i)]
+        for gi, pages in self._select(cap).items():
+            g = self.gaps[gi]
             g.evicted = True
-            self._set_free(g)
-            self.schedule_one(g)
-            lo, hi = g.free_op, g.b
-            if hi <= lo or not self._covers(over, lo, hi):
-                g.evicted = False
-                continue
-            occ = occ - self._window_mask(lo, hi) * g.pages
-            over = occ > cap
+            g.split = 1.0 - min(pages, g.pages) / g.pages
+        self.schedule()
         if self.ctx.split:
             self._split(self.occupancy())
+
+    def _select(self, cap: int) -> dict[int, int]:
+        """Pages to evict in each gap, from a replay of the op sequence with the future
+        known (Belady's MIN, weighted by cost): whenever an op's operands do not fit,
+        the pages whose next use is furthest away per byte they cost to move (a dirty
+        page costs a write-back and a fetch, a clean one a fetch) leave first, and only
+        as many as are needed, so a tensor may keep its head resident over a gap.
+        Three iterations are replayed so that the middle one is in steady state; its
+        decisions are the plan. Returns {gap index: pages evicted}."""
+        wl, n = self.wl, self.n
+        nt = len(wl.tensors)
+        npages = np.array([t.npages for t in wl.tensors], dtype=np.int64)
+        persistent = np.array([t.kind.persistent for t in wl.tensors], dtype=bool)
+        pinned = np.array([t.kind == Kind.INPUT for t in wl.tensors], dtype=bool)
+        uses = [np.array([u for u, _ in us], dtype=np.int64) for us in wl.uses()]
+        index = {(g.tensor, g.a, g.b): i for i, g in enumerate(self.gaps)}
+        inf = np.int64(1) << 60
+        resident = np.where(pinned, npages, 0)
+        dirty = np.zeros(nt, dtype=bool)
+        next_use = np.full(nt, inf, dtype=np.int64)
+        prev_use = np.full(nt, -1, dtype=np.int64)
+        for t in range(nt):
+            if len(uses[t]):
+                next_use[t] = uses[t][0]
+        evicted: dict[tuple[int, int], int] = {}
+        for it in range(3):
+            for i, op in enumerate(wl.ops):
+                u = it * n + i
+                ts = list(op.tensors)
+                need = int((npages[ts] - resident[ts]).sum())
+                free = cap - int(resident.sum())
+                if need > free:
+                    short = need - free
+                    mask = resident > 0
+                    mask[ts] = False
+                    mask &= ~pinned
+                    cand = np.flatnonzero(mask)
+                    cost = np.where(dirty[cand], 2.0, 1.0)
+                    score = (next_use[cand] - u).astype(float) / cost
+                    for t in cand[np.argsort(-score, kind="stable")]:
+                        take = int(min(resident[t], short))
+                        resident[t] -= take
+                        short -= take
+                        if resident[t] == 0:
+                            dirty[t] = False
+                        if it == 1 and prev_use[t] >= 0 and next_use[t] < inf:
+                            key = (int(t), int(prev_use[t]))
+                            evicted[key] = evicted.get(key, 0) + take
+                        if short <= 0:
+                            break
+                resident[ts] = npages[ts]
+                dirty[list(op.writes)] = True
+                base = it * n
+                for t in ts:
+                    prev_use[t] = u
+                    k = int(np.searchsorted(uses[t], i, side="right"))
+                    if k < len(uses[t]):
+                        next_use[t] = base + uses[t][k]
+                    elif persistent[t]:
+                        next_use[t] = base + n + uses[t][0]
+                    else:
+                        # Dead until the next iteration writes it afresh.
+                        resident[t] = 0
+                        dirty[t] = False
+                        next_use[t] = base + n + uses[t][0]
+                        prev_use[t] = -1
+        out: dict[int, int] = {}
+        for (t, a_u), pages in evicted.items():
+            shift = (a_u // n) * n
+            a = a_u - shift
+            k = int(np.searchsorted(uses[t], a, side="right"))
+            b = int(uses[t][k]) if k < len(uses[t]) else n + int(uses[t][0])
+            gi = index.get((t, a, b))
+            if gi is not None:
+                out[gi] = max(out.get(gi, 0), pages)
+        return out
 
     def _split(self, occ: np.ndarray) -> np.ndarray:
         """Keep the head of an evicted gap resident when its fetch cannot be hidden, so
@@ -252,8 +311,8 @@ class Planner:
             # (1 - s) * P * per_page <= avail + s * dur_b
             need = (g.pages * per_page - avail) / (g.pages * per_page + dur_b)
             s_needed = float(min(max(need, 0.0), MAX_SPLIT))
-            keep = min(int(np.ceil(s_needed * g.pages)), room)
-            if keep <= 0:
+            keep = min(int(np.ceil(s_needed * g.pages)), g.kept_pages() + room)
+            if keep <= g.kept_pages():
                 continue
             g.split = keep / g.pages
             self._set_free(g)
