@@ -361,11 +361,12 @@ class FTL:
     # -- allocation --------------------------------------------------------------------
     def _take_free(self, plane: int) -> int:
         heap = self.free_heap[plane]
-        if heap:
-            _, blk = heapq.heappop(heap)
-        elif self.fresh_next[plane] < self.bpp:
+        if self.fresh_next[plane] < self.bpp:
+            # never-used blocks have no wear: the least worn there is
             blk = plane * self.bpp + self.fresh_next[plane]
             self.fresh_next[plane] += 1
+        elif heap:
+            _, blk = heapq.heappop(heap)
         else:
             raise TmhwError(f"flash: plane {plane} has no free block left (device worn out "
                             f"or logical space over-full)")

@@ -114,3 +114,65 @@ def line_plot(xs: Sequence[float], series: dict[str, Sequence[float]], stem: str
     if title:
         ax.set_title(title)
     return _save(fig, Path(stem))
+
+
+def line_panels(xs: Sequence[float], panels: dict[str, dict[str, Sequence[float]]],
+                stem: str | Path, xlabel: str, title: str = "", logx: bool = False,
+                xticklabels: Sequence[str] | None = None) -> list[Path]:
+    """One small line plot per panel (panel title -> series name -> ys, NaN for a gap),
+    sharing the x axis: sweep curves of several figures side by side."""
+    n = max(1, len(panels))
+    cols = min(3, n)
+    rows = -(-n // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.2 * rows), squeeze=False)
+    for ax, (ptitle, series) in zip(axes.flat, panels.items(), strict=False):
+        for name, ys in series.items():
+            ax.plot(xs, ys, marker="o", ms=3, label=name)
+        ax.set_title(ptitle, fontsize=9)
+        ax.set_xlabel(xlabel, fontsize=8)
+        if logx:
+            ax.set_xscale("log")
+        if xticklabels is not None:
+            ax.set_xticks(list(xs))
+            ax.set_xticklabels(xticklabels, fontsize=7)
+        ax.tick_params(labelsize=7)
+    for ax in list(axes.flat)[n:]:
+        ax.set_visible(False)
+    handles, labels = axes.flat[0].get_legend_handles_labels()
+    if handles:
+        fig.legend(handles, labels, loc="lower center", ncol=min(7, len(labels)),
+                   fontsize=8, bbox_to_anchor=(0.5, -0.02))
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout(rect=(0, 0.06, 1, 1))
+    return _save(fig, Path(stem))
+
+
+def bar_panels(panels: dict[str, tuple[Sequence[str], dict[str, Sequence[float]]]],
+               stem: str | Path, ylabel: str, title: str = "") -> list[Path]:
+    """Grouped bars in several panels: panel title -> (categories, series -> values)."""
+    n = max(1, len(panels))
+    cols = min(2, n)
+    rows = -(-n // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(5.5 * cols, 3.4 * rows), squeeze=False)
+    for ax, (ptitle, (cats, series)) in zip(axes.flat, panels.items(), strict=False):
+        k = max(1, len(series))
+        width = 0.8 / k
+        for j, (name, vals) in enumerate(series.items()):
+            xs = [i + (j - (k - 1) / 2) * width for i in range(len(cats))]
+            ax.bar(xs, vals, width=width, label=name)
+        ax.set_xticks(range(len(cats)))
+        ax.set_xticklabels(cats, fontsize=7)
+        ax.set_title(ptitle, fontsize=9)
+        ax.set_ylabel(ylabel, fontsize=8)
+        ax.tick_params(labelsize=7)
+    for ax in list(axes.flat)[n:]:
+        ax.set_visible(False)
+    handles, labels = axes.flat[0].get_legend_handles_labels()
+    if handles:
+        fig.legend(handles, labels, loc="lower center", ncol=min(7, len(labels)),
+                   fontsize=8, bbox_to_anchor=(0.5, -0.02))
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout(rect=(0, 0.06, 1, 1))
+    return _save(fig, Path(stem))

@@ -11,17 +11,19 @@ is known from one profiled iteration (``ctx.op_start_ps``/``op_end_ps``). The pl
    iteration to the first use of the next) are the candidates for living on flash.
    A gap shorter than the flash round trip it would cost (write-back of dirty bytes +
    fetch) cannot pay off and stays in HBM.
-2. **Static placement.** Starting from everything resident, gaps are evicted, longest
-   and largest first (score: idle time x bytes / bytes moved), wherever they cover an
-   op whose HBM occupancy is over capacity, until no op is. Occupancy counts in-flight
-   prefetches from their release to their deadline, so the capacity is a hard limit at
-   every instant of the plan.
-3. **Prefetch timing.** All prefetches share the flash -> HBM bandwidth: they are
-   scheduled as late as possible backward from their deadlines (the start of the op that
-   needs them) on one server whose rate is the read bandwidth net of the time
-   write-backs take; each is released at the last op that starts before its scheduled
-   begin. Evicting a gap makes its bytes leave after the use and come back before the
-   next; steps 2-3 repeat until the occupancy with the real release points fits.
+2. **Static placement.** The iteration is replayed with its future known: whenever an
+   op's operands do not fit in HBM (less a reserve for prefetches in flight), the pages
+   whose next use is furthest away per byte they cost to move leave first (Belady's MIN
+   weighted by cost: a dirty page costs a write-back and a fetch, a clean one a fetch),
+   and only as many as needed, so a tensor may keep its head resident over a gap. The
+   replay runs three iterations; the steady-state middle one gives the plan, including
+   the wrap-around gaps (what is resident when an iteration starts).
+3. **Prefetch timing.** Each evicted gap's prefetch is released at the last op that
+   starts before ``deadline - bytes / fetch bandwidth`` (the deadline is the start of the
+   op that needs it), never before its pages have left; the DMA engine queues released
+   prefetches by deadline, and the lateness their contention causes is what the timing
+   monitor measures. A fetch that cannot be hidden in its gap at all is released with
+   the op that needs it, keeping the capacity free until then.
 4. **Data splitting.** A gap whose prefetch cannot fit between the eviction and the
    deadline is split at a page boundary: the head fraction stays in HBM, the tail
    streams from flash. The op consumes the tensor in order, so the streamed tail is
