@@ -1,0 +1,240 @@
+"""The DMA engine over two fake memory tiers: a bounded number of events per chunk, HBM
+capacity never exceeded, every request completed, and urgent requests booked first.
+
+The tiers are FIFO ports at a fixed bandwidth plus a fixed latency, so every booking is
+visible in their logs and the engine is the only thing under test."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Generator
+from typing import Any
+
+import numpy as np
+import pytest
+import simpy
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tmhw.config import DmaConfig, LinkConfig
+from tmhw.dma import FETCH, WRITEBACK, DmaEngine, DmaRequest
+from tmhw.residency import Residency
+from tmhw.sim.component import Component
+from tmhw.sim.env import Environment
+from tmhw.sim.timeline import Timeline
+from tmhw.sim.transfer import MemoryTarget, Op, Transfer
+from tmhw.sim.units import NS, US, KiB, transfer_ps
+
+PAGE = 4 * KiB
+
+
+class FakeTier(Component):
+    """One FIFO port: ``nbytes / bandwidth`` of occupancy, then a fixed latency."""
+
+    def __init__(self, env: simpy.Environment, name: str, parent: Component,
+                 bandwidth: float, latency: int) -> None:
+        super().__init__(env, name, parent)
+        self.port = Timeline(name)
+        self.bandwidth = bandwidth
+        self.latency = latency
+        #: (time of booking, op, address, nbytes, tag, completion)
+        self.log: list[tuple[int, Op, int, int, str, int]] = []
+
+    def transport(self, t: Transfer, earliest: int) -> int:
+        end = self.port.reserve(earliest, transfer_ps(t.nbytes, self.bandwidth)) + self.latency
+        self.log.append((self.now, t.op, t.address, t.nbytes, t.tag, end))
+        return end
+
+    def peak_bandwidth(self) -> float:
+        return self.bandwidth
+
+
+class CheckedResidency(Residency):
+    """Checks the capacity invariant after every allocation the engine makes."""
+
+    def __init__(self, npages: int, capacity_pages: int, page_size: int) -> None:
+        super().__init__(npages, capacity_pages, page_size)
+        self.first_ready = np.full(npages, -1, dtype=np.int64)
+
+    def hold(self, pages: np.ndarray | slice, ready: int | np.ndarray, now: int) -> int:
+        n = super().hold(pages, ready, now)
+        self.check()
+        fresh = self.first_ready[pages] < 0
+        self.first_ready[pages] = np.where(fresh, self.ready_at[pages], self.first_ready[pages])
+        return n
+
+
+class Rig:
+    def __init__(self, npages: int, capacity: int, chunk_bytes: int = 64 * KiB,
+                 outstanding: int = 8) -> None:
+        self.env = Environment()
+        self.root = Component(self.env, "system")
+        self.hbm = FakeTier(self.env, "hbm", self.root, 200e9, 100 * NS)
+        self.flash = FakeTier(self.env, "flash", self.root, 7e9, 60 * US)
+        assert isinstance(self.hbm, MemoryTarget) and isinstance(self.flash, MemoryTarget)
+        self.res = CheckedResidency(npages, capacity, PAGE)
+        self.dma = DmaEngine(self.env, "dma", self.root,
+                             DmaConfig(chunk_bytes=chunk_bytes, max_outstanding=outstanding),
+                             LinkConfig(), self.hbm, self.flash, self.res, PAGE)
+        self.root.elaborate()
+        self.root.start()
+
+    def fetch(self, p0: int, p1: int, tag: str, deadline: int = 0,
+              urgent: bool = False) -> DmaRequest:
+        return self.dma.submit(DmaRequest(FETCH, p0, p1, deadline, tag, urgent=urgent))
+
+    def booking_order(self) -> list[str]:
+        """Tags of the flash reads in the order the engine booked them."""
+        return [tag for _, op, _, _, tag, _ in self.flash.log if op == Op.READ]
+
+
+def _runs(tags: list[str]) -> list[str]:
+    """Consecutive duplicates collapsed: the order in which requests were served."""
+    return [t for i, t in enumerate(tags) if i == 0 or tags[i - 1] != t]
+
+
+# -- events per chunk --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("outstanding", [2, 8, 16, 64])
+@pytest.mark.parametrize("nreq,pages_each", [(1, 4096), (4, 1024), (16, 100)])
+def test_events_per_chunk_are_bounded_by_one_sleep_per_half_window(
+        outstanding: int, nreq: int, pages_each: int) -> None:
+    """The engine books a window of chunks per wake-up and sleeps until half of them
+    have drained. So, for requests queued at time 0 with HBM room for all:
+
+    - wake-ups <= ceil(chunks / half) + requests (a request that ends mid-window starts
+      the next window early), half = max_outstanding // 2;
+    - each sleep costs two events: its timeout and the condition joining it with the
+      kick event;
+    - plus one event per request (its ``booked`` event), the kick, and the engine's start.
+    """
+    rig = Rig(nreq * pages_each, nreq * pages_each, outstanding=outstanding)
+    reqs = [rig.fetch(i * pages_each, (i + 1) * pages_each, f"t{i}", deadline=i)
+            for i in range(nreq)]
+    rig.env.run()
+    chunk_pages = rig.dma.chunk_pages
+    chunks = sum(math.ceil(pages_each / chunk_pages) for _ in reqs)
+    assert rig.dma.chunks.value == chunks
+    half = max(1, outstanding // 2)
+    wakeups = math.ceil(chunks / half) + nreq
+    assert rig.dma.wakeups.value <= wakeups
+    assert rig.env.events <= 2 * wakeups + nreq + 2
+    # With long requests that is about 4 / max_outstanding events per chunk.
+    if nreq == 1:
+        assert rig.env.events / chunks <= 4 / outstanding + 4 / chunks
+
+
+def test_event_budget_does_not_grow_with_chunk_size() -> None:
+    """The same bytes in 16x smaller chunks cost about 16x the events, not more: no
+    per-page or per-byte events hide in a chunk."""
+    big, small = Rig(4096, 4096, chunk_bytes=1024 * KiB), Rig(4096, 4096, chunk_bytes=64 * KiB)
+    for rig in (big, small):
+        rig.fetch(0, 4096, "w")
+        rig.env.run()
+    assert small.dma.chunks.value == 16 * big.dma.chunks.value
+    assert small.env.events <= 16 * big.env.events
+
+
+# -- capacity, completion, conservation ---------------------------------------------------
+
+requests = st.lists(st.tuples(st.integers(1, 96), st.booleans(), st.integers(0, 20)),
+                    min_size=1, max_size=10)
+
+
+def _drain(rig: Rig, every: int, stop: simpy.Event) -> Generator[simpy.Event, Any, None]:
+    """The consumer: frees every page whose copy is complete, then wakes the engine."""
+    res = rig.res
+    while not stop.triggered:
+        yield rig.env.timeout(every)
+        now = int(rig.env.now)
+        done = np.flatnonzero(res.in_hbm & (res.ready_at <= now))
+        if len(done):
+            res.release(done, now)
+            rig.dma.kick()
+
+
+@settings(max_examples=40, deadline=None)
+@given(requests, st.integers(16, 128), st.sampled_from([2, 4, 16]))
+def test_fetches_never_exceed_hbm_capacity_and_every_request_completes(
+        spec: list[tuple[int, bool, int]], capacity: int, outstanding: int) -> None:
+    sizes = [min(n, capacity) for n, _, _ in spec]
+    npages = sum(sizes)
+    rig = Rig(npages, capacity, chunk_bytes=16 * KiB, outstanding=outstanding)
+    reqs, p = [], 0
+    for (_, urgent, deadline), n in zip(spec, sizes, strict=True):
+        reqs.append(rig.fetch(p, p + n, f"r{len(reqs)}", deadline, urgent))
+        p += n
+    booked = [r.booked for r in reqs]
+    stop = rig.env.all_of(booked)           # type: ignore[arg-type]
+    rig.env.process(_drain(rig, 20 * US, stop))
+    rig.env.run(until=stop)
+    rig.res.check()
+    assert rig.res.level.peak <= capacity * PAGE
+    for r in reqs:
+        assert r.booked is not None and r.booked.triggered
+        assert r.booked.value == r.end_ps
+        assert r.pages_moved == r.p1 - r.p0          # disjoint ranges: every page moved
+        assert r.end_ps >= r.submitted_ps
+    # Bytes conserved: what left flash is what entered HBM is what the engine counted.
+    reads = sum(nb for _, op, _, nb, _, _ in rig.flash.log if op == Op.READ)
+    writes = sum(nb for _, op, _, nb, _, _ in rig.hbm.log if op == Op.WRITE)
+    assert reads == writes == rig.dma.bytes[FETCH].value == npages * PAGE
+    # A request completes no earlier than its last flash read and its last HBM write,
+    # and each page is ready in HBM by then.
+    for r in reqs:
+        mine = [e for log in (rig.flash.log, rig.hbm.log) for *_, tag, e in log
+                if tag == r.tag]
+        assert r.end_ps >= max(mine)
+        assert r.end_ps >= max(e for *_, tag, e in rig.flash.log if tag == r.tag) \
+            + rig.dma.link_cfg.latency_ps
+        ready = rig.res.first_ready[r.p0:r.p1]
+        assert (ready >= 0).all() and (ready <= r.end_ps).all()
+
+
+def test_writeback_frees_hbm_only_when_the_flash_write_completes() -> None:
+    rig = Rig(64, 64)
+    res = rig.res
+    res.hold(slice(0, 64), 0, 0)
+    res.live[:] = True
+    req = rig.dma.submit(DmaRequest(WRITEBACK, 0, 64, 0, "grad"))
+    rig.env.run(until=req.booked)
+    end = req.end_ps
+    assert not res.in_hbm.any() and res.in_flash.all()
+    assert res.free_pages(end - 1) < 64 <= res.free_pages(end)
+    writes = sum(nb for _, op, _, nb, _, _ in rig.flash.log if op == Op.WRITE)
+    assert writes == rig.dma.bytes[WRITEBACK].value == 64 * PAGE
+    res.check()
+
+
+# -- priorities --------------------------------------------------------------------------
+
+
+def test_urgent_request_is_booked_before_queued_non_urgent_ones() -> None:
+    rig = Rig(3 * 256, 3 * 256, outstanding=4)
+    rig.fetch(0, 256, "late", deadline=3)
+    rig.fetch(256, 512, "early", deadline=1)
+    rig.fetch(512, 768, "fault", deadline=9, urgent=True)
+    rig.env.run()
+    # Urgent first whatever its deadline, then the non-urgent ones by deadline.
+    assert _runs(rig.booking_order()) == ["fault", "early", "late"]
+
+
+def test_urgent_request_overtakes_one_already_being_booked() -> None:
+    rig = Rig(2048 + 64, 2048 + 64, outstanding=4)
+    rig.fetch(0, 2048, "prefetch", deadline=5)
+    t_fault = 1_234_567
+
+    def fault() -> Generator[simpy.Event, Any, None]:
+        yield rig.env.timeout(t_fault)
+        rig.fetch(2048, 2048 + 64, "fault", deadline=2, urgent=True)
+
+    rig.env.process(fault())
+    rig.env.run()
+    after = [tag for t, op, _, _, tag, _ in rig.flash.log if op == Op.READ and t >= t_fault]
+    before = [tag for t, op, _, _, tag, _ in rig.flash.log if op == Op.READ and t < t_fault]
+    assert before and set(before) == {"prefetch"}
+    assert "prefetch" in after                      # the prefetch was not finished
+    assert _runs(after) == ["fault", "prefetch"]    # the fault went ahead of its remainder
+    # ...and it was booked at the instant it arrived, not after the engine's nap.
+    assert min(t for t, op, _, _, tag, _ in rig.flash.log if tag == "fault") == t_fault
