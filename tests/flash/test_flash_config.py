@@ -9,7 +9,7 @@ import pytest
 from flash import PRESETS, FlashConfig
 from flash.config import OnfiTiming
 from tmhw.sim import ConfigError
-from tmhw.sim.units import KiB, NS, US
+from tmhw.sim.units import NS, US, KiB
 
 
 @pytest.mark.parametrize("name", sorted(PRESETS))

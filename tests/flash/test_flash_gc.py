@@ -4,11 +4,10 @@ its absence for sequential overwrites."""
 from __future__ import annotations
 
 import pytest
+from flash_devices import small
 
 from flash.bench import run_bench
 from tmhw.sim.units import KiB
-
-from flash_devices import small
 
 WRITES = 20_000  # 16 KiB pages: 0.7 x the small device's 29,184 logical pages
 

@@ -4,12 +4,11 @@ sequential and random reads and writes (and the mix), on the presets' timing."""
 from __future__ import annotations
 
 import pytest
+from flash_devices import small
 
 from flash import PRESETS
 from flash.bench import run_bench
 from tmhw.sim.units import KiB, MiB
-
-from flash_devices import small
 
 CASES = [
     ("seqread", 2 * MiB, 8, 150),

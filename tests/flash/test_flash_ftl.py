@@ -1,0 +1,193 @@
+"""The FTL's functional state: a stateful model check against a dict, striping, wear
+levelling, bad-block retirement and the memory it holds."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+from flash_devices import small
+from hypothesis import settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
+
+from flash import PRESETS
+from flash.ftl import BAD, FTL, FULL, stripe_planes
+from tmhw.sim import TmhwError
+from tmhw.sim.units import GiB
+
+# 4 planes x 16 blocks x 8 pages, 40% spare: GC runs every few dozen writes.
+TINY = small(channels=2, dies_per_chip=1, blocks_per_plane=16, pages_per_block=8,
+             over_provisioning=0.4, static_wl_threshold=3)
+
+
+class FtlMachine(RuleBasedStateMachine):
+    """Writes, overwrites, trims, reads and forced GC against a shadow of what is
+    mapped: nothing lost or duplicated, valid counts exact, erase counts only grow."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ftl = FTL(TINY)
+        self.n = self.ftl.n_lpn
+        self.shadow: set[int] = set()
+        self.erases = self.ftl.erases.copy()
+
+    @initialize(occupancy=st.sampled_from([0.0, 0.3, 0.9]))
+    def fill(self, occupancy: float) -> None:
+        self.ftl.precondition(occupancy)
+        self.shadow = set(range(int(occupancy * self.n)))
+
+    @rule(start=st.integers(0, 10_000), length=st.integers(1, 12))
+    def write_range(self, start: int, length: int) -> None:
+        lo = start % self.n
+        lpns = np.arange(lo, min(lo + length, self.n), dtype=np.int64)
+        ppns, _ = self.ftl.write(lpns)
+        assert np.unique(ppns).size == lpns.size
+        self.shadow.update(lpns.tolist())
+
+    @rule(lpn=st.integers(0, 10_000))
+    def write_one(self, lpn: int) -> None:
+        lpn %= self.n
+        self.ftl.write1(lpn)
+        self.shadow.add(lpn)
+
+    @rule(lpns=st.lists(st.integers(0, 10_000), min_size=2, max_size=10, unique=True))
+    def write_scattered(self, lpns: list[int]) -> None:
+        arr = np.unique(np.array(lpns, dtype=np.int64) % self.n)
+        self.ftl.write(arr)
+        self.shadow.update(arr.tolist())
+
+    @rule(start=st.integers(0, 10_000), length=st.integers(1, 20))
+    def trim(self, start: int, length: int) -> None:
+        lo = start % self.n
+        lpns = np.arange(lo, min(lo + length, self.n), dtype=np.int64)
+        k = self.ftl.trim(lpns)
+        assert k == len(self.shadow.intersection(lpns.tolist()))
+        self.shadow.difference_update(lpns.tolist())
+
+    @rule(lpn=st.integers(0, 10_000))
+    def read(self, lpn: int) -> None:
+        lpn %= self.n
+        ppn = self.ftl.lookup1(lpn)
+        assert (ppn >= 0) == (lpn in self.shadow)
+        if ppn >= 0:
+            block, page = divmod(ppn, self.ftl.ppb)
+            assert self.ftl.p2l(block)[page] == lpn
+            assert self.ftl.state[block] != BAD
+
+    @rule(plane=st.integers(0, TINY.planes - 1))
+    def forced_gc(self, plane: int) -> None:
+        self.ftl.collect(plane, reason="forced")
+
+    @invariant()
+    def consistent(self) -> None:
+        self.ftl.check()
+        mapped = self.ftl.lookup(np.arange(self.n, dtype=np.int64)) >= 0
+        assert set(np.flatnonzero(mapped).tolist()) == self.shadow
+        assert int(self.ftl.valid.sum()) == len(self.shadow)
+        assert (self.ftl.erases >= self.erases).all()
+        self.erases = self.ftl.erases.copy()
+
+
+FtlMachine.TestCase.settings = settings(max_examples=25, stateful_step_count=120,
+                                        deadline=None)
+test_ftl_never_loses_or_duplicates_a_mapping = FtlMachine.TestCase
+
+
+def test_cwdp_stripes_consecutive_pages_over_channels_first() -> None:
+    cfg = PRESETS["990pro"]
+    planes = stripe_planes(cfg)
+    per_ch = cfg.dies_per_channel * cfg.planes_per_die
+    assert (planes[:8] // per_ch).tolist() == list(range(8))       # C fastest
+    assert len(set((planes[:cfg.dies] // cfg.planes_per_die).tolist())) == cfg.dies
+    assert (planes[: cfg.dies] % cfg.planes_per_die == 0).all()    # P slowest
+    assert sorted(planes.tolist()) == list(range(cfg.planes))
+
+
+def test_pcwd_puts_consecutive_pages_on_the_planes_of_one_die() -> None:
+    cfg = dataclasses.replace(PRESETS["990pro"], allocation_order="PCWD")
+    planes = stripe_planes(cfg)
+    assert (planes[:4] // cfg.planes_per_die).tolist() == [0, 0, 0, 0]
+
+
+def test_overwrites_are_programmed_to_fresh_pages_and_invalidate_the_old() -> None:
+    ftl = FTL(TINY)
+    a, _ = ftl.write1(5)
+    b, _ = ftl.write1(5)
+    assert a != b and ftl.lookup1(5) == b
+    assert int(ftl.valid.sum()) == 1
+    assert ftl.p2l(a // ftl.ppb)[a % ftl.ppb] == 5  # the stale copy is still on flash ...
+    assert a not in ftl.valid_pages(a // ftl.ppb)[0].tolist()  # ... but no longer valid
+    ftl.check()
+
+
+def test_blocks_retire_at_the_pe_limit_and_data_survives() -> None:
+    cfg = dataclasses.replace(TINY, pe_limit=6, static_wear_leveling=False)
+    ftl = FTL(cfg)
+    ftl.precondition(0.5)
+    rng = np.random.default_rng(0)
+    n = int(0.5 * ftl.n_lpn)
+    with pytest.raises(TmhwError, match="worn out|nothing is reclaimable|no free block"):
+        for _ in range(100_000):
+            ftl.write1(int(rng.integers(0, n)))
+    assert ftl.bad_blocks > 0
+    assert (ftl.erases[ftl.state == BAD] == cfg.pe_limit).all()
+
+
+def test_static_wear_levelling_bounds_the_erase_spread_under_a_hot_spot() -> None:
+    def spread(static: bool) -> int:
+        cfg = dataclasses.replace(TINY, static_wear_leveling=static, static_wl_threshold=4)
+        ftl = FTL(cfg)
+        ftl.precondition(0.9)  # cold data everywhere ...
+        for i in range(6000):  # ... and a hot set of 8 pages rewritten over and over
+            ftl.write1(i % 8)
+        ftl.check()
+        return int(ftl.erases.max() - ftl.erases.min())
+
+    leveled, unleveled = spread(True), spread(False)
+    assert leveled < unleveled
+    assert leveled <= 4 + 2
+
+
+def test_dynamic_wear_levelling_opens_the_least_worn_free_block() -> None:
+    ftl = FTL(TINY)
+    ftl.erases[:] = 50
+    ftl.erases[3] = 1  # block 3 of plane 0
+    ftl.fresh_next[0] = TINY.blocks_per_plane  # no never-used blocks left
+    for b in range(TINY.blocks_per_plane):
+        ftl._put_free(0, b)
+        ftl.free_count[0] -= 1  # _put_free counts; the plane started full of free blocks
+    assert ftl._take_free(0) == 3
+
+
+def test_full_blocks_are_what_gc_chooses_from() -> None:
+    ftl = FTL(TINY)
+    ftl.precondition(0.9)
+    plane = 0
+    victim = ftl.select_victim(plane)
+    assert victim < 0  # every full block is entirely valid: nothing to gain
+    ftl.write1(0)  # invalidate one page of plane 0's first block
+    assert ftl.select_victim(stripe_planes(TINY)[0]) >= 0
+    assert ftl.state[ftl.select_victim(stripe_planes(TINY)[0])] == FULL
+
+
+def test_ftl_state_grows_with_pages_touched_not_device_capacity() -> None:
+    cfg = PRESETS["990pro"]  # 8 TiB raw, 7.2 TiB logical
+    ftl = FTL(cfg)
+    ftl.precondition(0.9)
+    base = ftl.state_bytes()
+    assert base < 64e6  # per-block arrays: ~20 bytes x 2M blocks
+    pages = GiB // cfg.page_size
+    chunk = 128
+    for lo in range(0, pages, chunk):  # 1 GiB written sequentially, 2 MiB at a time
+        ftl.write(np.arange(10**6 + lo, 10**6 + lo + chunk, dtype=np.int64))
+    seq_growth = ftl.state_bytes() - base
+    assert seq_growth < 16 * pages  # L2P + P2L: 4 + 4 bytes per page, plus slack
+    rng = np.random.default_rng(1)
+    before = ftl.state_bytes()
+    for lpn in rng.integers(0, ftl.n_lpn, 20_000).tolist():
+        ftl.write1(lpn)
+    assert ftl.state_bytes() - before < 200 * 20_000
+    # Extrapolated to a 40 GB working set: well under a few hundred MB.
+    assert base + seq_growth * 40 < 400e6

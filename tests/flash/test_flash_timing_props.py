@@ -1,0 +1,92 @@
+"""Timing properties of both models: no die or channel ever does two things at once,
+nothing completes before it starts, and a transaction costs a bounded number of events."""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from typing import Any
+
+import pytest
+import simpy
+from flash_devices import small
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from flash import PRESETS, FlashTarget
+from flash.bench import run_bench
+from tmhw.sim import Op, Transfer
+from tmhw.sim.units import KiB, MiB
+
+CFG = small(blocks_per_plane=32, pages_per_block=8, over_provisioning=0.2)
+
+requests = st.lists(
+    st.tuples(st.sampled_from([Op.READ, Op.WRITE, Op.WRITE, Op.TRIM]),
+              st.integers(0, CFG.capacity - 1),
+              st.integers(1, 24 * CFG.page_size),
+              st.integers(0, 3_000_000_000)),
+    min_size=1, max_size=60)
+
+
+def _no_overlap(spans: list[list[tuple[int, int]]], what: str) -> None:
+    for i, lane in enumerate(spans):
+        s = sorted(lane)
+        for (a0, a1), (b0, b1) in zip(s, s[1:], strict=False):
+            assert a1 <= b0, f"{what}{i}: [{a0}, {a1}) overlaps [{b0}, {b1})"
+
+
+@pytest.mark.parametrize("model", ["fast", "detailed"])
+@settings(max_examples=40, deadline=None)
+@given(reqs=requests, precondition=st.sampled_from([0.0, 0.98]))
+def test_operations_never_overlap_on_a_die_or_a_channel(model: str, reqs: list[Any],
+                                                        precondition: float) -> None:
+    t = FlashTarget(simpy.Environment(), "flash", None, CFG, model=model,
+                    precondition=precondition, record=True)
+    for op, addr, n, earliest in reqs:
+        n = min(n, CFG.capacity - addr)
+        end = t.transport(Transfer(op, addr, n), earliest)
+        assert end >= earliest
+        if op is not Op.TRIM:
+            assert end > earliest
+    assert t.dies.spans is not None and t.channels.spans is not None
+    _no_overlap(t.dies.spans, "die")
+    _no_overlap(t.channels.spans, "channel")
+    t.ftl.check()
+
+
+class CountingEnv(simpy.Environment):
+    """Counts every event scheduled."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.scheduled = 0
+
+    def schedule(self, event: Any, priority: Any = 1, delay: Any = 0) -> None:
+        self.scheduled += 1
+        super().schedule(event, priority, delay)
+
+
+@pytest.mark.parametrize("model", ["fast", "detailed"])
+@pytest.mark.parametrize("pattern,size", [("randread", 16 * KiB), ("seqwrite", 2 * MiB),
+                                          ("randwrite", 16 * KiB)])
+def test_a_transaction_costs_one_event(model: str, pattern: str, size: int) -> None:
+    env = CountingEnv()
+    count, qd = 2000, 16
+    run_bench(small(), pattern=pattern, size=size, qd=qd, count=count,
+              precondition=0.9, model=model, env=env)
+    # one timeout per request, plus each worker's start and end
+    assert env.scheduled <= count + 3 * qd
+
+
+def test_the_dma_engine_can_yield_once_for_many_chunks() -> None:
+    env = simpy.Environment()
+    t = FlashTarget(env, "flash", None, PRESETS["990pro"])
+
+    def dma() -> Generator[simpy.Event, Any, None]:
+        ends = [t.transport(Transfer(Op.READ, i * 2 * MiB, 2 * MiB), env.now)
+                for i in range(16)]
+        yield env.timeout(max(ends) - env.now)
+
+    env.process(dma())
+    env.run()
+    # 32 MiB at the 8 GB/s host link, plus the first page's latency
+    assert env.now == pytest.approx(32 * MiB / 8e9 * 1e12, rel=0.02)
