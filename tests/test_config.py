@@ -58,12 +58,13 @@ def test_version(tmhw: Callable) -> None:
 
 def test_overrides_change_only_what_they_name() -> None:
     cfg = C.with_overrides(C.QUICK, ["flash.channels=16", "policy.hbm_ratio=0.25",
-                                     "workload.model=resnet18", "run.seed=7",
+                                     "workload.model=resnet18", "workload.seq=0",
+                                     "run.seed=7",
                                      "flash.onfi.t_wc=30000"])
     assert cfg.flash == dataclasses.replace(
         C.QUICK.flash, channels=16, onfi=dataclasses.replace(C.QUICK.flash.onfi, t_wc=30000))
     assert cfg.policy == dataclasses.replace(C.QUICK.policy, hbm_ratio=0.25)
-    assert cfg.workload == dataclasses.replace(C.QUICK.workload, model="resnet18")
+    assert cfg.workload == dataclasses.replace(C.QUICK.workload, model="resnet18", seq=0)
     assert cfg.run == dataclasses.replace(C.QUICK.run, seed=7)
     assert (cfg.npu, cfg.hbm, cfg.dma, cfg.link, cfg.cost) == \
         (C.QUICK.npu, C.QUICK.hbm, C.QUICK.dma, C.QUICK.link, C.QUICK.cost)
@@ -194,6 +195,10 @@ BAD_INPUTS: list[tuple[str, list[str], str]] = [
     ("unknown policy", ["--policy", "nope"], "policy.name"),
     ("batch negative", ["--batch", "-1"], "workload.batch"),
     ("seq negative", ["--seq", "-1"], "workload.seq"),
+    ("seq past the position table", ["--model", "gpt2-small", "--seq", "2048"],
+     "workload.seq"),
+    ("seq for a CNN", ["--set", "workload.model=resnet18"], "workload.seq"),
+    ("layers for a CNN", ["--model", "resnet18", "--layers", "3"], "workload.layers"),
     ("iterations 0", ["--iterations", "0"], "run.iterations"),
     ("negative seed", ["--seed", "-1"], "run.seed"),
     ("--set without =", ["--set", "flash.channels"], "--set"),

@@ -123,7 +123,7 @@ class WorkloadConfig:
     optimizer: str = "adam"
 
     def __post_init__(self) -> None:
-        from tmhw.workload.zoo import MODELS
+        from tmhw.workload.zoo import INFO, MODELS
 
         if self.model not in MODELS:
             raise ConfigError("model", self.model, f"one of {', '.join(sorted(MODELS))}")
@@ -133,6 +133,15 @@ class WorkloadConfig:
             raise ConfigError("seq", self.seq, "an integer >= 0 (0: the model's default)")
         if self.layers < 0:
             raise ConfigError("layers", self.layers, "an integer >= 0 (0: the default)")
+        # The zoo's limits, checked here so that the error names the config field.
+        info = INFO[self.model]
+        if info.default_seq is None and self.seq:
+            raise ConfigError("seq", self.seq, f"0: {self.model} has no sequence length")
+        if info.max_seq is not None and self.seq > info.max_seq:
+            raise ConfigError("seq", self.seq, f"1..{info.max_seq} for {self.model} (its "
+                              "position table), or 0 for its default")
+        if info.default_layers is None and self.layers:
+            raise ConfigError("layers", self.layers, f"0: {self.model} has a fixed depth")
         if self.page_size < 512 or self.page_size & (self.page_size - 1):
             raise ConfigError("page_size", self.page_size, "a power of two >= 512")
         if self.optimizer not in ("adam", "sgd"):
