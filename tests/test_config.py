@@ -5,6 +5,7 @@ file, ends with one line on stderr naming the field, exit status 2, and nothing 
 from __future__ import annotations
 
 import dataclasses
+import json
 import tomllib
 import typing
 from collections.abc import Callable
@@ -31,6 +32,14 @@ def test_every_preset_dumps_to_toml_that_loads_back_equal(name: str, tmp_path: P
     # The dump is complete: it gives the same config whatever base it is loaded over.
     for base in C.PRESETS.values():
         assert C.load(path, base) == cfg
+
+
+@pytest.mark.parametrize("section,name", [("flash", n) for n in FLASH_PRESETS]
+                         + [("hbm", n) for n in DRAM_PRESETS])
+def test_every_device_preset_round_trips_inside_a_system(section: str, name: str) -> None:
+    device = (FLASH_PRESETS if section == "flash" else DRAM_PRESETS)[name]
+    cfg = dataclasses.replace(C.QUICK, **{section: device})
+    assert C.from_dict(tomllib.loads(C.dumps(cfg))) == cfg
 
 
 @pytest.mark.parametrize("name", list(C.PRESETS))
@@ -84,6 +93,20 @@ def test_section_preset_in_a_file_starts_that_section_from_the_device(tmp_path: 
     assert cfg.flash == dataclasses.replace(FLASH_PRESETS["pm1743"], channels=4)
     assert cfg.hbm == DRAM_PRESETS["hbm3"]
     assert cfg.workload == C.QUICK.workload
+
+
+def test_run_uses_the_section_preset_of_its_config_file(tmp_path: Path,
+                                                        tmhw: Callable) -> None:
+    path = tmp_path / "pm.toml"
+    path.write_text('preset = "quick"\n[flash]\npreset = "pm1743"\n[workload]\nlayers = 2\n')
+    out = tmp_path / "out"
+    r = tmhw("run", "--config", str(path), "--policy", "hbm-only", "--quiet", "--json",
+             "--out", str(out))
+    assert r.rc == 0, r.err
+    rep = json.loads((out / "report.json").read_text())
+    assert C.from_dict(rep["config"]).flash == FLASH_PRESETS["pm1743"]
+    assert rep["config"]["workload"]["layers"] == 2
+    assert json.loads(r.out)["config"] == rep["config"]
 
 
 def test_section_preset_as_an_override() -> None:
