@@ -218,3 +218,18 @@ def test_vcd_of_an_empty_trace_is_a_valid_header(tmp_path: Path) -> None:
     Tracer().write_vcd(path)
     vcd = Vcd(path.read_text())
     assert vcd.timescale == "1 ps" and vcd.vars == {}
+
+
+def test_numpy_numbers_in_spans_and_counters_are_written_as_numbers(tmp_path: Path) -> None:
+    import numpy as np
+
+    tr = Tracer()
+    tr.span("dma.fetch", np.int64(2_000_000), np.int64(5_000_000), "w",
+            {"pages": np.int64(3), "ratio": np.float32(0.5)})
+    tr.counter("hbm.occupancy", np.int64(1_000_000), np.int64(4096))
+    path = tmp_path / "np.json"
+    tr.write_chrome(path)
+    ev = json.loads(path.read_text())["traceEvents"]
+    x = next(e for e in ev if e["ph"] == "X")
+    assert (x["ts"], x["dur"], x["args"]) == (2.0, 3.0, {"pages": 3, "ratio": 0.5})
+    assert next(e for e in ev if e["ph"] == "C")["args"] == {"hbm.occupancy": 4096}

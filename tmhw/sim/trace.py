@@ -74,7 +74,7 @@ class Tracer:
 
     def write_chrome(self, path: str | Path) -> None:
         Path(path).write_text(json.dumps({"traceEvents": self.chrome_events(),
-                                          "displayTimeUnit": "ns"}))
+                                          "displayTimeUnit": "ns"}, default=_json_scalar))
 
     def write_vcd(self, path: str | Path) -> None:
         """Busy wires per lane (1 while any span is open) and counter values, 1 ps scale.
@@ -129,6 +129,13 @@ class Tracer:
                 register(1, name)
             for t, kind, name, value in changes:
                 w.change(vars_[(kind, name)], t, float(value) if kind else value)
+
+
+def _json_scalar(o: Any) -> Any:
+    """Span arguments and times often come straight from numpy (page counts, byte sums):
+    write its scalars as the numbers they are, anything else as its text."""
+    item = getattr(o, "item", None)
+    return item() if callable(item) else str(o)
 
 
 def _safe(s: str) -> str:
