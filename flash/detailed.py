@@ -30,10 +30,9 @@ from __future__ import annotations
 from collections import deque
 from typing import TYPE_CHECKING
 
-import numpy as np
-
 from flash.ftl import GcJob
 from flash.lanes import GapBank
+from flash.target import SMALL
 from tmhw.sim import Op, Timeline, Transfer
 
 if TYPE_CHECKING:
@@ -53,7 +52,6 @@ class DetailedModel:
         self.link_wr: Timeline = target.link_wr
         self.queues: list[deque[int]] = [deque(maxlen=cfg.die_queue_depth)
                                           for _ in range(cfg.dies)]
-        self._calls = 0
 
     def start(self) -> None:
         """Nothing to start: the model books on demand (no standing process)."""
@@ -75,11 +73,12 @@ class DetailedModel:
     def _ch_book(self, ch: int, t: int, dur: int) -> int:
         return self.channels.reserve1(ch, t, dur)
 
-    def _ops(self, ppns: np.ndarray) -> list[tuple[int, list[int]]]:
+    def _ops(self, ppns: list[int]) -> list[tuple[int, list[int]]]:
         """Commands as (die, page indices), at most one page per plane each, ordered
         round-robin over dies in order of first appearance."""
         t = self.t
-        planes = (ppns // t._pages_per_plane).tolist()
+        ppp = t._pages_per_plane
+        planes = [p // ppp for p in ppns]
         P = t._P
         multi = t.cfg.multiplane and P > 1
         per_die: dict[int, list[list[int]]] = {}
@@ -108,11 +107,6 @@ class DetailedModel:
 
     # -- transactions ------------------------------------------------------------------
     def transport(self, tr: Transfer, earliest: int) -> int:
-        self._calls += 1
-        if self._calls % 256 == 0:
-            now = self.t.now
-            self.dies.prune(now)
-            self.channels.prune(now)
         if tr.op is Op.READ:
             return self._read(tr.address, tr.nbytes, earliest)
         return self._write(tr.address, tr.nbytes, earliest)
@@ -127,14 +121,14 @@ class DetailedModel:
         t.host_pages_read += n
         t.bytes_read += nbytes
         t.channel_bytes += nbytes
-        ppns = t._ppns_for_read(lo, n)
+        ppn_l = (t._ppn_list_for_read(lo, n) if n <= SMALL
+                 else t._ppns_for_read(lo, n).tolist())
         nb = [page] * n
         nb[0] -= address - lo * page
         nb[-1] -= hi * page - (address + nbytes)
-        ppn_l = ppns.tolist()
         link_ps = t._link_ps_per_byte
         end = earliest
-        for die, idx in self._ops(ppns):
+        for die, idx in self._ops(ppn_l):
             k = len(idx)
             ch = die // t._dpc
             t.read_cmds += 1
@@ -180,7 +174,7 @@ class DetailedModel:
         ppn_l = ppns.tolist()
         page_link = int(page * link_ps)
         end = earliest
-        for die, idx in self._ops(ppns):
+        for die, idx in self._ops(ppn_l):
             k = len(idx)
             ch = die // t._dpc
             t.program_cmds += 1
@@ -195,7 +189,7 @@ class DetailedModel:
             if d_end > end:
                 end = d_end
         soft = ftl.soft_blocks
-        for p in sorted(set((ppns // t._pages_per_plane).tolist())):
+        for p in sorted({x // t._pages_per_plane for x in ppn_l}):
             while ftl.free_count[p] < soft:
                 got = ftl.collect(p)
                 if not got:

@@ -86,6 +86,10 @@ class GapLane:
 
     def fit(self, t: int, dur: int) -> int:
         """Earliest start >= ``t`` of an idle interval of length ``dur``."""
+        return self._fit(t, dur)[0]
+
+    def _fit(self, t: int, dur: int) -> tuple[int, int]:
+        """(start, index of the first interval after it)."""
         starts, ends = self.starts, self.ends
         i = bisect_right(ends, t)
         s = t
@@ -94,11 +98,11 @@ class GapLane:
             if ends[i] > s:
                 s = ends[i]
             i += 1
-        return s
+        return s, i
 
     def book(self, t: int, dur: int) -> int:
         """Reserve ``dur`` at the earliest fit no earlier than ``t``; return the end."""
-        s = self.fit(t, dur)
+        s, i = self._fit(t, dur)
         e = s + dur
         self.busy_ps += dur
         self.count += 1
@@ -107,12 +111,13 @@ class GapLane:
         if dur == 0:
             return e
         starts, ends = self.starts, self.ends
-        i = bisect_right(ends, s)  # first interval ending after s: we go before it
+        # intervals before i end at or before s; interval i starts at or after e
         if i > 0 and ends[i - 1] == s:
-            ends[i - 1] = e
             if i < len(starts) and starts[i] == e:
                 ends[i - 1] = ends[i]
                 del starts[i], ends[i]
+            else:
+                ends[i - 1] = e
         elif i < len(starts) and starts[i] == e:
             starts[i] = s
         else:

@@ -129,6 +129,13 @@ class FlashTarget(Component):
             raise TmhwError(f"{self.path}: bytes [{t.address}, {end_byte}) beyond the "
                             f"logical capacity {self.cfg.capacity}")
         self.transfers += 1
+        if not self.transfers & 255:
+            # Bookings that ended before now can no longer be reached: drop them so
+            # gap searches stay short.
+            now = self.now
+            self.channels.prune(now)
+            if isinstance(self.dies, GapBank):
+                self.dies.prune(now)
         if t.op is Op.TRIM:
             # Only whole pages can be unmapped; partial pages keep their data.
             lo = -(-t.address // self._page)
