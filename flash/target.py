@@ -15,6 +15,11 @@ Timing of one page (MQSim's ONFI NV-DDR2 PHY, ``flash.config``):
   then tPROG in the die;
 - erase (garbage collection): erase command, tBERS in the die.
 
+A write of part of a page programs the whole page (the read-modify-write of the rest is
+not modelled); a trim unmaps whole pages only. A read of a page never written costs a
+read at the place sequential preconditioning would have put it (data present before
+time 0), and is counted as ``unmapped_reads``.
+
 Dies read with the cache register (tR of the next page overlaps the data-out of the
 previous one), so a die streams planes x page per tR. Same-die pages on different planes
 of one request go as one multi-plane command.
@@ -49,7 +54,10 @@ SMALL = 8
 
 class FlashTarget(Component):
     """An SSD serving logical byte ranges. ``model`` is ``fast`` or ``detailed``;
-    ``precondition`` fills that fraction of the logical space before time 0."""
+    ``precondition`` fills that fraction of the logical space before time 0. Both models
+    are deterministic; ``seed`` is recorded in the report for the runs that draw
+    addresses from it. ``record`` keeps every die and channel booking (for tests and
+    timeline plots)."""
 
     def __init__(self, env: simpy.Environment, name: str, parent: Component | None,
                  cfg: FlashConfig, *, model: str = "fast", precondition: float = 0.0,
@@ -471,6 +479,7 @@ class FlashTarget(Component):
         elapsed = self.finalized_at if self.finalized_at else self.now
         out: dict[str, Any] = {
             "model": self.model,
+            "seed": self.seed,
             "transfers": self.transfers,
             "bytes_read": self.bytes_read,
             "bytes_written": self.bytes_written,

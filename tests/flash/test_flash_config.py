@@ -92,3 +92,13 @@ def test_per_page_type_latencies_apply_by_page_index() -> None:
     assert [cfg.t_r_of(i) for i in range(3)] == [30 * US, 40 * US, 50 * US]
     assert cfg.t_r_mean == 40 * US
     assert isinstance(cfg, FlashConfig)
+
+
+@pytest.mark.parametrize("name", sorted(PRESETS))
+def test_presets_round_trip_through_toml(name: str) -> None:
+    import tomllib
+
+    from tmhw import tomlio
+
+    cfg = PRESETS[name]
+    assert tomlio.from_dict(FlashConfig, tomllib.loads(tomlio.dumps(cfg))) == cfg
