@@ -216,14 +216,23 @@ class GemmCycles:
 def gemm_cycles(m: int, n: int, k: int, rows: int, cols: int, dataflow: str,
                 convention: str = "scalesim") -> GemmCycles:
     """All figures of GEMM (M, N, K) on one rows x cols array."""
+    _check_df(dataflow, convention)
     rf, cf = fold_counts(m, n, k, rows, cols, dataflow)
-    cyc = compute_cycles(m, n, k, rows, cols, dataflow, convention)
+    sr, sc, t = spatio_temporal(m, n, k, dataflow)
+    folds = rf * cf
+    if convention == "scalesim":
+        per_fold = t + rows + cols - 2 if dataflow == "os" else 2 * rows + cols + t - 2
+        cyc = folds * per_fold - 1
+        util_fold = per_fold if dataflow == "os" else 2 * rows + 2 * cols + t - 3
+    else:
+        per_fold = util_fold = 2 * rows + cols + t - 2
+        cyc = folds * per_fold
+    map_eff = (sr / (rf * rows)) * (sc / (cf * cols))
     return GemmCycles(
         m=m, n=n, k=k, rows=rows, cols=cols, dataflow=dataflow, convention=convention,
         row_folds=rf, col_folds=cf, cycles=cyc,
         utilization=(m * n * k) / (max(cyc, 1) * rows * cols),
-        mapping_efficiency=mapping_efficiency(m, n, k, rows, cols, dataflow),
-        compute_utilization=compute_utilization(m, n, k, rows, cols, dataflow, convention))
+        mapping_efficiency=map_eff, compute_utilization=map_eff * t / util_fold)
 
 
 def split_even(total: int, parts: int) -> tuple[int, ...]:

@@ -8,8 +8,10 @@ from hypothesis import strategies as st
 
 from npu.dataflow import (
     compute_cycles,
+    compute_utilization,
     conv_output_size,
     conv_to_gemm,
+    gemm_cycles,
     gemm_traffic,
     mapping_efficiency,
     multi_array_cycles,
@@ -42,6 +44,12 @@ def test_cycles_never_decrease_when_a_gemm_dimension_grows(
 def test_utilisation_and_mapping_efficiency_lie_in_0_1(
         m: int, n: int, k: int, rows: int, cols: int, df: str) -> None:
     assert 0 < utilization(m, n, k, rows, cols, df, "paper") <= 1
+    for conv in ("scalesim", "paper"):
+        g = gemm_cycles(m, n, k, rows, cols, df, conv)
+        assert g.cycles == compute_cycles(m, n, k, rows, cols, df, conv)
+        assert g.utilization == utilization(m, n, k, rows, cols, df, conv)
+        assert g.compute_utilization == pytest.approx(
+            compute_utilization(m, n, k, rows, cols, df, conv), rel=1e-12)
     assert 0 < mapping_efficiency(m, n, k, rows, cols, df) <= 1
     if rows * cols >= 2:
         # scalesim's OS form gives a 1x1 array T cycles per fold and then drops one cycle,
