@@ -121,6 +121,12 @@ def test_top_level_preset_in_a_file_picks_the_base(tmp_path: Path) -> None:
     assert C.load(path) == dataclasses.replace(C.QUICK, run=C.RunConfig(seed=5))
 
 
+def test_an_override_cannot_replace_the_whole_config() -> None:
+    with pytest.raises(ConfigError) as info:
+        C.with_overrides(C.QUICK, ["preset=paper"])
+    assert info.value.path == "preset" and "--preset" in info.value.allowed
+
+
 def test_loading_does_not_consume_the_callers_data() -> None:
     data = {"flash": {"preset": "pm1743", "channels": 4}, "run": {"seed": 1}}
     C.from_dict(data)
@@ -232,7 +238,7 @@ BAD_INPUTS: list[tuple[str, list[str], str]] = [
     ("precondition 1", ["--set", "run.precondition=1.0"], "run.precondition"),
     ("unknown optimizer", ["--set", "workload.optimizer=lamb"], "workload.optimizer"),
     ("unknown section preset", ["--set", "flash.preset=nope"], "flash.preset"),
-    ("unknown top-level preset", ["--set", "preset=nope"], "preset"),
+    ("top-level preset as an override", ["--set", "preset=paper"], "--preset"),
     ("zero link lanes", ["--set", "link.lanes=0"], "link.lanes"),
     ("link bandwidth nan", ["--set", "link.gb_per_s_per_lane=nan"], "link.gb_per_s_per_lane"),
     ("negative cost", ["--set", "cost.npu_usd=-1"], "cost.npu_usd"),

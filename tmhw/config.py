@@ -307,4 +307,10 @@ def with_overrides(cfg: SystemConfig, items: list[str]) -> SystemConfig:
     """Apply ``dotted.path=value`` overrides."""
     if not items:
         return cfg
-    return from_dict(tomlio.nest([tomlio.parse_override(i) for i in items]), cfg)
+    data = tomlio.nest([tomlio.parse_override(i) for i in items])
+    if "preset" in data:
+        # from_dict would start over from that preset and silently drop ``cfg`` (the
+        # --preset and --config the overrides were meant to refine).
+        raise ConfigError("preset", data["preset"],
+                          "not an override; choose the system preset with --preset")
+    return from_dict(data, cfg)
