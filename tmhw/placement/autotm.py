@@ -78,6 +78,8 @@ class AutoTM(Policy):
         for drain in (True, False):
             gp = GapPlan(ctx)
             opts = self._options(gp, drain)
+            if drain and not self._can_fit(gp, opts):
+                continue                      # not even evicting every gap fits: skip
             x, info = self._solve(gp, opts, ctx, drain)
             if x is None:
                 continue
@@ -137,6 +139,20 @@ class AutoTM(Policy):
                 out.append(_Option(gi, r, lo, r - 1, stall / US, frac, wb_frac,
                                    wb_us + nbytes / fbw * 1e6))
         return out
+
+    @staticmethod
+    def _can_fit(gp: GapPlan, opts: list[_Option]) -> bool:
+        """Whether the program is feasible at all: every gap takes its option that frees
+        the most (the widest window), and every op must fit."""
+        widest: dict[int, _Option] = {}
+        for o in opts:
+            w = widest.get(o.gap)
+            if w is None or o.hi - o.lo > w.hi - w.lo:
+                widest[o.gap] = o
+        occ = gp._base.copy()
+        for o in widest.values():
+            gp._apply(occ, [(o.lo, o.hi)], -int(gp.pages[gp.gaps[o.gap].tensor]))
+        return bool(occ.max() <= gp.cap) if len(occ) else True
 
     def _solve(self, gp: GapPlan, opts: list[_Option], ctx: PlanContext,
                drain: bool) -> tuple[np.ndarray | None, dict[str, float]]:
@@ -235,7 +251,7 @@ class AutoTM(Policy):
         lo_b = np.zeros(nvar)
         hi_b = np.full(nvar, np.inf)
         hi_b[iy:iy + nopt] = 1.0
-        hi_b[io:io + n] = gp.cap / unit * (1 - 1e-6)
+        hi_b[io:io + n] = gp.cap / unit     # tolerance overshoot is repaired after
         lo_b[io:io + n] = -np.inf
         a_mat = coo_matrix((vals, (rows, cols)), shape=(r, nvar)).tocsr()
         info["ilp_constraints"] = float(r)
