@@ -197,13 +197,17 @@ class System:
             op_end = np.zeros(len(wl.ops), dtype=np.int64)
             compute = 0
             peak0 = self.res.level.peak
+            occ_op = np.zeros(len(wl.ops), dtype=np.int64)
             for op in wl.ops:
                 t_op = int(self.env.now)
                 late = yield from self._prepare(op)
                 t_run = int(self.env.now)
                 self.op_stall[op.index] = t_run - t_op
                 lateness[op.index] = late
+                occ_start = self.res.occupied_pages
                 result = yield from self.npu.execute(self.tasks[op.index])
+                self.res.settle(int(self.env.now))
+                occ_op[op.index] = max(occ_start, self.res.occupied_pages)
                 self.npu_read += result.hbm_read_bytes
                 self.npu_write += result.hbm_write_bytes
                 compute += int(self.env.now) - t_run
@@ -227,7 +231,7 @@ class System:
             if it + 1 < self.cfg.run.iterations:
                 fb = Feedback(it, self.op_stall.copy(), lateness, op_start, op_end,
                               int(self.res.level.peak // wl.page_size),
-                              {"peak_before": peak0})
+                              {"peak_before": peak0}, occ_op)
                 self.table = self.policy.adjust(self.table, self.ctx, fb)
                 self.table.index()
 

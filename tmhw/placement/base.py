@@ -51,6 +51,8 @@ class Feedback:
     op_end_ps: np.ndarray
     peak_occupancy_pages: int
     extra: dict[str, float] = field(default_factory=dict)
+    #: HBM pages held (in flight included) around each op, as measured
+    occupancy_pages: np.ndarray | None = None
 
 
 class Policy:

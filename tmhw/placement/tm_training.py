@@ -60,7 +60,7 @@ from tmhw.workload.graph import Kind, Workload
 #: Rounds of (evict, reschedule) in the planner; the plan is stable in 2-3 here.
 PLAN_ROUNDS = 6
 #: Fraction of HBM the plan leaves for prefetches in flight (model knob).
-PREFETCH_RESERVE = 0.25
+PREFETCH_RESERVE = 0.10
 #: A split that would keep more than this fraction resident is not worth evicting.
 MAX_SPLIT = 0.95
 
@@ -394,7 +394,11 @@ class Planner:
         """Move releases earlier or raise splits for the ops that stalled. Returns the
         number of gaps changed."""
         changed = 0
-        occ = self.occupancy()
+        # Room is judged on the occupancy the executor measured around each op, which
+        # sees write-backs and prefetches as they really overlapped.
+        measured = fb.occupancy_pages
+        occ = (np.asarray(measured, dtype=np.int64).copy()
+               if measured is not None and len(measured) == self.n else self.occupancy())
         late_ops = np.flatnonzero(fb.stall_ps > 0)
         by_deadline: dict[int, list[Gap]] = {}
         for g in self.gaps:
