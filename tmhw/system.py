@@ -61,13 +61,20 @@ class System:
     """One machine running one workload under one placement policy."""
 
     def __init__(self, cfg: SystemConfig, *, tracer: Tracer | None = None,
-                 progress: Any = None) -> None:
+                 progress: Any = None, workload: Workload | None = None) -> None:
+        """``workload`` replaces the one ``cfg.workload`` names (a SCALE-Sim import, a
+        hand-built graph in a test); its page size must be ``cfg.workload.page_size``."""
         self.cfg = cfg
         self.progress = progress
         wc = cfg.workload
-        self.workload: Workload = build_workload(
-            wc.model, batch=wc.batch or None, seq=wc.seq or None, page_size=wc.page_size,
-            optimizer=wc.optimizer, layers=wc.layers or None)
+        if workload is None:
+            workload = build_workload(
+                wc.model, batch=wc.batch or None, seq=wc.seq or None,
+                page_size=wc.page_size, optimizer=wc.optimizer, layers=wc.layers or None)
+        elif workload.page_size != wc.page_size:
+            raise TmhwError(f"workload.page_size: the workload is laid out in "
+                            f"{workload.page_size} B pages, the config says {wc.page_size}")
+        self.workload: Workload = workload
         wl = self.workload
         self.policy = make_policy(cfg.policy.name)
         ps = wl.page_size
