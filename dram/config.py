@@ -40,7 +40,8 @@ Field -> datasheet symbol (times in ps, currents in mA, ``tck`` is one clock cyc
 ``t_rtrs``             data-bus gap when the rank changes (tRTRS)
 ``t_refi``             average all-bank refresh interval (tREFI)
 ``t_rfc``              all-bank refresh cycle (tRFC, tRFCab)
-``t_rfc_pb``           per-bank refresh cycle (tRFCpb, tRFCsb); 0: the standard has none
+``t_rfc_pb``           per-bank refresh cycle (tRFCpb: one bank per command, as HBM3's
+                       REFpb and LPDDR5's REFpb); 0: not modelled for the standard
 ``t_rrefd``            per-bank REF to REF or ACT of another bank (tRREFD)
 ``vdd``                core supply (VDD, V)
 ``idd0``..``idd5ab``   IDD0, IDD2N, IDD3N, IDD4R, IDD4W, IDD5AB per device (mA)
@@ -95,8 +96,10 @@ Presets (sources; "estimate" marks a value without a public figure):
   sub-channels of 4 devices, 8 x 4 banks, 65536 rows, 1 KiB device pages, BL16; tCK
   416 ps (416.7 rounded down); CL 40, CWL 38, tRCD 40, tRP 40, tRAS 32 ns (77), tRC 117,
   tCCD_S 8, tCCD_L 12 (5 ns), tRRD_S 8, tRRD_L 12, tFAW 32, tWR 30 ns (72),
-  tWTR_S/L 2.5/10 ns (6/24), tRTP 7.5 ns (18), tRFC1 295 ns (709), tRFCsb 130 ns (312),
-  tREFI 3.9 us (9360). Energy 6.0 pJ/bit all-inclusive: estimate (no open IDD set).
+  tWTR_S/L 2.5/10 ns (6/24), tRTP 7.5 ns (18), tRFC1 295 ns (709), tREFI 3.9 us
+  (9360). DDR5's same-bank refresh (REFsb: one bank index in every bank group at once,
+  tRFCsb 130 ns) is not modelled, so ``t_rfc_pb`` is 0 (all-bank refresh only).
+  Energy 6.0 pJ/bit all-inclusive: estimate (no open IDD set).
 - ``lpddr5-6400``: JESD209-5 LPDDR5-6400, bank-group mode, 4 x16 channels, 4 x 4 banks,
   65536 rows x 2 KiB, BL16 (two CK at 8 beats per 1.25 ns CK); from Ramulator 2
   ``src/dram/impl/LPDDR5.cpp`` (LPDDR5_6400): nCL 20, nRCD 15, nRPpb 15, nRAS 34,
@@ -380,7 +383,7 @@ DDR5_4800 = DramConfig(
     t_ras=77 * _D5, t_rc=117 * _D5, t_ccd_s=8 * _D5, t_ccd_l=12 * _D5, t_rrd_s=8 * _D5,
     t_rrd_l=12 * _D5, t_faw=32 * _D5, t_wr=72 * _D5, t_wtr_s=6 * _D5, t_wtr_l=24 * _D5,
     t_rtp=18 * _D5, t_rtw=2 * _D5, t_rtrs=_D5, t_refi=9360 * _D5, t_rfc=709 * _D5,
-    t_rfc_pb=312 * _D5, t_rrefd=8 * _D5,
+    t_rfc_pb=0, t_rrefd=0,
     pj_per_bit=6.0, io_pj_per_bit=0.0, interleave_bytes=64,
 )
 
