@@ -54,6 +54,8 @@ class DmaRequest:
     submitted_ps: int = 0
     seq: int = 0
     pages_moved: int = 0
+    tensor: int = -1                        # the tensor the pages belong to (or -1)
+    generation: int = 0                     # its use count when the request was made
 
     def key(self) -> tuple[int, int, int]:
         return (0 if self.urgent else 1, self.deadline_op, self.seq)
@@ -83,12 +85,16 @@ class DmaEngine(Component):
         self._seq = itertools.count()
         self._kick: simpy.Event = env.event()
         self.evictor: Evictor | None = None
+        #: stale(req) -> True when a write-back's tensor has been used again since the
+        #: request was made: its pages are needed in HBM, so the eviction is void.
+        self.stale: Callable[[DmaRequest], bool] | None = None
         self.energy = EnergyMeter(EnergyTable({"byte": cfg.pj_per_byte}, idle_mw=cfg.idle_mw))
         self.link_energy_pj = 0.0
         self.bytes = {FETCH: Counter(), WRITEBACK: Counter()}
         self.chunks = Counter()
         self.requests = Counter()
         self.wakeups = Counter()
+        self.void_writebacks = 0
         self.fetch_latency = Tally()
         self.busy = Timeline(f"{self.path}.busy")
         self._flash_addr_base = 0
@@ -182,6 +188,10 @@ class DmaEngine(Component):
                         return booked_any
                 end = self._fetch(pages, max(now, self.slots[k]), req)
             else:
+                if self.stale is not None and self.stale(req):
+                    self.void_writebacks += 1
+                    req.cursor = req.p1
+                    break
                 end = self._writeback(c0, c1, max(now, self.slots[k]), req)
             self.slots[k] = end
             req.end_ps = max(req.end_ps, end)
@@ -282,6 +292,7 @@ class DmaEngine(Component):
             "chunks": self.chunks.value,
             "requests": self.requests.value,
             "wakeups": self.wakeups.value,
+            "void_writebacks": self.void_writebacks,
             "fetch_latency_ps": self.fetch_latency.report(),
             "link": {"busy_ps": self.link.busy_ps, "transfers": self.link.count},
         }

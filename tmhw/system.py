@@ -106,6 +106,7 @@ class System:
         self.dma = DmaEngine(self.env, "dma", self.root, cfg.dma, cfg.link, self.hbm,
                              self.flash, self.res, ps)
         self.dma.evictor = self._evict
+        self.dma.stale = self._stale
         self.tasks = [self._task(op) for op in wl.ops]
 
         # Profile: the stall-free schedule of one iteration, from the NPU model.
@@ -134,6 +135,8 @@ class System:
         self.use_ops: list[list[int]] = [[i for i, _ in u] for u in wl.uses()]
         self._clock = 0
         self._current_op = 0
+        #: per tensor, how many times an op or a released prefetch has claimed it
+        self.generation = np.zeros(len(wl.tensors), dtype=np.int64)
 
         self.records: list[IterationRecord] = []
         self.op_stall = np.zeros(len(wl.ops), dtype=np.int64)
@@ -256,8 +259,10 @@ class System:
         Returns the lateness of the prefetches due at this op (negative: early)."""
         env, res, wl = self.env, self.res, self.workload
         self._current_op = op.index
+        self.generation[list(op.tensors)] += 1
         if self.cfg.policy.prefetch or self.table.reactive:
             for m in self.table.released_at_start(op.index):
+                self.generation[m.tensor] += 1
                 self.prefetching[m.tensor] = self.dma.submit(DmaRequest(
                     FETCH, m.p0, m.p1, m.deadline_op, wl.tensors[m.tensor].name))
         reads = set(op.reads)
@@ -291,10 +296,28 @@ class System:
         late = ready - t_want
         if ready > t_want:
             yield env.timeout(ready - t_want)
+        self._check_operands(op)
         self._clock += 1
         for t in op.tensors:
             self.last_use[t] = self._clock
         return late
+
+    def _stale(self, req: DmaRequest) -> bool:
+        return req.tensor >= 0 and int(self.generation[req.tensor]) != req.generation
+
+    def _check_operands(self, op: Op) -> None:
+        """Invariant: every page an op touches is held in HBM when it starts, and complete
+        (a split tensor's streamed tail: by the time the op reaches it)."""
+        res, now = self.res, int(self.env.now)
+        dur = int(self.profile_end[op.index] - self.profile_start[op.index])
+        for t in op.tensors:
+            p0, p1 = self.ranges[t]
+            if p1 > p0 and not res.in_hbm[p0:p1].all():
+                raise AssertionError(f"op {op.name} starts without all of "
+                                     f"{self.workload.tensors[t].name} in HBM")
+            if p1 > p0 and res.ready_at[p0:p1].max() > now + dur:
+                raise AssertionError(f"op {op.name} starts before "
+                                     f"{self.workload.tensors[t].name} can arrive")
 
     def _ready(self, op: Op) -> int:
         """When ``op`` may start: every operand page complete in HBM, except the
@@ -328,7 +351,8 @@ class System:
         for m in self.table.released_at_end(op.index):
             if m.action == Action.WRITEBACK:
                 self.dma.submit(DmaRequest(WRITEBACK, m.p0, m.p1, op.index,
-                                           wl.tensors[m.tensor].name))
+                                           wl.tensors[m.tensor].name, tensor=m.tensor,
+                                           generation=int(self.generation[m.tensor])))
             elif m.action == Action.DROP:
                 self._drop(m.tensor, m.p0, m.p1, now)
         self.dma.kick()

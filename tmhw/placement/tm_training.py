@@ -353,7 +353,7 @@ class Planner:
         initial = persistent_mask(wl) | input_mask(wl)
         moves: list[Move] = []
         for g in self.gaps:
-            if not g.evicted or g.release <= g.free_op:
+            if not g.evicted:
                 continue
             t = wl.tensors[g.tensor]
             p0 = t.page_start + g.kept_pages()
