@@ -237,8 +237,6 @@ def test_vcd_has_a_busy_wire_for_the_npu(runs: Callable[[str], Run]) -> None:
 SMALL = [*QUICK, "--policy", "hbm-only", "--set", "workload.layers=2"]
 
 
-@pytest.mark.xfail(strict=True, reason="tmhw/cli.py cmd_run writes report.json before the "
-                   "trace, and an unwritable --trace path raises FileNotFoundError")
 def test_unwritable_trace_is_one_line_and_writes_nothing(tmp_path: Path,
                                                          tmhw: Callable) -> None:
     out = tmp_path / "out"
@@ -247,8 +245,6 @@ def test_unwritable_trace_is_one_line_and_writes_nothing(tmp_path: Path,
     assert not (out / "report.json").exists()
 
 
-@pytest.mark.xfail(strict=True, reason="tmhw/cli.py _atomic_write: --out naming a file "
-                   "raises FileExistsError from mkdir")
 def test_out_naming_a_file_is_one_line(tmp_path: Path, tmhw: Callable) -> None:
     f = tmp_path / "afile"
     f.write_text("x")
@@ -257,8 +253,6 @@ def test_out_naming_a_file_is_one_line(tmp_path: Path, tmhw: Callable) -> None:
     assert f.read_text() == "x"
 
 
-@pytest.mark.xfail(strict=True, reason="tmhw/cli.py _atomic_write: mkstemp creates the file "
-                   "0600 and os.replace keeps that mode, ignoring the umask")
 def test_report_json_is_readable_as_any_new_file(runs: Callable[[str], Run]) -> None:
     r = runs("hbm-only")
     umask = os.umask(0)

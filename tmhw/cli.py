@@ -81,11 +81,33 @@ def config_from_args(args: argparse.Namespace) -> Any:
 
 
 def _atomic_write(path: Path, data: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    with os.fdopen(fd, "w") as fh:
-        fh.write(data)
-    os.replace(tmp, path)
+    """Write ``data`` to ``path`` whole or not at all, with the usual permissions."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+        umask = os.umask(0)
+        os.umask(umask)
+        os.fchmod(fd, 0o666 & ~umask)
+        with os.fdopen(fd, "w") as fh:
+            fh.write(data)
+        os.replace(tmp, path)
+    except OSError as e:
+        raise TmhwError(f"{path}: cannot write: {e.strerror}") from None
+
+
+def _check_outputs(args: argparse.Namespace) -> None:
+    """Refuse unusable output paths before anything is simulated."""
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise TmhwError(f"--out: {out} exists and is not a directory")
+    for flag in ("trace", "vcd"):
+        v = getattr(args, flag, None)
+        if v:
+            parent = Path(v).parent
+            if not parent.is_dir():
+                raise TmhwError(f"--{flag}: directory {parent} does not exist")
+            if Path(v).is_dir():
+                raise TmhwError(f"--{flag}: {v} is a directory")
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -93,6 +115,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from tmhw.system import System
 
     cfg = config_from_args(args)
+    _check_outputs(args)
     out = Path(args.out)
     tracer = None
     if args.trace or args.plot or args.vcd:
@@ -113,16 +136,20 @@ def cmd_run(args: argparse.Namespace) -> int:
     if bar is not None:
         bar.close()
     rep["host"] = {"wall_s": time.perf_counter() - t0, "events": system.env.events}
-    _atomic_write(out / "report.json", json.dumps(rep, indent=1, default=float) + "\n")
-    if args.trace and tracer is not None:
-        tracer.write_chrome(args.trace)
-    if args.vcd and tracer is not None:
-        tracer.write_vcd(args.vcd)
-    if args.plot and tracer is not None:
-        from tmhw.plots import timeline_figure
+    try:
+        if args.trace and tracer is not None:
+            tracer.write_chrome(args.trace)
+        if args.vcd and tracer is not None:
+            tracer.write_vcd(args.vcd)
+        if args.plot and tracer is not None:
+            from tmhw.plots import timeline_figure
 
-        timeline_figure(tracer, out / "timeline", title=f"{cfg.workload.model} / "
-                        f"{cfg.policy.name}")
+            out.mkdir(parents=True, exist_ok=True)
+            timeline_figure(tracer, out / "timeline", title=f"{cfg.workload.model} / "
+                            f"{cfg.policy.name}")
+    except OSError as e:
+        raise TmhwError(f"{e.filename}: cannot write: {e.strerror}") from None
+    _atomic_write(out / "report.json", json.dumps(rep, indent=1, default=float) + "\n")
     if args.json:
         print(json.dumps(rep, indent=1, default=float))
     else:
