@@ -76,12 +76,12 @@ def case_kernel(small: bool, events: int | None = None, **_: Any) -> Measure:
     from tmhw.sim.env import Environment
     from tmhw.sim.units import NS
 
-    n = events or (KERNEL_SMALL_EVENTS if small else KERNEL_DEFAULT_EVENTS)
+    n = max(2, events or (KERNEL_SMALL_EVENTS if small else KERNEL_DEFAULT_EVENTS))
     env = Environment()
 
     def proc() -> Generator[Any, Any, None]:
         timeout = env.timeout
-        for _ in range(n - 1):   # the process's start is an event too
+        for _ in range(n - 2):   # the process's start and its end are events too
             yield timeout(NS)
 
     t0 = time.perf_counter()

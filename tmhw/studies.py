@@ -80,6 +80,9 @@ FULL_MODELS = (
 #: Stand-ins small enough for seconds per run, each still at least 8x its largest op so
 #: that 12.5% HBM can hold every op's operands (the Adam update of BERT's word
 #: embeddings is 143 MiB, so BERT-base needs 3 layers at seq 512 to reach 1.4 GB).
+#: Wall seconds per point in quick studies (see Study.timeout_s).
+QUICK_TIMEOUT_S = 20.0
+
 QUICK_MODELS = (
     Model("ResNet-50", "resnet50 b4", _wl("resnet50", 4)),
     Model("BERT-large", "bert-base 3 layers s512 b8", _wl("bert-base", 8, 512, 3)),
@@ -97,6 +100,9 @@ class Study:
     workers: int | None = None
     user_sets: dict[str, Any] = field(default_factory=dict)
     progress: bool = True
+    #: Wall seconds after which a point is given up (0: never); quick studies default to
+    #: QUICK_TIMEOUT_S so that one slow policy cannot hold up the whole study.
+    timeout_s: float = 0.0
     preset: str = "paper"
     started: float = field(default_factory=time.perf_counter)
     figures: list[Path] = field(default_factory=list)
@@ -108,8 +114,9 @@ class Study:
 
     @property
     def model(self) -> Model:
-        """The one workload of single-model studies: the BERT-large slot."""
-        return self.models[1]
+        """The one workload of single-model studies: BERT-large at full size, the
+        cheapest stand-in (ResNet-50 at batch 4) when quick."""
+        return self.models[0] if self.quick else self.models[1]
 
     @property
     def iterations(self) -> int:
@@ -119,7 +126,7 @@ class Study:
               swept: dict[str, Any]) -> SW.Point:
         """``base`` overrides, then the user's ``--set``, then the swept values."""
         overrides = {"run.iterations": self.iterations, **base, **self.user_sets, **swept}
-        return SW.make_point(self.preset, overrides, params)
+        return SW.make_point(self.preset, overrides, params, self.timeout_s or None)
 
     def run(self, points: Sequence[SW.Point]) -> list[SW.Result]:
         return SW.run_points(points, workers=self.workers, progress=self.progress,
@@ -301,15 +308,17 @@ def _mean_pct(vals: Sequence[float | None]) -> str:
 
 # -- capacity_sweep ------------------------------------------------------------------------
 RATIOS = (0.0625, 0.125, 0.25, 0.5, 1.0)
+QUICK_RATIOS = (0.125, 0.5, 1.0)
 
 
 def capacity_sweep(st: Study) -> str:
     from tmhw.plots import line_panels
 
-    m = st.models[0] if st.quick else st.model
+    m = st.model
+    ratios = QUICK_RATIOS if st.quick else RATIOS
     points = []
     for p in POLICIES:
-        for ratio in (RATIOS if p != "hbm-only" else (1.0,)):
+        for ratio in (ratios if p != "hbm-only" else (1.0,)):
             points.append(st.point(m.sets, {"policy": p, "hbm_ratio": ratio},
                                    {"policy.name": p, "policy.hbm_ratio": ratio}))
     results = st.run(points)
@@ -326,16 +335,16 @@ def capacity_sweep(st: Study) -> str:
             "throughput per watt (samples/J)": ("samples_per_joule", 1.0),
             "memory cost (US$)": ("memory_usd", 1.0)}
     panels: dict[str, dict[str, Sequence[float]]] = {
-        t: {p: [nan(get(p, x, k)) * s for x in RATIOS] for p in POLICIES}
+        t: {p: [nan(get(p, x, k)) * s for x in ratios] for p in POLICIES}
         for t, (k, s) in figs.items()}
-    st.fig(line_panels(RATIOS, panels, st.out / "capacity_sweep", "HBM / footprint",
+    st.fig(line_panels(ratios, panels, st.out / "capacity_sweep", "HBM / footprint",
                        f"{m.label}: HBM capacity sweep", logx=True,
-                       xticklabels=[f"{x:.4g}" for x in RATIOS]))
+                       xticklabels=[f"{x:.4g}" for x in ratios]))
     sections = []
     for t, (k, s) in figs.items():
         rows = [[p] + [num(v * s if v is not None else None)
-                       for v in (get(p, x, k) for x in RATIOS)] for p in POLICIES]
-        sections.append(f"## {t}\n\n" + md_table(["policy"] + [f"{x:.2%}" for x in RATIOS],
+                       for v in (get(p, x, k) for x in ratios)] for p in POLICIES]
+        sections.append(f"## {t}\n\n" + md_table(["policy"] + [f"{x:.2%}" for x in ratios],
                                                   rows))
     skipped = [r for r in results if r["status"] != "ok"]
     if skipped:
@@ -343,7 +352,8 @@ def capacity_sweep(st: Study) -> str:
             ["policy", "HBM ratio", "status"],
             [[r["params"]["policy"], r["params"]["hbm_ratio"], status_text(r)]
              for r in skipped]))
-    intro = (f"{m.stands_for} ({m.label}) with HBM at 6.25% to 100% of the training "
+    intro = (f"{m.stands_for} ({m.label}) with HBM at "
+             f"{', '.join(f'{x:.4g}' for x in ratios)} of the training "
              "footprint. HBM-only always holds the whole footprint (drawn flat). The paper "
              "gives no figure per capacity beyond the 12.5% headline.")
     return st.write_md("HBM capacity sweep", intro, sections)
@@ -356,11 +366,11 @@ PCIE_GEN = {"gen3": 0.985, "gen4": 1.969, "gen5": 3.938}
 
 def _flash_variants(quick: bool) -> list[tuple[str, str, dict[str, Any]]]:
     """(factor, value label, overrides)."""
-    channels = (4, 16) if quick else (4, 8, 16)
-    rates = (1200, 3200) if quick else (800, 1600, 2400, 3200)
-    presets = ("mqsim-default", "pm1743", "slc-ull") if quick else \
+    channels = (4,) if quick else (4, 8, 16)
+    rates = (1200,) if quick else (800, 1600, 2400, 3200)
+    presets = ("pm1743", "slc-ull") if quick else \
         ("990pro", "mqsim-default", "pm1743", "slc-ull")
-    gens = ("gen3", "gen5") if quick else ("gen3", "gen4", "gen5")
+    gens = ("gen5",) if quick else ("gen3", "gen4", "gen5")
     out: list[tuple[str, str, dict[str, Any]]] = [("baseline", "990pro", {})] if quick \
         else []
     out += [("channels", str(c), {"flash.channels": c}) for c in channels]
@@ -374,8 +384,8 @@ def _flash_variants(quick: bool) -> list[tuple[str, str, dict[str, Any]]]:
 def flash_sensitivity(st: Study) -> str:
     from tmhw.plots import bar_panels
 
-    m = st.models[0] if st.quick else st.model
-    policies = ("tm-training", "flatflash", "demand") if st.quick else \
+    m = st.model
+    policies = ("tm-training", "demand") if st.quick else \
         tuple(p for p in POLICIES if p != "hbm-only")
     variants = _flash_variants(st.quick)
     points = [st.point(m.sets, {"factor": f, "value": v, "policy": p},
@@ -659,7 +669,8 @@ def timeline(st: Study) -> str:
                           "error": "", "report": None}
         on_time = late = 0
         try:
-            system, rep, tracer = _traced_run(C.from_dict(pt["config"], C.PAPER))
+            with SW.wall_limit(st.timeout_s):
+                system, rep, tracer = _traced_run(C.from_dict(pt["config"], C.PAPER))
             on_time, late = _prefetch_flows(system, tracer)
             res["report"] = rep
             st.fig(timeline_figure(tracer, st.out / f"timeline_{p}",
@@ -667,6 +678,8 @@ def timeline(st: Study) -> str:
             tracer.write_chrome(st.out / f"timeline_{p}.trace.json")
         except TmhwError as e:
             res.update(status="skipped", error=str(e))
+        except SW.PointTimeout:
+            res.update(status="skipped", error=SW.timeout_text(st.timeout_s))
         results.append(res)
         rows.append([p, num(fig_of(res, "iteration_time_ms")), num(fig_of(res, "stall_ms")),
                      str(on_time), str(late), status_text(res)])
@@ -716,6 +729,9 @@ def add_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--workers", type=int, help="local processes (default: CPU count)")
     p.add_argument("--set", action="append", default=[], metavar="PATH=VALUE",
                    help="override a config field in every run (repeatable)")
+    p.add_argument("--point-timeout", type=float, metavar="S",
+                   help=f"give up a run after S wall seconds (0: never; default "
+                        f"{QUICK_TIMEOUT_S:g} with --quick, else never)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
@@ -739,7 +755,9 @@ def _run(name: str, args: argparse.Namespace) -> int:
     sets = {".".join(k): v for k, v in (tomlio.parse_override(s) for s in args.set)}
     out = Path(args.out) if args.out else Path("out") / name
     out.mkdir(parents=True, exist_ok=True)
-    st = Study(name, bool(args.quick), out, args.workers, sets, not args.quiet)
+    timeout = args.point_timeout if args.point_timeout is not None else \
+        (QUICK_TIMEOUT_S if args.quick else 0.0)
+    st = Study(name, bool(args.quick), out, args.workers, sets, not args.quiet, timeout)
     text = SCENARIOS[name](st)
     print(text, end="")
     print(f"\n{name}: {time.perf_counter() - st.started:.1f} s; outputs in {out}/")
@@ -774,7 +792,9 @@ def _cmd(args: argparse.Namespace) -> int:
         raise TmhwError(f"scenario: give a NAME; one of {', '.join(available())}")
     argv = (["--quick"] if args.quick else []) + (["--out", args.out] if args.out else []) \
         + (["--workers", str(args.workers)] if args.workers else []) \
-        + [a for s in args.set for a in ("--set", s)] + (["--quiet"] if args.quiet else [])
+        + [a for s in args.set for a in ("--set", s)] + (["--quiet"] if args.quiet else []) \
+        + (["--point-timeout", str(args.point_timeout)] if args.point_timeout is not None
+           else [])
     script = scenarios_dir() / f"{name}.py"
     if script.is_file():
         mod = _load_script(script)

@@ -1,0 +1,119 @@
+"""``tmhw bench``: a small version of each case runs and keeps its event budget (counts,
+not times: DESIGN.md's event economy)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+import pytest
+
+from tmhw import bench
+from tmhw.placement.registry import policy_class
+from tmhw.sim.errors import TmhwError
+
+
+def _available(policy: str) -> bool:
+    try:
+        policy_class(policy)
+    except TmhwError:
+        return False
+    return True
+
+
+def test_kernel_case_processes_exactly_the_events_it_was_asked_for() -> None:
+    m = bench.run_case("kernel", small=True, kernel_events=5000)
+    # n - 2 timeouts of 1 ns, the process's start, and its end.
+    assert m["events"] == 5000
+    assert m["sim_time_ps"] == 4998 * 1000
+    assert m["unit"] == "events/s" and m["throughput"] > 0 and m["peak_rss_mb"] > 0
+
+
+@pytest.mark.parametrize("case", ["flash-fast", "flash-detailed"])
+def test_flash_case_costs_one_event_per_queue_depth_batch(case: str) -> None:
+    m = bench.run_case(case, small=True)
+    if m.get("note", "").startswith("not run"):
+        pytest.skip(m["note"])
+    ops = m["extra"]["page_ops"]
+    assert ops == 10_000
+    # Two phases of ops / 2 requests in batches of FLASH_QD, one timeout per batch, plus
+    # the host process's start and end.
+    assert m["events"] <= 2 * -(-ops // 2 // bench.FLASH_QD) + 2
+    assert m["sim_time_ps"] > 0 and m["unit"] == "page ops/s"
+
+
+@pytest.mark.parametrize("case", ["hbm-fast", "hbm-detailed"])
+def test_hbm_case_costs_one_event_per_batch(case: str) -> None:
+    m = bench.run_case(case, small=True)
+    n = m["extra"]["stream_bytes"] // 2**20 + m["extra"]["random_bytes"] // 4096
+    assert m["events"] <= -(-(m["extra"]["stream_bytes"] // 2**20) // bench.HBM_BATCH) + \
+        -(-(m["extra"]["random_bytes"] // 4096) // bench.HBM_BATCH) + 2
+    assert n > 0 and m["throughput"] > 0 and m["sim_time_ps"] > 0
+
+
+def test_npu_cycles_case_is_pure_arithmetic() -> None:
+    m = bench.run_case("npu-cycles", small=True)
+    assert m["events"] == 0
+    assert m["extra"]["ops"] > 100 and m["extra"]["cycles"] > 0 and m["sim_time_ps"] > 0
+
+
+def _budget(m: dict[str, Any]) -> None:
+    assert m["events"] > 0 and m["extra"]["events_per_mib"] is not None
+    assert m["extra"]["events_per_mib"] <= 2.0, (m["events"], m["extra"])
+
+
+@pytest.mark.parametrize("case", ["e2e-bert", "e2e-gpt"])
+def test_e2e_tm_training_moves_at_least_half_a_mib_per_event(case: str) -> None:
+    if not _available("tm-training"):
+        pytest.skip("tm-training is not importable in this build")
+    m = bench.run_case(case, small=True, policy="tm-training")
+    assert m["extra"]["policy"] == "tm-training"
+    _budget(m)
+
+
+def test_e2e_scaling_events_grow_no_faster_than_batch() -> None:
+    policy = "tm-training" if _available("tm-training") else "demand"
+    m = bench.run_case("e2e-scaling", small=True, policy=policy)
+    ev = m["extra"]["events_by_batch"]
+    b = m["extra"]["batch"]
+    assert ev[-1] / ev[0] <= b[-1] / b[0]
+    _budget(m)
+
+
+def test_e2e_demand_keeps_the_same_budget() -> None:
+    m = bench.run_case("e2e-bert", small=True, policy="demand")
+    _budget(m)
+
+
+def test_unavailable_policy_is_a_note_not_a_crash() -> None:
+    m = bench.run_case("e2e-bert", small=True, policy="no-such-policy")
+    assert m["note"].startswith("not run") and m["wall_s"] is None
+
+
+def test_bench_json_runs_each_case_in_its_own_process(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    ap = argparse.ArgumentParser()
+    bench.register(ap.add_subparsers(dest="cmd", required=True))
+    args = ap.parse_args(["bench", "--json", "--small", "--case", "npu-cycles",
+                          "--case", "hbm-fast"])
+    assert args.func(args) == 0
+    out = json.loads(capsys.readouterr().out)
+    names = [c["name"] for c in out["cases"]]
+    assert names == ["npu-cycles", "hbm-fast", "kernel"]
+    for c in out["cases"]:
+        assert set(bench.FIELDS) <= set(c)
+        assert c["peak_rss_mb"] > 0 and c["wall_s"] > 0
+    by = {c["name"]: c for c in out["cases"]}
+    # The kernel is sized to the busiest case and is its own reference.
+    assert by["kernel"]["events"] == by["hbm-fast"]["events"]
+    assert by["kernel"]["kernel_ratio"] == pytest.approx(1.0)
+    assert by["hbm-fast"]["kernel_ratio"] > 0 and by["npu-cycles"]["kernel_ratio"] is None
+
+
+def test_unknown_case_is_a_one_line_error() -> None:
+    ap = argparse.ArgumentParser()
+    bench.register(ap.add_subparsers(dest="cmd", required=True))
+    args = ap.parse_args(["bench", "--case", "nope"])
+    with pytest.raises(TmhwError, match="--case"):
+        args.func(args)
