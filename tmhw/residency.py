@@ -23,8 +23,14 @@ class CapacityError(RuntimeError):
 class Residency:
     """Page state of one workload's address space against an HBM capacity in pages."""
 
-    def __init__(self, npages: int, capacity_pages: int, page_size: int) -> None:
+    def __init__(self, npages: int, capacity_pages: int, page_size: int,
+                 owner: np.ndarray | None = None) -> None:
+        """``owner`` maps each page to a group (the tensor it belongs to); when given,
+        ``held_by_owner`` counts held pages per group, kept up to date incrementally."""
         self.npages = npages
+        self.owner = owner
+        self.held_by_owner = np.zeros(int(owner.max()) + 1 if owner is not None and
+                                      len(owner) else 0, dtype=np.int64)
         self.capacity = capacity_pages
         self.page_size = page_size
         self.in_hbm = np.zeros(npages, dtype=bool)
@@ -80,6 +86,8 @@ class Residency:
         self.settle(now)
         if self.occupied_pages + new > self.capacity:
             raise CapacityError(f"{new} pages over {self.capacity - self.occupied_pages} free")
+        if self.owner is not None and new:
+            self._count(pages, ~sel, +1)
         self.in_hbm[pages] = True
         self.ready_at[pages] = ready
         self.held += new
@@ -92,6 +100,8 @@ class Residency:
         n = int(np.count_nonzero(sel))
         if n == 0:
             return 0
+        if self.owner is not None:
+            self._count(pages, sel, -1)
         self.in_hbm[pages] = False
         self.held -= n
         if until is not None and until > now:
@@ -100,6 +110,17 @@ class Residency:
         self.settle(now)
         self.level.set(now, self.occupied_pages * self.page_size)
         return n
+
+    def _count(self, pages: np.ndarray | slice, mask: np.ndarray, sign: int) -> None:
+        assert self.owner is not None
+        own = self.owner[pages][mask]
+        if len(own) == 0:
+            return
+        if own[0] == own[-1]:
+            # A run inside one tensor, the common case: no histogram needed.
+            self.held_by_owner[own[0]] += sign * len(own)
+        else:
+            self.held_by_owner += sign * np.bincount(own, minlength=len(self.held_by_owner))
 
     def ready_time(self, p0: int, p1: int) -> int:
         """When every page of [p0, p1) is complete in HBM (all must be held)."""
@@ -113,6 +134,10 @@ class Residency:
         held = int(np.count_nonzero(self.in_hbm))
         if held != self.held:
             raise AssertionError(f"held counter {self.held} != bitmap {held}")
+        if self.owner is not None:
+            per = np.bincount(self.owner[self.in_hbm], minlength=len(self.held_by_owner))
+            if not np.array_equal(per, self.held_by_owner):
+                raise AssertionError("per-owner held counts disagree with the bitmap")
         if self.occupied_pages > self.capacity:
             raise AssertionError(f"occupancy {self.occupied_pages} > capacity {self.capacity}")
         lost = self.live & ~self.in_hbm & ~self.in_flash

@@ -102,7 +102,7 @@ class System:
                                  model=cfg.run.flash_model, precondition=precondition,
                                  seed=cfg.run.seed)
         self.npu = NPU(self.env, "npu", self.root, cfg.npu, self.hbm)
-        self.res = Residency(wl.npages, cap_pages, ps)
+        self.res = Residency(wl.npages, cap_pages, ps, owner=wl.page_tensor())
         self.dma = DmaEngine(self.env, "dma", self.root, cfg.dma, cfg.link, self.hbm,
                              self.flash, self.res, ps)
         self.dma.evictor = self._evict
@@ -127,9 +127,6 @@ class System:
 
         # Per-tensor bookkeeping for eviction choices.
         self.ranges = [(t.page_start, t.page_end) for t in wl.tensors]
-        self.starts = np.array([min(t.page_start, max(0, wl.npages - 1))
-                                for t in wl.tensors], dtype=np.int64)
-        self.empty = np.array([t.npages == 0 for t in wl.tensors], dtype=bool)
         self.persistent = np.array([t.kind.persistent for t in wl.tensors], dtype=bool)
         self.last_use = np.full(len(wl.tensors), -1, dtype=np.int64)
         self.use_ops: list[list[int]] = [[i for i, _ in u] for u in wl.uses()]
@@ -407,8 +404,7 @@ class System:
         # Evict a batch at least the DMA's window deep, as a pager's watermark does, so
         # a stream of faults does not call back once per chunk.
         need = max(need, self.dma.chunk_pages * len(self.dma.slots))
-        held_count = np.add.reduceat(res.in_hbm.astype(np.int32), self.starts)
-        held_count[self.empty] = 0
+        held_count = res.held_by_owner.copy()
         held_count[list(wl.ops[protect_op].tensors)] = 0
         held_t = np.flatnonzero(held_count)
         if len(held_t) == 0:
@@ -417,7 +413,8 @@ class System:
             order = held_t[np.argsort(self.last_use[held_t], kind="stable")]
         else:
             self.emergency += 1
-            order = sorted(held_t.tolist(), key=lambda t: -self._next_use(t, protect_op))
+            nxt = np.array([self._next_use(int(t), protect_op) for t in held_t])
+            order = held_t[np.argsort(-nxt, kind="stable")]
         freed = 0
         for t in order:
             if freed >= need:
