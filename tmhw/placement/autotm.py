@@ -83,7 +83,7 @@ class AutoTM(Policy):
             x, info = self._solve(gp, opts, ctx, drain)
             if x is None:
                 continue
-            for o, v in zip(opts, x):
+            for o, v in zip(opts, x, strict=True):
                 if v > 0.5:
                     g = gp.gaps[o.gap]
                     gp.evict(o.gap, g.a, o.release)
@@ -97,7 +97,7 @@ class AutoTM(Policy):
 
     # -- the program ---------------------------------------------------------------------
     def _options(self, gp: GapPlan, drain: bool) -> list[_Option]:
-        ctx, n = gp.ctx, gp.n
+        ctx = gp.ctx
         s2, e2 = gp.start2, gp.end2
         fbw = max(1.0, ctx.fetch_bytes_per_s)
         wbw = max(1.0, ctx.writeback_bytes_per_s)

@@ -111,7 +111,7 @@ class GapPlan:
                 continue
             ops = [i for i, _ in u]
             nxt = ops[1:] + ([ops[0] + n] if self.persistent[t] else [])
-            for a, b in zip(ops, nxt):
+            for a, b in zip(ops, nxt, strict=False):
                 op_b = wl.ops[b % n]
                 pw = t in op_b.writes and t not in op_b.reads
                 self.of_tensor[t].append(len(self.gaps))
@@ -161,7 +161,7 @@ class GapPlan:
         dirty = bool(self.in_initial(t))
         out = []
         gis = self.of_tensor[t]
-        for j, (op, w) in enumerate(self.uses[t]):
+        for j, (_, w) in enumerate(self.uses[t]):
             if w:
                 dirty = True
             if j < len(gis) and self.gaps[gis[j]].evicted:
@@ -288,7 +288,7 @@ class GapPlan:
 
     # -- the table -----------------------------------------------------------------------
     def table(self, name: str) -> PlacementTable:
-        wl, n, ps = self.wl, self.n, self.ps
+        wl, n = self.wl, self.n
         initial = input_mask(wl)
         for t in range(len(self.uses)):
             if self.persistent[t] and self.of_tensor[t] and self.in_initial(t):
@@ -477,7 +477,7 @@ class FlashNeuron(Policy):
 
     def plan(self, ctx: PlanContext) -> PlacementTable:
         gp = GapPlan(ctx)
-        wl, n = gp.wl, gp.n
+        wl = gp.wl
         rid, first, _ = gp.layer_runs()
         cands: list[tuple[int, int, int]] = []          # (write op, gap, release)
         for t, tt in enumerate(wl.tensors):

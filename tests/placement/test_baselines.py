@@ -1,0 +1,352 @@
+"""The prior systems TM-Training is measured against (FlatFlash, FlashNeuron, Sentinel,
+AutoTM) as placement tables: on random small training iterations and HBM capacities,
+every static table is valid (operands resident at their op, no live dirty page dropped,
+no page lost), cyclic (the iteration ends with the resident set it began with) and within
+the capacity at every op, in-flight prefetches included; run end to end, HBM occupancy
+never exceeds capacity, no page is lost and the bytes between the tiers are what the
+table and the faults asked for."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import tmhw.system
+from tmhw.config import PAPER, with_overrides
+from tmhw.dma import FETCH, WRITEBACK
+from tmhw.placement import Action, PlanContext, make_policy
+from tmhw.placement.base import drop_moves, input_mask, op_working_set_pages
+from tmhw.placement.flashneuron import GapPlan, TableError, table_profile
+from tmhw.placement.table import PlacementTable
+from tmhw.sim.errors import TmhwError
+from tmhw.workload.builder import WorkloadBuilder
+from tmhw.workload.graph import Kind, Phase, Workload
+
+STATIC = ("flashneuron", "sentinel", "autotm")
+BASELINES = ("flatflash", *STATIC)
+FETCH_BW = 7.0e9            # bytes/s, about the 990 PRO-like device's reads
+WB_BW = 6.5e9
+
+
+@st.composite
+def workloads(draw: st.DrawFn) -> Workload:
+    """A few linear and element-wise layers of small width: a forward pass, its
+    backward and an Adam or SGD step, laid out in 4 KiB pages."""
+    batch = draw(st.integers(1, 4))
+    tokens = batch * draw(st.sampled_from([16, 32, 64]))
+    b = WorkloadBuilder("tiny", batch=batch, optimizer=draw(st.sampled_from(["adam", "sgd"])))
+    d = draw(st.sampled_from([32, 64, 128]))
+    x = b.input("x", tokens * d)
+    for i in range(draw(st.integers(2, 5))):
+        if draw(st.booleans()):
+            d_out = draw(st.sampled_from([32, 64, 128, 256]))
+            x = b.linear(f"l{i}", x, tokens, d, d_out)
+            d = d_out
+        else:
+            x = b.eltwise(f"e{i}", (x,), tokens * d, 1.0,
+                          saves=draw(st.sampled_from(["input", "output", "none"])),
+                          params=draw(st.sampled_from([0, 2 * d])))
+    return b.finish(x)
+
+
+def profile(wl: Workload, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Op start/end times: each op 1-50 us (the fetch of a few pages takes about 1 us)."""
+    dur = np.random.default_rng(seed).integers(1_000_000, 50_000_000, len(wl.ops))
+    end = np.cumsum(dur)
+    return end - dur, end
+
+
+def context(wl: Workload, frac: float, seed: int = 0) -> PlanContext:
+    """Capacity between the largest op working set and the footprint."""
+    ws = int(op_working_set_pages(wl).max())
+    foot = -(-wl.peak_live_bytes() // wl.page_size)
+    cap = ws + int(frac * max(0, foot - ws))
+    start, end = profile(wl, seed)
+    return PlanContext(wl, cap, start, end, FETCH_BW, WB_BW, ilp_time_limit_s=10.0)
+
+
+def plan(name: str, ctx: PlanContext) -> PlacementTable | None:
+    """The policy's table, or None where FlashNeuron says it cannot fit."""
+    try:
+        return make_policy(name).plan(ctx)
+    except TmhwError as e:
+        assert name == "flashneuron", e
+        assert str(e).startswith("policy.hbm_ratio: flashneuron") and "\n" not in str(e)
+        return None
+
+
+SETTINGS = settings(max_examples=12, deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow])
+
+
+# -- tables, without the executor ---------------------------------------------------------
+@pytest.mark.parametrize("name", STATIC)
+@SETTINGS
+@given(wl=workloads(), frac=st.floats(0.0, 1.0), seed=st.integers(0, 3))
+def test_static_table_is_valid_cyclic_and_within_capacity_at_every_op(
+        name: str, wl: Workload, frac: float, seed: int) -> None:
+    ctx = context(wl, frac, seed)
+    tab = plan(name, ctx)
+    if tab is None:
+        return
+    assert not tab.reactive
+    occ = table_profile(wl, tab)              # raises TableError on any violation
+    assert occ.max() <= ctx.capacity_pages
+    for m in tab.moves:
+        t = wl.tensors[m.tensor]
+        assert (m.p0, m.p1) == (t.page_start, t.page_end)
+        if m.action == Action.PREFETCH:
+            assert m.issue_op <= m.deadline_op
+            # due at an op that reads it, or by the iteration's end for the next one
+            assert m.tensor in wl.ops[m.deadline_op].reads or m.deadline_op == len(wl.ops) - 1
+
+
+@pytest.mark.parametrize("name", STATIC)
+@SETTINGS
+@given(wl=workloads(), seed=st.integers(0, 3))
+def test_persistent_tensors_not_resident_at_start_live_on_flash(
+        name: str, wl: Workload, seed: int) -> None:
+    """``initial`` is whole tensors: the mini-batch always, a weight, master copy or
+    optimizer state either entirely (it stays, or comes back before the iteration ends)
+    or not at all (then flash holds it and a prefetch in the iteration brings it)."""
+    ctx = context(wl, 0.3, seed)
+    tab = plan(name, ctx)
+    if tab is None:
+        return
+    inp = input_mask(wl)
+    assert tab.initial[inp].all()
+    fetched = {m.tensor for m in tab.moves if m.action == Action.PREFETCH}
+    for t in wl.tensors:
+        run = tab.initial[t.page_start:t.page_end]
+        assert run.all() or not run.any(), t.name
+        if t.kind.persistent and not run.any() and wl.uses()[t.id]:
+            first_op, _ = wl.uses()[t.id][0]
+            pure_write = t.id not in wl.ops[first_op].reads
+            assert t.id in fetched or pure_write, t.name
+        if not (t.kind.persistent or t.kind == Kind.INPUT):
+            assert not run.any(), t.name
+
+
+@SETTINGS
+@given(wl=workloads(), frac=st.floats(0.0, 1.0), seed=st.integers(0, 3))
+def test_gap_model_occupancy_equals_the_table_replay(wl: Workload, frac: float,
+                                                     seed: int) -> None:
+    """Two computations of the pages held during each op agree: the gap model's
+    (everything live, less the evicted windows) and a page-by-page replay of the table."""
+    ctx = context(wl, frac, seed)
+    gp = GapPlan(ctx)
+    rng = np.random.default_rng(seed)
+    for gi, g in enumerate(gp.gaps):
+        if g.b - g.a >= 2 and rng.random() < 0.6:
+            e = int(rng.integers(g.a, min(g.b - 1, gp.n - 1) + 1))
+            if e + 1 <= g.b:
+                gp.evict(gi, e, int(rng.integers(e + 1, g.b + 1)))
+    tab = gp.table("gaps")
+    assert np.array_equal(gp.occupancy(drain=False), table_profile(wl, tab))
+
+
+def test_table_replay_catches_a_drop_of_live_dirty_data() -> None:
+    """The check the executor asserts: an activation evicted by a drop before the
+    backward pass reads it would be lost."""
+    b = WorkloadBuilder("two", batch=1)
+    x = b.input("x", 1024)
+    h = b.linear("l0", x, 16, 64, 64)
+    y = b.eltwise("e1", (h,), 16 * 64, saves="input")
+    wl = b.finish(y)
+    ctx = context(wl, 1.0)
+    gp = GapPlan(ctx)
+    gi = next(i for i, g in enumerate(gp.gaps) if g.tensor == h and g.b - g.a >= 2)
+    gp.evict(gi, gp.gaps[gi].a, gp.gaps[gi].b)
+    tab = gp.table("bad")
+    for m in tab.moves:
+        if m.tensor == h and m.action == Action.WRITEBACK:
+            m.action = Action.DROP
+    tab.index()
+    with pytest.raises(TableError, match="drops live dirty pages"):
+        table_profile(wl, tab)
+
+
+@SETTINGS
+@given(wl=workloads(), frac=st.floats(0.0, 1.0))
+def test_flatflash_is_page_granular_demand_paging(wl: Workload, frac: float) -> None:
+    ctx = context(wl, frac)
+    tab = make_policy("flatflash").plan(ctx)
+    assert tab.reactive and tab.fault_chunk_pages == 1
+    assert np.array_equal(tab.initial, input_mask(wl))
+    key = [(m.action, m.tensor, m.p0, m.p1, m.issue_op) for m in tab.moves]
+    assert key == [(m.action, m.tensor, m.p0, m.p1, m.issue_op) for m in drop_moves(wl)]
+    assert all(m.action == Action.DROP for m in tab.moves)
+
+
+@SETTINGS
+@given(wl=workloads(), frac=st.floats(0.0, 1.0))
+def test_flashneuron_moves_only_activations_needed_by_the_backward_pass(
+        wl: Workload, frac: float) -> None:
+    ctx = context(wl, frac)
+    tab = plan("flashneuron", ctx)
+    if tab is None:
+        return
+    uses = wl.uses()
+    for m in tab.moves:
+        t = wl.tensors[m.tensor]
+        if m.action == Action.DROP:
+            continue                          # the framework freeing dead tensors
+        assert t.kind == Kind.ACTIVATION, t.name
+        ops = [wl.ops[i] for i, _ in uses[t.id]]
+        last_fwd = max(o.index for o in ops if o.phase == Phase.FORWARD)
+        first_bwd = min(o.index for o in ops if o.phase == Phase.BACKWARD)
+        if m.action == Action.WRITEBACK:
+            assert m.issue_op == last_fwd
+        else:
+            assert m.deadline_op == first_bwd and last_fwd + 1 < m.issue_op <= first_bwd
+    persistent = np.zeros(wl.npages, dtype=bool)
+    for t in wl.tensors:
+        if t.kind.persistent and uses[t.id]:
+            persistent[t.page_start:t.page_end] = True
+    assert tab.initial[persistent].all()
+
+
+def test_flashneuron_that_cannot_fit_says_which_ratio_field() -> None:
+    b = WorkloadBuilder("wide", batch=1)
+    x = b.input("x", 16 * 64)
+    for i in range(4):
+        x = b.linear(f"l{i}", x, 16, 64 if i == 0 else 512, 512)
+    wl = b.finish(x)
+    ctx = context(wl, 0.0)
+    with pytest.raises(TmhwError, match=r"^policy\.hbm_ratio: flashneuron keeps weights"):
+        make_policy("flashneuron").plan(ctx)
+
+
+def test_autotm_too_large_for_its_time_limit_says_so() -> None:
+    b = WorkloadBuilder("deep", batch=2)
+    x = b.input("x", 64 * 64)
+    for i in range(60):
+        x = b.linear(f"l{i}", x, 64, 64, 64)
+    wl = b.finish(x)
+    ctx = context(wl, 0.2)
+    ctx.ilp_time_limit_s = 1e-3
+    with pytest.raises(TmhwError, match=r"^policy\.name: autotm ILP with \d+ variables did "
+                                        r"not solve within 0\.001 s; use a smaller model"):
+        make_policy("autotm").plan(ctx)
+
+
+# -- end to end ---------------------------------------------------------------------------
+def run_system(wl: Workload, name: str, ratio: float,
+               monkeypatch: pytest.MonkeyPatch) -> tuple[dict[str, Any], Any, list[Any]]:
+    """A System on ``wl`` (in place of a zoo model), two iterations; returns the report,
+    the system and every DMA request it made (the table's, the faults', evictions')."""
+    monkeypatch.setattr(tmhw.system, "build_workload", lambda *a, **k: wl)
+    cfg = with_overrides(PAPER, [f"policy.name={name}", f"policy.hbm_ratio={ratio}",
+                                 "run.iterations=2", "policy.ilp_time_limit_s=10"])
+    sysm = tmhw.system.System(cfg)
+    reqs: list[Any] = []
+    submit, wb_now = sysm.dma.submit, sysm.dma._writeback
+
+    def record(req: Any) -> Any:
+        reqs.append(req)
+        return submit(req)
+
+    def record_wb(c0: int, c1: int, issue: int, req: Any) -> int:
+        if req.urgent and req.deadline_op == -1:
+            reqs.append(req)                  # an eviction's immediate write-back
+        return int(wb_now(c0, c1, issue, req))
+
+    monkeypatch.setattr(sysm.dma, "submit", record)
+    monkeypatch.setattr(sysm.dma, "_writeback", record_wb)
+    rep = sysm.run()                          # finishes with Residency.check(): none lost
+    return rep, sysm, reqs
+
+
+def ratio_for(wl: Workload, frac: float) -> float:
+    ws = int(op_working_set_pages(wl).max())
+    foot = -(-wl.peak_live_bytes() // wl.page_size)
+    lo = (ws + 1) / foot
+    return min(1.0, lo + frac * (1.0 - lo))
+
+
+@pytest.mark.parametrize("name", BASELINES)
+@settings(max_examples=4, deadline=None, suppress_health_check=[
+    HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(wl=workloads(), frac=st.floats(0.0, 0.8))
+def test_run_stays_within_capacity_and_moves_what_was_asked(
+        name: str, wl: Workload, frac: float, monkeypatch: pytest.MonkeyPatch) -> None:
+    ratio = ratio_for(wl, frac)
+    try:
+        rep, sysm, reqs = run_system(wl, name, ratio, monkeypatch)
+    except TmhwError as e:
+        assert name == "flashneuron" and str(e).startswith("policy.hbm_ratio"), e
+        return
+    assert rep["hbm_peak_occupancy_bytes"] <= rep["policy"]["hbm_capacity_bytes"]
+    ps = wl.page_size
+    fetched = sum(r.pages_moved for r in reqs if r.kind == FETCH) * ps
+    written = sum(r.pages_moved for r in reqs if r.kind == WRITEBACK) * ps
+    t = rep["traffic_bytes"]
+    assert (t["flash_to_hbm"], t["hbm_to_flash"]) == (fetched, written)
+    # no request moves more than it named; flash saw exactly the bytes the DMA moved
+    assert all(r.pages_moved <= r.p1 - r.p0 for r in reqs)
+    fl = rep["system"]["flash"]
+    assert (fl["bytes_read"], fl["bytes_written"]) == (fetched, written)
+    assert sum(r["flash_to_hbm_bytes"] for r in rep["per_iteration"]) == fetched
+    if name == "flatflash":
+        faults = [r for r in reqs if r.kind == FETCH]
+        assert all(r.urgent and r.chunk_pages == 1 for r in faults)
+        # the weights start on flash: their first use faults them in
+        uses = wl.uses()
+        assert faults or not any(t.kind.persistent and uses[t.id] for t in wl.tensors)
+    else:
+        # a static table asks for its prefetches each iteration; the rest are faults
+        table_fetch = [r for r in reqs if r.kind == FETCH and not r.urgent]
+        asked = sum(m.npages for m in sysm.table.moves if m.action == Action.PREFETCH)
+        assert sum(r.p1 - r.p0 for r in table_fetch) == 2 * asked
+
+
+# -- the command line ---------------------------------------------------------------------
+BERT = ["run", "--model", "bert-base", "--batch", "8", "--seq", "128", "--hbm-ratio",
+        "0.25", "--iterations", "2", "--quiet"]
+
+
+@pytest.mark.parametrize("name", ["sentinel", "autotm"])
+def test_cli_runs_bert_base_at_a_quarter_of_the_footprint(
+        name: str, tmhw: Callable[..., Any], tmp_path: Path) -> None:
+    res = tmhw(*BERT, "--policy", name, "--set", "policy.ilp_time_limit_s=5",
+               "--out", str(tmp_path))
+    assert res.rc == 0, res.err
+    rep = json.loads((tmp_path / "report.json").read_text())
+    assert rep["policy"]["name"] == name and rep["iterations"] == 2
+    assert rep["hbm_peak_occupancy_bytes"] <= rep["policy"]["hbm_capacity_bytes"]
+    assert rep["traffic_bytes"]["flash_to_hbm"] > 0
+
+
+def test_cli_flashneuron_on_bert_base_at_a_quarter_says_it_does_not_fit(
+        tmhw: Callable[..., Any], tmp_path: Path) -> None:
+    """BERT-base at batch 8, seq 128 is mostly weights and Adam state (16 bytes per
+    parameter, 1.5 of its 1.9 GiB footprint), which FlashNeuron keeps in HBM: a quarter
+    of the footprint cannot hold them, whatever it offloads."""
+    res = tmhw(*BERT, "--policy", "flashneuron", "--out", str(tmp_path))
+    assert res.rc == 2
+    assert len(res.err_lines) == 1 and "policy.hbm_ratio: flashneuron" in res.err
+
+
+@pytest.mark.parametrize("name", ["flashneuron", "flatflash"])
+def test_cli_runs_where_the_policy_fits_in_seconds(
+        name: str, tmhw: Callable[..., Any], tmp_path: Path) -> None:
+    """FlashNeuron where the weights and optimizer state fit; FlatFlash on a model small
+    enough (and pages large enough) that faulting in every page one at a time takes
+    seconds."""
+    args = {"flashneuron": ["--model", "bert-base", "--batch", "8", "--seq", "128",
+                            "--hbm-ratio", "0.9"],
+            "flatflash": ["--model", "resnet18", "--batch", "1", "--hbm-ratio", "0.5",
+                          "--set", "workload.page_size=65536"]}[name]
+    res = tmhw("run", *args, "--iterations", "2", "--quiet", "--policy", name,
+               "--out", str(tmp_path))
+    assert res.rc == 0, res.err
+    rep = json.loads((tmp_path / "report.json").read_text())
+    assert rep["hbm_peak_occupancy_bytes"] <= rep["policy"]["hbm_capacity_bytes"]
+    assert rep["traffic_bytes"]["hbm_to_flash"] > 0
