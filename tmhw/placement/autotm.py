@@ -72,6 +72,11 @@ class AutoTM(Policy):
     traffic_weight: ClassVar[float] = 1e-3
     #: programs with more variables are not attempted
     max_variables: ClassVar[int] = 200_000
+    #: relative optimality gap at which the solver stops (1%: the stall estimate is
+    #: coarser than that)
+    mip_rel_gap: ClassVar[float] = 1e-2
+    #: print the solver log (HiGHS) to stdout
+    verbose: ClassVar[bool] = False
 
     def plan(self, ctx: PlanContext) -> PlacementTable:
         info: dict[str, float] = {}
@@ -258,7 +263,7 @@ class AutoTM(Policy):
         res: Any = milp(c, constraints=LinearConstraint(a_mat, lb, ub),
                         integrality=integrality, bounds=Bounds(lo_b, hi_b),
                         options={"time_limit": float(ctx.ilp_time_limit_s),
-                                 "mip_rel_gap": 1e-3, "disp": False})
+                                 "mip_rel_gap": self.mip_rel_gap, "disp": self.verbose})
         info["ilp_status"] = float(res.status)
         if res.x is None:
             if res.status == 2:           # infeasible: let the caller relax the drain
