@@ -1,9 +1,10 @@
 """The SSD as a memory target: controller, ONFI channels, dies and the host link.
 
 ``FlashTarget`` serves ``Transfer``s of logical byte ranges (``Op.READ``, ``Op.WRITE``,
-``Op.TRIM``) through the FTL (``flash.ftl``) and books busy-until timelines per die, per
-channel and for each direction of the host link; ``transport`` returns the completion
-time, the latest page's end, and creates no SimPy event.
+``Op.TRIM``) through the FTL (``flash.ftl``) and books the dies, the channels and each
+direction of the host link (``flash.lanes``); ``transport`` returns the completion time,
+the latest page's end, and creates no SimPy event. With a tracer on, each transaction is
+one span on the target's lane.
 
 Timing of one page (MQSim's ONFI NV-DDR2 PHY, ``flash.config``):
 
@@ -26,11 +27,13 @@ of one request go as one multi-plane command.
 
 Two models behind one interface (DESIGN.md, "Event economy"):
 
-- ``fast`` books each chunk with one reservation per touched die and one per touched
-  channel, from per-die page counts (numpy), and charges garbage collection as die and
-  channel time when a plane falls under the soft threshold;
-- ``detailed`` (``flash.detailed``) reserves every page command in order with per-die
-  command queues, read priority and background GC.
+- ``fast`` books each chunk with one reservation per touched die (busy-until, in order)
+  and one per touched channel (the earliest idle gap), from per-die page counts, and
+  charges garbage collection as die and channel time when a plane falls under the soft
+  threshold;
+- ``detailed`` (``flash.detailed``) books every command on gap-filling die and channel
+  lanes, with bounded per-die command queues, reads using idle die time between booked
+  programs, background GC in idle time and forced GC ahead of the write that needs it.
 """
 
 from __future__ import annotations
@@ -157,6 +160,8 @@ class FlashTarget(Component):
             end = self._read(t.address, t.nbytes, earliest)
         else:
             end = self._write(t.address, t.nbytes, earliest)
+        if self.tracer.enabled:
+            self.tracer.span(self.path, earliest, end, t.op.value, {"bytes": t.nbytes})
         # Controller active time: the union of the transactions' lifetimes.
         if end > self._active_until:
             self._active_ps += end - max(earliest, self._active_until)

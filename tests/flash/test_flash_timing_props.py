@@ -90,3 +90,14 @@ def test_the_dma_engine_can_yield_once_for_many_chunks() -> None:
     env.run()
     # 32 MiB at the 8 GB/s host link, plus the first page's latency
     assert env.now == pytest.approx(32 * MiB / 8e9 * 1e12, rel=0.02)
+
+
+def test_each_transaction_is_one_trace_span() -> None:
+    from tmhw.sim import Tracer
+
+    tr = Tracer()
+    t = FlashTarget(simpy.Environment(), "flash", None, PRESETS["990pro"], tracer=tr)
+    end = t.transport(Transfer(Op.READ, 0, 2 * MiB), 0)
+    t.transport(Transfer(Op.WRITE, 0, 16 * KiB), end)
+    assert [(lane, s, name) for lane, s, _e, name, _a in tr.spans] == [
+        ("flash", 0, "read"), ("flash", end, "write")]
