@@ -103,6 +103,9 @@ class UnitController:
         self.pb_done: set[int] = set()
         self.ref_target = -1
         self.last_cas = [-1] * nb
+        #: The burst each bank's latest ACT was issued for: its CAS is the row miss.
+        self.act_seq = [-1] * nb
+        self.row_hits = 0
         self.log: list[Command] | None = [] if log else None
         # Statistics.
         self.counts = [0] * _NK
@@ -299,6 +302,8 @@ class UnitController:
                 self.bursts_read += 1
             row = burst.row
             self.last_cas[bank] = t
+            if self.act_seq[bank] != burst.seq:
+                self.row_hits += 1
             if c.page_policy == "closed" and not self._queued_hit(bank, row):
                 kind = _WRA if write else _RDA
                 self._close(r, t)
@@ -311,6 +316,7 @@ class UnitController:
         elif kind == _ACT:
             assert burst is not None
             row = burst.row
+            self.act_seq[bank] = burst.seq
             self.open_row[bank] = row
             if self.n_open[r] == 0:
                 self.active_since[r] = t
@@ -501,6 +507,11 @@ class DetailedModel:
     @property
     def acts(self) -> int:
         return sum(c.counts[_ACT] for c in self.ctrls)
+
+    @property
+    def row_hits(self) -> int:
+        """Column accesses that found their row open (not opened for them)."""
+        return sum(c.row_hits for c in self.ctrls)
 
     @property
     def data_ps(self) -> list[int]:

@@ -343,6 +343,11 @@ class FastModel:
         return end
 
     # -- figures -----------------------------------------------------------------------
+    @property
+    def row_hits(self) -> int:
+        """Bursts that found their row open: all but one per activation."""
+        return max(0, self.bursts_read + self.bursts_written - self.acts)
+
     def refreshes(self, now: int) -> int:
         """Refresh commands (REFab, or REFpb in per-bank mode) run by ``now``, all units."""
         if self.t_ref_period == 0:

@@ -39,6 +39,9 @@ class TimingModel(Protocol):
     def acts(self) -> int: ...
 
     @property
+    def row_hits(self) -> int: ...
+
+    @property
     def bytes_read(self) -> int: ...
 
     @property
@@ -128,7 +131,8 @@ class DramTarget(Component):
             "bursts_read": impl.bursts_read,
             "bursts_written": impl.bursts_written,
             "activates": impl.acts,
-            "row_hit_rate": (bursts - impl.acts) / bursts if bursts else 0.0,
+            "row_hits": impl.row_hits,
+            "row_hit_rate": impl.row_hits / bursts if bursts else 0.0,
             "refreshes": refs,
             "refresh_share": refs * t_ref / (elapsed * cfg.units)
             / (cfg.banks * cfg.ranks if cfg.refresh == "per-bank" else 1),
