@@ -75,7 +75,8 @@ Presets (sources; "estimate" marks a value without a public figure):
   (estimate).
 - ``hbm2e``: estimate: HBM2's timings in ns re-rounded at tCK 0.625 ns (3.2 Gb/s, the
   Samsung Flashbolt / JESD235C speed), 32 banks of 65536 rows (16 Gb dies, 16 GiB
-  8-high stack), tRFC 350 ns (16 Gb, estimate), tCCD_S/L 2/4. Energy 3.9 pJ/bit
+  8-high stack), tRFC 350 ns (16 Gb, estimate), tCCD_S/L 2/4; no per-bank refresh (no
+  public tRFCsb for 32 banks). Energy 3.9 pJ/bit
   all-inclusive (HBM2's figure from O'Connor et al., MICRO'17; estimate for HBM2E).
 - ``hbm3``: HBM3-6400 after Ramulator 2.1 (../shared/PARAMETERS.md): 16 channels x 2
   pseudo-channels x 32 bit, BL8 (nBL 2 at tCK 0.625 ns), 4 x 4 banks; nCL 20,
@@ -343,7 +344,7 @@ HBM2E = replace(
     t_ccd_s=2 * _E, t_ccd_l=4 * _E, t_rrd_s=_ns(_E, 4), t_rrd_l=_ns(_E, 6),
     t_faw=_ns(_E, 30), t_wr=_ns(_E, 16), t_wtr_s=_ns(_E, 6), t_wtr_l=_ns(_E, 8),
     t_rtp=_ns(_E, 6), t_rtw=2 * _E, t_rtrs=_E, t_refi=_ns(_E, 3900), t_rfc=_ns(_E, 350),
-    t_rfc_pb=_ns(_E, 160), t_rrefd=_ns(_E, 8),
+    t_rfc_pb=0, t_rrefd=0,
     pj_per_bit=3.9, io_pj_per_bit=0.0,
 )
 

@@ -24,6 +24,8 @@ busy-until ``Timeline`` of its data bus; the chunk completes at the latest unit'
 - Refresh: the unit's bus idles for tRTP + tRP + tRFC + tRCD - t_burst every tREFI
   (all-bank: last RD, PREA, REF, ACT, first RD), from the same per-unit staggered phase
   as the detailed controller; work is stretched over those windows in closed form.
+  Per-bank refresh costs streams nothing (the controller refreshes banks the traffic
+  has left) and random accesses the banks that are refreshing on average.
 
 Agreement with the detailed controller (tests/dram/test_fast_vs_detailed.py): within 5%
 of the time to serve streams, random 64 B accesses, 2:1 read/write mixes of chunks and
@@ -50,7 +52,7 @@ _MAX_BLOCKS = 1 << 16
 _SCALAR_BLOCKS = 64
 
 
-def distinct_banks(banks: int, queued: int) -> float:
+def distinct_banks(banks: float, queued: int) -> float:
     """Expected number of distinct banks among ``queued`` uniformly random accesses."""
     return banks * (1.0 - (1.0 - 1.0 / banks) ** queued)
 
@@ -88,10 +90,15 @@ class FastModel:
         data = float(self.rand_bursts * max(c.t_burst, c.t_ccd_s))
         wr_cycle = max(c.t_rc, c.t_rcd_wr + c.t_cwl + self.rand_bursts * c.t_burst + c.t_wr
                        + c.t_rp)
+        if c.refresh == "per-bank":
+            # On average t_rfc_pb / (t_refi / banks) banks are refreshing.
+            nb_eff = nb - c.t_rfc_pb * nb / c.t_refi
+        else:
+            nb_eff = float(nb)
         qr = max(1, c.read_queue // self.rand_bursts)
         qw = max(1, c.write_queue // self.rand_bursts)
-        self.t_rand_rd = round(max(t_act, data, c.t_rc / distinct_banks(nb, qr)))
-        self.t_rand_wr = round(max(t_act, data, wr_cycle / distinct_banks(nb, qw)))
+        self.t_rand_rd = round(max(t_act, data, c.t_rc / distinct_banks(nb_eff, qr)))
+        self.t_rand_wr = round(max(t_act, data, wr_cycle / distinct_banks(nb_eff, qw)))
         # Bus turnarounds between data, without and with a row to open first.
         self.rtw = c.t_rtw
         self.rtw_miss = max(c.t_rtw, c.t_rtp + c.t_rp + c.t_rcd_wr + c.t_cwl - c.t_cl
@@ -106,8 +113,8 @@ class FastModel:
         if c.refresh == "off":
             self.t_ref_period, self.t_ref_block = 0, 0
         elif c.refresh == "per-bank":
-            self.t_ref_period = c.t_refi // nb
-            self.t_ref_block = max(c.t_rrefd, c.tck)
+            # The controller refreshes a bank the traffic has left: the bus goes on.
+            self.t_ref_period, self.t_ref_block = 0, 0
         else:
             self.t_ref_period = c.t_refi
             # Bus idle from the last data before a refresh to the first after it: the
@@ -350,10 +357,12 @@ class FastModel:
 
     def refreshes(self, now: int) -> int:
         """Refresh commands (REFab, or REFpb in per-bank mode) run by ``now``, all units."""
-        if self.t_ref_period == 0:
+        c = self.cfg
+        if c.refresh == "off":
             return 0
-        return sum((now - off) // self.t_ref_period + 1 for off in self.ref_offsets
-                   if now > off)
+        period = c.t_refi if c.refresh == "all-bank" else c.t_refi // self.nb
+        return sum((now - off) // period + 1 for off in
+                   (ref_phase(c, i) for i in range(c.units)) if now > off)
 
     def active_ps(self, now: int) -> list[int]:
         """Per unit, time with a bank open (open page: from first use; closed: busy)."""
