@@ -18,7 +18,7 @@ from __future__ import annotations
 import heapq
 import itertools
 from collections.abc import Callable, Generator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -88,7 +88,8 @@ class DmaEngine(Component):
         #: stale(req) -> True when a write-back's tensor has been used again since the
         #: request was made: its pages are needed in HBM, so the eviction is void.
         self.stale: Callable[[DmaRequest], bool] | None = None
-        self.energy = EnergyMeter(EnergyTable({"byte": cfg.pj_per_byte}, idle_mw=cfg.idle_mw))
+        self.meter = EnergyMeter(EnergyTable({"byte": cfg.pj_per_byte}, idle_mw=cfg.idle_mw))
+        self.energy = self.meter
         self.link_energy_pj = 0.0
         self.bytes = {FETCH: Counter(), WRITEBACK: Counter()}
         self.chunks = Counter()
@@ -96,7 +97,6 @@ class DmaEngine(Component):
         self.wakeups = Counter()
         self.void_writebacks = 0
         self.fetch_latency = Tally()
-        self.busy = Timeline(f"{self.path}.busy")
         self._flash_addr_base = 0
 
     # -- interface -----------------------------------------------------------------------
@@ -208,7 +208,7 @@ class DmaEngine(Component):
         cut = np.flatnonzero(np.diff(pages) != 1) + 1
         starts = np.concatenate(([0], cut))
         stops = np.concatenate((cut, [len(pages)]))
-        return [(int(pages[a]), int(pages[b - 1]) + 1) for a, b in zip(starts, stops)]
+        return [(int(pages[a]), int(pages[b - 1]) + 1) for a, b in zip(starts, stops, strict=False)]
 
     def _link(self, src_end: int, nbytes: int) -> int:
         dur = transfer_ps(nbytes, self.link_cfg.bandwidth)
@@ -274,16 +274,14 @@ class DmaEngine(Component):
     def _account(self, kind: str, nbytes: int, start: int, end: int, req: DmaRequest) -> None:
         self.bytes[kind].add(nbytes)
         self.chunks.add()
-        self.energy.add("byte", nbytes)
-        self.busy.reserve(start, 0)
+        self.meter.add("byte", nbytes)
         req.pages_moved += nbytes // self.page_size
         self.tracer.span(f"{self.path}.{kind}", start, end, req.tag or kind,
                          {"bytes": nbytes, "deadline_op": req.deadline_op})
 
     # -- report --------------------------------------------------------------------------
     def _finalize(self, now: int) -> None:
-        assert self.energy is not None
-        self.energy.add_pj("link", self.link_energy_pj)
+        self.meter.add_pj("link", self.link_energy_pj)
 
     def _report(self) -> dict[str, Any]:
         return {

@@ -71,7 +71,7 @@ def stacked_bars(categories: Sequence[str], series: dict[str, Sequence[float]],
     bottom = [0.0] * len(categories)
     for name, vals in series.items():
         ax.bar(categories, vals, bottom=bottom, label=name)
-        bottom = [b + v for b, v in zip(bottom, vals)]
+        bottom = [b + v for b, v in zip(bottom, vals, strict=False)]
     ax.set_ylabel(ylabel)
     ax.legend(fontsize=8)
     plt.setp(ax.get_xticklabels(), rotation=30, ha="right")

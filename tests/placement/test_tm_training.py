@@ -18,7 +18,7 @@ def mlp(widths: list[int], batch: int, residual: bool) -> Workload:
     """A small MLP: linear + GELU per layer, optional residual adds."""
     b = WorkloadBuilder("mlp", batch)
     x = b.input("x", batch * widths[0])
-    for i, (d_in, d_out) in enumerate(zip(widths, widths[1:])):
+    for i, (d_in, d_out) in enumerate(zip(widths, widths[1:], strict=False)):
         y = b.linear(f"fc{i}", x, batch, d_in, d_out)
         y = b.eltwise(f"act{i}", (y,), batch * d_out, 8.0)
         if residual and d_in == d_out:

@@ -44,9 +44,9 @@ def cmd_show(args: argparse.Namespace) -> int:
     widths = [max(len(h), *(len(r[i]) for r in shown)) if shown else len(h)
               for i, h in enumerate(header)]
     out = sys.stdout
-    out.write("  ".join(h.ljust(w) for h, w in zip(header, widths)) + "\n")
+    out.write("  ".join(h.ljust(w) for h, w in zip(header, widths, strict=False)) + "\n")
     for r in shown:
-        out.write("  ".join(c.ljust(w) for c, w in zip(r, widths)) + "\n")
+        out.write("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)) + "\n")
     if len(rows) > len(shown):
         out.write(f"... {len(rows) - len(shown)} more rows\n")
     by = table.bytes_by_action(wl.page_size)

@@ -23,12 +23,12 @@ from __future__ import annotations
 import csv
 import io
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 
 import numpy as np
 
 
-class Action(str, Enum):
+class Action(StrEnum):
     PREFETCH = "prefetch"
     WRITEBACK = "writeback"
     DROP = "drop"

@@ -133,12 +133,12 @@ class Planner:
 
     def _gaps(self, wl: Workload) -> list[Gap]:
         gaps: list[Gap] = []
-        for t, uses in zip(wl.tensors, wl.uses()):
+        for t, uses in zip(wl.tensors, wl.uses(), strict=False):
             if t.npages == 0 or t.kind == Kind.INPUT or len(uses) == 0:
                 continue
             ops = [u for u, _ in uses]
             writes = [w for _, w in uses]
-            pairs = list(zip(range(len(ops) - 1), range(1, len(ops))))
+            pairs = list(zip(range(len(ops) - 1), range(1, len(ops)), strict=False))
             for i, j in pairs:
                 gaps.append(Gap(t.id, ops[i], ops[j], t.npages,
                                 any(writes[: i + 1]) or t.kind.persistent and any(writes),
