@@ -34,7 +34,7 @@ import numpy as np
 from dram.config import DramConfig
 from dram.fast import RANDOM_ACCESS_BYTES
 from dram.mapping import AddressMap
-from dram.timing import Cmd, Command, Rule, Scope, ref_phase, rules
+from dram.timing import Cmd, Command, Rule, ref_phase, rules
 from tmhw.sim.transfer import Pattern
 
 _INF = 1 << 62
@@ -527,4 +527,3 @@ class DetailedModel:
         return [c.log or [] for c in self.ctrls]
 
 
-__all__ = ["Burst", "DetailedModel", "Scope", "UnitController"]

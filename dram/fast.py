@@ -254,15 +254,15 @@ class FastModel:
         o = int(self.open_rows[unit, bank])
         return 1 if (o < 0 or closed) else (0 if o == row else 2)
 
-    def _scan_short(self, b0: int, nb: int,
-                    closed: bool) -> tuple[list[tuple[int, int]], dict[int, int]]:
-        """Bursts per unit and first-row state per unit of a short chunk, block by block
-        in Python; updates the open rows."""
+    def _scan_short(self, b0: int, nb: int, closed: bool
+                    ) -> tuple[list[tuple[int, int, int]], dict[int, int]]:
+        """(unit, bursts, activations) per unit and the first-row state per unit of a
+        short chunk, block by block in Python, updating the open rows as it goes."""
         blk = self._blk
         dec = self.amap.decode_burst
-        counts: dict[int, int] = {}
+        per: dict[int, list[int]] = {}
         states: dict[int, int] = {}
-        touched: list[tuple[int, int, int]] = []
+        orows = self.open_rows
         end = b0 + nb
         k = b0 // blk
         while k * blk < end:
@@ -271,18 +271,22 @@ class FastModel:
             unit, bank, row = dec(lo)
             if unit not in states:
                 states[unit] = self._state(unit, bank, row, closed)
-            counts[unit] = counts.get(unit, 0) + hi - lo
-            touched.append((unit, bank, row))
+            acc = per.get(unit)
+            if acc is None:
+                acc = per[unit] = [0, 0]
+            acc[0] += hi - lo
+            if closed or int(orows[unit, bank]) != row:
+                acc[1] += 1
+                if not closed:
+                    orows[unit, bank] = row
             k += 1
-        if not closed:
-            for unit, bank, row in touched:
-                self.open_rows[unit, bank] = row
-        return list(counts.items()), states
+        return [(u, a[0], a[1]) for u, a in per.items()], states
 
-    def _scan_long(self, b0: int, nb: int,
-                   closed: bool) -> tuple[list[tuple[int, int]], dict[int, int]]:
+    def _scan_long(self, b0: int, nb: int, closed: bool
+                   ) -> tuple[list[tuple[int, int, int]], dict[int, int]]:
         """As ``_scan_short`` for long chunks: whole interleave periods arithmetically, the
-        first period and the tail (one row per bank per unit) with numpy."""
+        first period and the tail (one row per bank per unit) with numpy; a unit opens
+        one row per ``bursts_per_row`` of its bursts (less the first if it hits)."""
         am = self.amap
         counts = self._split_stream(b0, nb)
         hu, hb, hr = self._row_blocks(b0, min(nb, am.unit_period_bursts))
@@ -296,8 +300,12 @@ class FastModel:
             _, last_idx = np.unique(flat[::-1], return_index=True)
             sel = len(flat) - 1 - last_idx
             self.open_rows[tu[sel], tb[sel]] = tr[sel]
-        nz = np.nonzero(counts)[0].tolist()
-        return [(u, int(counts[u])) for u in nz], states
+        out = []
+        for u in np.nonzero(counts)[0].tolist():
+            b = int(counts[u])
+            hit = states.get(u, 1) == 0
+            out.append((u, b, max(1, -(-b // self.cfg.bursts_per_row)) - (1 if hit else 0)))
+        return out, states
 
     def serve(self, write: bool, address: int, nbytes: int, pattern: Pattern,
               earliest: int) -> int:
@@ -319,11 +327,10 @@ class FastModel:
                 units_b, states = self._scan_short(b0, nb, closed)
             else:
                 units_b, states = self._scan_long(b0, nb, closed)
-            for unit, b in units_b:
-                st = states.get(unit, 1)
-                self.acts += max(1, -(-b // c.bursts_per_row)) - (1 if st == 0 else 0)
-                end = max(end, self._book(unit, write, start, st, b * self.t_stream,
-                                          small_write=small))
+            for unit, b, acts in units_b:
+                self.acts += acts
+                end = max(end, self._book(unit, write, start, states.get(unit, 1),
+                                          b * self.t_stream, small_write=small))
             bursts = nb
         else:
             n_acc = -(-nbytes // RANDOM_ACCESS_BYTES) * self.rand_units

@@ -74,13 +74,6 @@ class AddressMap:
         s, w = fl["Ro"]
         return unit, bank, (b >> s) & ((1 << w) - 1)
 
-    def bank_group_of(self, flat_bank: int) -> int:
-        """Bank group index within its rank for a flat bank index."""
-        return (flat_bank // self.cfg.banks_per_group) % self.cfg.bank_groups
-
-    def rank_of(self, flat_bank: int) -> int:
-        return flat_bank // self.cfg.banks
-
     def units_of_bursts(self, bursts: np.ndarray) -> np.ndarray:
         """Unit of each burst index (vectorised)."""
         bursts = bursts % (1 << self.total_bits)

@@ -16,20 +16,23 @@ from tmhw.sim.units import NS
 
 # Small queues make the watermarks, back-pressure and refresh interplay frequent.
 configs = st.builds(
-    lambda name, page, refresh, q: _cfg(name, page, refresh, q),
+    lambda name, page, refresh, q, ranks: _cfg(name, page, refresh, q, ranks),
     st.sampled_from(["hbm2", "hbm3", "ddr4-3200", "lpddr5-6400", "ddr5-4800"]),
     st.sampled_from(["open", "closed"]),
     st.sampled_from(["all-bank", "per-bank", "off"]),
     st.sampled_from([4, 8, 32]),
+    st.sampled_from([1, 1, 2]),
 )
 
 
-def _cfg(name: str, page: str, refresh: str, q: int) -> DramConfig:
+def _cfg(name: str, page: str, refresh: str, q: int, ranks: int) -> DramConfig:
     base = PRESETS[name]
-    if refresh == "per-bank" and base.t_rfc_pb == 0:
+    if refresh == "per-bank" and (base.t_rfc_pb == 0
+                                  or base.t_rfc_pb * base.banks * ranks >= base.t_refi):
         refresh = "all-bank"
-    return replace(base, channels=1, page_policy=page, refresh=refresh, read_queue=q,
-                   write_queue=q, write_high=max(1, q * 3 // 4), write_low=q // 4)
+    return replace(base, channels=1, ranks=ranks, page_policy=page, refresh=refresh,
+                   read_queue=q, write_queue=q, write_high=max(1, q * 3 // 4),
+                   write_low=q // 4)
 
 
 requests = st.lists(
