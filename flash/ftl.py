@@ -298,7 +298,7 @@ class FTL:
         return row
 
     def _row(self, block: int) -> int:
-        r = int(self._row_of[block])
+        r: int = self._row_of.item(block)
         if r < 0:
             if self._free_rows:
                 r = self._free_rows.pop()
@@ -511,7 +511,7 @@ class FTL:
         if old >= 0:
             self.valid[old // ppb] -= 1
         plane = self._stripe_plane_list[lpn % self.U]
-        blk, wp = int(self.host_blk[plane]), int(self.host_wp[plane])
+        blk, wp = self.host_blk.item(plane), self.host_wp.item(plane)
         if blk < 0:
             if old >= 0:
                 self.l2p.set1(lpn, -1)  # the old copy is dead: GC must not move it
@@ -522,10 +522,11 @@ class FTL:
                                     f"reclaimable")
                 jobs.extend(got)
             blk, wp = self._take_free(plane), 0
-        row = self._p2l_mut(blk)
-        if row[wp] != -1:
+        r = self._row(blk)
+        pool = self._pool
+        if pool.item(r, wp) != -1:
             raise AssertionError(f"FTL: program to a non-erased page in block {blk}")
-        row[wp] = lpn
+        pool[r, wp] = lpn
         ppn = blk * ppb + wp
         self.valid[blk] += 1
         self.seq += 1

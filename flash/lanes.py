@@ -142,8 +142,6 @@ class GapBank:
     def __init__(self, prefix: str, n: int, record: bool = False) -> None:
         self.prefix = prefix
         self.lanes = [GapLane(record) for _ in range(n)]
-        self.busy_ps = np.zeros(n, dtype=np.int64)
-        self.count = np.zeros(n, dtype=np.int64)
         self.spans: list[list[tuple[int, int]]] | None = (
             [lane.spans for lane in self.lanes]  # type: ignore[misc]
             if record else None)
@@ -155,12 +153,18 @@ class GapBank:
     def busy_until(self) -> I64:
         return np.array([lane.busy_until for lane in self.lanes], dtype=np.int64)
 
+    @property
+    def busy_ps(self) -> I64:
+        return np.array([lane.busy_ps for lane in self.lanes], dtype=np.int64)
+
+    @property
+    def count(self) -> I64:
+        return np.array([lane.count for lane in self.lanes], dtype=np.int64)
+
     def start_time(self, i: int, earliest: int) -> int:
         return self.lanes[i].fit(earliest, 0)
 
     def reserve1(self, i: int, earliest: int, duration: int) -> int:
-        self.busy_ps[i] += duration
-        self.count[i] += 1
         return self.lanes[i].book(earliest, duration)
 
     def reserve(self, idx: I64, earliest: I64, duration: I64) -> I64:
@@ -173,6 +177,6 @@ class GapBank:
             lane.prune(before)
 
     def report(self, i: int, elapsed: int) -> dict[str, float | int]:
-        busy = int(self.busy_ps[i])
-        return {"busy_ps": busy, "count": int(self.count[i]),
-                "utilization": round(busy / elapsed, 9) if elapsed > 0 else 0.0}
+        lane = self.lanes[i]
+        return {"busy_ps": lane.busy_ps, "count": lane.count,
+                "utilization": round(lane.busy_ps / elapsed, 9) if elapsed > 0 else 0.0}
