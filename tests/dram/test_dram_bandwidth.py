@@ -10,9 +10,10 @@ from functools import cache
 
 import pytest
 
-from dram import PRESETS
+from dram import PRESETS, DramTarget
 from dram.bench import run_requests, workload
 from dram.checker import check_log
+from dram.controller import DetailedModel
 from tmhw.sim.units import S
 
 HBM = ["hbm2", "hbm2e", "hbm3"]
@@ -20,7 +21,7 @@ RUN_US = 20  # five refresh intervals
 
 
 @cache
-def _stream(name: str, refresh: str = "all-bank") -> tuple[float, float, object]:
+def _stream(name: str, refresh: str = "all-bank") -> tuple[float, float, DramTarget]:
     cfg = replace(PRESETS[name], channels=1, refresh=refresh)
     size = 4096
     count = int(RUN_US * 1e-6 * cfg.peak_bandwidth() / size)
@@ -37,6 +38,7 @@ def test_streaming_reads_reach_85_to_100_percent_of_peak_with_refresh(name: str)
     cfg = target.cfg
     # The refresh share is what tRFC/tREFI says, within one percentage point.
     assert abs(share - cfg.t_rfc / cfg.t_refi) < 0.01, (share, cfg.t_rfc / cfg.t_refi)
+    assert isinstance(target.impl, DetailedModel)
     for log in target.impl.logs():
         assert check_log(cfg, log) == []
 
@@ -72,5 +74,6 @@ def test_per_bank_refresh_keeps_other_banks_streaming() -> None:
     assert per_bank > all_bank
     cfg = target.cfg
     assert abs(share - cfg.t_rfc_pb / (cfg.t_refi // cfg.banks) / cfg.banks) < 0.01
+    assert isinstance(target.impl, DetailedModel)
     for log in target.impl.logs():
         assert check_log(cfg, log) == []

@@ -4,6 +4,7 @@ bad value names its field."""
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 import pytest
 
@@ -64,8 +65,9 @@ def test_hbm3_unloaded_row_miss_latency_is_48_1_ns() -> None:
     ("idd3n", 600.0),
 ])
 def test_a_bad_value_raises_config_error_naming_its_field(field: str, value: object) -> None:
+    kwargs: dict[str, Any] = {field: value}
     with pytest.raises(ConfigError) as e:
-        replace(HBM2, **{field: value})
+        replace(HBM2, **kwargs)
     assert e.value.path == field
 
 

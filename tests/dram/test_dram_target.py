@@ -41,7 +41,7 @@ def test_events_per_transaction_are_bounded(model: str, chunk: int) -> None:
     def initiator() -> Generator[simpy.Event, None, None]:
         for i in range(n):
             end = hbm.transport(Transfer(Op.READ if i % 3 else Op.WRITE, i * chunk, chunk),
-                                env.now)
+                                int(env.now))
             yield env.timeout(end - env.now)
 
     env.process(initiator())
