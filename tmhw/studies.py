@@ -631,8 +631,8 @@ MAX_ARROWS = 200
 
 def _figure_tracer(tracer: Any) -> Any:
     """A copy of ``tracer`` for the figure: lanes in LANE_ORDER (the NPU's own lane, which
-    repeats npu.compute with its HBM waits, left out) and at most MAX_ARROWS arrows, late
-    ones first."""
+    repeats npu.compute with its HBM waits, left out) and at most MAX_ARROWS arrows spread
+    over the iteration, half of them late ones where there are that many."""
     from tmhw.sim.trace import Tracer
 
     def rank(lane: str) -> tuple[int, str]:
@@ -646,13 +646,18 @@ def _figure_tracer(tracer: Any) -> Any:
                        key=lambda sp: rank(sp[0]))
     late = [f for f in tracer.flows if f[4].startswith("late")]
     on_time = [f for f in tracer.flows if not f[4].startswith("late")]
-    keep = late[:MAX_ARROWS]
-    room = MAX_ARROWS - len(keep)
-    if room > 0 and on_time:
-        step = max(1, len(on_time) // room)
-        keep += on_time[::step][:room]
-    fig.flows = keep
+    n_late = min(len(late), max(MAX_ARROWS // 2, MAX_ARROWS - len(on_time)))
+    fig.flows = _spread(late, n_late) + _spread(on_time, MAX_ARROWS - n_late)
     return fig
+
+
+def _spread(items: list[Any], n: int) -> list[Any]:
+    """At most ``n`` of ``items``, evenly spaced over the list."""
+    if n <= 0 or not items:
+        return []
+    if len(items) <= n:
+        return list(items)
+    return [items[i * len(items) // n] for i in range(n)]
 
 
 def _prefetch_flows(system: Any, tracer: Any) -> tuple[int, int]:
@@ -724,8 +729,8 @@ def timeline(st: Study) -> str:
              "flash (one lane per channel where the flash records its bookings). An arrow "
              "runs from the end of each fetch request to the op that needs it: green when "
              "the data arrived before the op wanted to start, red when the op stalled for "
-             f"it (the figure draws at most {MAX_ARROWS}, late ones first; the counts below "
-             "are of all). `timeline_<policy>.trace.json` has every span and arrow and "
+             f"it (the figure draws at most {MAX_ARROWS}, spread over the iteration; the "
+             "counts below are of all). `timeline_<policy>.trace.json` has every span and arrow and "
              "opens in Perfetto.")
     return st.write_md("Timeline of one iteration", intro, [table])
 
