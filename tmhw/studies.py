@@ -730,8 +730,8 @@ def timeline(st: Study) -> str:
              "runs from the end of each fetch request to the op that needs it: green when "
              "the data arrived before the op wanted to start, red when the op stalled for "
              f"it (the figure draws at most {MAX_ARROWS}, spread over the iteration; the "
-             "counts below are of all). `timeline_<policy>.trace.json` has every span and arrow and "
-             "opens in Perfetto.")
+             "counts below are of all). `timeline_<policy>.trace.json` has every span and "
+             "arrow and opens in Perfetto.")
     return st.write_md("Timeline of one iteration", intro, [table])
 
 
