@@ -13,21 +13,26 @@ come back by a prefetch released at one of a few candidate ops:
   the fetch at the flash read bandwidth (the fetch hides entirely if flash is free);
 - ``late``: the op of the next use itself (frees the most capacity, stalls for the
   whole fetch);
-- ``mid``: halfway between (by op index).
+- ``mid`` (off by default: it doubles the solver's time for a hardly better plan):
+  halfway between (by op index).
+
+Tensors smaller than ``min_share`` of the capacity (biases, norm gains and their optimizer
+state) stay resident and cost no variables.
 
 Objective, in microseconds of estimated stall: the part of each chosen fetch its window
 cannot cover, plus, per op, the flash time demanded beyond the op's duration: chosen
 prefetches spread their fetch evenly over their window and write-backs their drain over
-the ops after the eviction, both as fractions of the flash's read (write) bandwidth; a
-small term per byte moved breaks ties toward less traffic. Constraints: at most one
-choice per gap, and at every op the pages held (everything live, less the gaps evicted
-there, a write-back's pages counted until flash has absorbed them) within the capacity.
-Both running sums (occupancy, flash demand) are chained from op to op so that each
-choice enters only where its window starts and ends: the program has O(gaps + ops)
-non-zeros. It is solved with scipy's ``milp`` (HiGHS) under ``ctx.ilp_time_limit_s``;
-the best solution found in time is used, and if none is found (or the program is too
-large to try) ``plan`` raises a one-line TmhwError. If the drain-aware capacity cannot be
-met, the program is solved again with write-backs freeing at their op's end.
+the ops after the eviction, as shares of the flash's read and write bandwidth that add
+up (one device serves both); a small term per byte moved breaks ties toward less
+traffic. Constraints: at most one choice per gap, and at every op the pages held
+(everything live, less the gaps evicted there, a write-back's pages counted until flash
+has absorbed them) within the capacity. Both running sums (occupancy, flash demand) are
+chained from op to op so that each choice enters only where its window starts and ends:
+the program has O(gaps + ops) non-zeros. It is solved with scipy's ``milp`` (HiGHS)
+under ``ctx.ilp_time_limit_s``; the best solution found in time is used, and if none is
+found (or the program is too large to try) ``plan`` raises a one-line TmhwError. If the
+drain-aware capacity cannot be met even by evicting every gap, the program is solved
+with write-backs freeing at their op's end.
 
 What AutoTM does that we do not: its kernels may read operands in place from the slow
 tier (PMM is byte-addressable; flash behind PCIe is not, for an NPU streaming operands),
@@ -60,7 +65,8 @@ class _Option:
     hi: int              # last unrolled op out of HBM (release - 1)
     stall_us: float      # the fetch time its window cannot cover
     frac: float          # share of the flash read bandwidth it uses over [release, b)
-    wb_frac: float       # share of the write bandwidth its write-back uses over [a+1, lo)
+    wb_frac: float       # share of the write bandwidth its write-back uses over [a+1, wb_hi]
+    wb_hi: int           # last unrolled op its write-back drains over
     traffic_us: float    # its bytes at the flash bandwidths
 
 
@@ -75,6 +81,10 @@ class AutoTM(Policy):
     #: relative optimality gap at which the solver stops (1%: the stall estimate is
     #: coarser than that)
     mip_rel_gap: ClassVar[float] = 1e-2
+    #: tensors smaller than this share of the capacity stay resident (no variables)
+    min_share: ClassVar[float] = 1e-4
+    #: offer a release halfway between ``hide`` and ``late``
+    mid: ClassVar[bool] = False
     #: print the solver log (HiGHS) to stdout
     verbose: ClassVar[bool] = False
 
@@ -111,19 +121,24 @@ class AutoTM(Policy):
             if g.b - g.a < 2:
                 continue                      # no op in between: nothing to free
             t = g.tensor
+            if gp.pages[t] < self.min_share * gp.cap:
+                continue                      # too small to matter: stays resident
             nbytes = int(gp.pages[t]) * gp.ps
             dirty = True                      # conservative: write-backs drain
             wb_us = nbytes / wbw * 1e6
-            lo = g.a + 1
-            if drain:
-                t_free = int(e2[g.a]) + gp.writeback_ps(t)
-                lo = max(lo, int(np.searchsorted(s2, t_free, side="left")))
+            # the write-back drains over ops a+1 .. wb_hi at the write bandwidth; with
+            # ``drain`` the pages stay in HBM until then
+            t_free = int(e2[g.a]) + gp.writeback_ps(t)
+            wb_end = max(g.a + 1, int(np.searchsorted(s2, t_free, side="left")))
+            wb_hi = min(wb_end - 1, g.a + gp.n - 1)
+            lo = wb_end if drain else g.a + 1
             if lo > g.b - 1:
                 continue                      # still draining when it is needed again
-            drain_ps = max(1, int(s2[lo]) - int(e2[g.a])) if lo > g.a + 1 else 0
-            wb_frac = min(1.0, gp.writeback_ps(t) / drain_ps) if (dirty and drain_ps) else 0.0
+            drain_end = int(s2[wb_end]) if wb_end < len(s2) else int(e2[-1])
+            drain_ps = max(1, drain_end - int(e2[g.a]))
+            wb_frac = min(1.0, gp.writeback_ps(t) / drain_ps) if dirty else 0.0
             if g.pure_write:
-                out.append(_Option(gi, g.b, lo, g.b - 1, 0.0, 0.0, wb_frac, wb_us))
+                out.append(_Option(gi, g.b, lo, g.b - 1, 0.0, 0.0, wb_frac, wb_hi, wb_us))
                 continue
             fetch_ps = gp.fetch_ps(t)
             earliest = lo + 1
@@ -134,14 +149,14 @@ class AutoTM(Policy):
             target = int(s2[g.b]) - fetch_ps
             r_hide = int(np.searchsorted(s2, target, side="right")) - 1
             r_hide = min(max(r_hide, earliest), g.b)
-            cands = sorted({r_hide, g.b, (r_hide + g.b) // 2})
+            cands = sorted({r_hide, g.b, (r_hide + g.b) // 2} if self.mid else {r_hide, g.b})
             for r in cands:
                 if r < earliest:
                     continue
                 window = int(s2[g.b]) - int(s2[r])
                 stall = max(0, fetch_ps - window)
                 frac = min(1.0, fetch_ps / window) if window > 0 else 0.0
-                out.append(_Option(gi, r, lo, r - 1, stall / US, frac, wb_frac,
+                out.append(_Option(gi, r, lo, r - 1, stall / US, frac, wb_frac, wb_hi,
                                    wb_us + nbytes / fbw * 1e6))
         return out
 
@@ -165,10 +180,10 @@ class AutoTM(Policy):
         from scipy.sparse import coo_matrix
 
         n, nopt = gp.n, len(opts)
-        # variables: y (nopt, binary) | O occupancy (n) | R read share (n) |
-        #            W write share (n) | E excess flash time in us (n)
-        iy, io, ir, iw, ie = 0, nopt, nopt + n, nopt + 2 * n, nopt + 3 * n
-        nvar = nopt + 4 * n
+        # variables: y (nopt, binary) | O occupancy (n) | F flash busy share (n) |
+        #            E excess flash time in us (n)
+        iy, io, iflash, ie = 0, nopt, nopt + n, nopt + 2 * n
+        nvar = nopt + 3 * n
         info: dict[str, float] = {"ilp_variables": float(nvar), "ilp_options": float(nopt)}
         if nvar > self.max_variables:
             raise TmhwError(f"policy.name: autotm ILP with {nvar} variables is too large to "
@@ -230,19 +245,17 @@ class AutoTM(Policy):
         # occupancy O_i = base_i - sum of evicted pages: O_i - O_{i-1} + ... = base diff
         chain(io, [(k, o.lo, o.hi, -float(gp.pages[gp.gaps[o.gap].tensor]) / unit)
                    for k, o in enumerate(opts)], d_base)
-        # flash read share R_i and write share W_i
-        zero = np.zeros(n)
-        chain(ir, [(k, o.release, gp.gaps[o.gap].b - 1, o.frac)
-                   for k, o in enumerate(opts) if o.frac > 0 and o.release < gp.gaps[o.gap].b],
-              zero)
-        chain(iw, [(k, gp.gaps[o.gap].a + 1, o.lo - 1, o.wb_frac)
-                   for k, o in enumerate(opts) if o.wb_frac > 0 and o.lo > gp.gaps[o.gap].a + 1],
-              zero)
-        # E_i >= dur_i * (R_i + W_i - 1)
+        # flash busy share F_i: reads (share of the read bandwidth) plus write-backs
+        # (share of the write bandwidth)
+        terms = [(k, o.release, gp.gaps[o.gap].b - 1, o.frac)
+                 for k, o in enumerate(opts) if o.frac > 0 and o.release < gp.gaps[o.gap].b]
+        terms += [(k, gp.gaps[o.gap].a + 1, o.wb_hi, o.wb_frac)
+                  for k, o in enumerate(opts) if o.wb_frac > 0 and o.wb_hi > gp.gaps[o.gap].a]
+        chain(iflash, terms, np.zeros(n))
+        # E_i >= dur_i * (F_i - 1)
         for i in range(n):
             add(r, ie + i, 1.0)
-            add(r, ir + i, -float(dur_us[i]))
-            add(r, iw + i, -float(dur_us[i]))
+            add(r, iflash + i, -float(dur_us[i]))
             lb.append(-float(dur_us[i]))
             ub.append(np.inf)
             r += 1
