@@ -189,7 +189,7 @@ class DetailedModel:
             if d_end > end:
                 end = d_end
         soft = ftl.soft_blocks
-        for p in sorted({x // t._pages_per_plane for x in ppn_l}):
+        for p in sorted(ftl.low_planes):
             while ftl.free_count[p] < soft:
                 got = ftl.collect(p)
                 if not got:

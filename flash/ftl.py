@@ -106,6 +106,9 @@ class SparseL2P:
         return self.ftl._implicit_l2p1(lpn) if v is None else v
 
     def get(self, lpns: I64) -> I64:
+        n = int(lpns.size)
+        if n and int(lpns[-1]) - int(lpns[0]) == n - 1:
+            return self._get_run(int(lpns[0]), n)
         out = self.ftl._implicit_l2p(lpns)
         segi = lpns >> SEG_BITS
         for si in np.unique(segi).tolist():
@@ -119,6 +122,28 @@ class SparseL2P:
                     v = sp.get(int(lpns[i]))
                     if v is not None:
                         out[i] = v
+        return out
+
+    def _get_run(self, lo: int, n: int) -> I64:
+        """``get`` of the contiguous run [lo, lo + n), by segment slices."""
+        out = np.empty(n, dtype=np.int64)
+        hi = lo + n
+        a = lo
+        while a < hi:
+            si = a >> SEG_BITS
+            b = min(hi, (si + 1) << SEG_BITS)
+            seg = self.segs[si]
+            if seg is not None:
+                out[a - lo:b - lo] = seg[a - (si << SEG_BITS):b - (si << SEG_BITS)]
+            else:
+                out[a - lo:b - lo] = self.ftl._implicit_l2p(np.arange(a, b, dtype=np.int64))
+                if self.sparse_per_seg[si]:
+                    sp = self.sparse
+                    for lpn in range(a, b):
+                        v = sp.get(lpn)
+                        if v is not None:
+                            out[lpn - lo] = v
+            a = b
         return out
 
     def set1(self, lpn: int, ppn: int) -> None:
@@ -136,6 +161,16 @@ class SparseL2P:
 
     def set(self, lpns: I64, ppns: I64 | int) -> None:
         vals = np.broadcast_to(np.asarray(ppns, dtype=np.int64), lpns.shape)
+        n = int(lpns.size)
+        lo = int(lpns[0])
+        if n > self.DENSE_AT // 4 and int(lpns[-1]) - lo == n - 1:
+            a = lo
+            while a < lo + n:  # a contiguous run: segment slices
+                si = a >> SEG_BITS
+                b = min(lo + n, (si + 1) << SEG_BITS)
+                self._densify(si)[a - (si << SEG_BITS):b - (si << SEG_BITS)] = vals[a - lo:b - lo]
+                a = b
+            return
         segi = lpns >> SEG_BITS
         s0 = int(segi[0])
         if s0 == int(segi[-1]) and (segi.size < 3 or bool((segi == s0).all())):
@@ -214,6 +249,8 @@ class FTL:
         self.seq = 0
         self.soft_blocks = cfg.gc_soft_blocks
         self.hard_blocks = cfg.gc_hard_blocks
+        #: Planes under the soft threshold (so a timing model need not scan them all).
+        self.low_planes: set[int] = set()
         # counters
         self.host_pages = 0
         self.gc_pages = 0
@@ -357,6 +394,7 @@ class FTL:
         used = full + (part > 0)
         self.fresh_next = used.tolist()
         self.free_count = (self.bpp - used).tolist()
+        self.low_planes = {p for p, f in enumerate(self.free_count) if f < self.soft_blocks}
 
     # -- allocation --------------------------------------------------------------------
     def _take_free(self, plane: int) -> int:
@@ -371,6 +409,8 @@ class FTL:
             raise TmhwError(f"flash: plane {plane} has no free block left (device worn out "
                             f"or logical space over-full)")
         self.free_count[plane] -= 1
+        if self.free_count[plane] < self.soft_blocks:
+            self.low_planes.add(plane)
         self.state[blk] = ACTIVE
         return blk
 
@@ -383,6 +423,8 @@ class FTL:
             key = self._fifo
         heapq.heappush(self.free_heap[plane], (key, blk))
         self.free_count[plane] += 1
+        if self.free_count[plane] >= self.soft_blocks:
+            self.low_planes.discard(plane)
 
     def _program(self, plane: int, lpns: I64, gc: bool, jobs: list[GcJob]) -> I64:
         """Program ``lpns`` (already unmapped) into ``plane``; return their ppns."""
@@ -426,8 +468,9 @@ class FTL:
         return out
 
     def _program_planes(self, planes: I64, lpns: I64, jobs: list[GcJob]) -> I64:
-        """Host-program ``lpns`` (sorted by plane, already unmapped). Planes whose active
-        block has room go in one vectorised step; the rest page run by page run."""
+        """Host-program ``lpns`` (already unmapped), grouped by plane (sorted, or each
+        plane once). Planes whose active block has room go in one vectorised step; the
+        rest page run by page run."""
         n = int(lpns.size)
         ppb = self.ppb
         out = np.empty(n, dtype=np.int64)
@@ -441,13 +484,16 @@ class FTL:
         hw = self.host_wp[uniq]
         fits = (hb >= 0) & (hw + counts <= ppb)
         if fits.any():
-            sel = np.repeat(fits, counts)
-            rank = np.arange(n, dtype=np.int64) - np.repeat(first, counts)
             fb, fw, fc = hb[fits], hw[fits], counts[fits]
             for b in fb[self._row_of[fb] < 0].tolist():
                 self._row(b)
-            blk_p = np.repeat(fb, fc)
-            wp_p = np.repeat(fw, fc) + rank[sel]
+            if uniq.size == n:  # one page per plane
+                sel, blk_p, wp_p = fits, fb, fw
+            else:
+                sel = np.repeat(fits, counts)
+                rank = np.arange(n, dtype=np.int64) - np.repeat(first, counts)
+                blk_p = np.repeat(fb, fc)
+                wp_p = np.repeat(fw, fc) + rank[sel]
             rows = self._row_of[blk_p]
             if (self._pool[rows, wp_p] != -1).any():
                 raise AssertionError("FTL: program to a non-erased page")
@@ -476,7 +522,9 @@ class FTL:
         k = int(m.sum())
         if k:
             blocks = old[m] // self.ppb
-            np.subtract.at(self.valid, blocks, 1)
+            # (np.subtract.at is an order of magnitude slower than unique + counts)
+            ub, cnt = np.unique(blocks, return_counts=True)
+            self.valid[ub] -= cnt.astype(np.int32)
             self._l2p_set(lpns[m], -1)
         return k
 
@@ -492,8 +540,12 @@ class FTL:
             return out, jobs
         self._unmap(lpns)
         planes = self.planes_of_lpns(lpns)
-        if lpns.size == 1:
+        n = int(lpns.size)
+        if n == 1:
             out[:] = self._program(int(planes[0]), lpns, False, jobs)
+        elif n <= self.U and int(lpns[-1]) - int(lpns[0]) == n - 1:
+            # a contiguous run no longer than a stripe touches each plane once
+            out[:] = self._program_planes(planes, lpns, jobs)
         else:
             order = np.argsort(planes, kind="stable")
             out[order] = self._program_planes(planes[order], lpns[order], jobs)

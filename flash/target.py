@@ -379,8 +379,8 @@ class FlashTarget(Component):
             c_end = self.channels.reserve1(die // self._dpc, max(first_in, l_end - busy),
                                            busy)
             end = self.dies.reserve1(die, c_end, self._t_prog[(ppn % self._ppb) % self._bits])
-            if self.ftl.free_count[plane] < self.ftl.soft_blocks:
-                self._background_gc([plane], end)
+            if self.ftl.low_planes:
+                self._background_gc(sorted(self.ftl.low_planes), end)
             return end
         ppns, jobs = self._ftl_write(lo, hi)
         for job in jobs:
@@ -388,11 +388,8 @@ class FlashTarget(Component):
         if n <= SMALL:
             ppn_l = ppns.tolist()
             w_end = self._write_small(ppn_l, first_in, l_end)
-            fc = self.ftl.free_count
-            low = [p for p in {x // self._pages_per_plane for x in ppn_l}
-                   if fc[p] < self.ftl.soft_blocks]
-            if low:
-                self._background_gc(low, w_end)
+            if self.ftl.low_planes:
+                self._background_gc(sorted(self.ftl.low_planes), w_end)
             return w_end
         t_prog = int(self.cfg.t_prog_mean)
         udies, _, pages_d, ops_d, kp = self._die_groups(ppns)
@@ -404,14 +401,11 @@ class FlashTarget(Component):
         c_start = c_ends - busy_c
         # A die programs once its first op's data is in, and its last op cannot start
         # before the channel has delivered everything
-        cidx = np.cumsum(np.isin(np.arange(udies.size), starts)) - 1
+        cidx = np.repeat(np.arange(starts.size), np.diff(np.append(starts, udies.size)))
         e0 = np.maximum(c_start[cidx] + op_busy, c_ends[cidx] - (ops_d - 1) * t_prog)
         w_end = int(self.dies.reserve(udies, e0, ops_d * t_prog).max())
-        soft = self.ftl.soft_blocks
-        fc = self.ftl.free_count
-        low = [p for p in np.unique(ppns // self._pages_per_plane).tolist() if fc[p] < soft]
-        if low:
-            self._background_gc(low, w_end)
+        if self.ftl.low_planes:
+            self._background_gc(sorted(self.ftl.low_planes), w_end)
         return w_end
 
     def _ftl_write(self, lo: int, hi: int) -> tuple[np.ndarray, list[GcJob]]:
