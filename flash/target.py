@@ -463,14 +463,16 @@ class FlashTarget(Component):
 
     def finalize(self, now: int) -> None:
         # Actions are counted on the hot path as plain integers and handed to the meter
-        # before it converts counts to energy.
+        # before it converts counts to energy (only what is new since the last call, so
+        # finalizing twice, or at intermediate times, never double counts).
         e = self.energy
         assert e is not None
-        e.add("page_read", self.host_pages_read + self.gc_pages_read)
-        e.add("page_program", self.pages_programmed)
-        e.add("block_erase", self.erase_cmds)
-        e.add("channel_byte", self.channel_bytes)
-        e.add_busy(self._active_ps)
+        for action, n in (("page_read", self.host_pages_read + self.gc_pages_read),
+                          ("page_program", self.pages_programmed),
+                          ("block_erase", self.erase_cmds),
+                          ("channel_byte", self.channel_bytes)):
+            e.add(action, n - e.counts[action])
+        e.add_busy(self._active_ps - e.busy_ps)
         super().finalize(now)
 
     def _report(self) -> dict[str, Any]:

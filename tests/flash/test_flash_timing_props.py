@@ -101,3 +101,33 @@ def test_each_transaction_is_one_trace_span() -> None:
     t.transport(Transfer(Op.WRITE, 0, 16 * KiB), end)
     assert [(lane, s, name) for lane, s, _e, name, _a in tr.spans] == [
         ("flash", 0, "read"), ("flash", end, "write")]
+
+
+@pytest.mark.parametrize("depth", [1, 8])
+def test_a_full_die_queue_holds_back_the_next_command(depth: int) -> None:
+    import dataclasses
+
+    cfg = dataclasses.replace(PRESETS["990pro"], die_queue_depth=depth)
+    t = FlashTarget(simpy.Environment(), "flash", None, cfg, model="detailed")
+    # eight reads of plane 0 of die 0 (logical pages k x planes), all issued at time 0
+    ends = [t.transport(Transfer(Op.READ, k * cfg.planes * cfg.page_size, cfg.page_size), 0)
+            for k in range(8)]
+    cmd, t_r = cfg.read_command_ps(1), cfg.t_r
+    xfer = cfg.read_transfer_ps(cfg.page_size)
+    if depth == 8:  # all queued at once: tRs back to back after the first command
+        assert ends[-1] == cmd + 8 * t_r + xfer
+    else:  # each command waits for the previous one's data to leave the die
+        assert ends[-1] == 8 * (cmd + t_r + xfer)
+
+
+def test_energy_is_counted_once_however_often_the_target_is_finalized() -> None:
+    cfg = PRESETS["990pro"]
+    t = FlashTarget(simpy.Environment(), "flash", None, cfg)
+    end = t.transport(Transfer(Op.READ, 0, 4 * cfg.page_size), 0)
+    t.finalize(end)
+    first = t.report()["energy_pj"]
+    t.finalize(end)
+    assert t.report()["energy_pj"] == first
+    assert first["page_read"] == pytest.approx(4 * cfg.read_page_pj())
+    assert first["channel_byte"] == pytest.approx(4 * cfg.page_size * 32.0)
+    assert first["active"] == pytest.approx(end * cfg.energy.controller_mw * 1e-3)
