@@ -50,6 +50,8 @@ RANDOM_ACCESS_BYTES = 64
 _MAX_BLOCKS = 1 << 16
 #: Chunks of fewer row-blocks than this are scanned in Python rather than numpy.
 _SCALAR_BLOCKS = 64
+#: Open-row table entry of a bank known to be open on a row not tracked.
+_UNKNOWN_ROW = -2
 
 
 def distinct_banks(banks: float, queued: int) -> float:
@@ -125,7 +127,9 @@ class FastModel:
         # Bursts of one row-block (consecutive bursts sharing a row) and of one row per
         # bank per unit: enough of a chunk's tail to know which rows it leaves open.
         self._blk = max(1, c.interleave_bytes // c.burst_bytes)
-        self._tail = u * nb * c.bursts_per_row
+        self._tail = u * n_bg * 2 * self._blk
+        self.bursts_per_row = c.bursts_per_row
+        self._span = u * nb * c.bursts_per_row  # bursts that touch every bank of every unit
 
     # -- timing ------------------------------------------------------------------------
     def _stretch(self, unit: int, start: int, work: int) -> tuple[int, int]:
@@ -170,7 +174,7 @@ class FastModel:
 
     def _banks_touched(self, bursts: int) -> int:
         """Banks a run of ``bursts`` consecutive bursts of one unit opens rows in."""
-        return min(self.nb, -(-bursts // self.cfg.bursts_per_row) + self.n_bg_rot - 1)
+        return min(self.nb, -(-bursts // self.bursts_per_row) + self.n_bg_rot - 1)
 
     def _book(self, unit: int, write: bool, start: int, state: int, work: int,
               work_idle: int | None = None, small_write: bool = False,
@@ -252,7 +256,7 @@ class FastModel:
 
     def _state(self, unit: int, bank: int, row: int, closed: bool) -> int:
         o = int(self.open_rows[unit, bank])
-        return 1 if (o < 0 or closed) else (0 if o == row else 2)
+        return 1 if (o == -1 or closed) else (0 if o == row else 2)
 
     def _scan_short(self, b0: int, nb: int, closed: bool
                     ) -> tuple[list[tuple[int, int, int]], dict[int, int]]:
@@ -293,18 +297,26 @@ class FastModel:
         _, first_idx = np.unique(hu, return_index=True)
         states = {int(hu[i]): self._state(int(hu[i]), int(hb[i]), int(hr[i]), closed)
                   for i in first_idx.tolist()}
+        nz = np.nonzero(counts)[0]
         if not closed:
+            # A chunk that covers every bank leaves rows of its own open everywhere: open,
+            # row not tracked (a later access is a row miss). The last rows of each unit
+            # and bank group, which a continuing stream meets first, are tracked exactly.
+            if nb >= self._span:
+                self.open_rows[nz] = _UNKNOWN_ROW
             n_tail = min(nb, self._tail)
             tu, tb, tr = self._row_blocks(b0 + nb - n_tail, n_tail)
+            self.open_rows[tu, tb] = _UNKNOWN_ROW
             flat = tu * am.banks_per_unit + tb
             _, last_idx = np.unique(flat[::-1], return_index=True)
             sel = len(flat) - 1 - last_idx
             self.open_rows[tu[sel], tb[sel]] = tr[sel]
         out = []
-        for u in np.nonzero(counts)[0].tolist():
+        bpr = self.bursts_per_row
+        for u in nz.tolist():
             b = int(counts[u])
             hit = states.get(u, 1) == 0
-            out.append((u, b, max(1, -(-b // self.cfg.bursts_per_row)) - (1 if hit else 0)))
+            out.append((u, b, max(1, -(-b // bpr)) - (1 if hit else 0)))
         return out, states
 
     def serve(self, write: bool, address: int, nbytes: int, pattern: Pattern,

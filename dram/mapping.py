@@ -41,6 +41,12 @@ class AddressMap:
         self.total_bits = shift
         self.capacity = cfg.capacity
         self.banks_per_unit = cfg.ranks * cfg.banks
+        unit_fields = (self.fields["Ch"], self.fields["Pc"])
+        #: Bursts after which the unit sequence of a contiguous range repeats.
+        self.unit_period_bursts = 1 << max(s + w for s, w in unit_fields)
+        #: Consecutive bursts that always share a unit (below the lowest unit bit).
+        self.unit_block_bursts = (1 << min(s for s, w in unit_fields if w > 0)
+                                  if cfg.units > 1 else 1 << self.total_bits)
 
     def _field(self, burst: int, name: str) -> int:
         s, w = self.fields[name]
@@ -82,19 +88,6 @@ class AddressMap:
         ch = (bursts >> sc) & ((1 << wc) - 1)
         pc = (bursts >> sp) & ((1 << wp) - 1)
         return np.asarray(ch * self.cfg.pseudo_channels + pc, dtype=np.int64)
-
-    @property
-    def unit_period_bursts(self) -> int:
-        """Bursts after which the unit sequence of a contiguous range repeats."""
-        hi = max(s + w for s, w in (self.fields["Ch"], self.fields["Pc"]))
-        return 1 << hi
-
-    @property
-    def unit_block_bursts(self) -> int:
-        """Consecutive bursts that always share a unit (below the lowest unit bit)."""
-        lo = min(s for s, w in (self.fields["Ch"], self.fields["Pc"]) if w > 0) \
-            if self.cfg.units > 1 else self.total_bits
-        return 1 << lo
 
     def bank_group_below_column(self) -> bool:
         """Whether consecutive bursts of one unit rotate bank groups before columns, so a
