@@ -88,6 +88,11 @@ class DmaEngine(Component):
         #: stale(req) -> True when a write-back's tensor has been used again since the
         #: request was made: its pages are needed in HBM, so the eviction is void.
         self.stale: Callable[[DmaRequest], bool] | None = None
+        #: headroom() -> pages a prefetch must leave free for the NPU's imminent
+        #: allocations (its next ops' new outputs); urgent fetches may use them.
+        self.headroom: Callable[[], int] | None = None
+        #: too_early(req) -> True while a prefetch's deadline is beyond the lookahead.
+        self.too_early: Callable[[DmaRequest], bool] | None = None
         self.meter = EnergyMeter(EnergyTable({"byte": cfg.pj_per_byte}, idle_mw=cfg.idle_mw))
         self.energy = self.meter
         self.link_energy_pj = 0.0
@@ -180,8 +185,13 @@ class DmaEngine(Component):
                 if len(pages) == 0:
                     req.cursor = c1
                     continue
-                if self.res.free_pages(now) < len(pages):
-                    if req.urgent and self.evictor is not None:
+                if not req.urgent and self.too_early is not None and self.too_early(req):
+                    return booked_any
+                reserve = 0 if req.urgent or self.headroom is None else self.headroom()
+                if self.res.free_pages(now) - reserve < len(pages):
+                    if not req.urgent:
+                        return booked_any
+                    if self.evictor is not None:
                         self.evictor(len(pages) - self.res.free_pages(now), now,
                                      req.deadline_op)
                     if self.res.free_pages(now) < len(pages):

@@ -40,6 +40,10 @@ from tmhw.workload.graph import Kind, Op, Workload
 from tmhw.workload.zoo import build as build_workload
 
 
+#: Ops ahead whose new outputs a non-urgent prefetch must leave room for.
+HEADROOM_OPS = 3
+
+
 @dataclass(slots=True)
 class IterationRecord:
     index: int
@@ -107,7 +111,14 @@ class System:
                              self.flash, self.res, ps)
         self.dma.evictor = self._evict
         self.dma.stale = self._stale
+        self.dma.headroom = self._headroom
+        if cfg.policy.lookahead_ops:
+            self.dma.too_early = self._too_early
         self.tasks = [self._task(op) for op in wl.ops]
+        # Pages of tensors each op writes without reading (allocated as it starts).
+        self.alloc_need = np.array(
+            [sum(wl.tensors[t].npages for t in op.writes if t not in op.reads)
+             for op in wl.ops], dtype=np.int64)
 
         # Profile: the stall-free schedule of one iteration, from the NPU model.
         dur = np.array([self.npu.compute_ps(t) for t in self.tasks], dtype=np.int64)
@@ -298,6 +309,15 @@ class System:
         for t in op.tensors:
             self.last_use[t] = self._clock
         return late
+
+    def _headroom(self) -> int:
+        """Pages the next ops will allocate for their new outputs (a prefetch booked
+        into that space would only be evicted again to make room for them)."""
+        i = self._current_op
+        return int(self.alloc_need[i:i + HEADROOM_OPS].max(initial=0))
+
+    def _too_early(self, req: DmaRequest) -> bool:
+        return req.deadline_op > self._current_op + self.cfg.policy.lookahead_ops
 
     def _stale(self, req: DmaRequest) -> bool:
         return req.tensor >= 0 and int(self.generation[req.tensor]) != req.generation
