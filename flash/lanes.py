@@ -23,51 +23,70 @@ I64 = npt.NDArray[np.int64]
 
 
 class LaneBank:
-    """``n`` FIFO busy-until lanes named ``prefix0 .. prefix{n-1}``. Times in ps."""
+    """``n`` FIFO busy-until lanes named ``prefix0 .. prefix{n-1}``. Times in ps.
+
+    State is kept in Python lists: a one-lane booking is then as cheap as
+    ``Timeline.reserve``, and a many-lane booking converts only the lanes it touches."""
 
     def __init__(self, prefix: str, n: int, record: bool = False) -> None:
         self.prefix = prefix
-        self.busy_until = np.zeros(n, dtype=np.int64)
-        self.busy_ps = np.zeros(n, dtype=np.int64)
-        self.count = np.zeros(n, dtype=np.int64)
+        self._until = [0] * n
+        self._busy = [0] * n
+        self._count = [0] * n
         #: (start, end) of every reservation per lane when recording (tests, plots).
         self.spans: list[list[tuple[int, int]]] | None = (
             [[] for _ in range(n)] if record else None)
 
     def __len__(self) -> int:
-        return int(self.busy_until.size)
+        return len(self._until)
+
+    @property
+    def busy_until(self) -> I64:
+        return np.array(self._until, dtype=np.int64)
+
+    @property
+    def busy_ps(self) -> I64:
+        return np.array(self._busy, dtype=np.int64)
+
+    @property
+    def count(self) -> I64:
+        return np.array(self._count, dtype=np.int64)
 
     def start_time(self, i: int, earliest: int) -> int:
-        b: int = self.busy_until.item(i)
+        b = self._until[i]
         return earliest if earliest > b else b
 
     def reserve1(self, i: int, earliest: int, duration: int) -> int:
         """Book lane ``i`` for ``duration`` no earlier than ``earliest``; return the end."""
-        b: int = self.busy_until.item(i)
+        b = self._until[i]
         start = earliest if earliest > b else b
         end = start + duration
-        self.busy_until[i] = end
-        self.busy_ps[i] += duration
-        self.count[i] += 1
+        self._until[i] = end
+        self._busy[i] += duration
+        self._count[i] += 1
         if self.spans is not None:
             self.spans[i].append((start, end))
         return end
 
     def reserve(self, idx: I64, earliest: I64, duration: I64) -> I64:
         """Book distinct lanes ``idx`` at once; return their end times."""
-        start = np.maximum(earliest, self.busy_until[idx])
+        il = idx.tolist()
+        until = self._until
+        start = np.maximum(earliest, np.array([until[i] for i in il], dtype=np.int64))
         end: I64 = start + duration
-        self.busy_until[idx] = end
-        self.busy_ps[idx] += duration
-        self.count[idx] += 1
+        busy, count = self._busy, self._count
+        for i, e, d in zip(il, end.tolist(), duration.tolist(), strict=True):
+            until[i] = e
+            busy[i] += d
+            count[i] += 1
         if self.spans is not None:
-            for i, s, e in zip(idx.tolist(), start.tolist(), end.tolist(), strict=True):
+            for i, s, e in zip(il, start.tolist(), end.tolist(), strict=True):
                 self.spans[i].append((s, e))
         return end
 
     def report(self, i: int, elapsed: int) -> dict[str, float | int]:
-        busy = int(self.busy_ps[i])
-        return {"busy_ps": busy, "count": int(self.count[i]),
+        busy = self._busy[i]
+        return {"busy_ps": busy, "count": self._count[i],
                 "utilization": round(busy / elapsed, 9) if elapsed > 0 else 0.0}
 
 

@@ -347,7 +347,8 @@ class FlashTarget(Component):
         die = ppn // self._pages_per_plane // self._P
         t_r = self._t_r[(ppn % self._ppb) % self._bits]
         cmd = self._rcmd[1]
-        x = self._rsetup[1] + self.cfg.data_ps(nbytes)
+        x = self._rsetup[1] + (self._page_data if nbytes == self._page
+                               else self.cfg.data_ps(nbytes))
         self.read_cmds += 1
         d_end = self.dies.reserve1(die, earliest + cmd, t_r)
         c_end = self.channels.reserve1(die // self._dpc, d_end - cmd, cmd + x)
