@@ -299,14 +299,17 @@ class FastModel:
                   for i in first_idx.tolist()}
         nz = np.nonzero(counts)[0]
         if not closed:
-            # A chunk that covers every bank leaves rows of its own open everywhere: open,
-            # row not tracked (a later access is a row miss). The last rows of each unit
-            # and bank group, which a continuing stream meets first, are tracked exactly.
+            # The banks a chunk touched hold rows of it: open, row not tracked (a later
+            # access is a row miss). The last rows of each unit and bank group, which a
+            # continuing stream meets first, are tracked exactly. At most one row per
+            # bank per unit is decoded.
             if nb >= self._span:
                 self.open_rows[nz] = _UNKNOWN_ROW
+            else:
+                au, ab, _ = self._row_blocks(b0, nb)
+                self.open_rows[au, ab] = _UNKNOWN_ROW
             n_tail = min(nb, self._tail)
             tu, tb, tr = self._row_blocks(b0 + nb - n_tail, n_tail)
-            self.open_rows[tu, tb] = _UNKNOWN_ROW
             flat = tu * am.banks_per_unit + tb
             _, last_idx = np.unique(flat[::-1], return_index=True)
             sel = len(flat) - 1 - last_idx
