@@ -27,11 +27,12 @@ busy-until ``Timeline`` of its data bus; the chunk completes at the latest unit'
   Per-bank refresh costs streams nothing (the controller refreshes banks the traffic
   has left) and random accesses the banks that are refreshing on average.
 
-Agreement with the detailed controller (tests/dram/test_fast_vs_detailed.py): within 5%
-of the time to serve streams, random 64 B accesses, 2:1 read/write mixes of chunks and
-generated chunk mixes; 64 B read/write interleavings and runs of a microsecond or two
-that switch direction often are the weak spot (up to 5-7% optimistic), because the
-controller's write buffering and row reopening at each switch are averaged here.
+Agreement with the detailed controller (tests/dram/test_dram_fast_vs_detailed.py): within
+5% of the time to serve streams, random 64 B accesses, 2:1 read/write mixes of chunks and
+generated chunk mixes. The weak spots, all optimistic: 2:1 mixes of single 64 B
+requests and runs of a microsecond or two that switch direction often (up to 5-7%),
+because the controller's write buffering and row reopening at each switch are averaged
+here; random traffic under per-bank refresh (9-14%).
 """
 
 from __future__ import annotations
