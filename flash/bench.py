@@ -27,6 +27,7 @@ MIX_READ_FRACTION = 0.7
 
 def run_bench(cfg: FlashConfig, *, pattern: str, size: int, qd: int, count: int,
               precondition: float = 0.0, model: str = "fast", seed: int = 0,
+              age: float = 0.0,
               env: simpy.Environment | None = None,
               target: FlashTarget | None = None) -> dict[str, Any]:
     """Run ``count`` requests of ``size`` bytes at queue depth ``qd``; return figures
@@ -41,7 +42,7 @@ def run_bench(cfg: FlashConfig, *, pattern: str, size: int, qd: int, count: int,
         raise TmhwError(f"count: {count} must be >= 1")
     env = env or simpy.Environment()
     dev = target or FlashTarget(env, "flash", None, cfg, model=model,
-                                precondition=precondition, seed=seed)
+                                precondition=precondition, seed=seed, age=age)
     rng = np.random.default_rng(seed)
     slots = cfg.capacity // size
     if pattern.startswith("seq"):

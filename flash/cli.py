@@ -1,7 +1,7 @@
 """``tmhw flash``: the flash device on its own.
 
 ``tmhw flash bench --preset 990pro --pattern randread --size 16KiB --qd 64 --count N
-[--precondition 0.9] [--model detailed|fast] [--mqsim-xml FILE] [--json]`` runs
+[--precondition 0.9] [--age 2] [--model detailed|fast] [--mqsim-xml FILE] [--json]`` runs
 ``flash.bench.run_bench`` and prints IOPS, bandwidth, latency (mean, p50, p99), command
 counts, GC count, write amplification and energy per byte.
 """
@@ -38,6 +38,9 @@ def register(sub: Any) -> None:
     b.add_argument("--count", type=int, default=10000, help="requests to run")
     b.add_argument("--precondition", type=float, default=0.0,
                    help="fraction of the logical space written before time 0")
+    b.add_argument("--age", type=float, default=0.0,
+                   help="random overwrites of the preconditioned pages before time 0, as a "
+                        "multiple of them (reaches the random-write steady state)")
     b.add_argument("--model", default="fast", choices=MODELS)
     b.add_argument("--seed", type=int, default=0)
     b.add_argument("--json", action="store_true", help="print the figures as JSON")
@@ -52,7 +55,8 @@ def bench_cmd(args: argparse.Namespace) -> int:
     cfg: FlashConfig = (load_mqsim_xml(args.mqsim_xml) if args.mqsim_xml
                         else PRESETS[args.preset])
     r = run_bench(cfg, pattern=args.pattern, size=size, qd=args.qd, count=args.count,
-                  precondition=args.precondition, model=args.model, seed=args.seed)
+                  precondition=args.precondition, model=args.model, seed=args.seed,
+                  age=args.age)
     out = {k: r[k] for k in JSON_KEYS}
     if args.json:
         print(json.dumps(out, indent=2))

@@ -396,6 +396,29 @@ class FTL:
         self.free_count = (self.bpp - used).tolist()
         self.low_planes = {p for p, f in enumerate(self.free_count) if f < self.soft_blocks}
 
+    def age(self, overwrites: float, seed: int = 0, batch: int = 512) -> None:
+        """Overwrite ``overwrites`` x the preconditioned pages at random, page by page,
+        with garbage collection, and no time: a random-write run then starts from the
+        steady state (valid pages spread over blocks as GC leaves them) instead of from
+        full blocks. Run counters start again from zero; wear stays."""
+        if overwrites < 0:
+            raise TmhwError(f"age: overwrites {overwrites} must be >= 0")
+        span = self.n_pre
+        total = int(overwrites * span)
+        if total == 0:
+            return
+        rng = np.random.default_rng(seed)
+        done = 0
+        while done < total:
+            k = min(batch, total - done)
+            self.write(np.unique(rng.integers(0, span, k)))
+            for p in sorted(self.low_planes):
+                while self.free_count[p] < self.soft_blocks and self.collect(p):
+                    pass
+            done += k
+        self.host_pages = self.gc_pages = self.wl_pages = 0
+        self.gc_count = self.forced_gc_count = self.wl_count = self.erase_count = 0
+
     # -- allocation --------------------------------------------------------------------
     def _take_free(self, plane: int) -> int:
         heap = self.free_heap[plane]

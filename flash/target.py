@@ -57,14 +57,16 @@ SMALL = 8
 
 class FlashTarget(Component):
     """An SSD serving logical byte ranges. ``model`` is ``fast`` or ``detailed``;
-    ``precondition`` fills that fraction of the logical space before time 0. Both models
-    are deterministic; ``seed`` is recorded in the report for the runs that draw
-    addresses from it. ``record`` keeps every die and channel booking (for tests and
+    ``precondition`` fills that fraction of the logical space before time 0, and ``age``
+    then overwrites ``age`` x those pages at random (with GC, without time, drawing from
+    ``seed``) so random writes start in steady state. The timing models are
+    deterministic. ``record`` keeps every die and channel booking (for tests and
     timeline plots)."""
 
     def __init__(self, env: simpy.Environment, name: str, parent: Component | None,
                  cfg: FlashConfig, *, model: str = "fast", precondition: float = 0.0,
-                 seed: int = 0, tracer: Tracer | None = None, record: bool = False) -> None:
+                 seed: int = 0, age: float = 0.0, tracer: Tracer | None = None,
+                 record: bool = False) -> None:
         super().__init__(env, name, parent, tracer)
         if model not in MODELS:
             raise TmhwError(f"flash.model: {model!r} is not one of {MODELS}")
@@ -75,6 +77,7 @@ class FlashTarget(Component):
         self.seed = seed
         self.ftl = FTL(cfg)
         self.ftl.precondition(precondition)
+        self.ftl.age(age, seed)
         # Dies serve their commands in order in the fast model; the detailed one lets a
         # command use an idle gap. Channels fill gaps in both (see flash.lanes).
         self.dies: LaneBank | GapBank = (GapBank("die", cfg.dies, record)
