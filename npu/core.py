@@ -139,19 +139,18 @@ class ComputeResult:
 
 
 def _core_parts(g: Gemm, cfg: NpuConfig) -> list[tuple[int, int, int, int]]:
-    """(m, n, k, copies) run by each core for ``g``; the faster of splitting the copies
-    and splitting every copy along M or N."""
-    rows, cols, cores = cfg.array_rows, cfg.array_cols, cfg.cores
-
-    def core_cycles(parts: list[tuple[int, int, int, int]]) -> int:
-        return max(_part_cycles(p, cfg) for p in parts)
-
-    by_copies = [(g.m, g.n, g.k, c) for c in df.split_even(g.count, cores)]
-    if g.count >= cores:
+    """(m, n, k, copies) run by each core for ``g``: the faster of dealing the copies out
+    to the cores and splitting every copy along M or N (``dataflow.split_gemm``, which
+    weighs the arrays of a core). Both candidates only improve with more cores."""
+    by_copies = [(g.m, g.n, g.k, c) for c in df.split_even(g.count, cfg.cores)]
+    if cfg.cores == 1:
         return by_copies
-    shapes = df.split_gemm(g.m, g.n, g.k, cores, rows, cols, cfg.dataflow, cfg.convention)
+    shapes = df.split_gemm(g.m, g.n, g.k, cfg.cores, cfg.array_rows, cfg.array_cols,
+                           cfg.dataflow, cfg.convention, arrays=cfg.arrays_per_core,
+                           copies=g.count)
     by_shape = [(m, n, k, g.count) for m, n, k in shapes]
-    return min((by_copies, by_shape), key=lambda ps: (core_cycles(ps), len(ps)))
+    return min((by_copies, by_shape),
+               key=lambda ps: (max(_part_cycles(p, cfg) for p in ps), len(ps)))
 
 
 def _part_cycles(p: tuple[int, int, int, int], cfg: NpuConfig) -> int:

@@ -148,14 +148,17 @@ def compute_cycles(m: int, n: int, k: int, rows: int, cols: int, dataflow: str,
 
 
 def multi_array_cycles(m: int, n: int, k: int, rows: int, cols: int, arrays: int,
-                       dataflow: str, convention: str = "scalesim") -> int:
-    """Stall-free cycles when the folds are dealt out to ``arrays`` identical arrays that
-    run in parallel: ceil(folds / arrays) folds each. One array gives ``compute_cycles``."""
-    if not isinstance(arrays, int) or arrays < 1:
-        raise TmhwError(f"arrays: must be a positive integer, got {arrays!r}")
+                       dataflow: str, convention: str = "scalesim", copies: int = 1) -> int:
+    """Stall-free cycles when the folds of ``copies`` independent GEMMs (M, N, K) are dealt
+    out to ``arrays`` identical arrays that run in parallel: ceil(copies * folds / arrays)
+    folds each. One array and one copy give ``compute_cycles``."""
+    for name, v in (("arrays", arrays), ("copies", copies)):
+        if not isinstance(v, int) or v < 1:
+            raise TmhwError(f"{name}: must be a positive integer, got {v!r}")
     rf, cf = fold_counts(m, n, k, rows, cols, dataflow)
     _, _, t = spatio_temporal(m, n, k, dataflow)
-    total = -(-rf * cf // arrays) * cycles_per_fold(rows, cols, t, dataflow, convention)
+    total = -(-rf * cf * copies // arrays) * cycles_per_fold(rows, cols, t, dataflow,
+                                                             convention)
     return total - 1 if convention == "scalesim" else total
 
 
@@ -243,25 +246,30 @@ def split_even(total: int, parts: int) -> tuple[int, ...]:
 
 
 def split_gemm(m: int, n: int, k: int, parts: int, rows: int, cols: int, dataflow: str,
-               convention: str = "scalesim") -> tuple[tuple[int, int, int], ...]:
-    """Split GEMM (M, N, K) into at most ``parts`` independent sub-GEMMs for separate cores.
+               convention: str = "scalesim", arrays: int = 1,
+               copies: int = 1) -> tuple[tuple[int, int, int], ...]:
+    """Split GEMM (M, N, K) into at most ``parts`` independent sub-GEMMs for separate cores,
+    each core having ``arrays`` arrays and running ``copies`` copies of its part.
 
     Only M or N is split (never the reduction dimension K, which would need a cross-core
-    sum); the split with the smallest slowest part wins, and not splitting is a candidate,
-    so more parts never make the GEMM slower. The MAC count is preserved exactly."""
+    sum), into p near-equal parts for every p from 1 to ``parts``; the split whose slowest
+    part finishes first wins (fewer parts on a tie). Every split into fewer parts stays a
+    candidate, so more parts never make the GEMM slower. The MAC count is preserved."""
     _check_dims(m, n, k, rows, cols)
     if not isinstance(parts, int) or parts < 1:
         raise TmhwError(f"parts: must be a positive integer, got {parts!r}")
-    candidates: list[tuple[tuple[int, int, int], ...]] = [((m, n, k),)]
-    if parts > 1:
-        candidates.append(tuple((mi, n, k) for mi in split_even(m, parts)))
-        candidates.append(tuple((m, ni, k) for ni in split_even(n, parts)))
-
-    def slowest(c: tuple[tuple[int, int, int], ...]) -> tuple[int, int]:
-        return (max(compute_cycles(a, b, d, rows, cols, dataflow, convention)
-                    for a, b, d in c), len(c))
-
-    return min(candidates, key=slowest)
+    best: tuple[tuple[int, int], tuple[tuple[int, int, int], ...]] | None = None
+    for p in range(1, parts + 1):
+        splits = [tuple((mi, n, k) for mi in split_even(m, p))]
+        if p > 1:
+            splits.append(tuple((m, ni, k) for ni in split_even(n, p)))
+        for c in splits:
+            key = (max(multi_array_cycles(a, b, d, rows, cols, arrays, dataflow, convention,
+                                          copies) for a, b, d in c), len(c))
+            if best is None or key < best[0]:
+                best = (key, c)
+    assert best is not None
+    return best[1]
 
 
 @dataclass(frozen=True, slots=True)
