@@ -18,14 +18,15 @@ and ``Flash_Block_Manager``):
 - Dynamic wear levelling (open the least-worn free block) and static wear levelling
   (when a plane's erase-count spread exceeds ``static_wl_threshold``, relocate the
   coldest full block); bad-block retirement at ``pe_limit``; trim.
-- Preconditioning: the first ``occupancy x logical pages`` written sequentially.
+- Preconditioning: the first ``occupancy x logical pages`` written sequentially, then
+  optionally aged by random overwrites (``age``) to the random-write steady state.
 
 Memory grows with the pages a run touches, not with the device: the preconditioned
 state is a closed form (page ``j`` of a plane holds its ``j``-th logical page) until a
-segment of the L2P map or a block's P2L row is modified, and only then materialised as
-numpy arrays (4 bytes per logical page in touched 4096-page segments, 4 bytes per page
-of blocks written during the run). Dense per-block arrays cost about 14 bytes per block
-(2M blocks, 28 MB, for the 990 PRO preset).
+part of it is modified. Scattered logical pages then go into a dict (about 100 bytes
+each); a 4096-page L2P segment that gets dense becomes a numpy array (4 bytes a page);
+P2L rows exist only for blocks written during the run (4 bytes a page). Dense per-block
+arrays cost 21 bytes a block (2M blocks, 44 MB, for the 990pro preset).
 """
 
 from __future__ import annotations
