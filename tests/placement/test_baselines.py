@@ -315,7 +315,7 @@ BERT = ["run", "--model", "bert-base", "--batch", "8", "--seq", "128", "--hbm-ra
 @pytest.mark.parametrize("name", ["sentinel", "autotm"])
 def test_cli_runs_bert_base_at_a_quarter_of_the_footprint(
         name: str, tmhw: Callable[..., Any], tmp_path: Path) -> None:
-    res = tmhw(*BERT, "--policy", name, "--set", "policy.ilp_time_limit_s=5",
+    res = tmhw(*BERT, "--policy", name,
                "--out", str(tmp_path))
     assert res.rc == 0, res.err
     rep = json.loads((tmp_path / "report.json").read_text())
