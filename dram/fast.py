@@ -1,8 +1,10 @@
 """The fast, chunk-level DRAM timing model used in full-system runs.
 
-A chunk costs O(units) arithmetic plus a few numpy operations over at most one row per
-bank per unit, never O(bytes), and creates no event. Each unit (pseudo-channel) is a
-busy-until ``Timeline`` of its data bus; the chunk completes at the latest unit's end.
+A chunk costs a few numpy operations over its units and at most one row per bank per
+unit, never O(bytes), and creates no event. Each unit (pseudo-channel) has a busy-until
+time of its data bus, as the kernel's ``Timeline`` but held in numpy arrays so that a
+chunk spread over 32 units books them in one vector operation; the chunk completes at
+the latest unit's end.
 
 - STREAM: the bursts are split over units by the address map (whole interleave periods
   arithmetically, the remainder block by block). A unit moves its bursts one per
@@ -42,7 +44,6 @@ import numpy as np
 from dram.config import DramConfig
 from dram.mapping import AddressMap
 from dram.timing import ref_phase
-from tmhw.sim.timeline import Timeline
 from tmhw.sim.transfer import Pattern
 
 #: Bytes of one random access (a cache line / NPU gather element).
@@ -67,11 +68,16 @@ class FastModel:
         self.cfg = cfg
         self.amap = AddressMap(cfg)
         u = cfg.units
-        self.buses = [Timeline(f"unit{i}") for i in range(u)]
-        self.last_write: list[bool | None] = [None] * u
-        self.open_rows = np.full((u, self.amap.banks_per_unit), -1, dtype=np.int64)
-        self.first_use: list[int | None] = [None] * u
+        # Per unit: the data bus's busy-until time (a Timeline per unit, as numpy arrays so
+        # that a chunk over many units books them in one vector operation), the time it
+        # was reserved, the direction it last moved data in (-1 none, 0 read, 1 write),
+        # its first use, and the time its bus carried data.
+        self.busy_until = np.zeros(u, dtype=np.int64)
+        self.busy_ps = np.zeros(u, dtype=np.int64)
+        self.last_dir = np.full(u, -1, dtype=np.int64)
+        self.first_use = np.full(u, -1, dtype=np.int64)
         self.data_ps = np.zeros(u, dtype=np.int64)
+        self.open_rows = np.full((u, self.amap.banks_per_unit), -1, dtype=np.int64)
         self.bursts_read = 0
         self.bursts_written = 0
         self.acts = 0
@@ -109,9 +115,11 @@ class FastModel:
         self.wtr = c.t_wtr_s + c.t_cl
         self.wtr_miss = max(self.wtr, c.tck + c.t_rp + c.t_rcd + c.t_cl - c.t_cwl - c.t_burst)
         self.drain_batch = c.write_high - c.write_low
+        self._heads = [np.array([self._head(w, st) for st in range(3)], dtype=np.int64)
+                       for w in (False, True)]
         self.nb = nb
         #: Per unit, the share of its banks the last write chunk opened rows in.
-        self.w_evict = [0.0] * u
+        self.w_evict = np.zeros(u, dtype=np.float64)
         # Refresh windows: unit i is blocked over [off_i + k period, + block), k >= 0.
         if c.refresh == "off":
             self.t_ref_period, self.t_ref_block = 0, 0
@@ -125,12 +133,14 @@ class FastModel:
             self.t_ref_block = c.t_rtp + c.t_rp + c.t_rfc + c.t_rcd - c.t_burst
         self.ref_offsets = [ref_phase(c, i) % self.t_ref_period if self.t_ref_period else 0
                             for i in range(u)]
+        self._ref_off = np.array(self.ref_offsets, dtype=np.int64)
         # Bursts of one row-block (consecutive bursts sharing a row) and of one row per
         # bank per unit: enough of a chunk's tail to know which rows it leaves open.
         self._blk = max(1, c.interleave_bytes // c.burst_bytes)
         self._tail = u * n_bg * 2 * self._blk
         self.bursts_per_row = c.bursts_per_row
         self._span = u * nb * c.bursts_per_row  # bursts that touch every bank of every unit
+        self._units_lowest = self.amap.unit_period_bursts == u * self._blk
 
     # -- timing ------------------------------------------------------------------------
     def _stretch(self, unit: int, start: int, work: int) -> tuple[int, int]:
@@ -182,27 +192,22 @@ class FastModel:
               random: bool = False) -> int:
         """Reserve ``work`` ps of unit ``unit``'s bus (``work_idle`` when the unit is idle,
         so that the first access of an unloaded unit costs its bare burst time)."""
-        bus = self.buses[unit]
         head = self._head(write, state)
         gap = 0
-        last = self.last_write[unit]
-        if small_write and last is False:
+        last = int(self.last_dir[unit])
+        if small_write and last == 0:
             # Buffered: one pair of turnarounds per drain batch, spread over its writes.
-            evict = self._banks_touched(self.drain_batch) / self.nb
-            pair = ((self.rtw_miss if state == 2 else self.rtw) + self.wtr
-                    + round(evict * (self.wtr_miss - self.wtr)))
-            work += pair * work // max(1, self.drain_batch * self.t_stream)
-        elif last is not None and last != write:
-            miss = state == 2
+            work += self._pair(state) * work // max(1, self.drain_batch * self.t_stream)
+        elif last >= 0 and last != write:
             if write:
-                gap = self.rtw_miss if miss else self.rtw
+                gap = self.rtw_miss if state == 2 else self.rtw
             else:
                 # Back to reading, the controller first finishes the reads the write batch
                 # interrupted; their row is gone only if the writes took its bank. A
                 # random read opens a new row anyway.
-                evict = 1.0 if random else self.w_evict[unit]
+                evict = 1.0 if random else float(self.w_evict[unit])
                 gap = self.wtr + round(evict * (self.wtr_miss - self.wtr))
-        ready = bus.busy_until + gap
+        ready = int(self.busy_until[unit]) + gap
         t0 = start + head
         if ready > t0:
             t0 = ready
@@ -211,15 +216,78 @@ class FastModel:
         if t0 - head < self.last_start:
             self.last_start = t0 - head
         s, e = self._stretch(unit, t0, work)
-        bus.reserve(s, e - s)
+        self.busy_until[unit] = e
+        self.busy_ps[unit] += e - s
         self.data_ps[unit] += work
         if not small_write:
-            self.last_write[unit] = write
+            self.last_dir[unit] = int(write)
             if write:
                 self.w_evict[unit] = self._banks_touched(work // self.t_stream) / self.nb
-        if self.first_use[unit] is None:
+        if self.first_use[unit] < 0:
             self.first_use[unit] = start
         return e
+
+    def _pair(self, state: int) -> int:
+        """Turnarounds of one buffered write batch: read to write, and back."""
+        evict = self._banks_touched(self.drain_batch) / self.nb
+        return ((self.rtw_miss if state == 2 else self.rtw) + self.wtr
+                + round(evict * (self.wtr_miss - self.wtr)))
+
+    def _stretch_many(self, units: np.ndarray, start: np.ndarray,
+                      work: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``_stretch`` for many units at once (same arithmetic, numpy)."""
+        period, block = self.t_ref_period, self.t_ref_block
+        if period == 0:
+            return start, start + work
+        off = self._ref_off[units] - period
+        x = start - off
+        early = x < period
+        pos = x % period
+        xb = np.where(early, x, x + np.where(pos < block, block - pos, 0))
+        s0 = xb + off
+        avail = np.where(early, period - x, period - xb % period)
+        rest = work - avail
+        xw = xb + avail
+        k, rem = np.divmod(np.maximum(rest, 0), period - block)
+        late = np.where(rem == 0, off + xw + k * period, off + xw + k * period + block + rem)
+        end = np.where(rest <= 0, s0 + work, late)
+        return np.where(work == 0, start, s0), np.where(work == 0, start, end)
+
+    def _book_many(self, units: np.ndarray, write: bool, start: int, states: np.ndarray,
+                   work: np.ndarray, small_write: bool) -> int:
+        """``_book`` for the units of one stream chunk at once; returns the latest end."""
+        heads = self._heads[int(write)][states]
+        last = self.last_dir[units]
+        if small_write:
+            pair = np.where(states == 2, self._pair(2), self._pair(0))
+            work = work + np.where(last == 0,
+                                   pair * work // max(1, self.drain_batch * self.t_stream), 0)
+            gap = np.zeros(len(units), dtype=np.int64)
+        else:
+            switch = (last >= 0) & (last != int(write))
+            if write:
+                g = np.where(states == 2, self.rtw_miss, self.rtw)
+            else:
+                g = self.wtr + np.round(self.w_evict[units]
+                                        * (self.wtr_miss - self.wtr)).astype(np.int64)
+            gap = np.where(switch, g, 0)
+        t0 = np.maximum(start + heads, self.busy_until[units] + gap)
+        first = int((t0 - heads).min())
+        if first < self.last_start:
+            self.last_start = first
+        s, e = self._stretch_many(units, t0, work)
+        self.busy_until[units] = e
+        self.busy_ps[units] += e - s
+        self.data_ps[units] += work
+        if not small_write:
+            self.last_dir[units] = int(write)
+            if write:
+                touched = np.minimum(self.nb, -(-(work // self.t_stream) // self.bursts_per_row)
+                                     + self.n_bg_rot - 1)
+                self.w_evict[units] = touched / self.nb
+        fu = self.first_use[units]
+        self.first_use[units] = np.where(fu < 0, start, fu)
+        return int(e.max())
 
     def _split_stream(self, b0: int, nb: int) -> np.ndarray:
         """Bursts per unit of the ``nb`` consecutive bursts from burst index ``b0``."""
@@ -287,17 +355,23 @@ class FastModel:
             k += 1
         return [(u, a[0], a[1]) for u, a in per.items()], states
 
-    def _scan_long(self, b0: int, nb: int, closed: bool
-                   ) -> tuple[list[tuple[int, int, int]], dict[int, int]]:
-        """As ``_scan_short`` for long chunks: whole interleave periods arithmetically, the
-        first period and the tail (one row per bank per unit) with numpy; a unit opens
-        one row per ``bursts_per_row`` of its bursts (less the first if it hits)."""
+    def _scan_long(self, b0: int, nb: int,
+                   closed: bool) -> tuple[np.ndarray, np.ndarray, int, np.ndarray]:
+        """As ``_scan_short`` for long chunks, as arrays (units, bursts, first-row states)
+        and the activations: whole interleave periods arithmetically, the first period and
+        the tail with numpy; a unit opens one row per ``bursts_per_row`` of its bursts
+        (less the first if it hits)."""
         am = self.amap
         counts = self._split_stream(b0, nb)
         hu, hb, hr = self._row_blocks(b0, min(nb, am.unit_period_bursts))
-        _, first_idx = np.unique(hu, return_index=True)
-        states = {int(hu[i]): self._state(int(hu[i]), int(hb[i]), int(hr[i]), closed)
-                  for i in first_idx.tolist()}
+        if not self._units_lowest:
+            _, first_idx = np.unique(hu, return_index=True)
+            hu, hb, hr = hu[first_idx], hb[first_idx], hr[first_idx]
+        # (With units lowest, each unit appears once in any interleave period.)
+        st_all = np.ones(self.cfg.units, dtype=np.int64)
+        if not closed:
+            o = self.open_rows[hu, hb]
+            st_all[hu] = np.where(o == -1, 1, np.where(o == hr, 0, 2))
         nz = np.nonzero(counts)[0]
         if not closed:
             # The banks a chunk touched hold rows of it: open, row not tracked (a later
@@ -306,6 +380,13 @@ class FastModel:
             # bank per unit is decoded.
             if nb >= self._span:
                 self.open_rows[nz] = _UNKNOWN_ROW
+            elif self._units_lowest:
+                # Units are the lowest fields: one sample per interleave period gives the
+                # banks, and every unit the chunk reached touched each of them.
+                per = am.unit_period_bursts
+                _, ab, _ = am.decode_bursts(
+                    np.arange(b0 - b0 % per, b0 + nb, per, dtype=np.int64))
+                self.open_rows[np.ix_(nz, np.unique(ab))] = _UNKNOWN_ROW
             else:
                 au, ab, _ = self._row_blocks(b0, nb)
                 self.open_rows[au, ab] = _UNKNOWN_ROW
@@ -315,13 +396,10 @@ class FastModel:
             _, last_idx = np.unique(flat[::-1], return_index=True)
             sel = len(flat) - 1 - last_idx
             self.open_rows[tu[sel], tb[sel]] = tr[sel]
-        out = []
-        bpr = self.bursts_per_row
-        for u in nz.tolist():
-            b = int(counts[u])
-            hit = states.get(u, 1) == 0
-            out.append((u, b, max(1, -(-b // bpr)) - (1 if hit else 0)))
-        return out, states
+        bursts = counts[nz]
+        states = st_all[nz]
+        acts = np.maximum(1, -(-bursts // self.bursts_per_row)) - (states == 0)
+        return nz, bursts, int(acts.sum()), states
 
     def serve(self, write: bool, address: int, nbytes: int, pattern: Pattern,
               earliest: int) -> int:
@@ -341,12 +419,15 @@ class FastModel:
             small = write and nb < self.drain_batch * c.units
             if (b0 + nb - 1) // blk - b0 // blk < _SCALAR_BLOCKS:
                 units_b, states = self._scan_short(b0, nb, closed)
+                for unit, b, acts in units_b:
+                    self.acts += acts
+                    end = max(end, self._book(unit, write, start, states.get(unit, 1),
+                                              b * self.t_stream, small_write=small))
             else:
-                units_b, states = self._scan_long(b0, nb, closed)
-            for unit, b, acts in units_b:
+                units, nbursts, acts, first_states = self._scan_long(b0, nb, closed)
                 self.acts += acts
-                end = max(end, self._book(unit, write, start, states.get(unit, 1),
-                                          b * self.t_stream, small_write=small))
+                end = max(end, self._book_many(units, write, start, first_states,
+                                               nbursts * self.t_stream, small))
             bursts = nb
         else:
             n_acc = -(-nbytes // RANDOM_ACCESS_BYTES) * self.rand_units
@@ -390,12 +471,12 @@ class FastModel:
     def active_ps(self, now: int) -> list[int]:
         """Per unit, time with a bank open (open page: from first use; closed: busy)."""
         out = []
-        for i, bus in enumerate(self.buses):
-            fu = self.first_use[i]
-            if fu is None:
+        for i in range(self.cfg.units):
+            fu = int(self.first_use[i])
+            if fu < 0:
                 out.append(0)
             elif self.cfg.page_policy == "open":
                 out.append(max(0, now - fu))
             else:
-                out.append(min(now, bus.busy_ps))
+                out.append(min(now, int(self.busy_ps[i])))
         return out
