@@ -10,6 +10,8 @@ import json
 import os
 import signal
 import sys
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -145,8 +147,8 @@ def test_cluster_address_must_be_a_url() -> None:
 def test_dask_cluster_gives_the_local_reports_and_survives_a_killed_worker(
         tmp_path: Path) -> None:
     distributed = pytest.importorskip("distributed")
-    pts = SW.expand_spec(_spec(policy__name=["demand", "hbm-only"],
-                               policy__hbm_ratio=[0.25, 0.375, 0.5]))
+    pts = SW.expand_spec(_spec(policy__name=["demand"],
+                               policy__hbm_ratio=[0.25, 0.3, 0.35, 0.4, 0.45, 0.5]))
     local = SW.run_points(pts, workers=2, progress=False)
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                   host="127.0.0.1", dashboard_address=None) as cluster, \
@@ -157,19 +159,30 @@ def test_dask_cluster_gives_the_local_reports_and_survives_a_killed_worker(
         remote = SW.run_points(pts, cluster=addr, out=tmp_path / "a", progress=False)
         pids: dict[str, int] = ctl.run(os.getpid)
         killed: list[tuple[str, list[str]]] = []
+        stop = threading.Event()
 
-        def kill_a_busy_worker(_r: dict[str, Any]) -> None:
-            if killed:
-                return
-            busy = {a: list(ks) for a, ks in ctl.processing().items() if ks and a in pids}
-            victim = next(iter(busy), next(iter(pids)))
-            killed.append((victim, busy.get(victim, [])))
-            os.kill(pids[victim], signal.SIGKILL)
+        def kill_a_busy_worker() -> None:
+            # As soon as a worker holds a point, kill its process (SIGKILL: no goodbye).
+            while not stop.is_set():
+                busy = {a: list(ks) for a, ks in ctl.processing().items()
+                        if ks and a in pids}
+                if busy:
+                    victim, keys = next(iter(busy.items()))
+                    os.kill(pids[victim], signal.SIGKILL)
+                    killed.append((victim, keys))
+                    return
+                time.sleep(0.02)
 
-        again = SW.run_points(pts, cluster=addr, out=tmp_path / "b", progress=False,
-                              on_result=kill_a_busy_worker)
-    assert killed and killed[0][1], "the killed worker had no point in hand"
+        killer = threading.Thread(target=kill_a_busy_worker, daemon=True)
+        killer.start()
+        try:
+            again = SW.run_points(pts, cluster=addr, out=tmp_path / "b", progress=False)
+        finally:
+            stop.set()
+            killer.join(10)
+    assert killed and killed[0][1], "no worker was killed while holding a point"
     for a, b, c in zip(local, remote, again, strict=True):
         assert a["status"] == b["status"] == c["status"] == "ok"
         assert _same(a["report"], b["report"]) and _same(a["report"], c["report"])
     assert len(list((tmp_path / "b" / "points").glob("*/report.json"))) == len(pts)
+    assert killed[0][0] in pids
