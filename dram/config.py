@@ -53,8 +53,8 @@ Field -> datasheet symbol (times in ps, currents in mA, ``tck`` is one clock cyc
 ``address_mapping``    address fields from most to least significant: ``Ro`` row,
                        ``Ra`` rank, ``Bg`` bank group, ``Ba`` bank, ``Co`` column
                        (burst index), ``Pc`` pseudo-channel, ``Ch`` channel
-``interleave_bytes``   bytes kept together in one row before the lowest field above
-                       ``Co``... changes (the low column bits below the mapping)
+``interleave_bytes``   contiguous bytes kept in one row of one unit: the low column
+                       bits sit below every field of the mapping
 ``page_policy``        ``open`` (rows stay open) or ``closed`` (auto-precharge when no
                        queued request hits the row)
 ``refresh``            ``all-bank``, ``per-bank`` (needs ``t_rfc_pb``) or ``off``
@@ -111,7 +111,7 @@ Presets (sources; "estimate" marks a value without a public figure):
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 
 from tmhw.sim.errors import ConfigError
 from tmhw.sim.units import S
@@ -126,8 +126,9 @@ REFRESH_MODES = ("all-bank", "per-bank", "off")
 #: IDD4W are measured with unloaded outputs, so the TSV/PHY data movement is outside them
 #: (DRAMPower adds I/O and termination power separately for the same reason). The IDD
 #: terms of the ``hbm2`` preset give 2.0 pJ/bit for streaming reads (``tmhw dram bench
-#: --preset hbm2 --pattern stream``); O'Connor et al. (MICRO'17) give about 3.9 pJ/bit for
-#: the HBM2 device; this is the difference.
+#: --preset hbm2 --pattern stream``; DRAMsim3 gives 1.96 for the same run, see
+#: tests/dram/test_dram_reference_dramsim3.py); O'Connor et al. (MICRO'17) give about
+#: 3.9 pJ/bit for the HBM2 device; this is the difference.
 HBM2_IO_PJ_PER_BIT = 1.9
 
 
@@ -418,5 +419,3 @@ def preset(name: str) -> DramConfig:
     except KeyError:
         raise ConfigError("preset", name, f"one of {', '.join(PRESETS)}") from None
 
-
-TIMING_FIELDS = tuple(f.name for f in fields(DramConfig) if f.name.startswith("t_"))
