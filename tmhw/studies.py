@@ -151,10 +151,15 @@ class Study:
 
     def write_md(self, title: str, intro: str, sections: Sequence[str]) -> str:
         sizes = "quick stand-in sizes" if self.quick else "full sizes"
+        limits = ""
+        if self.timeout_s:
+            limits = f"; a run is given up after {self.timeout_s:g} s of wall time"
+        if self.quick:
+            limits += f"; AutoTM's ILP may take {QUICK_ILP_LIMIT_S:g} s"
         parts = [f"# {title}", "", intro, "",
                  f"Scenario `{self.name}`, {sizes}, {self.iterations} iteration(s) per run"
-                 + (f", with {_sets_text(self.user_sets)}" if self.user_sets else "") + ".",
-                 ""]
+                 + (f", with {_sets_text(self.user_sets)}" if self.user_sets else "")
+                 + limits + ".", ""]
         for s in sections:
             parts += [s, ""]
         if self.figures:
