@@ -73,9 +73,11 @@ class Component:
     def finalize(self, now: int) -> None:
         for c in self.children.values():
             c.finalize(now)
+        # The hook first: it may add energies it computes itself (add_pj) before the
+        # meter converts everything to pJ.
+        self._finalize(now)
         if self.energy is not None:
             self.energy.finalize(now)
-        self._finalize(now)
         self.finalized_at = now
 
     def report(self) -> dict[str, Any]:
