@@ -83,8 +83,8 @@ FULL_MODELS = (
 #: Wall seconds per point in quick studies (see Study.timeout_s), and the AutoTM ILP's
 #: time limit there: a quick study is for a first look in a minute, so a policy that
 #: needs longer on the stand-ins is reported as such rather than waited for.
-QUICK_TIMEOUT_S = 15.0
-QUICK_ILP_LIMIT_S = 5.0
+QUICK_TIMEOUT_S = 60.0
+QUICK_ILP_LIMIT_S = 10.0
 
 QUICK_MODELS = (
     Model("ResNet-50", "resnet50 b4", _wl("resnet50", 4)),
