@@ -25,7 +25,9 @@ process pool; a point the system refuses (the policy does not fit the HBM, the I
 big, the policy is not in this build) is a row with status ``skipped`` and the reason,
 never a failed study. ``--quick`` shrinks the workloads to stand-ins of the same kind
 (ResNet-50 at batch 4, BERT-base with 3 layers at seq 512, GPT-2 small at seq 128) so a
-study takes seconds to a minute; the markdown says which sizes ran.
+study takes seconds to a few minutes; a quick run is given up after a minute of wall time
+(``--point-timeout``) and AutoTM's ILP after 10 s, each shown as such in the table. The
+markdown says which sizes and limits applied.
 
 ``tmhw scenario NAME`` runs ``scenarios/NAME.py`` next to the package when there is one
 (so a user's own study script in that folder runs the same way), else the built-in study.
