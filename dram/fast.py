@@ -39,6 +39,8 @@ here; random traffic under per-bank refresh (9-14%).
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 import numpy as np
 
 from dram.config import DramConfig
@@ -54,6 +56,10 @@ _MAX_BLOCKS = 1 << 16
 _SCALAR_BLOCKS = 64
 #: Open-row table entry of a bank known to be open on a row not tracked.
 _UNKNOWN_ROW = -2
+#: Bound on each cache of decoded chunk layouts (entries of a few hundred ints each).
+_CACHE_ENTRIES = 4096
+
+_V = TypeVar("_V")
 
 
 def distinct_banks(banks: float, queued: int) -> float:
@@ -68,16 +74,18 @@ class FastModel:
         self.cfg = cfg
         self.amap = AddressMap(cfg)
         u = cfg.units
-        # Per unit: the data bus's busy-until time (a Timeline per unit, as numpy arrays so
-        # that a chunk over many units books them in one vector operation), the time it
-        # was reserved, the direction it last moved data in (-1 none, 0 read, 1 write),
-        # its first use, and the time its bus carried data.
-        self.busy_until = np.zeros(u, dtype=np.int64)
-        self.busy_ps = np.zeros(u, dtype=np.int64)
-        self.last_dir = np.full(u, -1, dtype=np.int64)
-        self.first_use = np.full(u, -1, dtype=np.int64)
-        self.data_ps = np.zeros(u, dtype=np.int64)
-        self.open_rows = np.full((u, self.amap.banks_per_unit), -1, dtype=np.int64)
+        # Per unit: the data bus's busy-until time (a Timeline per unit), the time it was
+        # reserved, the direction it last moved data in (-1 none, 0 read, 1 write), its
+        # first use, and the time its bus carried data. Plain lists: a chunk touches a few
+        # to a few dozen units, where a Python loop costs less than numpy's per-call
+        # overhead.
+        self.busy_until = [0] * u
+        self.busy_ps = [0] * u
+        self.last_dir = [-1] * u
+        self.first_use = [-1] * u
+        self.data_ps = [0] * u
+        #: Open row of each bank, flat (``unit * banks_per_unit + bank``); -1 precharged.
+        self.open_rows = [-1] * (u * self.amap.banks_per_unit)
         self.bursts_read = 0
         self.bursts_written = 0
         self.acts = 0
@@ -115,11 +123,10 @@ class FastModel:
         self.wtr = c.t_wtr_s + c.t_cl
         self.wtr_miss = max(self.wtr, c.tck + c.t_rp + c.t_rcd + c.t_cl - c.t_cwl - c.t_burst)
         self.drain_batch = c.write_high - c.write_low
-        self._heads = [np.array([self._head(w, st) for st in range(3)], dtype=np.int64)
-                       for w in (False, True)]
+        self._heads = [[self._head(w, st) for st in range(3)] for w in (False, True)]
         self.nb = nb
         #: Per unit, the share of its banks the last write chunk opened rows in.
-        self.w_evict = np.zeros(u, dtype=np.float64)
+        self.w_evict = [0.0] * u
         # Refresh windows: unit i is blocked over [off_i + k period, + block), k >= 0.
         if c.refresh == "off":
             self.t_ref_period, self.t_ref_block = 0, 0
@@ -141,6 +148,17 @@ class FastModel:
         self.bursts_per_row = c.bursts_per_row
         self._span = u * nb * c.bursts_per_row  # bursts that touch every bank of every unit
         self._units_lowest = self.amap.unit_period_bursts == u * self._blk
+        self._pairs = (self._pair(0), self._pair(0), self._pair(2))
+        self._all_unknown = [_UNKNOWN_ROW] * (u * nb)
+        self._all_units = list(range(u))
+        # Long stream chunks reuse the decoded layout of their head, tail and touched banks,
+        # keyed by phase in the row period (valid when the row is the top address field);
+        # otherwise they decode with numpy each time.
+        self._layout_cached = self.amap.row_on_top
+        self._c_counts: dict[tuple[int, int], list[int]] = {}
+        self._c_head: dict[tuple[int, int], list[tuple[int, int, int]]] = {}
+        self._c_touch: dict[tuple[int, int], list[int]] = {}
+        self._c_tail: dict[tuple[int, int], list[tuple[int, list[int]]]] = {}
 
     # -- timing ------------------------------------------------------------------------
     def _stretch(self, unit: int, start: int, work: int) -> tuple[int, int]:
@@ -253,41 +271,76 @@ class FastModel:
         end = np.where(rest <= 0, s0 + work, late)
         return np.where(work == 0, start, s0), np.where(work == 0, start, end)
 
-    def _book_many(self, units: np.ndarray, write: bool, start: int, states: np.ndarray,
-                   work: np.ndarray, small_write: bool) -> int:
-        """``_book`` for the units of one stream chunk at once; returns the latest end."""
-        heads = self._heads[int(write)][states]
-        last = self.last_dir[units]
-        if small_write:
-            pair = np.where(states == 2, self._pair(2), self._pair(0))
-            work = work + np.where(last == 0,
-                                   pair * work // max(1, self.drain_batch * self.t_stream), 0)
-            gap = np.zeros(len(units), dtype=np.int64)
-        else:
-            switch = (last >= 0) & (last != int(write))
-            if write:
-                g = np.where(states == 2, self.rtw_miss, self.rtw)
+    def _book_units(self, units: list[int], bursts: list[int], states: list[int],
+                    write: bool, start: int, small_write: bool) -> int:
+        """``_book`` for the units of one long stream chunk (``bursts`` and first-row
+        ``states`` per unit, in the order of ``units``); returns the latest end."""
+        ts = self.t_stream
+        heads = self._heads[write]
+        w = int(write)
+        busy, busy_ps, data_ps = self.busy_until, self.busy_ps, self.data_ps
+        last_dir, w_evict, first_use = self.last_dir, self.w_evict, self.first_use
+        period, block, ref_off = self.t_ref_period, self.t_ref_block, self.ref_offsets
+        pairs, div = self._pairs, max(1, self.drain_batch * ts)
+        rtw, rtw_miss = self.rtw, self.rtw_miss
+        wtr, d_wtr = self.wtr, self.wtr_miss - self.wtr
+        nb, bpr, bg1 = self.nb, self.bursts_per_row, self.n_bg_rot - 1
+        first = self.last_start
+        end = 0
+        for i, unit in enumerate(units):
+            st = states[i]
+            head = heads[st]
+            n = bursts[i]
+            work = n * ts
+            last = last_dir[unit]
+            gap = 0
+            if small_write:
+                if last == 0:
+                    work += pairs[st] * work // div
+            elif last >= 0 and last != w:
+                if write:
+                    gap = rtw_miss if st == 2 else rtw
+                else:
+                    gap = wtr + round(w_evict[unit] * d_wtr)
+            t0 = start + head
+            ready = busy[unit] + gap
+            if ready > t0:
+                t0 = ready
+            if t0 - head < first:
+                first = t0 - head
+            # ``_stretch`` inlined (the refresh windows this unit's work skips).
+            if period == 0 or work == 0:
+                s, e = t0, t0 + work
             else:
-                g = self.wtr + np.round(self.w_evict[units]
-                                        * (self.wtr_miss - self.wtr)).astype(np.int64)
-            gap = np.where(switch, g, 0)
-        t0 = np.maximum(start + heads, self.busy_until[units] + gap)
-        first = int((t0 - heads).min())
-        if first < self.last_start:
-            self.last_start = first
-        s, e = self._stretch_many(units, t0, work)
-        self.busy_until[units] = e
-        self.busy_ps[units] += e - s
-        self.data_ps[units] += work
-        if not small_write:
-            self.last_dir[units] = int(write)
-            if write:
-                touched = np.minimum(self.nb, -(-(work // self.t_stream) // self.bursts_per_row)
-                                     + self.n_bg_rot - 1)
-                self.w_evict[units] = touched / self.nb
-        fu = self.first_use[units]
-        self.first_use[units] = np.where(fu < 0, start, fu)
-        return int(e.max())
+                off = ref_off[unit] - period
+                x = t0 - off
+                if x < period:
+                    s = t0
+                    avail = period - x
+                else:
+                    pos = x % period
+                    if pos < block:
+                        x += block - pos
+                    s = x + off
+                    avail = period - x % period
+                if work <= avail:
+                    e = s + work
+                else:
+                    k, r = divmod(work - avail, period - block)
+                    e = off + x + avail + k * period + (block + r if r else 0)
+            busy[unit] = e
+            busy_ps[unit] += e - s
+            data_ps[unit] += work
+            if not small_write:
+                last_dir[unit] = w
+                if write:
+                    w_evict[unit] = min(nb, -(-n // bpr) + bg1) / nb
+            if first_use[unit] < 0:
+                first_use[unit] = start
+            if e > end:
+                end = e
+        self.last_start = first
+        return end
 
     def _split_stream(self, b0: int, nb: int) -> np.ndarray:
         """Bursts per unit of the ``nb`` consecutive bursts from burst index ``b0``."""
@@ -324,7 +377,7 @@ class FastModel:
         return self.amap.decode_bursts(np.arange(first, last + 1, dtype=np.int64) * blk)
 
     def _state(self, unit: int, bank: int, row: int, closed: bool) -> int:
-        o = int(self.open_rows[unit, bank])
+        o = self.open_rows[unit * self.nb + bank]
         return 1 if (o == -1 or closed) else (0 if o == row else 2)
 
     def _scan_short(self, b0: int, nb: int, closed: bool
@@ -336,6 +389,7 @@ class FastModel:
         per: dict[int, list[int]] = {}
         states: dict[int, int] = {}
         orows = self.open_rows
+        nbk = self.nb
         end = b0 + nb
         k = b0 // blk
         while k * blk < end:
@@ -348,20 +402,153 @@ class FastModel:
             if acc is None:
                 acc = per[unit] = [0, 0]
             acc[0] += hi - lo
-            if closed or int(orows[unit, bank]) != row:
+            if closed or orows[unit * nbk + bank] != row:
                 acc[1] += 1
                 if not closed:
-                    orows[unit, bank] = row
+                    orows[unit * nbk + bank] = row
             k += 1
         return [(u, a[0], a[1]) for u, a in per.items()], states
 
+    @staticmethod
+    def _remember(cache: dict[tuple[int, int], _V], key: tuple[int, int], value: _V) -> _V:
+        if len(cache) >= _CACHE_ENTRIES:
+            cache.clear()  # a bound on memory; entries are pure functions of their key
+        cache[key] = value
+        return value
+
     def _scan_long(self, b0: int, nb: int,
-                   closed: bool) -> tuple[np.ndarray, np.ndarray, int, np.ndarray]:
-        """As ``_scan_short`` for long chunks, as arrays (units, bursts, first-row states)
-        and the activations: whole interleave periods arithmetically, the first period and
-        the tail with numpy; a unit opens one row per ``bursts_per_row`` of its bursts
-        (less the first if it hits)."""
+                   closed: bool) -> tuple[list[int], list[int], int, list[int]]:
+        """As ``_scan_short`` for long chunks: the units reached, their bursts, the
+        activations and the units' first-row states. Whole interleave periods are split
+        arithmetically; a unit opens one row per ``bursts_per_row`` of its bursts (less the
+        first if it hits). The first row of each unit is looked up, every bank the chunk
+        touched holds one of its rows (open, row not tracked: a later access is a row
+        miss), and the last rows of each unit and bank group, which a continuing stream
+        meets first, are tracked exactly.
+
+        The decoded layout (which unit and bank each block of the head, the tail and the
+        body falls in) depends only on the chunk's phase in the row period and its
+        length, so it is decoded once per (phase, length) and reused: a chunk then costs
+        a loop over its units and the banks whose rows it changes."""
+        if not self._layout_cached:
+            return self._scan_long_np(b0, nb, closed)
         am = self.amap
+        u = self.cfg.units
+        period = am.unit_period_bursts
+        rp = am.row_period_bursts
+        rs, rm = am.row_shift, am.row_mask
+        nbk = self.nb
+        full, rem = divmod(nb, period)
+        key = (b0 % period, rem)
+        counts = self._c_counts.get(key)
+        if counts is None:
+            counts = self._remember(self._c_counts, key,
+                                    [int(x) for x in self._split_stream(b0 % period, rem)])
+        add = full * (period // u)
+        if add:
+            counts = [c + add for c in counts]
+            nz = self._all_units  # every unit has bursts
+        else:
+            nz = [i for i in range(u) if counts[i]]
+        states = [1] * u
+        orows = self.open_rows
+        if not closed:
+            n_head = min(nb, period)
+            key = (b0 % rp, n_head)
+            head = self._c_head.get(key)
+            if head is None:
+                head = self._remember(self._c_head, key, self._head_layout(b0, n_head))
+            for unit, flat, off in head:
+                o = orows[flat]
+                if o != -1:
+                    states[unit] = 0 if o == ((b0 + off) >> rs) & rm else 2
+        if not closed:
+            if nb >= self._span:
+                if len(nz) == u:
+                    orows[:] = self._all_unknown
+                else:
+                    row_unk = self._all_unknown[:nbk]
+                    for i in nz:
+                        orows[i * nbk:(i + 1) * nbk] = row_unk
+            else:
+                key = (b0 % rp, nb)
+                touched = self._c_touch.get(key)
+                if touched is None:
+                    touched = self._remember(self._c_touch, key, self._touch_layout(b0, nb, nz))
+                for f in touched:
+                    orows[f] = _UNKNOWN_ROW
+            n_tail = min(nb, self._tail)
+            bt = b0 + nb - n_tail
+            key = (bt % rp, n_tail)
+            tail = self._c_tail.get(key)
+            if tail is None:
+                tail = self._remember(self._c_tail, key, self._tail_layout(bt, n_tail))
+            r = bt >> rs
+            for d, flats in tail:
+                row = (r + d) & rm
+                for f in flats:
+                    orows[f] = row
+        if not add:
+            counts = [counts[i] for i in nz]
+            states = [states[i] for i in nz]
+        bpr = self.bursts_per_row
+        acts = 0
+        for n, st in zip(counts, states, strict=True):
+            a = -(-n // bpr)
+            acts += (a if a > 1 else 1) - (st == 0)
+        return nz, counts, acts, states
+
+    def _head_layout(self, b0: int, n: int) -> list[tuple[int, int, int]]:
+        """(unit, flat bank, offset from ``b0`` of its row-block) whose open row gives each
+        unit's first-row state, for the ``n`` bursts from ``b0``."""
+        hu, hb, _ = self._row_blocks(b0, n)
+        starts = np.arange(b0 // self._blk, (b0 + n - 1) // self._blk + 1,
+                           dtype=np.int64) * self._blk
+        pick: dict[int, tuple[int, int, int]] = {}
+        for unit, bank, s in zip(hu.tolist(), hb.tolist(), starts.tolist(), strict=True):
+            # Each unit's first block, except with units lowest, where a unit appearing
+            # twice (an unaligned start) takes its later block, as a vector assignment
+            # over the blocks does.
+            if self._units_lowest or unit not in pick:
+                pick[unit] = (unit, unit * self.nb + bank, s - b0)
+        return list(pick.values())
+
+    def _touch_layout(self, b0: int, nb: int, nz: list[int]) -> list[int]:
+        """Flat banks of the units ``nz`` in which the ``nb`` bursts from ``b0`` open a
+        row (fewer than a span, so not every bank)."""
+        am = self.amap
+        if self._units_lowest:
+            # Units are the lowest fields: one sample per interleave period gives the
+            # banks, and every unit the chunk reached touched each of them.
+            per = am.unit_period_bursts
+            _, ab, _ = am.decode_bursts(np.arange(b0 - b0 % per, b0 + nb, per, dtype=np.int64))
+            banks = sorted(set(ab.tolist()))
+            return [i * self.nb + b for i in nz for b in banks]
+        au, ab, _ = self._row_blocks(b0, nb)
+        return sorted(set((au * self.nb + ab).tolist()))
+
+    def _tail_layout(self, bt: int, n: int) -> list[tuple[int, list[int]]]:
+        """The banks the ``n`` bursts from ``bt`` leave a row open in, grouped by that
+        row's distance in rows from the row of ``bt``: (distance, flat banks)."""
+        tu, tb, _ = self._row_blocks(bt, n)
+        starts = (np.arange(bt // self._blk, (bt + n - 1) // self._blk + 1, dtype=np.int64)
+                  * self._blk).tolist()
+        last: dict[int, int] = {}
+        for unit, bank, s in zip(tu.tolist(), tb.tolist(), starts, strict=True):
+            last[unit * self.nb + bank] = s  # the last block of each bank wins
+        rp = self.amap.row_period_bursts
+        groups: dict[int, list[int]] = {}
+        for f, s in last.items():
+            groups.setdefault((bt % rp + s - bt) // rp, []).append(f)
+        return sorted(groups.items())
+
+    def _scan_long_np(self, b0: int, nb: int,
+                      closed: bool) -> tuple[list[int], list[int], int, list[int]]:
+        """``_scan_long`` decoding the chunk with numpy each time (for address maps whose
+        row is not the top field)."""
+        am = self.amap
+        u = self.cfg.units
+        open_rows = np.array(self.open_rows, dtype=np.int64).reshape(u, self.nb)
         counts = self._split_stream(b0, nb)
         hu, hb, hr = self._row_blocks(b0, min(nb, am.unit_period_bursts))
         if not self._units_lowest:
@@ -370,36 +557,31 @@ class FastModel:
         # (With units lowest, each unit appears once in any interleave period.)
         st_all = np.ones(self.cfg.units, dtype=np.int64)
         if not closed:
-            o = self.open_rows[hu, hb]
+            o = open_rows[hu, hb]
             st_all[hu] = np.where(o == -1, 1, np.where(o == hr, 0, 2))
         nz = np.nonzero(counts)[0]
         if not closed:
-            # The banks a chunk touched hold rows of it: open, row not tracked (a later
-            # access is a row miss). The last rows of each unit and bank group, which a
-            # continuing stream meets first, are tracked exactly. At most one row per
-            # bank per unit is decoded.
             if nb >= self._span:
-                self.open_rows[nz] = _UNKNOWN_ROW
+                open_rows[nz] = _UNKNOWN_ROW
             elif self._units_lowest:
-                # Units are the lowest fields: one sample per interleave period gives the
-                # banks, and every unit the chunk reached touched each of them.
                 per = am.unit_period_bursts
                 _, ab, _ = am.decode_bursts(
                     np.arange(b0 - b0 % per, b0 + nb, per, dtype=np.int64))
-                self.open_rows[np.ix_(nz, np.unique(ab))] = _UNKNOWN_ROW
+                open_rows[np.ix_(nz, np.unique(ab))] = _UNKNOWN_ROW
             else:
                 au, ab, _ = self._row_blocks(b0, nb)
-                self.open_rows[au, ab] = _UNKNOWN_ROW
+                open_rows[au, ab] = _UNKNOWN_ROW
             n_tail = min(nb, self._tail)
             tu, tb, tr = self._row_blocks(b0 + nb - n_tail, n_tail)
             flat = tu * am.banks_per_unit + tb
             _, last_idx = np.unique(flat[::-1], return_index=True)
             sel = len(flat) - 1 - last_idx
-            self.open_rows[tu[sel], tb[sel]] = tr[sel]
+            open_rows[tu[sel], tb[sel]] = tr[sel]
+            self.open_rows[:] = open_rows.ravel().tolist()
         bursts = counts[nz]
         states = st_all[nz]
         acts = np.maximum(1, -(-bursts // self.bursts_per_row)) - (states == 0)
-        return nz, bursts, int(acts.sum()), states
+        return nz.tolist(), bursts.tolist(), int(acts.sum()), states.tolist()
 
     def serve(self, write: bool, address: int, nbytes: int, pattern: Pattern,
               earliest: int) -> int:
@@ -426,8 +608,8 @@ class FastModel:
             else:
                 units, nbursts, acts, first_states = self._scan_long(b0, nb, closed)
                 self.acts += acts
-                end = max(end, self._book_many(units, write, start, first_states,
-                                               nbursts * self.t_stream, small))
+                end = max(end, self._book_units(units, nbursts, first_states, write, start,
+                                                small))
             bursts = nb
         else:
             n_acc = -(-nbytes // RANDOM_ACCESS_BYTES) * self.rand_units

@@ -47,6 +47,15 @@ class AddressMap:
         #: Consecutive bursts that always share a unit (below the lowest unit bit).
         self.unit_block_bursts = (1 << min(s for s, w in unit_fields if w > 0)
                                   if cfg.units > 1 else 1 << self.total_bits)
+        s, w = self.fields["Ro"]
+        self.row_shift = s
+        self.row_mask = (1 << w) - 1
+        #: Whether the row is the most significant field. Then the unit and bank of burst
+        #: ``b`` depend only on ``b % row_period_bursts`` and its row is
+        #: ``(b >> row_shift) & row_mask``, so the decoded layout of a range of bursts can
+        #: be computed once per phase and reused.
+        self.row_on_top = s + w == self.total_bits
+        self.row_period_bursts = 1 << s
 
     def _field(self, burst: int, name: str) -> int:
         s, w = self.fields[name]
