@@ -41,23 +41,25 @@ T + R + C - 2 (os) and 2R + 2C + T - 3 (ws, is).
 Operand traffic (``gemm_traffic``) between HBM and a double-buffered scratchpad (half of each
 buffer holds resident data, the other half fills, as SCALE-Sim's ``active_buf_frac = 0.5``):
 
-* os: B's K x C column block stays on chip across the row folds (re-read per row fold if
-  it does not fit); A is re-read once per column fold unless all of A fits (or, if cheaper,
-  A is read once in blocks of half its buffer and B re-read per block); the output is
-  accumulated in the PEs and written once. No partial sums leave the array.
-* ws: the stationary B is loaded once and A streamed through once per column fold (once in
-  all if all of A fits); each column fold accumulates an M x C tile of partial sums over
-  ceil(K / R) row folds.
+* os: B's K x C column blocks stay on chip across the row folds, as many column folds at a
+  time as fit half the filter buffer (B re-read per row fold if not even one fits); A is
+  re-read once per such group unless all of A fits (or, if cheaper, A is read once in
+  blocks of half its buffer and B re-read per block); the output accumulates in the PEs and
+  is written once. No partial sums leave the array.
+* ws: B is stationary and A streamed through; each column fold accumulates an M x C tile
+  of partial sums over ceil(K / R) row folds.
 * is: the same with the roles swapped: A stationary, B streamed, N x C partial-sum tiles.
 
-In ws and is the time dimension (M, resp. N) may be cut into blocks so that the partial-sum
-tile fits in half the output buffer (and, further, a block of the streamed operand in half
-its buffer), at the price of loading the stationary operand once per block: the cheapest of
-no cut and these two cuts is taken, as a compiler would. Without a cut, a tile that does not
-fit spills: every row fold but the last writes its partial tile to HBM (``acc_bytes`` per
-element) and every row fold but the first reads it back. Cycles stay those of the formulas
-above whatever the cut (its extra weight loads, (blocks - 1) * (2R + C - 2) cycles per fold,
-are not charged: an approximation that keeps compute time equal to the SCALE-Sim form).
+In ws and is a schedule keeps a partial-sum tile of ``tt`` rows of the time dimension (M,
+resp. N) by ``g`` column folds in half the output buffer; the stationary operand is then
+loaded once per ``tt`` rows and the streamed one once per ``g`` column folds (once in all
+when a ``tt``-row block of it fits half its buffer). The cheapest of a few such schedules is
+taken, as a compiler would, including the uncut one (``tt`` = all rows, ``g`` = 1: SCALE-Sim's
+fold order). When the chosen tile does not fit, partial sums spill: every row fold but the
+last writes its partial tile to HBM (``acc_bytes`` per element) and every row fold but the
+first reads it back. Cycles stay those of the formulas above whatever the schedule (the
+extra weight loads of a cut, (blocks - 1) * (2R + C - 2) cycles per fold, are not charged:
+an approximation that keeps compute time equal to the SCALE-Sim form).
 This differs from SCALE-Sim, which writes partial sums to memory once per row fold whatever
 the buffer size and never reads them back (so its ws ofmap writes are M * N * ceil(K / R)
 words), and fetches operands in its own fold order without choosing a cut.
@@ -316,25 +318,33 @@ def _stationary_traffic(t_dim: int, k: int, s_dim: int, rf: int, cf: int, cols: 
                         acc_buf: int) -> tuple[int, int, int]:
     """(streamed bytes, stationary bytes, partial-sum bytes each way) for WS/IS.
 
-    The streamed operand is t_dim x k, the stationary one k x s_dim; each column fold
-    accumulates a t_dim x cols partial-sum tile over ``rf`` row folds. The time dimension
-    may be cut into blocks of ``tt`` rows, re-loading the stationary operand once per block:
-    the candidates are no cut, blocks whose partial sums fit in half the output buffer, and
-    blocks that moreover fit half the streaming buffer; the one moving fewest bytes wins."""
+    The streamed operand is t_dim x k, the stationary one k x s_dim (``cf`` column folds of
+    ``cols``), accumulated over ``rf`` row folds. A schedule keeps a partial-sum tile of
+    ``tt`` rows by ``g`` column folds in the output buffer: the stationary operand is loaded
+    once per block of ``tt`` rows, the streamed one once per group of ``g`` column folds
+    (once in all if a ``tt``-row block of it fits half its buffer). For each ``g`` (powers
+    of two and ``cf``) the candidates are no cut (``tt = t_dim``, spilling partial sums if
+    the tile does not fit), the largest ``tt`` whose tile fits, and that ``tt`` shrunk until
+    the streamed block fits; the one moving fewest bytes wins."""
     stream_half, acc_half = stream_buf // 2, acc_buf // 2
-    cands = {t_dim}
-    tt_acc = max(1, acc_half // (cols * acc))
-    cands.add(min(t_dim, tt_acc))
-    cands.add(min(t_dim, tt_acc, max(1, stream_half // (k * db))))
+    a_bytes, b_bytes = t_dim * k * db, k * s_dim * db
+    groups = {cf}
+    g = 1
+    while g < cf:
+        groups.add(g)
+        g *= 2
     best: tuple[int, int, int, int] | None = None
-    for tt in sorted(cands, reverse=True):
-        blocks = -(-t_dim // tt)
-        stream = t_dim * k * db * (1 if tt * k * db <= stream_half else cf)
-        stat = k * s_dim * db * blocks
-        psum = t_dim * s_dim * acc * (rf - 1) if tt * cols * acc > acc_half else 0
-        total = stream + stat + 2 * psum
-        if best is None or total < best[0]:
-            best = (total, stream, stat, psum)
+    for g in sorted(groups):
+        width = min(g * cols, s_dim)
+        tt_acc = min(t_dim, max(1, acc_half // (width * acc)))
+        tt_stream = min(tt_acc, max(1, stream_half // (k * db)))
+        for tt in sorted({t_dim, tt_acc, tt_stream}, reverse=True):
+            stream = a_bytes * (1 if tt * k * db <= stream_half else -(-cf // g))
+            stat = b_bytes * -(-t_dim // tt)
+            psum = t_dim * s_dim * acc * (rf - 1) if tt * width * acc > acc_half else 0
+            total = stream + stat + 2 * psum
+            if best is None or total < best[0]:
+                best = (total, stream, stat, psum)
     assert best is not None
     return best[1], best[2], best[3]
 
@@ -351,9 +361,11 @@ def gemm_traffic(m: int, n: int, k: int, rows: int, cols: int, dataflow: str, *,
     psum = 0
     if dataflow == "os":
         # folds: col fold outer, row fold inner (SCALE-Sim's order)
-        block_fits = k * cols * dtype_bytes <= filter_buf // 2
-        filt = b_bytes if block_fits else b_bytes * rf
-        ifm = a_bytes if a_bytes <= ifmap_buf // 2 else a_bytes * cf
+        # B blocks of g column folds stay on chip across the row folds; A is re-read once
+        # per such group (re-read B per row fold if not even one block fits)
+        g = min(cf, (filter_buf // 2) // (k * cols * dtype_bytes))
+        filt = b_bytes if g >= 1 else b_bytes * rf
+        ifm = a_bytes if a_bytes <= ifmap_buf // 2 else a_bytes * -(-cf // max(g, 1))
         ifm, filt = _reuse(ifm, filt, a_bytes, b_bytes, ifmap_buf)
         sram = (m * k * cf, k * n * rf, m * n)
     elif dataflow == "ws":

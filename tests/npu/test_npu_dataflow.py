@@ -152,3 +152,15 @@ def test_conv_lowers_to_gemm_with_stride_and_padding() -> None:
 def test_bad_dimensions_are_one_line_errors(bad: object) -> None:
     with pytest.raises(TmhwError):
         bad()  # type: ignore[operator]
+
+
+def test_ws_groups_column_folds_so_a_weight_gradient_gemm_streams_its_input_few_times() -> None:
+    """(M, N, K) = (1024, 3072, 16384), a BERT-large weight gradient, with 4/4 MiB
+    input/output buffers: SCALE-Sim's order streams A (32 MiB) once per each of the 24
+    column folds; tiles of 1024 rows x 4 column folds (2 MiB of fp32 partial sums) stream
+    it 6 times and load B (96 MiB) once."""
+    mib = 1 << 20
+    t = gemm_traffic(1024, 3072, 16384, 128, 128, "ws", ifmap_buf=4 * mib,
+                     filter_buf=4 * mib, ofmap_buf=4 * mib)
+    assert t.psum_write == 0
+    assert t.ifmap_read + t.filter_read == 6 * 32 * mib + 96 * mib
