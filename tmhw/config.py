@@ -214,12 +214,19 @@ def _nonneg(obj: Any, *names: str) -> None:
             raise ConfigError(n, v, "a finite number >= 0")
 
 
+#: The HBM one TPUv4-like core sees: a TPUv4 chip has 32 GiB of HBM2 at 1.2 TB/s shared by
+#: its two TensorCores (Jouppi et al., ISCA 2023), i.e. four stacks; one core's share is
+#: two HBM2 stacks, 16 channels x 128 bit at 2 Gbps = 512 GB/s (DRAMsim3 HBM2_8Gb_x128
+#: timing per channel).
+TPUV4_CORE_HBM = dataclasses.replace(DRAM_PRESETS["hbm2"], channels=16)
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SystemConfig:
     """The whole machine and the run."""
 
     npu: NpuConfig = field(default_factory=NpuConfig)
-    hbm: DramConfig = field(default_factory=lambda: DRAM_PRESETS["hbm2"])
+    hbm: DramConfig = field(default_factory=lambda: TPUV4_CORE_HBM)
     flash: FlashConfig = field(default_factory=lambda: FLASH_PRESETS["990pro"])
     dma: DmaConfig = field(default_factory=DmaConfig)
     link: LinkConfig = field(default_factory=LinkConfig)
@@ -230,8 +237,8 @@ class SystemConfig:
 
 
 #: The paper's machine: a TPUv4-like core (four 128x128 bf16 WS arrays at 1050 MHz),
-#: HBM2 (TPUv4's memory technology), a Samsung-990-PRO-like SSD, BERT-large seq 512
-#: batch 32, 12.5% HBM.
+#: its share of TPUv4's HBM2 (two stacks, 512 GB/s), a Samsung-990-PRO-like SSD,
+#: BERT-large seq 512 batch 32, 12.5% HBM.
 PAPER = SystemConfig()
 
 #: A small machine for quick studies and tests: BERT-base, seq 128, batch 8.
@@ -241,7 +248,8 @@ QUICK = dataclasses.replace(
 PRESETS: dict[str, SystemConfig] = {
     "paper": PAPER,
     "quick": QUICK,
-    "paper-hbm3": dataclasses.replace(PAPER, hbm=DRAM_PRESETS["hbm3"]),
+    "paper-hbm3": dataclasses.replace(PAPER, hbm=dataclasses.replace(DRAM_PRESETS["hbm3"],
+                                                                      channels=32)),
     "paper-pm1743": dataclasses.replace(PAPER, flash=FLASH_PRESETS["pm1743"]),
     "paper-slc": dataclasses.replace(PAPER, flash=FLASH_PRESETS["slc-ull"]),
 }
@@ -249,7 +257,7 @@ PRESETS: dict[str, SystemConfig] = {
 PRESET_DOCS: dict[str, str] = {
     "paper": "TPUv4-like NPU, HBM2, 990 PRO-like SSD, BERT-large s512 b32, 12.5% HBM",
     "quick": "as paper, with BERT-base s128 b8: seconds per run",
-    "paper-hbm3": "paper with HBM3-6400 as the fast tier",
+    "paper-hbm3": "paper with two stacks of HBM3-6400 as the fast tier",
     "paper-pm1743": "paper with a PM1743-like PCIe 5 SSD",
     "paper-slc": "paper with a low-latency SLC-class SSD",
 }
