@@ -67,11 +67,15 @@ def build_report(system: System) -> dict[str, Any]:
         "sim_time_ps": end,
         "iteration_time_ps": iteration_time,
         "samples_per_s": sps,
+        # Time the NPU waited for operands to reach HBM from flash (the memory-tier stall);
+        # time inside ops lost to HBM bandwidth is npu_hbm_stall_ps, part of compute_ps.
         "stall_ps": stall_total // iters if iters else 0,
         "compute_ps": sum(r.compute_ps for r in system.records) // max(1, iters),
+        "npu_hbm_stall_ps": sum(r.npu_hbm_stall_ps for r in system.records) // max(1, iters),
         "per_iteration": [
             {"index": r.index, "time_ps": r.time_ps, "stall_ps": r.stall_ps,
-             "compute_ps": r.compute_ps, "faults": r.faults,
+             "compute_ps": r.compute_ps, "npu_hbm_stall_ps": r.npu_hbm_stall_ps,
+             "faults": r.faults,
              "flash_to_hbm_bytes": r.fetch_bytes, "hbm_to_flash_bytes": r.writeback_bytes,
              "emergency_evictions": r.emergency_evictions}
             for r in system.records],
@@ -144,6 +148,7 @@ def summary_table(rep: dict[str, Any]) -> str:
         ("iterations", str(rep["iterations"])),
         ("iteration time", fmt_time(rep["iteration_time_ps"])),
         ("  compute", fmt_time(rep["compute_ps"])),
+        ("    of which HBM-bound", fmt_time(rep["npu_hbm_stall_ps"])),
         ("  memory stall", fmt_time(rep["stall_ps"])),
         ("throughput", f"{rep['samples_per_s']:.2f} samples/s"),
         ("flash -> HBM", fmt_bytes(t["flash_to_hbm"])),

@@ -55,6 +55,7 @@ class IterationRecord:
     fetch_bytes: int
     writeback_bytes: int
     emergency_evictions: int
+    npu_hbm_stall_ps: int = 0     # inside ops: the arrays waiting on HBM operand traffic
 
     @property
     def time_ps(self) -> int:
@@ -214,6 +215,7 @@ class System:
             op_start = np.zeros(len(wl.ops), dtype=np.int64)
             op_end = np.zeros(len(wl.ops), dtype=np.int64)
             compute = 0
+            npu_stall = 0
             peak0 = self.res.level.peak
             occ_op = np.zeros(len(wl.ops), dtype=np.int64)
             for op in wl.ops:
@@ -228,6 +230,7 @@ class System:
                 occ_op[op.index] = max(occ_start, self.res.occupied_pages)
                 self.npu_read += result.hbm_read_bytes
                 self.npu_write += result.hbm_write_bytes
+                npu_stall += result.stall_ps
                 compute += int(self.env.now) - t_run
                 op_start[op.index] = t_run
                 op_end[op.index] = int(self.env.now)
@@ -243,7 +246,7 @@ class System:
                                   self.faults - faults0,
                                   self.dma.bytes[FETCH].value - f0,
                                   self.dma.bytes[WRITEBACK].value - w0,
-                                  self.emergency - emerg0)
+                                  self.emergency - emerg0, npu_stall)
             self.records.append(rec)
             self.stall_by_iter.append(self.op_stall.copy())
             if it + 1 < self.cfg.run.iterations:

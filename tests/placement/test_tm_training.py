@@ -136,3 +136,18 @@ def test_monitor_lowers_stall_over_iterations() -> None:
     assert abs(s_without[3] - s_without[1]) <= 0.01 * s_without[1]
     assert s_with[3] < s_with[1]
     assert s_with[3] < s_without[3]
+
+
+def test_bert_large_layer_compute_matches_formula_with_ample_hbm_and_stalls_on_a_tenth() -> None:
+    """One BERT-large layer (seq 512, batch 32) on HBM-only: with HBM far wider than the
+    arrays need, op time is the dataflow formula's (within 2%); with an eighth of the
+    paper's HBM bandwidth (2 of 16 channels) the arrays wait on operand traffic."""
+    base = ['policy.name="hbm-only"', 'workload.model="bert-large"', "workload.batch=32",
+            "workload.seq=512", "workload.layers=1"]
+    wide = System(C.with_overrides(C.PAPER, [*base, "hbm.channels=512"]))
+    formula = sum(wide.npu.compute_ps(t) for t in wide.tasks)
+    rep = wide.run()
+    assert abs(rep["compute_ps"] - formula) <= 0.02 * formula
+    narrow = System(C.with_overrides(C.PAPER, [*base, "hbm.channels=2"])).run()
+    assert narrow["npu_hbm_stall_ps"] > 0.5 * formula
+    assert narrow["compute_ps"] > 2 * formula
