@@ -58,6 +58,8 @@ _SCALAR_BLOCKS = 64
 _UNKNOWN_ROW = -2
 #: Bound on each cache of decoded chunk layouts (entries of a few hundred ints each).
 _CACHE_ENTRIES = 4096
+#: Largest row period (in row-blocks) whose decoded layout is kept as a table.
+_MAX_LAYOUT_BLOCKS = 1 << 18
 
 _V = TypeVar("_V")
 
@@ -154,7 +156,14 @@ class FastModel:
         # Long stream chunks reuse the decoded layout of their head, tail and touched banks,
         # keyed by phase in the row period (valid when the row is the top address field);
         # otherwise they decode with numpy each time.
-        self._layout_cached = self.amap.row_on_top
+        am = self.amap
+        n_blocks = am.row_period_bursts // self._blk
+        self._layout_cached = am.row_on_top and n_blocks <= _MAX_LAYOUT_BLOCKS
+        #: Flat bank (``unit * banks_per_unit + bank``) of each row-block of a row period.
+        self._block_flat: list[int] = []
+        if self._layout_cached:
+            bu, bb, _ = am.decode_bursts(np.arange(n_blocks, dtype=np.int64) * self._blk)
+            self._block_flat = (bu * nb + bb).tolist()
         self._c_counts: dict[tuple[int, int], list[int]] = {}
         self._c_head: dict[tuple[int, int], list[tuple[int, int, int]]] = {}
         self._c_touch: dict[tuple[int, int], list[int]] = {}
@@ -498,44 +507,47 @@ class FastModel:
             acts += (a if a > 1 else 1) - (st == 0)
         return nz, counts, acts, states
 
+    def _blocks(self, b0: int, n: int) -> tuple[range, list[int]]:
+        """The row-blocks (indices) of the ``n`` bursts from ``b0`` and the flat bank of
+        each (from the decoded row period: the row is the top field)."""
+        blocks = range(b0 // self._blk, (b0 + n - 1) // self._blk + 1)
+        table, size = self._block_flat, len(self._block_flat)
+        return blocks, [table[j % size] for j in blocks]
+
     def _head_layout(self, b0: int, n: int) -> list[tuple[int, int, int]]:
         """(unit, flat bank, offset from ``b0`` of its row-block) whose open row gives each
         unit's first-row state, for the ``n`` bursts from ``b0``."""
-        hu, hb, _ = self._row_blocks(b0, n)
-        starts = np.arange(b0 // self._blk, (b0 + n - 1) // self._blk + 1,
-                           dtype=np.int64) * self._blk
+        blocks, flats = self._blocks(b0, n)
         pick: dict[int, tuple[int, int, int]] = {}
-        for unit, bank, s in zip(hu.tolist(), hb.tolist(), starts.tolist(), strict=True):
+        for j, f in zip(blocks, flats, strict=True):
+            unit = f // self.nb
             # Each unit's first block, except with units lowest, where a unit appearing
             # twice (an unaligned start) takes its later block, as a vector assignment
             # over the blocks does.
             if self._units_lowest or unit not in pick:
-                pick[unit] = (unit, unit * self.nb + bank, s - b0)
+                pick[unit] = (unit, f, j * self._blk - b0)
         return list(pick.values())
 
     def _touch_layout(self, b0: int, nb: int, nz: list[int]) -> list[int]:
         """Flat banks of the units ``nz`` in which the ``nb`` bursts from ``b0`` open a
         row (fewer than a span, so not every bank)."""
-        am = self.amap
         if self._units_lowest:
             # Units are the lowest fields: one sample per interleave period gives the
             # banks, and every unit the chunk reached touched each of them.
-            per = am.unit_period_bursts
-            _, ab, _ = am.decode_bursts(np.arange(b0 - b0 % per, b0 + nb, per, dtype=np.int64))
-            banks = sorted(set(ab.tolist()))
+            per = self.amap.unit_period_bursts
+            table, size = self._block_flat, len(self._block_flat)
+            banks = sorted({table[(s // self._blk) % size] % self.nb
+                            for s in range(b0 - b0 % per, b0 + nb, per)})
             return [i * self.nb + b for i in nz for b in banks]
-        au, ab, _ = self._row_blocks(b0, nb)
-        return sorted(set((au * self.nb + ab).tolist()))
+        return sorted(set(self._blocks(b0, nb)[1]))
 
     def _tail_layout(self, bt: int, n: int) -> list[tuple[int, list[int]]]:
         """The banks the ``n`` bursts from ``bt`` leave a row open in, grouped by that
         row's distance in rows from the row of ``bt``: (distance, flat banks)."""
-        tu, tb, _ = self._row_blocks(bt, n)
-        starts = (np.arange(bt // self._blk, (bt + n - 1) // self._blk + 1, dtype=np.int64)
-                  * self._blk).tolist()
+        blocks, flats = self._blocks(bt, n)
         last: dict[int, int] = {}
-        for unit, bank, s in zip(tu.tolist(), tb.tolist(), starts, strict=True):
-            last[unit * self.nb + bank] = s  # the last block of each bank wins
+        for j, f in zip(blocks, flats, strict=True):
+            last[f] = j * self._blk  # the last block of each bank wins
         rp = self.amap.row_period_bursts
         groups: dict[int, list[int]] = {}
         for f, s in last.items():

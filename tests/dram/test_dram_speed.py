@@ -1,0 +1,144 @@
+"""The fast model's cheap path for long stream chunks computes what decoding every chunk
+computes: a long chunk reuses the decoded layout (which unit and bank its head, tail and
+body blocks fall in) of earlier chunks at the same phase in the row period, and books its
+units in a Python loop. These tests count decodes and compare results, not times."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import replace
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dram import PRESETS, DramConfig
+from dram import fast as fast_mod
+from dram.fast import FastModel
+from tmhw.sim.transfer import Pattern
+from tmhw.sim.units import KiB, MiB
+
+Chunk = tuple[bool, int, int, Pattern, int]
+
+
+def _state(m: FastModel) -> tuple[Any, ...]:
+    return (m.busy_until, m.busy_ps, m.data_ps, m.last_dir, m.first_use, m.w_evict,
+            m.open_rows, m.acts, m.bursts_read, m.bursts_written, m.last_end)
+
+
+def _decoding(cfg: DramConfig) -> FastModel:
+    """A model that decodes every long chunk with numpy (no layout reuse)."""
+    m = FastModel(cfg)
+    m._layout_cached = False
+    return m
+
+
+def _serve_both(cfg: DramConfig, chunks: list[Chunk]) -> tuple[FastModel, FastModel]:
+    a, b = FastModel(cfg), _decoding(cfg)
+    assert a._layout_cached
+    for w, addr, n, p, t in chunks:
+        assert a.serve(w, addr, n, p, t) == b.serve(w, addr, n, p, t)
+        assert a.last_start == b.last_start
+    return a, b
+
+
+configs = st.builds(
+    lambda name, page, mapping, refresh: replace(
+        PRESETS[name], page_policy=page, address_mapping=mapping, refresh=refresh),
+    st.sampled_from(["hbm2", "hbm3", "ddr4-3200", "lpddr5-6400"]),
+    st.sampled_from(["open", "open", "closed"]),
+    # The presets' map, bank groups above columns, and units above the bank fields.
+    st.sampled_from(["RoRaBaCoBgPcCh", "RoRaBaBgCoPcCh", "RoChPcRaBaCoBg"]),
+    st.sampled_from(["all-bank", "off"]),
+)
+chunks = st.lists(
+    st.tuples(
+        st.booleans(),
+        # Address / 64 B (+ offset), or -1: where the previous chunk ended, as a stream
+        # split into chunks continues (its head meets the rows the last tail left open).
+        st.sampled_from([-1, -1]) | st.integers(0, 1 << 20),
+        st.sampled_from([0, 1, 33]),
+        st.sampled_from([1 * MiB, 6 * MiB + 4097, 256 * KiB, 96 * KiB, 43691, 16 * KiB]),
+        st.sampled_from([Pattern.STREAM] * 7 + [Pattern.RANDOM]),
+        st.sampled_from([0, 0, 1_000, 2_000_000]),             # gap before the chunk, ps
+    ),
+    min_size=4, max_size=24,
+)
+
+
+def _chunks(raw: list[tuple[bool, int, int, int, Pattern, int]]) -> list[Chunk]:
+    out, t, nxt = [], 0, 0
+    for w, a, off, n, p, gap in raw:
+        t += gap
+        addr = nxt + off if a < 0 else a * 64 + off
+        out.append((w, addr, n, p, t))
+        nxt = addr + n
+    return out
+
+
+@settings(max_examples=60, deadline=None)
+@given(cfg=configs, raw=chunks)
+def test_reused_layouts_give_the_timing_and_state_of_decoding_each_chunk(
+        cfg: DramConfig, raw: list[tuple[bool, int, int, int, Pattern, int]]) -> None:
+    seq = _chunks(raw)
+    # Twice over, so that the second pass meets layouts the first one cached.
+    a, b = _serve_both(cfg, seq + [(w, addr, n, p, t + seq[-1][4]) for w, addr, n, p, t in seq])
+    assert _state(a) == _state(b)
+
+
+def _pinned_sequence() -> Iterator[Chunk]:
+    # DMA-sized and NPU-sized chunks, aligned and not, reads and writes, a few random.
+    t = 0
+    for i in range(48):
+        size = (1 * MiB, 6 * MiB + 12345, 96 * KiB, 43691, 5 * KiB)[i % 5]
+        addr = (i * 7 * MiB + (i % 4) * 4160) % (1 << 30)
+        pat = Pattern.RANDOM if i % 11 == 10 else Pattern.STREAM
+        yield i % 3 == 0, addr, size, pat, t
+        t += (i % 4) * 900_000
+
+
+@pytest.mark.parametrize("name, end_sum, end_max, acts, busy", [
+    # From the vectorised (numpy) booking this loop replaced, on the same sequence.
+    ("hbm2", 10283520716, 404470280, 183076, 3228593744),
+    ("hbm3", 2775702887, 111324120, 183564, 3529152325),
+])
+def test_booking_a_chunk_mix_gives_the_vectorised_model_s_figures(
+        name: str, end_sum: int, end_max: int, acts: int, busy: int) -> None:
+    m = FastModel(PRESETS[name])
+    ends = [m.serve(*c) for c in _pinned_sequence()]
+    assert (sum(ends), max(ends), m.acts, sum(m.busy_ps)) == (end_sum, end_max, acts, busy)
+
+
+@pytest.mark.parametrize("name", ["hbm2", "hbm3"])
+def test_a_long_stream_chunk_at_a_known_phase_decodes_nothing(
+        name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    m = FastModel(PRESETS[name])
+    decodes = []
+
+    def count(*args: Any) -> Any:
+        decodes.append(args)
+        raise AssertionError("decoded")
+
+    m.serve(False, 3 * MiB + 4096, 1 * MiB + 4160, Pattern.STREAM, 0)
+    monkeypatch.setattr(m.amap, "decode_bursts", count)
+    monkeypatch.setattr(m.amap, "units_of_bursts", count)
+    monkeypatch.setattr(m.amap, "decode_burst", count)
+    # Same phase in the row period and length, other rows, both directions.
+    period = m.amap.row_period_bursts * m.cfg.burst_bytes
+    for k in range(1, 6):
+        m.serve(k % 2 == 0, 3 * MiB + 4096 + k * period * 5, 1 * MiB + 4160, Pattern.STREAM,
+                k * 1000)
+    assert decodes == []
+
+
+def test_layout_caches_stay_bounded_and_clearing_them_changes_nothing(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(fast_mod, "_CACHE_ENTRIES", 8)
+    cfg = PRESETS["hbm2"]
+    seq = [(i % 2 == 0, (i * 40961 * 64) % cfg.capacity, 64 * KiB + i * 192, Pattern.STREAM,
+            i * 10_000) for i in range(120)]
+    a, b = _serve_both(cfg, seq)
+    assert _state(a) == _state(b)
+    for cache in (a._c_counts, a._c_head, a._c_touch, a._c_tail):
+        assert 0 < len(cache) <= 8
