@@ -133,6 +133,7 @@ def line_panels(xs: Sequence[float], panels: dict[str, dict[str, Sequence[float]
         if logx:
             ax.set_xscale("log")
         if xticklabels is not None:
+            ax.minorticks_off()   # a log axis's minor labels would overprint these
             ax.set_xticks(list(xs))
             ax.set_xticklabels(xticklabels, fontsize=7)
         ax.tick_params(labelsize=7)
