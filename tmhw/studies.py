@@ -406,12 +406,15 @@ def flash_sensitivity(st: Study) -> str:
     results = st.run(points)
     st.write_csv(results)
     cell = by_params(results, "factor", "value", "policy")
-    factors = list(dict.fromkeys(f for f, _, _ in variants))
+    factors = [f for f in dict.fromkeys(f for f, _, _ in variants) if f != "baseline"]
     panels: dict[str, tuple[Sequence[str], dict[str, Sequence[float]]]] = {}
     for f in factors:
-        vals = [v for ff, v, _ in variants if ff == f]
-        panels[f] = (vals, {p: [nan(fig_of(cell[(f, v, p)], "samples_per_s")) for v in vals]
-                            for p in policies})
+        # Each panel starts with the unchanged device where that is not one of its values.
+        keys = ([("baseline", "990pro")] if ("baseline", "990pro", policies[0]) in cell
+                else []) + [(f, v) for ff, v, _ in variants if ff == f]
+        labels = [f"{v} (base)" if ff == "baseline" else v for ff, v in keys]
+        panels[f] = (labels, {p: [nan(fig_of(cell[(ff, v, p)], "samples_per_s"))
+                                  for ff, v in keys] for p in policies})
     st.fig(bar_panels(panels, st.out / "flash_sensitivity", "samples/s",
                       f"{m.label} at 12.5% HBM: throughput by flash configuration"))
     rows = []
