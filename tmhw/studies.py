@@ -151,7 +151,8 @@ class Study:
     def fig(self, paths: list[Path]) -> None:
         self.figures.extend(p for p in paths if p.suffix == ".png")
 
-    def write_md(self, title: str, intro: str, sections: Sequence[str]) -> str:
+    def write_md(self, title: str, intro: str, sections: Sequence[str],
+                 iterations: int | None = None) -> str:
         sizes = "quick stand-in sizes" if self.quick else "full sizes"
         limits = ""
         if self.timeout_s:
@@ -159,7 +160,8 @@ class Study:
         if self.quick:
             limits += f"; AutoTM's ILP may take {QUICK_ILP_LIMIT_S:g} s"
         parts = [f"# {title}", "", intro, "",
-                 f"Scenario `{self.name}`, {sizes}, {self.iterations} iteration(s) per run"
+                 f"Scenario `{self.name}`, {sizes}, {iterations or self.iterations} "
+                 "iteration(s) per run"
                  + (f", with {_sets_text(self.user_sets)}" if self.user_sets else "")
                  + limits + ".", ""]
         for s in sections:
@@ -487,7 +489,7 @@ def ablation(st: Study) -> str:
              "table alone (operands fetched on demand at each op), + proactive prefetch, + "
              "data splitting, + the timing monitor (which acts between iterations, so the "
              "last iteration is the one to compare). Demand paging is the floor.")
-    return st.write_md("Ablation of TM-Training", intro, [table])
+    return st.write_md("Ablation of TM-Training", intro, [table], iters)
 
 
 # -- energy_breakdown ----------------------------------------------------------------------
@@ -599,8 +601,11 @@ def endurance(st: Study) -> str:
     intro = (f"Flash wear of {m.stands_for} ({m.label}) at 12.5% HBM on the 990 PRO-like "
              "SSD preconditioned to 90% full: host writes per iteration, the FTL's write "
              "amplification, and the projected days of continuous training until the "
-             "device reaches its P/E limit. HBM-only writes nothing to flash. The paper "
-             "gives no endurance figure.")
+             "device reaches its P/E limit at this rate of programs per iteration. A short "
+             "run writes far less than the device's free blocks, so garbage collection may "
+             "not have started (WAF 1, no erases) and the projection is then optimistic; "
+             "more iterations (`--set run.iterations=N`) approach the steady state. "
+             "HBM-only writes nothing to flash. The paper gives no endurance figure.")
     return st.write_md("Flash endurance", intro, [table])
 
 
@@ -742,7 +747,7 @@ def timeline(st: Study) -> str:
              f"it (the figure draws at most {MAX_ARROWS}, spread over the iteration; the "
              "counts below are of all). `timeline_<policy>.trace.json` has every span and "
              "arrow and opens in Perfetto.")
-    return st.write_md("Timeline of one iteration", intro, [table])
+    return st.write_md("Timeline of one iteration", intro, [table], 1)
 
 
 # -- the command ---------------------------------------------------------------------------
