@@ -156,6 +156,10 @@ class FastModel:
         self._pairs = (self._pair(0), self._pair(0), self._pair(2))
         self._all_unknown = [_UNKNOWN_ROW] * (u * nb)
         self._all_units = list(range(u))
+        #: Whether some unit has not been used yet (its ``first_use`` is still -1).
+        self._unused_units = True
+        #: Book chunks whose units agree on their state through ``_book_uniform``.
+        self._uniform_path = True
         # Long stream chunks reuse the decoded layout of their head, tail and touched banks,
         # keyed by phase in the row period (valid when the row is the top address field);
         # otherwise they decode with numpy each time.
@@ -300,6 +304,11 @@ class FastModel:
         rtw, rtw_miss = self.rtw, self.rtw_miss
         wtr, d_wtr = self.wtr, self.wtr_miss - self.wtr
         nb, bpr, bg1 = self.nb, self.bursts_per_row, self.n_bg_rot - 1
+        if (self._uniform_path and not small_write and len(units) == len(busy)
+                and states.count(states[0]) == len(states)
+                and last_dir.count(last_dir[0]) == len(last_dir)
+                and w_evict.count(w_evict[0]) == len(w_evict)):
+            return self._book_uniform(counts, add, states[0], write, start)
         first = self.last_start
         end = 0
         acts = 0
@@ -361,6 +370,85 @@ class FastModel:
             if e > end:
                 end = e
         self.last_start = first
+        return end, acts
+
+    def _book_uniform(self, counts: list[int], add: int, st: int, write: bool,
+                      start: int) -> tuple[int, int]:
+        """``_book_units`` for a chunk over every unit when the units agree on all but
+        their bus times and bursts (first-row state, last direction, write eviction share:
+        the common case of a stream of long chunks): the head, the turnaround and the
+        activations are worked out once, and the loop only books each unit's bus."""
+        ts = self.t_stream
+        busy, busy_ps, data_ps = self.busy_until, self.busy_ps, self.data_ps
+        period, block, ref_off = self.t_ref_period, self.t_ref_block, self.ref_offsets
+        gives = period - block
+        n_units = len(busy)
+        w = int(write)
+        head = self._heads[write][st]
+        last = self.last_dir[0]
+        gap = 0
+        if last != w and last >= 0:
+            if write:
+                gap = self.rtw_miss if st == 2 else self.rtw
+            else:
+                gap = self.wtr + round(self.w_evict[0] * (self.wtr_miss - self.wtr))
+        t_head = start + head
+        bpr, nb, bg1 = self.bursts_per_row, self.nb, self.n_bg_rot - 1
+        uneven = any(counts)
+        # Rows each unit opens (every unit has bursts, so at least one).
+        if uneven:
+            rows = [-(-(c + add) // bpr) for c in counts]
+            acts = sum(rows) - (n_units if st == 0 else 0)
+        else:
+            a = -(-add // bpr)
+            rows = [a] * n_units
+            acts = n_units * (a - (st == 0))
+        end = 0
+        first = t_head + (1 << 62)
+        for unit in range(n_units):
+            work = (counts[unit] + add) * ts
+            t0 = busy[unit] + gap
+            if t0 < t_head:
+                t0 = t_head
+            if t0 < first:
+                first = t0
+            # ``_stretch`` (the refresh windows this unit's work skips); work > 0.
+            if period == 0:
+                s = t0
+                e = t0 + work
+            else:
+                off = ref_off[unit] - period
+                x = t0 - off
+                if x < period:
+                    s = t0
+                    avail = period - x
+                else:
+                    pos = x % period
+                    if pos < block:
+                        x += block - pos
+                    s = x + off
+                    avail = period - x % period
+                if work <= avail:
+                    e = s + work
+                else:
+                    k, r = divmod(work - avail, gives)
+                    e = off + x + avail + k * period + (block + r if r else 0)
+            busy[unit] = e
+            busy_ps[unit] += e - s
+            data_ps[unit] += work
+            if e > end:
+                end = e
+        if first - head < self.last_start:
+            self.last_start = first - head
+        self.last_dir[:] = [w] * n_units
+        if write:
+            self.w_evict[:] = [(a + bg1 if a + bg1 < nb else nb) / nb for a in rows]
+        if self._unused_units:
+            fu = self.first_use
+            for unit in range(n_units):
+                if fu[unit] < 0:
+                    fu[unit] = start
+            self._unused_units = False
         return end, acts
 
     def _split_stream(self, b0: int, nb: int) -> np.ndarray:

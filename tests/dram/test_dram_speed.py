@@ -1,7 +1,8 @@
 """The fast model's cheap path for long stream chunks computes what decoding every chunk
 computes: a long chunk reuses the decoded layout (which unit and bank its head, tail and
 body blocks fall in) of earlier chunks at the same phase in the row period, and books its
-units in a Python loop. These tests count decodes and compare results, not times."""
+units in a Python loop, the head, turnaround and activations once when the units agree on
+their state. These tests count decodes and compare results, not times."""
 
 from __future__ import annotations
 
@@ -28,9 +29,11 @@ def _state(m: FastModel) -> tuple[Any, ...]:
 
 
 def _decoding(cfg: DramConfig) -> FastModel:
-    """A model that decodes every long chunk with numpy (no layout reuse)."""
+    """A model that decodes every long chunk with numpy (no layout reuse) and books its
+    units one by one (no shortcut for units in the same state)."""
     m = FastModel(cfg)
     m._layout_cached = False
+    m._uniform_path = False
     return m
 
 
@@ -79,7 +82,7 @@ def _chunks(raw: list[tuple[bool, int, int, int, Pattern, int]]) -> list[Chunk]:
 
 @settings(max_examples=60, deadline=None)
 @given(cfg=configs, raw=chunks)
-def test_reused_layouts_give_the_timing_and_state_of_decoding_each_chunk(
+def test_reused_layouts_and_shared_booking_give_the_timing_of_the_plain_model(
         cfg: DramConfig, raw: list[tuple[bool, int, int, int, Pattern, int]]) -> None:
     seq = _chunks(raw)
     # Twice over, so that the second pass meets layouts the first one cached.
