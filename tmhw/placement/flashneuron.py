@@ -29,13 +29,15 @@ tensors are allocated when first written and dropped after their last access; th
 mini-batch is resident from the iteration's start.
 
 Write-back or drop. The executor releases a write-back to the DMA queue, ordered by
-the op index it was released at, and a later drop of the same pages asserts that they are
+the op index it was released at; a write-back still queued when its tensor is used (or
+prefetched) again is void; and a later drop of the same pages asserts that they are
 clean. A write-back released near the end of an iteration (a weight after the optimizer
 updates it) ranks behind every prefetch of the next iteration whose op index is smaller,
-so it may still be queued when the next iteration drops the weight after its forward
-use. Until the queue orders by iteration too, the plans here write back every eviction of
-data any op writes (``GapPlan.exact_dirty`` switches to dropping clean copies); this
-costs one extra write of a weight per eviction, never correctness.
+so it is often still queued, then voided, when the next iteration uses the weight: the
+weight is dirty again, and dropping it after its forward use would lose the update.
+Until the queue orders requests by iteration too, the plans here write back every
+eviction of data any op writes (``GapPlan.exact_dirty`` switches to dropping clean
+copies); this costs one extra write of a weight per eviction, never correctness.
 
 ``table_profile`` replays any table at op granularity, independently of the gap model,
 and checks it: operands resident at each static op, no live dirty page dropped, no page
