@@ -283,9 +283,9 @@ class GapPlan:
                 changed += 1
             if occ[o] > cap:
                 raise TmhwError(
-                    f"policy.hbm_ratio: op {self.wl.ops[o].name} cannot run with "
-                    f"{self.cap * self.ps / MiB:.1f} MiB of HBM under "
-                    f"{self.ctx.workload.name}'s placement; raise the HBM ratio")
+                    f"policy.hbm_ratio: op {self.wl.ops[o].name} needs more than the "
+                    f"{self.cap * self.ps / MiB:.1f} MiB of HBM for its own tensors; raise "
+                    f"the HBM ratio or lower the batch")
         return changed
 
     # -- the table -----------------------------------------------------------------------

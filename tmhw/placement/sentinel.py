@@ -27,7 +27,7 @@ layers do not need goes out. Here, on the gap model of ``flashneuron``:
 
 A layer is a module of the workload (``Op.layer``). Where even the all-cold plan does
 not fit, the ops over capacity evict what they do not use and delay its prefetch (the
-``repairs`` note counts these gaps), which is where Sentinel would stall on migration.
+``repairs`` note counts these changes), which is where Sentinel would stall on migration.
 
 Pure: no SimPy.
 """
