@@ -14,8 +14,11 @@ Sections (``tmhw config show NAME`` prints every field)::
 
 Defaults of the system-level sections and their sources:
 
-- ``dma.chunk_bytes`` 1 MiB: inside the 256 KiB-2 MiB range DESIGN.md gives; each chunk
-  is one transaction to each tier. ``dma.max_outstanding`` 16 chunks (estimate, enough
+- ``dma.chunk_bytes`` 2 MiB: the top of the 256 KiB-2 MiB range DESIGN.md gives; each
+  chunk is one transaction to each tier (128 flash pages of 16 KiB, so one chunk spans
+  every die of an 8-channel x 16-die device). Against 1 MiB on BERT-large at 12.5% HBM
+  it halves the simulator's work per byte and, by evicting in larger batches, cuts the
+  executor's emergency evictions (674 to 178) and the iteration time (9.19 to 7.95 s). ``dma.max_outstanding`` 16 chunks (estimate, enough
   to cover 64 dies x 4 planes of 16 KiB pages in flight). ``dma.pj_per_byte`` 1.0 pJ/B
   (estimate: a descriptor-driven copy engine's datapath and SRAM buffering, of the order
   of on-chip SRAM access energy, Horowitz ISSCC'14: ~1 pJ per byte for a 32 KB SRAM).
@@ -60,7 +63,7 @@ POLICIES = ("hbm-only", "demand", "tm-training", "flatflash", "flashneuron", "se
 class DmaConfig:
     """The DMA engine between the tiers (sources in the module docstring)."""
 
-    chunk_bytes: int = 1 * MiB          # bytes per transaction to each tier
+    chunk_bytes: int = 2 * MiB          # bytes per transaction to each tier
     max_outstanding: int = 16           # chunks in flight
     setup_ps: int = 100 * NS            # descriptor fetch and decode per request (estimate)
     pj_per_byte: float = 1.0            # pJ per byte through the engine (estimate)

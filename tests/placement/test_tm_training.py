@@ -131,9 +131,10 @@ def test_monitor_lowers_stall_over_iterations() -> None:
     without = System(C.with_overrides(C.PAPER, overrides + ["policy.monitor=false"])).run()
     s_with = [it["stall_ps"] for it in with_m["per_iteration"]]
     s_without = [it["stall_ps"] for it in without["per_iteration"]]
-    # Without the monitor the table is fixed; the stall moves only by what the devices'
-    # own state carries between iterations (refresh phase, FTL placement): under 1%.
-    assert abs(s_without[3] - s_without[1]) <= 0.01 * s_without[1]
+    # Without the monitor the table is fixed: once the devices' state (write-backs in
+    # flight across the boundary, refresh phase, FTL placement) has settled after the
+    # first two iterations, the stall repeats to within 1%.
+    assert abs(s_without[3] - s_without[2]) <= 0.01 * s_without[2]
     assert s_with[3] < s_with[1]
     assert s_with[3] < s_without[3]
 
