@@ -105,7 +105,7 @@ class System:
         precondition = max(cfg.run.precondition, wl.npages * ps / cfg.flash.capacity)
         self.flash = FlashTarget(self.env, "flash", self.root, cfg.flash,
                                  model=cfg.run.flash_model, precondition=precondition,
-                                 seed=cfg.run.seed)
+                                 seed=cfg.run.seed, record=self.tracer.enabled)
         self.npu = NPU(self.env, "npu", self.root, cfg.npu, self.hbm)
         self.res = Residency(wl.npages, cap_pages, ps, owner=wl.page_tensor())
         self.dma = DmaEngine(self.env, "dma", self.root, cfg.dma, cfg.link, self.hbm,
