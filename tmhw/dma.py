@@ -54,11 +54,14 @@ class DmaRequest:
     submitted_ps: int = 0
     seq: int = 0
     pages_moved: int = 0
+    iteration: int = 0                      # the training iteration that made it
     tensor: int = -1                        # the tensor the pages belong to (or -1)
     generation: int = 0                     # its use count when the request was made
 
-    def key(self) -> tuple[int, int, int]:
-        return (0 if self.urgent else 1, self.deadline_op, self.seq)
+    def key(self) -> tuple[int, int, int, int]:
+        # Op indices restart every iteration: order by iteration first, so work left
+        # from one iteration is not ranked behind the next one's early ops.
+        return (0 if self.urgent else 1, self.iteration, self.deadline_op, self.seq)
 
 
 Evictor = Callable[[int, int, int], int]
@@ -81,7 +84,9 @@ class DmaEngine(Component):
         self.chunk_pages = max(1, cfg.chunk_bytes // page_size)
         self.link = Timeline(f"{self.path}.link", record=self.tracer.enabled)
         self.slots = [0] * cfg.max_outstanding
-        self._queue: list[tuple[tuple[int, int, int], DmaRequest]] = []
+        self._queue: list[tuple[tuple[int, int, int, int], DmaRequest]] = []
+        #: the iteration new requests belong to (the executor sets it)
+        self.iteration = 0
         self._seq = itertools.count()
         self._kick: simpy.Event = env.event()
         self.evictor: Evictor | None = None
@@ -107,6 +112,7 @@ class DmaEngine(Component):
     # -- interface -----------------------------------------------------------------------
     def submit(self, req: DmaRequest) -> DmaRequest:
         req.seq = next(self._seq)
+        req.iteration = self.iteration
         req.cursor = req.p0
         req.submitted_ps = self.now
         if req.booked is None:

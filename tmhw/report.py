@@ -85,6 +85,7 @@ def build_report(system: System) -> dict[str, Any]:
         },
         "faults": system.faults,
         "late_prefetches": system.late_prefetches,
+        "cancelled_prefetches": system.cancelled_prefetches,
         "streamed_bytes": system.streamed_bytes,
         "emergency_evictions": system.emergency,
         "hbm_peak_occupancy_bytes": int(system.res.level.peak),

@@ -152,6 +152,7 @@ class System:
         self.stall_by_iter: list[np.ndarray] = []
         self.faults = 0
         self.late_prefetches = 0
+        self.cancelled_prefetches = 0
         self.streamed_bytes = 0
         self.prefetching: dict[int, DmaRequest] = {}
         self.emergency = 0
@@ -208,6 +209,7 @@ class System:
             f0 = self.dma.bytes[FETCH].value
             w0 = self.dma.bytes[WRITEBACK].value
             faults0, emerg0 = self.faults, self.emergency
+            self.dma.iteration = it
             if it > 0:
                 yield from self._host_input()
             self.op_stall = np.zeros(len(wl.ops), dtype=np.int64)
@@ -368,6 +370,15 @@ class System:
             p0, p1 = self.ranges[t]
             res.live[p0:p1] = True
             res.in_flash[p0:p1] = False
+        for t in op.tensors:
+            pending = self.prefetching.get(t)
+            if pending is not None and pending.deadline_op == op.index:
+                # Its op has run (a fault covered what was missing): a prefetch still
+                # queued would only fetch pages again later.
+                if pending.cursor < pending.p1:
+                    pending.cursor = pending.p1
+                    self.cancelled_prefetches += 1
+                del self.prefetching[t]
         for m in self.table.released_at_end(op.index):
             if m.action == Action.WRITEBACK:
                 self.dma.submit(DmaRequest(WRITEBACK, m.p0, m.p1, op.index,
