@@ -33,6 +33,9 @@ from tmhw.sim.timeline import Timeline
 from tmhw.sim.transfer import MemoryTarget, Op, Pattern, Transfer
 from tmhw.sim.units import transfer_ps
 
+#: Fetches smaller than this share one HBM booking per window (page-sized faults).
+SMALL_TRANSFER = 64 * 1024
+
 FETCH = "fetch"
 WRITEBACK = "writeback"
 
@@ -106,6 +109,8 @@ class DmaEngine(Component):
         self.requests = Counter()
         self.wakeups = Counter()
         self.void_writebacks = 0
+        self._small: list[tuple[int, int, int]] = []
+        self._small_bytes = 0
         self.fetch_latency = Tally()
         self._flash_addr_base = 0
 
@@ -192,15 +197,18 @@ class DmaEngine(Component):
                     req.cursor = c1
                     continue
                 if not req.urgent and self.too_early is not None and self.too_early(req):
+                    self._flush_small()
                     return booked_any
                 reserve = 0 if req.urgent or self.headroom is None else self.headroom()
                 if self.res.free_pages(now) - reserve < len(pages):
                     if not req.urgent:
+                        self._flush_small()
                         return booked_any
                     if self.evictor is not None:
                         self.evictor(len(pages) - self.res.free_pages(now), now,
                                      req.deadline_op)
                     if self.res.free_pages(now) < len(pages):
+                        self._flush_small()
                         return booked_any
                 end = self._fetch(pages, max(now, self.slots[k]), req)
             else:
@@ -213,7 +221,23 @@ class DmaEngine(Component):
             req.end_ps = max(req.end_ps, end)
             req.cursor = c1
             booked_any = True
+        self._flush_small()
         return booked_any
+
+    def _flush_small(self) -> None:
+        """Book the HBM writes of the page-sized fetches of one window as one transfer;
+        their pages are complete when both their data and that write are."""
+        if not self._small:
+            return
+        now = int(self.env.now)
+        h_end = self.hbm.transport(Transfer(Op.WRITE, self._hbm_addr(self._small[0][0]),
+                                            self._small_bytes, Pattern.RANDOM), now)
+        ready = self.res.ready_at
+        for a, b, l_end in self._small:
+            if h_end > l_end:
+                ready[a:b] = h_end
+        self._small.clear()
+        self._small_bytes = 0
 
     def _runs(self, pages: np.ndarray) -> list[tuple[int, int]]:
         """Contiguous runs [a, b) of a sorted page array."""
@@ -241,13 +265,21 @@ class DmaEngine(Component):
             f_end = self.flash.transport(Transfer(Op.READ, a * ps, n, Pattern.STREAM,
                                                   req.tag), t0)
             l_end = self._link(f_end, n)
-            # The HBM write is booked now, not at the data's arrival: HBM timelines are
-            # busy-until FIFOs, and a reservation far in the future would hold back the
-            # NPU's own traffic in between. The chunk is complete when the data has
-            # arrived and its HBM write has had its share of the channels.
-            h_end = max(l_end, self.hbm.transport(Transfer(Op.WRITE, self._hbm_addr(a), n,
-                                                           Pattern.STREAM, req.tag),
-                                                  int(self.env.now)))
+            if n < SMALL_TRANSFER:
+                # Page-sized faults: their HBM writes go as one transfer per window
+                # (``_flush_small``); HBM time for a few KiB is nanoseconds, and one
+                # DRAM booking per page would cost the simulator more than the flash.
+                h_end = l_end
+                self._small.append((a, b, l_end))
+                self._small_bytes += n
+            else:
+                # The HBM write is booked now, not at the data's arrival: HBM timelines
+                # are busy-until FIFOs, and a reservation far in the future would hold
+                # back the NPU's own traffic in between. The chunk is complete when the
+                # data has arrived and its HBM write has had its share of the channels.
+                h_end = max(l_end, self.hbm.transport(
+                    Transfer(Op.WRITE, self._hbm_addr(a), n, Pattern.STREAM, req.tag),
+                    int(self.env.now)))
             self.res.hold(slice(a, b), h_end, int(self.env.now))
             end = max(end, h_end)
             self._account(FETCH, n, t0, h_end, req)
