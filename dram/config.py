@@ -111,6 +111,7 @@ Presets (sources; "estimate" marks a value without a public figure):
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 
 from tmhw.sim.errors import ConfigError
@@ -257,8 +258,8 @@ class DramConfig:
         for f in ("vdd", "idd0", "idd2n", "idd3n", "idd4r", "idd4w", "idd5ab",
                   "pj_per_bit", "io_pj_per_bit"):
             v = getattr(self, f)
-            if not isinstance(v, (int, float)) or v < 0:
-                raise ConfigError(f, v, "a non-negative number")
+            if not isinstance(v, (int, float)) or not 0 <= v < math.inf:
+                raise ConfigError(f, v, "a finite non-negative number")
         if self.pj_per_bit == 0:
             if self.vdd <= 0:
                 raise ConfigError("vdd", self.vdd, "positive (or set pj_per_bit)")

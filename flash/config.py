@@ -143,6 +143,10 @@ class FlashEnergy:
                 raise ConfigError(f.name, v, "a finite non-negative number")
 
 
+#: Largest device the FTL will model: 8x the 990 PRO-like preset's 2,097,152 blocks.
+MAX_BLOCKS = 1 << 24
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class FlashConfig:
     """One SSD: NAND geometry and timing, channels, FTL policy and host link."""
@@ -192,6 +196,14 @@ class FlashConfig:
             v = getattr(self, f)
             if not isinstance(v, int) or isinstance(v, bool) or v < 1:
                 raise ConfigError(f, v, "a positive integer")
+        if self.page_size < 512 or self.page_size & (self.page_size - 1):
+            raise ConfigError("page_size", self.page_size, "a power of two >= 512 bytes")
+        total_blocks = (self.channels * self.chips_per_channel * self.dies_per_chip
+                        * self.planes_per_die * self.blocks_per_plane)
+        if total_blocks > MAX_BLOCKS:
+            raise ConfigError("channels", self.channels,
+                              f"a geometry of at most {MAX_BLOCKS:,} blocks (this one has "
+                              f"{total_blocks:,}; the FTL keeps state per block)")
         if self.channel_width_bits % 8:
             raise ConfigError("channel_width_bits", self.channel_width_bits,
                               "a multiple of 8")
@@ -219,8 +231,8 @@ class FlashConfig:
                               "a permutation of the letters C, W, D, P (e.g. CWDP)")
         if self.static_wl_threshold < 1:
             raise ConfigError("static_wl_threshold", self.static_wl_threshold, ">= 1")
-        if not self.pcie_lane_gbps > 0:
-            raise ConfigError("pcie_lane_gbps", self.pcie_lane_gbps, "> 0")
+        if not 0 < self.pcie_lane_gbps < math.inf:
+            raise ConfigError("pcie_lane_gbps", self.pcie_lane_gbps, "a finite number > 0")
         spare = self.blocks_per_plane - self.logical_blocks_per_plane
         if spare < self.gc_soft_blocks + 3:
             raise ConfigError("over_provisioning", self.over_provisioning,

@@ -39,6 +39,7 @@ static_mw_per_core          20000       estimate: leakage and clock of one Tenso
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 
 from npu.dataflow import CONVENTIONS, DATAFLOWS
@@ -78,8 +79,8 @@ class NpuConfig:
             v = getattr(self, name)
             if not isinstance(v, int) or isinstance(v, bool) or v < 1:
                 raise ConfigError(name, v, "a positive integer")
-        if not self.freq_mhz > 0:
-            raise ConfigError("freq_mhz", self.freq_mhz, "a positive frequency in MHz")
+        if not 0 < self.freq_mhz < math.inf:
+            raise ConfigError("freq_mhz", self.freq_mhz, "a finite positive frequency in MHz")
         if self.dataflow not in DATAFLOWS:
             raise ConfigError("dataflow", self.dataflow, f"one of {', '.join(DATAFLOWS)}")
         if self.convention not in CONVENTIONS:
@@ -87,8 +88,8 @@ class NpuConfig:
                               f"one of {', '.join(CONVENTIONS)}")
         for name in ("mac_pj", "spad_byte_pj", "vector_op_pj", "static_mw_per_core"):
             v = getattr(self, name)
-            if not v >= 0:
-                raise ConfigError(name, v, "a non-negative number")
+            if not 0 <= v < math.inf:
+                raise ConfigError(name, v, "a finite non-negative number")
 
     @property
     def peak_macs_per_s(self) -> float:

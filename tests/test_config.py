@@ -249,6 +249,14 @@ BAD_INPUTS: list[tuple[str, list[str], str]] = [
     ("unknown option", ["--bogus"], "--bogus"),
     ("HBM too small for one op", ["--hbm-ratio", "0.0000001"], "policy.hbm_ratio"),
     ("workload larger than flash", ["--batch", "100000"], "flash"),
+    ("flash page not a power of two", ["--set", "flash.page_size=3000"], "flash.page_size"),
+    ("flash too large for the FTL", ["--set", "flash.channels=100000"], "flash.channels"),
+    ("infinite PCIe lane rate", ["--set", "flash.pcie_lane_gbps=inf"],
+     "flash.pcie_lane_gbps"),
+    ("NaN DRAM supply voltage", ["--set", "hbm.vdd=nan"], "hbm.vdd"),
+    ("infinite DRAM current", ["--set", "hbm.idd4r=inf"], "hbm.idd4r"),
+    ("infinite NPU clock", ["--set", "npu.freq_mhz=inf"], "npu.freq_mhz"),
+    ("infinite MAC energy", ["--set", "npu.mac_pj=inf"], "npu.mac_pj"),
 ]
 
 
