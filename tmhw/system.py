@@ -24,11 +24,13 @@ import simpy
 from dram import DramTarget
 from flash import FlashTarget
 from npu import NPU, ComputeTask, Gemm
+from tmhw import tomlio
 from tmhw.config import SystemConfig
 from tmhw.dma import FETCH, WRITEBACK, DmaEngine, DmaRequest
 from tmhw.placement import Feedback, PlacementTable, PlanContext, make_policy
 from tmhw.placement.base import check_fits
 from tmhw.placement.table import Action
+from tmhw.report import VERSION, rollup
 from tmhw.residency import Residency
 from tmhw.sim.component import Component
 from tmhw.sim.env import Environment
@@ -36,9 +38,9 @@ from tmhw.sim.errors import TmhwError
 from tmhw.sim.trace import NULL_TRACER, Tracer
 from tmhw.sim.transfer import Op as TOp
 from tmhw.sim.transfer import Transfer
+from tmhw.sim.units import S
 from tmhw.workload.graph import Kind, Op, Workload
 from tmhw.workload.zoo import build as build_workload
-
 
 #: Ops ahead whose new outputs a non-urgent prefetch must leave room for.
 HEADROOM_OPS = 3
@@ -191,8 +193,6 @@ class System:
     # -- run -----------------------------------------------------------------------------
     def run(self) -> dict[str, Any]:
         """Elaborate, simulate every iteration, finalize; return the report dict."""
-        from tmhw.report import build_report
-
         self.root.elaborate()
         self.root.start()
         done = self.env.process(self._core())
@@ -472,3 +472,70 @@ class System:
         if k < len(uses):
             return uses[k]
         return len(self.workload.ops) + (uses[0] if uses else 0)
+
+
+# -- the report of a finished run -----------------------------------------------------
+
+def build_report(system: System) -> dict[str, Any]:
+    """Every figure of the run, nested like the config; ``tmhw.report.rollup`` then adds
+    energy, power, throughput per watt, cost and endurance from these figures alone."""
+    cfg = system.cfg
+    wl = system.workload
+    end = int(system.env.now)
+    iters = len(system.records)
+    dma_rep = system.dma.report()
+    fetch = dma_rep["fetch_bytes"]
+    wb = dma_rep["writeback_bytes"]
+    samples = wl.batch * iters
+    hbm_bytes = system.capacity_pages * wl.page_size
+    tiered = not system.policy.whole_footprint
+    rep: dict[str, Any] = {
+        "version": VERSION,
+        "workload": {
+            "model": wl.name, "batch": wl.batch, "seq": wl.seq, "params": wl.params,
+            "ops": len(wl.ops), "tensors": len(wl.tensors), "pages": wl.npages,
+            "page_size": wl.page_size, "footprint_bytes": system.footprint_bytes,
+            "tensor_bytes": wl.npages * wl.page_size, "macs": wl.total_macs(),
+        },
+        "policy": {
+            "name": system.policy.name, "hbm_ratio": cfg.policy.hbm_ratio,
+            "hbm_capacity_bytes": hbm_bytes,
+            # what the flash tier holds: every page of the iteration, when tiered
+            "flash_tier_bytes": wl.npages * wl.page_size if tiered else 0,
+            "table_rows": system.first_table_rows, "table_bytes": system.first_table_bytes,
+            "table_bytes_by_action": system.table.bytes_by_action(wl.page_size),
+            "notes": dict(system.table.notes),
+        },
+        "iterations": iters,
+        "samples": samples,
+        "sim_time_ps": end,
+        "iteration_time_ps": end // iters if iters else 0,
+        "samples_per_s": samples / (end / S) if end else 0.0,
+        # Time the NPU waited for operands to reach HBM from flash (the memory-tier stall);
+        # time inside ops lost to HBM bandwidth is npu_hbm_stall_ps, part of compute_ps.
+        "stall_ps": sum(r.stall_ps for r in system.records) // max(1, iters),
+        "compute_ps": sum(r.compute_ps for r in system.records) // max(1, iters),
+        "npu_hbm_stall_ps": sum(r.npu_hbm_stall_ps for r in system.records) // max(1, iters),
+        "per_iteration": [
+            {"index": r.index, "time_ps": r.time_ps, "stall_ps": r.stall_ps,
+             "compute_ps": r.compute_ps, "npu_hbm_stall_ps": r.npu_hbm_stall_ps,
+             "faults": r.faults,
+             "flash_to_hbm_bytes": r.fetch_bytes, "hbm_to_flash_bytes": r.writeback_bytes,
+             "emergency_evictions": r.emergency_evictions}
+            for r in system.records],
+        "traffic_bytes": {
+            "flash_to_hbm": fetch, "hbm_to_flash": wb, "inter_tier": fetch + wb,
+            "npu_hbm_read": system.npu_read, "npu_hbm_write": system.npu_write,
+        },
+        "faults": system.faults,
+        "late_prefetches": system.late_prefetches,
+        "cancelled_prefetches": system.cancelled_prefetches,
+        "streamed_bytes": system.streamed_bytes,
+        "emergency_evictions": system.emergency,
+        "hbm_peak_occupancy_bytes": int(system.res.level.peak),
+        "hbm_mean_occupancy_bytes": system.res.level.mean(end),
+        "flash_writes_bytes": int(system.flash.bytes_written),
+        "system": system.root.report(),
+        "config": tomlio.to_dict(cfg),
+    }
+    return rollup(rep)
