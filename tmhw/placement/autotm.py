@@ -29,8 +29,11 @@ traffic. Constraints: at most one choice per gap, and at every op the pages held
 has absorbed them) within the capacity. Both running sums (occupancy, flash demand) are
 chained from op to op so that each choice enters only where its window starts and ends:
 the program has O(gaps + ops) non-zeros. It is solved with scipy's ``milp`` (HiGHS)
-under ``ctx.ilp_time_limit_s``; the best solution found in time is used, and if none is
-found (or the program is too large to try) ``plan`` raises a one-line TmhwError. If the
+within a budget of branch-and-bound nodes (``node_limit``), so the table, and the report,
+depend on the inputs only, never on how busy the machine is; the best solution within
+the budget is used. ``ctx.ilp_time_limit_s`` is a wall-clock guard: a solve that reaches
+it (or a program too large to try) makes ``plan`` raise a one-line TmhwError rather than
+use a solution that would depend on timing. If the
 drain-aware capacity cannot be met even by evicting every gap, the program is solved
 with write-backs freeing at their op's end.
 
@@ -45,6 +48,7 @@ Pure: no SimPy (scipy is imported when a plan is made).
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -81,6 +85,8 @@ class AutoTM(Policy):
     #: relative optimality gap at which the solver stops (1%: the stall estimate is
     #: coarser than that)
     mip_rel_gap: ClassVar[float] = 1e-2
+    #: branch-and-bound nodes the solver may explore (the deterministic budget)
+    node_limit: ClassVar[int] = 5000
     #: tensors smaller than this share of the capacity stay resident (no variables)
     min_share: ClassVar[float] = 1e-4
     #: offer a release halfway between ``hide`` and ``late``
@@ -273,11 +279,19 @@ class AutoTM(Policy):
         lo_b[io:io + n] = -np.inf
         a_mat = coo_matrix((vals, (rows, cols)), shape=(r, nvar)).tocsr()
         info["ilp_constraints"] = float(r)
+        t0 = time.perf_counter()
         res: Any = milp(c, constraints=LinearConstraint(a_mat, lb, ub),
                         integrality=integrality, bounds=Bounds(lo_b, hi_b),
                         options={"time_limit": float(ctx.ilp_time_limit_s),
+                                 "node_limit": self.node_limit,
                                  "mip_rel_gap": self.mip_rel_gap, "disp": self.verbose})
+        timed_out = (res.status == 1
+                     and time.perf_counter() - t0 >= 0.98 * ctx.ilp_time_limit_s)
         info["ilp_status"] = float(res.status)
+        if timed_out:
+            raise TmhwError(f"policy.name: autotm ILP with {nvar} variables did not solve "
+                            f"within {ctx.ilp_time_limit_s:g} s; use a smaller model/batch, "
+                            f"a larger policy.ilp_time_limit_s, or another policy")
         if res.x is None:
             if res.status == 2:           # infeasible: let the caller relax the drain
                 return None, info
