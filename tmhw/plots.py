@@ -36,6 +36,37 @@ def _color(lane: str) -> str:
             return c
     return "#64b5cd"
 
+def _grouped(ax: Any, categories: Sequence[str], series: dict[str, Sequence[float]]) -> None:
+    """One group of bars per category, one bar per series, side by side."""
+    k = max(1, len(series))
+    width = 0.8 / k
+    for j, (name, vals) in enumerate(series.items()):
+        xs = [i + (j - (k - 1) / 2) * width for i in range(len(categories))]
+        ax.bar(xs, vals, width=width, label=name)
+    ax.set_xticks(range(len(categories)))
+
+
+def _panel_grid(n: int, max_cols: int, panel_in: tuple[float, float]) -> tuple[Any, Any]:
+    """A grid of ``n`` panels, at most ``max_cols`` wide, each ``panel_in`` inches."""
+    cols = min(max_cols, n)
+    rows = -(-n // cols)
+    return plt.subplots(rows, cols, figsize=(panel_in[0] * cols, panel_in[1] * rows),
+                        squeeze=False)
+
+
+def _finish_panels(fig: Any, axes: Any, n: int, title: str, stem: str | Path) -> list[Path]:
+    """Hide unused panels, put one legend under the grid, title, save."""
+    for ax in list(axes.flat)[n:]:
+        ax.set_visible(False)
+    handles, labels = axes.flat[0].get_legend_handles_labels()
+    if handles:
+        fig.legend(handles, labels, loc="lower center", ncol=min(7, len(labels)),
+                   fontsize=8, bbox_to_anchor=(0.5, -0.02))
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout(rect=(0, 0.06, 1, 1))
+    return _save(fig, Path(stem))
+
 
 def timeline_figure(tracer: Tracer, stem: str | Path, title: str = "",
                     max_spans_per_lane: int = 20000) -> list[Path]:
@@ -85,12 +116,7 @@ def grouped_bars(categories: Sequence[str], series: dict[str, Sequence[float]],
                  log: bool = False) -> list[Path]:
     """Grouped bars: one group per category, one bar per series key."""
     fig, ax = plt.subplots(figsize=(max(6, 1.4 * len(categories)), 4))
-    n = max(1, len(series))
-    width = 0.8 / n
-    for j, (name, vals) in enumerate(series.items()):
-        xs = [i + (j - (n - 1) / 2) * width for i in range(len(categories))]
-        ax.bar(xs, vals, width=width, label=name)
-    ax.set_xticks(range(len(categories)))
+    _grouped(ax, categories, series)
     ax.set_xticklabels(categories)
     ax.set_ylabel(ylabel)
     if log:
@@ -122,9 +148,7 @@ def line_panels(xs: Sequence[float], panels: dict[str, dict[str, Sequence[float]
     """One small line plot per panel (panel title -> series name -> ys, NaN for a gap),
     sharing the x axis: sweep curves of several figures side by side."""
     n = max(1, len(panels))
-    cols = min(3, n)
-    rows = -(-n // cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.2 * rows), squeeze=False)
+    fig, axes = _panel_grid(n, 3, (4.2, 3.2))
     for ax, (ptitle, series) in zip(axes.flat, panels.items(), strict=False):
         for name, ys in series.items():
             ax.plot(xs, ys, marker="o", ms=3, label=name)
@@ -137,43 +161,18 @@ def line_panels(xs: Sequence[float], panels: dict[str, dict[str, Sequence[float]
             ax.set_xticks(list(xs))
             ax.set_xticklabels(xticklabels, fontsize=7)
         ax.tick_params(labelsize=7)
-    for ax in list(axes.flat)[n:]:
-        ax.set_visible(False)
-    handles, labels = axes.flat[0].get_legend_handles_labels()
-    if handles:
-        fig.legend(handles, labels, loc="lower center", ncol=min(7, len(labels)),
-                   fontsize=8, bbox_to_anchor=(0.5, -0.02))
-    if title:
-        fig.suptitle(title)
-    fig.tight_layout(rect=(0, 0.06, 1, 1))
-    return _save(fig, Path(stem))
+    return _finish_panels(fig, axes, n, title, stem)
 
 
 def bar_panels(panels: dict[str, tuple[Sequence[str], dict[str, Sequence[float]]]],
                stem: str | Path, ylabel: str, title: str = "") -> list[Path]:
     """Grouped bars in several panels: panel title -> (categories, series -> values)."""
     n = max(1, len(panels))
-    cols = min(2, n)
-    rows = -(-n // cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(5.5 * cols, 3.4 * rows), squeeze=False)
+    fig, axes = _panel_grid(n, 2, (5.5, 3.4))
     for ax, (ptitle, (cats, series)) in zip(axes.flat, panels.items(), strict=False):
-        k = max(1, len(series))
-        width = 0.8 / k
-        for j, (name, vals) in enumerate(series.items()):
-            xs = [i + (j - (k - 1) / 2) * width for i in range(len(cats))]
-            ax.bar(xs, vals, width=width, label=name)
-        ax.set_xticks(range(len(cats)))
+        _grouped(ax, cats, series)
         ax.set_xticklabels(cats, fontsize=7)
         ax.set_title(ptitle, fontsize=9)
         ax.set_ylabel(ylabel, fontsize=8)
         ax.tick_params(labelsize=7)
-    for ax in list(axes.flat)[n:]:
-        ax.set_visible(False)
-    handles, labels = axes.flat[0].get_legend_handles_labels()
-    if handles:
-        fig.legend(handles, labels, loc="lower center", ncol=min(7, len(labels)),
-                   fontsize=8, bbox_to_anchor=(0.5, -0.02))
-    if title:
-        fig.suptitle(title)
-    fig.tight_layout(rect=(0, 0.06, 1, 1))
-    return _save(fig, Path(stem))
+    return _finish_panels(fig, axes, n, title, stem)

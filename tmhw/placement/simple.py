@@ -9,8 +9,6 @@ policy must beat.
 
 from __future__ import annotations
 
-import numpy as np
-
 from tmhw.placement.base import PlanContext, Policy, drop_moves, input_mask, persistent_mask
 from tmhw.placement.table import PlacementTable
 
@@ -38,7 +36,3 @@ class Demand(Policy):
         t.index()
         return t
 
-
-def lru_order(last_use: np.ndarray, candidates: np.ndarray) -> np.ndarray:
-    """Candidates (tensor ids) least recently used first."""
-    return candidates[np.argsort(last_use[candidates], kind="stable")]

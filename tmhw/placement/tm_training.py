@@ -57,8 +57,6 @@ from tmhw.placement.base import (
 from tmhw.placement.table import Action, Move, PlacementTable
 from tmhw.workload.graph import Kind, Workload
 
-#: Rounds of (evict, reschedule) in the planner; the plan is stable in 2-3 here.
-PLAN_ROUNDS = 6
 #: Fraction of HBM the plan leaves for prefetches in flight (model knob).
 PREFETCH_RESERVE = 0.10
 #: A split that would keep more than this fraction resident is not worth evicting.
@@ -80,12 +78,7 @@ class Gap:
     release: int = -1         # unrolled op index where the prefetch is released
     free_op: int = -1         # unrolled op index from which the evicted pages are free
     lead_ps: int = 0          # extra lead the monitor added to the prefetch
-
-    @property
-    def wraps(self) -> bool:
-        return self.b >= 0 and self.b > self.a and self.b >= self._n
-
-    _n: int = 0
+    wraps: bool = False       # from one iteration into the next (``b`` >= nops)
 
     def evicted_pages(self) -> int:
         return self.pages - self.kept_pages()
@@ -141,11 +134,10 @@ class Planner:
             pairs = list(zip(range(len(ops) - 1), range(1, len(ops)), strict=False))
             for i, j in pairs:
                 gaps.append(Gap(t.id, ops[i], ops[j], t.npages,
-                                any(writes[: i + 1]) or t.kind.persistent and any(writes),
-                                _n=self.n))
+                                any(writes[: i + 1]) or t.kind.persistent and any(writes)))
             if t.kind.persistent:
                 gaps.append(Gap(t.id, ops[-1], ops[0] + self.n, t.npages, any(writes),
-                                _n=self.n))
+                                wraps=True))
         return [g for g in gaps if g.b - g.a > 1]
 
     def _op_at(self, t_ps: float) -> int:
@@ -370,8 +362,6 @@ class Planner:
             rel = min(max(rel, 0), b)
             moves.append(Move(Action.PREFETCH, g.tensor, p0, p1, rel, b,
                               int(self.start2[rel]), dl_ps))
-            if g.split > 0:
-                pass
         moves.extend(drop_moves(wl))
         table = PlacementTable("tm-training", n, initial, moves)
         table.split = {}
