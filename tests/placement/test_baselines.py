@@ -22,7 +22,7 @@ from tmhw.config import PAPER, with_overrides
 from tmhw.dma import FETCH, WRITEBACK, DmaRequest
 from tmhw.placement import Action, PlanContext, make_policy
 from tmhw.placement.base import drop_moves, input_mask, op_working_set_pages
-from tmhw.placement.flashneuron import GapPlan, TableError, table_profile
+from tmhw.placement.gaps import GapPlan, TableError, table_profile
 from tmhw.placement.table import PlacementTable
 from tmhw.sim.errors import TmhwError
 from tmhw.system import System

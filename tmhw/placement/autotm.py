@@ -5,7 +5,7 @@ AutoTM profiles the kernels of one training iteration and solves an integer line
 program that decides, for every tensor, in which memory it lives between its uses and
 where it moves, minimising the iteration's run time under the fast memory's capacity.
 Here the slow tier cannot feed the NPU directly, so every operand is in HBM during its
-op and the program chooses, on the gap model of ``flashneuron``, per gap between two uses
+op and the program chooses, on the gap model of ``gaps``, per gap between two uses
 of a tensor: stay in HBM, or leave right after the first use (write-back if dirty) and
 come back by a prefetch released at one of a few candidate ops:
 
@@ -55,7 +55,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from tmhw.placement.base import PlanContext, Policy
-from tmhw.placement.flashneuron import GapPlan, finish
+from tmhw.placement.gaps import GapPlan, finish
 from tmhw.placement.table import PlacementTable
 from tmhw.sim.errors import TmhwError
 from tmhw.sim.units import US

@@ -5,7 +5,7 @@ Sentinel profiles one training step, measures how hot each page is, keeps hot da
 fast memory and cold data in slow memory, allocates tensors of like lifetime together so
 that no page mixes hot short-lived data with cold long-lived data, and migrates at layer
 boundaries: before a layer runs, what it needs is brought in; after it, what the next
-layers do not need goes out. Here, on the gap model of ``flashneuron``:
+layers do not need goes out. Here, on the gap model of ``gaps``:
 
 - Hotness is accesses per byte per second of lifetime: every op reads or writes each byte
   of its tensors once, so a tensor's accesses per byte per iteration are its number of
@@ -39,7 +39,7 @@ from typing import ClassVar
 import numpy as np
 
 from tmhw.placement.base import PlanContext, Policy
-from tmhw.placement.flashneuron import GapPlan, estimate_stall_ps, finish
+from tmhw.placement.gaps import GapPlan, estimate_stall_ps, finish
 from tmhw.placement.table import PlacementTable
 from tmhw.sim.errors import TmhwError
 
