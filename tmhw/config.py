@@ -18,8 +18,9 @@ Defaults of the system-level sections and their sources:
   chunk is one transaction to each tier (128 flash pages of 16 KiB, so one chunk spans
   every die of an 8-channel x 16-die device). Against 1 MiB on BERT-large at 12.5% HBM
   it halves the simulator's work per byte and, by evicting in larger batches, cuts the
-  executor's emergency evictions (674 to 178) and the iteration time (9.19 to 7.95 s). ``dma.max_outstanding`` 16 chunks (estimate, enough
-  to cover 64 dies x 4 planes of 16 KiB pages in flight). ``dma.pj_per_byte`` 1.0 pJ/B
+  executor's emergency evictions (674 to 178) and the iteration time (9.19 to 7.95 s).
+  ``dma.max_outstanding`` 16 chunks (estimate, enough to cover 64 dies x 4 planes of
+  16 KiB pages in flight). ``dma.pj_per_byte`` 1.0 pJ/B
   (estimate: a descriptor-driven copy engine's datapath and SRAM buffering, of the order
   of on-chip SRAM access energy, Horowitz ISSCC'14: ~1 pJ per byte for a 32 KB SRAM).
 - ``link``: PCIe 4.0, 16 GT/s per lane with 128b/130b coding = 1.969 GB/s per lane per
@@ -55,8 +56,8 @@ from tmhw import tomlio
 from tmhw.sim.errors import ConfigError
 from tmhw.sim.units import NS, US, MiB
 
-POLICIES = ("hbm-only", "demand", "tm-training", "flatflash", "flashneuron", "sentinel",
-            "autotm")
+POLICIES = ("hbm-only", "demand", "demand-belady", "tm-training", "flatflash",
+            "flashneuron", "sentinel", "autotm")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -156,19 +157,38 @@ class PolicyConfig:
     """Placement policy and the HBM capacity it must respect.
 
     ``hbm_ratio`` is HBM capacity / training footprint, in (0, 1]; ``hbm-only`` ignores
-    it (HBM holds the whole footprint). ``split``, ``monitor`` and ``prefetch`` switch
-    TM-Training's mechanisms off for ablation."""
+    it (HBM holds the whole footprint). ``split``, ``monitor``, ``prefetch`` and
+    ``writeback_schedule`` switch TM-Training's mechanisms off for ablation:
+
+    - ``split`` off: no tensor keeps a head resident over a gap (a partial eviction
+      becomes a whole one) and no op starts before all of an operand has arrived;
+    - ``monitor`` off: the table of the first iteration is replayed unchanged;
+    - ``prefetch`` off: nothing is fetched before the op that reads it (faults);
+    - ``writeback_schedule`` off: every write-back is due as soon as it is released
+      (eager, in release order) instead of when the plan needs its space.
+
+    ``prefetch_reserve`` (estimate, 0): fraction of HBM the TM-Training plan leaves
+    unplanned for prefetches in flight; 0 plans the fewest bytes (the traffic bound's own
+    evictions) and lets prefetches use whatever space the plan leaves between uses.
+    ``max_split`` 0.95: a split keeping more than this fraction of a tensor resident is
+    not worth its write-back and fetch descriptors (estimate). ``sentinel_leads`` (1, 2, 4)
+    layers: the migration intervals Sentinel's test-and-trial chooses among (Sentinel,
+    HPCA'21, Sec. 5.3, tries intervals of a few layers)."""
 
     name: str = "tm-training"
     hbm_ratio: float = 0.125
     split: bool = True
     monitor: bool = True
     prefetch: bool = True
-    #: Timing-monitor gain: fraction of a late prefetch's lateness converted into pages
-    #: kept resident next iteration (1.0 = the whole shortfall at once).
+    writeback_schedule: bool = True
+    #: Timing-monitor gain: fraction of a measured stall converted into an earlier
+    #: release or pages kept resident next iteration (1.0 = the whole shortfall at once).
     monitor_gain: float = 1.0
     #: How far ahead (in ops) a planner may issue a prefetch; 0 = no limit.
     lookahead_ops: int = 0
+    prefetch_reserve: float = 0.0
+    max_split: float = 0.95
+    sentinel_leads: tuple[int, ...] = (1, 2, 4)
     #: Seconds the autotm ILP may take before giving up with a clear message.
     ilp_time_limit_s: float = 20.0
 
@@ -181,15 +201,29 @@ class PolicyConfig:
             raise ConfigError("monitor_gain", self.monitor_gain, "a number in (0, 4]")
         if self.lookahead_ops < 0:
             raise ConfigError("lookahead_ops", self.lookahead_ops, "an integer >= 0")
+        if not (0.0 <= self.prefetch_reserve < 1.0):
+            raise ConfigError("prefetch_reserve", self.prefetch_reserve, "a fraction in [0, 1)")
+        if not (0.0 < self.max_split < 1.0):
+            raise ConfigError("max_split", self.max_split, "a fraction in (0, 1)")
+        if not self.sentinel_leads or min(self.sentinel_leads) < 1:
+            raise ConfigError("sentinel_leads", self.sentinel_leads,
+                              "a non-empty list of integers >= 1")
         if not self.ilp_time_limit_s > 0:
             raise ConfigError("ilp_time_limit_s", self.ilp_time_limit_s, "a number > 0")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RunConfig:
-    """How to run: iterations, seed, timing models, flash preconditioning."""
+    """How to run: iterations, seed, timing models, flash preconditioning.
 
-    iterations: int = 1
+    The report's headline figures are the steady state: the mean over the iterations
+    after the first ``warmup_iterations`` (default 1: the first iteration starts every
+    policy from the same cold placement, see ``tmhw.executor``). With no iteration
+    after the warm-up, the headline is the mean over all iterations and the report
+    says ``steady_state: false``. ``iterations`` 2: one warm-up, one measured."""
+
+    iterations: int = 2
+    warmup_iterations: int = 1
     seed: int = 0
     hbm_model: str = "fast"
     flash_model: str = "fast"
@@ -200,6 +234,8 @@ class RunConfig:
     def __post_init__(self) -> None:
         if self.iterations < 1:
             raise ConfigError("iterations", self.iterations, "an integer >= 1")
+        if self.warmup_iterations < 0:
+            raise ConfigError("warmup_iterations", self.warmup_iterations, "an integer >= 0")
         if self.seed < 0:
             raise ConfigError("seed", self.seed, "an integer >= 0")
         for f in ("hbm_model", "flash_model"):

@@ -1,25 +1,36 @@
 """The DMA engine: moves page runs between flash and HBM ahead of the NPU.
 
-Requests (``fetch``: flash -> link -> HBM; ``writeback``: HBM -> link -> flash, then the
-HBM space is released) wait in a priority queue ordered by the op that needs them, so a
-late prefetch goes ahead of an early one and a fault goes ahead of both. The engine books
-each chunk loosely timed through ``MemoryTarget.transport`` on both tiers and the link's
-timeline, with at most ``max_outstanding`` chunks in flight: chunk ``c`` is issued when a
-slot frees. It books at most one window of chunks per wake-up and then sleeps until half
-the window has drained, so it never books far ahead of what the queue's priorities
-allow, and costs about ``2 / max_outstanding`` events per chunk.
+Requests are ``fetch`` (flash -> link -> HBM) and ``writeback`` (HBM -> link -> flash).
+Every request carries a deadline: the iteration and op by whose start it must be done
+(for a prefetch, the op that reads the data; for a write-back, the op from which its HBM
+space is needed). The engine serves the earliest deadline first; on equal deadlines a
+write-back goes first, since the fetches due at that op may need its space. A fault
+(``urgent``) goes ahead of everything: its op is already waiting.
 
-The link is cut-through: its reservation ends no earlier than the source tier's, and the
-destination tier is written as the data arrives.
+A fetch is booked only into free HBM space. When the earliest fetch has no room, the
+engine books queued write-backs (earliest first) to make some, and for an urgent fetch
+it then asks its ``client`` (the executor) to evict; a non-urgent fetch otherwise waits
+for space. So a write-back never delays a fetch with an earlier deadline, and a fetch
+never waits behind a write-back except for the space that write-back frees.
+
+Booking is loosely timed through ``MemoryTarget.transport`` on both tiers and the link,
+with at most ``max_outstanding`` chunks in flight: chunk ``c`` is issued when a slot
+frees. The engine books at most one window of chunks per wake-up and then sleeps until
+half the window has drained, about ``2 / max_outstanding`` events per chunk.
+
+The link is PCIe: full duplex, one timeline per direction, and cut-through (a
+reservation ends no earlier than its source tier's). A write-back's HBM pages are free
+once its data has crossed the link; its slot, the NVMe command, completes when the
+flash program does (the device has no write buffer in this model).
 """
 
 from __future__ import annotations
 
 import heapq
 import itertools
-from collections.abc import Callable, Generator
+from collections.abc import Generator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import simpy
@@ -28,6 +39,7 @@ from tmhw.config import DmaConfig, LinkConfig
 from tmhw.residency import Residency
 from tmhw.sim.component import Component
 from tmhw.sim.energy import EnergyMeter, EnergyTable
+from tmhw.sim.errors import TmhwError
 from tmhw.sim.stats import Counter, Tally
 from tmhw.sim.timeline import Timeline
 from tmhw.sim.transfer import MemoryTarget, Op, Pattern, Transfer
@@ -38,6 +50,8 @@ SMALL_TRANSFER = 64 * 1024
 
 FETCH = "fetch"
 WRITEBACK = "writeback"
+
+Key = tuple[int, int, int, int, int]
 
 
 @dataclass(slots=True)
@@ -57,26 +71,46 @@ class DmaRequest:
     submitted_ps: int = 0
     seq: int = 0
     pages_moved: int = 0
-    iteration: int = 0                      # the training iteration that made it
+    iteration: int = 0                      # the training iteration whose op is the deadline
     tensor: int = -1                        # the tensor the pages belong to (or -1)
     generation: int = 0                     # its use count when the request was made
 
-    def key(self) -> tuple[int, int, int, int]:
+    def key(self) -> Key:
         # Op indices restart every iteration: order by iteration first, so work left
         # from one iteration is not ranked behind the next one's early ops.
-        return (0 if self.urgent else 1, self.iteration, self.deadline_op, self.seq)
+        return (0 if self.urgent else 1, self.iteration, self.deadline_op,
+                0 if self.kind == WRITEBACK else 1, self.seq)
+
+    @property
+    def done(self) -> bool:
+        return self.cursor >= self.p1
 
 
-Evictor = Callable[[int, int, int], int]
-"""evictor(pages_needed, now, protect_op) -> pages it released or scheduled for release."""
+class DmaClient(Protocol):
+    """What the engine asks of the executor that owns HBM."""
+
+    def make_room(self, pages: int, now: int, protect_op: int) -> int:
+        """Evict so that ``pages`` become free (now or as write-backs drain), never
+        the operands of op ``protect_op``. Returns pages released or scheduled."""
+        ...
+
+    def is_stale(self, req: DmaRequest) -> bool:
+        """A write-back whose tensor has been claimed again since it was requested (its
+        pages are needed in HBM, so the eviction is void)."""
+        ...
 
 
 class DmaEngine(Component):
-    """Executes fetches and write-backs against two MemoryTargets over a link."""
+    """Executes fetches and write-backs against two MemoryTargets over a duplex link."""
 
     def __init__(self, env: simpy.Environment, name: str, parent: Component | None,
                  cfg: DmaConfig, link: LinkConfig, hbm: MemoryTarget, flash: MemoryTarget,
-                 residency: Residency, page_size: int) -> None:
+                 residency: Residency, page_size: int, client: DmaClient | None = None,
+                 record_order: bool = False) -> None:
+        """``client`` may be None only where no urgent fetch can lack space and no
+        write-back can go stale (a test rig); ``record_order`` keeps, per booked chunk,
+        its request's key and the earliest key then queued that could have been booked
+        (``order_log``), for the deadline-order property."""
         super().__init__(env, name, parent)
         self.cfg = cfg
         self.link_cfg = link
@@ -84,23 +118,20 @@ class DmaEngine(Component):
         self.flash = flash
         self.res = residency
         self.page_size = page_size
+        self.client = client
         self.chunk_pages = max(1, cfg.chunk_bytes // page_size)
-        self.link = Timeline(f"{self.path}.link", record=self.tracer.enabled)
+        rec = self.tracer.enabled
+        #: flash -> HBM and HBM -> flash: PCIe is full duplex
+        self.link_in = Timeline(f"{self.path}.link_in", record=rec)
+        self.link_out = Timeline(f"{self.path}.link_out", record=rec)
         self.slots = [0] * cfg.max_outstanding
-        self._queue: list[tuple[tuple[int, int, int, int], DmaRequest]] = []
+        self._fetches: list[tuple[Key, DmaRequest]] = []
+        self._writebacks: list[tuple[Key, DmaRequest]] = []
         #: the iteration new requests belong to (the executor sets it)
         self.iteration = 0
         self._seq = itertools.count()
         self._kick: simpy.Event = env.event()
-        self.evictor: Evictor | None = None
-        #: stale(req) -> True when a write-back's tensor has been used again since the
-        #: request was made: its pages are needed in HBM, so the eviction is void.
-        self.stale: Callable[[DmaRequest], bool] | None = None
-        #: headroom() -> pages a prefetch must leave free for the NPU's imminent
-        #: allocations (its next ops' new outputs); urgent fetches may use them.
-        self.headroom: Callable[[], int] | None = None
-        #: too_early(req) -> True while a prefetch's deadline is beyond the lookahead.
-        self.too_early: Callable[[DmaRequest], bool] | None = None
+        self.order_log: list[tuple[Key, Key | None]] | None = [] if record_order else None
         self.meter = EnergyMeter(EnergyTable({"byte": cfg.pj_per_byte}, idle_mw=cfg.idle_mw))
         self.energy = self.meter
         self.link_energy_pj = 0.0
@@ -112,20 +143,38 @@ class DmaEngine(Component):
         self._small: list[tuple[int, int, int]] = []
         self._small_bytes = 0
         self.fetch_latency = Tally()
-        self._flash_addr_base = 0
+
+    def _elaborate(self) -> None:
+        for port, what in ((self.hbm, "hbm"), (self.flash, "flash")):
+            if not isinstance(port, MemoryTarget):
+                raise TmhwError(f"{self.path}: port {what} is not a MemoryTarget")
+        if self.res.page_size != self.page_size:
+            raise TmhwError(f"{self.path}: residency pages of {self.res.page_size} B, "
+                            f"engine pages of {self.page_size} B")
 
     # -- interface -----------------------------------------------------------------------
-    def submit(self, req: DmaRequest) -> DmaRequest:
+    def submit(self, req: DmaRequest, iteration: int | None = None) -> DmaRequest:
+        """Queue ``req``; its deadline op belongs to ``iteration`` (default: the current
+        one; a prefetch released for the next iteration's op passes it)."""
         req.seq = next(self._seq)
-        req.iteration = self.iteration
+        req.iteration = self.iteration if iteration is None else iteration
         req.cursor = req.p0
         req.submitted_ps = self.now
         if req.booked is None:
             req.booked = self.env.event()
-        heapq.heappush(self._queue, (req.key(), req))
+        heap = self._writebacks if req.kind == WRITEBACK else self._fetches
+        heapq.heappush(heap, (req.key(), req))
         self.requests.add()
         self.kick()
         return req
+
+    def cancel(self, req: DmaRequest) -> bool:
+        """Drop what is left of a queued request (its op has run, or its tensor died).
+        True if anything was left."""
+        if req.done:
+            return False
+        req.cursor = req.p1
+        return True
 
     def kick(self) -> None:
         """Wake the engine: a request arrived or HBM space was freed."""
@@ -138,35 +187,79 @@ class DmaEngine(Component):
         k = min(range(len(self.slots)), key=self.slots.__getitem__)
         req = DmaRequest(WRITEBACK, p0, p1, -1, tag, urgent=True)
         req.submitted_ps = now
-        end = self._writeback(p0, p1, max(now, self.slots[k]), req)
+        free_at, end = self._writeback(p0, p1, max(now, self.slots[k]), req)
         self.slots[k] = end
-        return end
+        return free_at
+
+    def expedite_writebacks(self, pages: int, now: int) -> int:
+        """Book queued write-backs at once, earliest deadline first, until ``pages``
+        pages are on their way out of HBM (the executor needs the space now). Returns
+        the pages scheduled to free."""
+        freed = 0
+        while freed < pages and (req := self._head(self._writebacks)) is not None:
+            if self.client is not None and self.client.is_stale(req):
+                self.void_writebacks += 1
+                req.cursor = req.p1
+                continue
+            chunk = req.chunk_pages or self.chunk_pages
+            c0, c1 = req.cursor, min(req.p1, req.cursor + chunk)
+            before = self.res.held
+            k = min(range(len(self.slots)), key=self.slots.__getitem__)
+            _, end = self._writeback(c0, c1, max(now, self.slots[k]), req)
+            self.slots[k] = end
+            req.end_ps = max(req.end_ps, end)
+            req.cursor = c1
+            freed += before - self.res.held
+        self._head(self._writebacks)
+        return freed
 
     def pending(self) -> int:
-        return len(self._queue)
+        return sum(not r.done for _, r in self._fetches) + \
+            sum(not r.done for _, r in self._writebacks)
+
+    def queued_writeback_pages(self) -> int:
+        """Dirty pages whose write-back is queued but not yet booked."""
+        return sum(r.p1 - r.cursor for _, r in self._writebacks if not r.done)
 
     def _start(self) -> None:
         self.env.process(self._run())
 
     # -- the engine process --------------------------------------------------------------
+    @staticmethod
+    def _head(heap: list[tuple[Key, DmaRequest]]) -> DmaRequest | None:
+        while heap and heap[0][1].done:
+            req = heapq.heappop(heap)[1]
+            assert req.booked is not None
+            if not req.booked.triggered:
+                req.booked.succeed(req.end_ps)
+        return heap[0][1] if heap else None
+
     def _run(self) -> Generator[simpy.Event, Any, None]:
         env = self.env
         half = max(1, len(self.slots) // 2)
         while True:
-            if not self._queue:
+            f, w = self._head(self._fetches), self._head(self._writebacks)
+            if f is None and w is None:
                 self._kick = env.event()
                 yield self._kick
                 continue
             now = int(env.now)
-            _, req = self._queue[0]
-            progressed = self._book_window(req, now)
-            if req.cursor >= req.p1:
-                heapq.heappop(self._queue)
-                assert req.booked is not None
-                if not req.booked.triggered:
-                    req.booked.succeed(req.end_ps)
-            if not progressed and req.cursor < req.p1:
-                # No HBM space for the head request: wait for space or a new request.
+            if w is not None and (f is None or w.key() < f.key()):
+                progressed = self._book_window(w, now, None if f is None else f.key())
+            else:
+                assert f is not None
+                progressed = self._book_window(f, now, None if w is None else w.key())
+                if not progressed:
+                    # No room for the earliest fetch: write-backs make some.
+                    while not progressed and (w := self._head(self._writebacks)) is not None:
+                        progressed = self._book_window(w, now, f.key(), blocked=True)
+                    if not progressed and f.urgent and self.client is not None:
+                        self.client.make_room(self._need(f, now), now, f.deadline_op)
+                        progressed = self._book_window(f, now, None)
+            self._head(self._fetches)
+            self._head(self._writebacks)
+            if not progressed:
+                # Nothing could be booked: wait for space or a new request.
                 self.wakeups.add()
                 self._kick = env.event()
                 nxt = self.res.next_free_time()
@@ -181,8 +274,16 @@ class DmaEngine(Component):
                 self._kick = env.event()
                 yield self._kick | env.timeout(ends[half - 1] - now)
 
-    def _book_window(self, req: DmaRequest, now: int) -> bool:
-        """Book chunks of ``req`` while a slot is free at ``now``. False if none fit."""
+    def _need(self, req: DmaRequest, now: int) -> int:
+        chunk = req.chunk_pages or self.chunk_pages
+        c1 = min(req.p1, req.cursor + chunk)
+        return self.res.count_missing(req.cursor, c1) - self.res.free_pages(now)
+
+    def _book_window(self, req: DmaRequest, now: int, other: Key | None,
+                     blocked: bool = False) -> bool:
+        """Book chunks of ``req`` while a slot is free at ``now``. False if none fit.
+        ``other`` is the earliest key of the other queue (for the order log);
+        ``blocked``: that request could not be booked for lack of space."""
         chunk = req.chunk_pages or self.chunk_pages
         booked_any = False
         while req.cursor < req.p1:
@@ -196,27 +297,17 @@ class DmaEngine(Component):
                 if len(pages) == 0:
                     req.cursor = c1
                     continue
-                if not req.urgent and self.too_early is not None and self.too_early(req):
-                    self._flush_small()
-                    return booked_any
-                reserve = 0 if req.urgent or self.headroom is None else self.headroom()
-                if self.res.free_pages(now) - reserve < len(pages):
-                    if not req.urgent:
-                        self._flush_small()
-                        return booked_any
-                    if self.evictor is not None:
-                        self.evictor(len(pages) - self.res.free_pages(now), now,
-                                     req.deadline_op)
-                    if self.res.free_pages(now) < len(pages):
-                        self._flush_small()
-                        return booked_any
+                if self.res.free_pages(now) < len(pages):
+                    break
                 end = self._fetch(pages, max(now, self.slots[k]), req)
             else:
-                if self.stale is not None and self.stale(req):
+                if self.client is not None and self.client.is_stale(req):
                     self.void_writebacks += 1
                     req.cursor = req.p1
                     break
-                end = self._writeback(c0, c1, max(now, self.slots[k]), req)
+                _, end = self._writeback(c0, c1, max(now, self.slots[k]), req)
+            if self.order_log is not None:
+                self.order_log.append((req.key(), None if blocked else other))
             self.slots[k] = end
             req.end_ps = max(req.end_ps, end)
             req.cursor = c1
@@ -239,7 +330,8 @@ class DmaEngine(Component):
         self._small.clear()
         self._small_bytes = 0
 
-    def _runs(self, pages: np.ndarray) -> list[tuple[int, int]]:
+    @staticmethod
+    def _runs(pages: np.ndarray) -> list[tuple[int, int]]:
         """Contiguous runs [a, b) of a sorted page array."""
         if len(pages) == 0:
             return []
@@ -248,11 +340,12 @@ class DmaEngine(Component):
         cut = np.flatnonzero(np.diff(pages) != 1) + 1
         starts = np.concatenate(([0], cut))
         stops = np.concatenate((cut, [len(pages)]))
-        return [(int(pages[a]), int(pages[b - 1]) + 1) for a, b in zip(starts, stops, strict=False)]
+        return [(int(pages[a]), int(pages[b - 1]) + 1)
+                for a, b in zip(starts, stops, strict=True)]
 
-    def _link(self, src_end: int, nbytes: int) -> int:
+    def _link(self, line: Timeline, src_end: int, nbytes: int) -> int:
         dur = transfer_ps(nbytes, self.link_cfg.bandwidth)
-        end = self.link.reserve(max(0, src_end - dur), dur, "xfer")
+        end = line.reserve(max(0, src_end - dur), dur, "xfer")
         self.link_energy_pj += nbytes * 8 * self.link_cfg.pj_per_bit
         return max(end, src_end) + self.link_cfg.latency_ps
 
@@ -260,11 +353,12 @@ class DmaEngine(Component):
         ps = self.page_size
         end = issue
         t0 = issue + self.cfg.setup_ps
+        now = int(self.env.now)
         for a, b in self._runs(pages):
             n = (b - a) * ps
             f_end = self.flash.transport(Transfer(Op.READ, a * ps, n, Pattern.STREAM,
                                                   req.tag), t0)
-            l_end = self._link(f_end, n)
+            l_end = self._link(self.link_in, f_end, n)
             if n < SMALL_TRANSFER:
                 # Page-sized faults: their HBM writes go as one transfer per window
                 # (``_flush_small``); HBM time for a few KiB is nanoseconds, and one
@@ -278,17 +372,17 @@ class DmaEngine(Component):
                 # back the NPU's own traffic in between. The chunk is complete when the
                 # data has arrived and its HBM write has had its share of the channels.
                 h_end = max(l_end, self.hbm.transport(
-                    Transfer(Op.WRITE, self._hbm_addr(a), n, Pattern.STREAM, req.tag),
-                    int(self.env.now)))
-            self.res.hold(slice(a, b), h_end, int(self.env.now))
+                    Transfer(Op.WRITE, self._hbm_addr(a), n, Pattern.STREAM, req.tag), now))
+            self.res.hold(slice(a, b), h_end, now)
             end = max(end, h_end)
             self._account(FETCH, n, t0, h_end, req)
         self.fetch_latency.add(end - req.submitted_ps)
         return end
 
-    def _writeback(self, c0: int, c1: int, issue: int, req: DmaRequest) -> int:
+    def _writeback(self, c0: int, c1: int, issue: int, req: DmaRequest) -> tuple[int, int]:
         """Evict pages [c0, c1): dirty ones (live, newer than flash) are written back and
-        free when the flash write completes; clean or dead ones free at once."""
+        free once their data has crossed the link; clean or dead ones free at once.
+        Returns (when the last page's space is free, when the last flash write ends)."""
         ps = self.page_size
         res = self.res
         now = int(self.env.now)
@@ -299,22 +393,22 @@ class DmaEngine(Component):
             ready = res.ready_time(a, b)
             res.release(slice(a, b), now, until=ready if ready > now else None)
         dirty = np.flatnonzero(dirty_mask) + c0
-        end = issue
+        free_at = end = issue
         t0 = issue + self.cfg.setup_ps
         for a, b in self._runs(dirty):
             n = (b - a) * ps
-            ready = self.res.ready_time(a, b)
+            ready = res.ready_time(a, b)
             h_end = max(t0, ready, self.hbm.transport(
-                Transfer(Op.READ, self._hbm_addr(a), n, Pattern.STREAM, req.tag),
-                int(self.env.now)))
-            l_end = self._link(h_end, n)
+                Transfer(Op.READ, self._hbm_addr(a), n, Pattern.STREAM, req.tag), now))
+            l_end = self._link(self.link_out, h_end, n)
             f_end = self.flash.transport(Transfer(Op.WRITE, a * ps, n, Pattern.STREAM,
                                                   req.tag), l_end)
-            self.res.in_flash[a:b] = True
-            self.res.release(slice(a, b), int(self.env.now), until=f_end)
+            res.in_flash[a:b] = True
+            res.release(slice(a, b), now, until=l_end)
+            free_at = max(free_at, l_end)
             end = max(end, f_end)
             self._account(WRITEBACK, n, t0, f_end, req)
-        return end
+        return free_at, end
 
     def _hbm_addr(self, page: int) -> int:
         return (page % max(1, self.res.capacity)) * self.page_size
@@ -329,7 +423,9 @@ class DmaEngine(Component):
 
     # -- report --------------------------------------------------------------------------
     def _finalize(self, now: int) -> None:
-        self.meter.add_pj("link", self.link_energy_pj)
+        # Assigned, not added: finalizing at the end of the warm-up and again at the
+        # end of the run must not count the link twice.
+        self.meter.extra_pj["link"] = self.link_energy_pj
 
     def _report(self) -> dict[str, Any]:
         return {
@@ -340,5 +436,6 @@ class DmaEngine(Component):
             "wakeups": self.wakeups.value,
             "void_writebacks": self.void_writebacks,
             "fetch_latency_ps": self.fetch_latency.report(),
-            "link": {"busy_ps": self.link.busy_ps, "transfers": self.link.count},
+            "link": {"in_busy_ps": self.link_in.busy_ps, "out_busy_ps": self.link_out.busy_ps,
+                     "transfers": self.link_in.count + self.link_out.count},
         }

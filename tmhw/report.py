@@ -35,8 +35,11 @@ def rollup(rep: dict[str, Any]) -> dict[str, Any]:
     watt, hardware cost and flash endurance."""
     cfg = rep["config"]
     end = rep["sim_time_ps"]
-    energy = {name: subtree_energy_pj(node) for name, node in rep["system"].items()
-              if isinstance(node, dict)}
+    # Steady state: what each component spent after the warm-up (the run's energy per
+    # component, whole run, stays under ``system``).
+    warm = rep.get("energy_warmup_pj") or {}
+    energy = {name: subtree_energy_pj(node) - float(warm.get(name, 0.0))
+              for name, node in rep["system"].items() if isinstance(node, dict)}
     energy["total"] = sum(energy.values())
     cost = cfg["cost"]
     hbm_usd = rep["policy"]["hbm_capacity_bytes"] / GB * cost["hbm_usd_per_gb"]
@@ -69,7 +72,7 @@ def endurance(rep: dict[str, Any]) -> dict[str, float]:
     programmed = int(flash.get("pages_programmed", 0))
     iters = max(1, rep["iterations"])
     pe_per_iter = programmed / physical_pages / iters if physical_pages else 0.0
-    it_s = rep["sim_time_ps"] / iters / S
+    it_s = rep["iteration_time_ps"] / S
     days = f["pe_limit"] / pe_per_iter * it_s / 86400.0 if pe_per_iter > 0 else -1.0
     return {"erases": int(flash.get("erases", 0)), "pages_programmed": programmed,
             "blocks": blocks, "waf": float(flash.get("waf", 1.0)),
@@ -85,7 +88,7 @@ def write_json(rep: dict[str, Any], path: str | Path) -> None:
 
 
 def summary_table(rep: dict[str, Any]) -> str:
-    """A short text summary for stdout."""
+    """A short text summary for stdout (the steady state, then any warnings)."""
     from tmhw.sim.units import fmt_bytes, fmt_time
 
     t = rep["traffic_bytes"]
@@ -97,7 +100,7 @@ def summary_table(rep: dict[str, Any]) -> str:
         ("policy", f"{p['name']} (HBM {fmt_bytes(p['hbm_capacity_bytes'])}, "
                    f"{p['hbm_capacity_bytes'] / max(1, w['footprint_bytes']):.1%} of "
                    f"{fmt_bytes(w['footprint_bytes'])} footprint)"),
-        ("iterations", str(rep["iterations"])),
+        ("iterations", f"{rep['iterations']} ({rep['warmup_iterations']} warm-up)"),
         ("iteration time", fmt_time(rep["iteration_time_ps"])),
         ("  compute", fmt_time(rep["compute_ps"])),
         ("    of which HBM-bound", fmt_time(rep["npu_hbm_stall_ps"])),
@@ -114,5 +117,12 @@ def summary_table(rep: dict[str, Any]) -> str:
         ("throughput per watt", f"{rep['samples_per_joule']:.3f} samples/J"),
         ("memory cost", f"${rep['cost']['memory_usd']:.0f}"),
     ]
+    b = rep.get("bounds")
+    if b:
+        rows.insert(4, ("  lower bound", f"{fmt_time(b['iteration_time_ps'])} "
+                        f"(x{b['time_ratio']:.2f})" if b.get("time_ratio") else
+                        fmt_time(b["iteration_time_ps"])))
+        rows.append(("traffic lower bound", fmt_bytes(b["traffic_bytes"])))
+    rows += [("warning", w) for w in rep.get("warnings", [])]
     width = max(len(k) for k, _ in rows)
     return "\n".join(f"{k:<{width}}  {v}" for k, v in rows)

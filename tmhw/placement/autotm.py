@@ -31,7 +31,7 @@ chained from op to op so that each choice enters only where its window starts an
 the program has O(gaps + ops) non-zeros. It is solved with scipy's ``milp`` (HiGHS)
 within a budget of branch-and-bound nodes (``node_limit``), so the table, and the report,
 depend on the inputs only, never on how busy the machine is; the best solution within
-the budget is used. ``ctx.ilp_time_limit_s`` is a wall-clock guard: a solve that reaches
+the budget is used. ``ctx.policy.ilp_time_limit_s`` is a wall-clock guard: a solve that reaches
 it (or a program too large to try) makes ``plan`` raise a one-line TmhwError rather than
 use a solution that would depend on timing. If the
 drain-aware capacity cannot be met even by evicting every gap, the program is solved
@@ -148,8 +148,8 @@ class AutoTM(Policy):
                 continue
             fetch_ps = gp.fetch_ps(t)
             earliest = lo + 1
-            if ctx.lookahead_ops:
-                earliest = max(earliest, g.b - ctx.lookahead_ops)
+            if ctx.policy.lookahead_ops:
+                earliest = max(earliest, g.b - ctx.policy.lookahead_ops)
             if earliest > g.b:
                 continue
             target = int(s2[g.b]) - fetch_ps
@@ -193,7 +193,7 @@ class AutoTM(Policy):
         info: dict[str, float] = {"ilp_variables": float(nvar), "ilp_options": float(nopt)}
         if nvar > self.max_variables:
             raise TmhwError(f"policy.name: autotm ILP with {nvar} variables is too large to "
-                            f"solve within {ctx.ilp_time_limit_s:g} s; use a smaller "
+                            f"solve within {ctx.policy.ilp_time_limit_s:g} s; use a smaller "
                             f"model/batch or another policy")
         unit = max(1.0, gp.cap / 1000.0)      # occupancy in thousandths of the capacity
         dur_us = (np.asarray(ctx.op_end_ps) - np.asarray(ctx.op_start_ps)) / US
@@ -282,21 +282,21 @@ class AutoTM(Policy):
         t0 = time.perf_counter()
         res: Any = milp(c, constraints=LinearConstraint(a_mat, lb, ub),
                         integrality=integrality, bounds=Bounds(lo_b, hi_b),
-                        options={"time_limit": float(ctx.ilp_time_limit_s),
+                        options={"time_limit": float(ctx.policy.ilp_time_limit_s),
                                  "node_limit": self.node_limit,
                                  "mip_rel_gap": self.mip_rel_gap, "disp": self.verbose})
         timed_out = (res.status == 1
-                     and time.perf_counter() - t0 >= 0.98 * ctx.ilp_time_limit_s)
+                     and time.perf_counter() - t0 >= 0.98 * ctx.policy.ilp_time_limit_s)
         info["ilp_status"] = float(res.status)
         if timed_out:
             raise TmhwError(f"policy.name: autotm ILP with {nvar} variables did not solve "
-                            f"within {ctx.ilp_time_limit_s:g} s; use a smaller model/batch, "
+                            f"within {ctx.policy.ilp_time_limit_s:g} s; use a smaller model/batch, "
                             f"a larger policy.ilp_time_limit_s, or another policy")
         if res.x is None:
             if res.status == 2:           # infeasible: let the caller relax the drain
                 return None, info
             raise TmhwError(f"policy.name: autotm ILP with {nvar} variables did not solve "
-                            f"within {ctx.ilp_time_limit_s:g} s; use a smaller model/batch "
+                            f"within {ctx.policy.ilp_time_limit_s:g} s; use a smaller model/batch "
                             f"or another policy")
         info["ilp_objective_us"] = float(res.fun)
         gap = getattr(res, "mip_gap", None)

@@ -14,6 +14,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from tmhw.config import PolicyConfig
 from tmhw.placement.table import Action, Move, PlacementTable
 from tmhw.sim.errors import TmhwError
 from tmhw.workload.graph import Kind, Workload
@@ -21,18 +22,17 @@ from tmhw.workload.graph import Kind, Workload
 
 @dataclass(slots=True)
 class PlanContext:
+    """What a policy plans from: the workload, HBM capacity in pages, the profiled op
+    times (ps, one iteration), the sustained flash rates each direction (bytes/s, as the
+    device model serves large transfers, capped by the link) and the policy's config."""
+
     workload: Workload
     capacity_pages: int
     op_start_ps: np.ndarray
     op_end_ps: np.ndarray
     fetch_bytes_per_s: float
     writeback_bytes_per_s: float
-    split: bool = True
-    monitor: bool = True
-    prefetch: bool = True
-    monitor_gain: float = 1.0
-    lookahead_ops: int = 0
-    ilp_time_limit_s: float = 20.0
+    policy: PolicyConfig = field(default_factory=PolicyConfig)
     seed: int = 0
 
     @property

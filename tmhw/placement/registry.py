@@ -12,6 +12,7 @@ from tmhw.sim.errors import TmhwError
 POLICIES: dict[str, str] = {
     "hbm-only": "tmhw.placement.simple:HbmOnly",
     "demand": "tmhw.placement.simple:Demand",
+    "demand-belady": "tmhw.placement.simple:DemandBelady",
     "tm-training": "tmhw.placement.tm_training:TMTraining",
     "flatflash": "tmhw.placement.flatflash:FlatFlash",
     "flashneuron": "tmhw.placement.flashneuron:FlashNeuron",

@@ -22,8 +22,8 @@ layers do not need goes out. Here, on the gap model of ``gaps``:
   profile (write-backs counted until flash absorbs them) stays within the capacity at
   every op.
 - ``lead`` is chosen as Sentinel's test-and-trial chooses its migration interval: each
-  candidate is planned and the one with the least estimated stall (then least traffic)
-  wins.
+  candidate of ``policy.sentinel_leads`` is planned and the one with the least
+  estimated stall (then least traffic) wins.
 
 A layer is a module of the workload (``Op.layer``). Where even the all-cold plan does
 not fit, the ops over capacity evict what they do not use and delay its prefetch (the
@@ -33,8 +33,6 @@ Pure: no SimPy.
 """
 
 from __future__ import annotations
-
-from typing import ClassVar
 
 import numpy as np
 
@@ -48,12 +46,10 @@ class Sentinel(Policy):
     """Hot tensors stay in HBM; cold ones migrate at layer boundaries."""
 
     name = "sentinel"
-    #: candidate prefetch leads, in layers (test-and-trial)
-    leads: ClassVar[tuple[int, ...]] = (1, 2, 4)
 
     def plan(self, ctx: PlanContext) -> PlacementTable:
         best: tuple[tuple[int, int], PlacementTable] | None = None
-        for lead in self.leads:
+        for lead in ctx.policy.sentinel_leads:
             tab = self._plan(ctx, lead)
             traffic = sum(tab.bytes_by_action(ctx.page_size).values())
             key = (estimate_stall_ps(ctx.workload, tab, ctx), traffic)
@@ -77,8 +73,8 @@ class Sentinel(Policy):
                     cold += 1
                 continue
             r = int(first[max(0, int(rid[g.b]) - lead)])
-            if ctx.lookahead_ops:
-                r = max(r, g.b - ctx.lookahead_ops)
+            if ctx.policy.lookahead_ops:
+                r = max(r, g.b - ctx.policy.lookahead_ops)
             if e + 2 <= r <= g.b:
                 gp.evict(gi, e, r)
                 cold += 1

@@ -4,7 +4,10 @@
 ceiling and the cost ceiling. ``demand`` keeps the persistent tensors in flash and
 fetches whatever an op needs when it needs it (a fault per missing page run), evicting
 least-recently-used tensors with a write-back of dirty pages: the floor any proactive
-policy must beat.
+policy must beat. ``demand-belady`` is demand paging with Belady's eviction (the tensor
+whose next use is furthest away leaves first, which needs the future): the best a
+reactive policy can do, and so the one a static plan, which knows the same future and
+may also act ahead of time, must beat.
 """
 
 from __future__ import annotations
@@ -36,3 +39,12 @@ class Demand(Policy):
         t.index()
         return t
 
+
+
+class DemandBelady(Demand):
+    name = "demand-belady"
+
+    def plan(self, ctx: PlanContext) -> PlacementTable:
+        t = super().plan(ctx)
+        t.policy, t.eviction = self.name, "belady"
+        return t

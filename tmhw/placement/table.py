@@ -11,9 +11,12 @@ Semantics the executor guarantees (tests check them):
 - ``initial[p]``: page ``p`` is in HBM when an iteration starts; flash holds every other
   page that has live data. The table leaves the same set resident at the end.
 - ``PREFETCH`` (flash -> HBM) is released to the DMA engine when op ``issue_op`` starts
-  and must be resident before op ``deadline_op`` starts.
+  and must be resident before op ``deadline_op`` starts (an op of the next iteration
+  when ``deadline_op < issue_op``).
 - ``WRITEBACK`` (HBM -> flash, then free) and ``DROP`` (free; the data is dead or flash
-  has it) are released when op ``issue_op`` ends.
+  has it) are released when op ``issue_op`` ends. A write-back's ``deadline_op`` is the
+  op from which its space is needed (-1: the next op); the DMA engine orders it by
+  that deadline among the prefetches. Pages flash already holds are freed at once.
 - Pages an op writes are allocated in HBM at the op's start; pages an op reads that are
   not resident fault (counted, fetched at top priority).
 """
@@ -44,8 +47,11 @@ class Move:
     p1: int
     issue_op: int
     deadline_op: int = -1
-    issue_ps: int = -1       # planned release time (from the profile), for display
+    issue_ps: int = -1       # planned release time, for display
     deadline_ps: int = -1    # planned deadline (start of deadline_op), for display
+    #: DROP only: the next access overwrites the data without reading it, so it is dead
+    #: now (no write-back, flash copies trimmed)
+    dead: bool = False
 
     @property
     def npages(self) -> int:
@@ -64,6 +70,9 @@ class PlacementTable:
     split: dict[int, float] = field(default_factory=dict)
     #: reactive policies: fault handling granularity and eviction order
     reactive: bool = False
+    #: what a reactive policy evicts first: "lru" (least recently used) or "belady"
+    #: (the tensor whose next use is furthest away: the offline optimum's rule)
+    eviction: str = "lru"
     fault_chunk_pages: int = 0               # 0: fetch a fault's pages as one request
     notes: dict[str, float] = field(default_factory=dict)
     _at_start: list[list[Move]] | None = None
@@ -79,14 +88,16 @@ class PlacementTable:
             if not (0 <= m.issue_op < self.nops):
                 raise ValueError(f"move {m} released at op {m.issue_op} of {self.nops}")
             if m.action == Action.PREFETCH:
-                if not (m.issue_op <= m.deadline_op < self.nops):
-                    raise ValueError(f"prefetch {m} deadline before its release")
+                if not (0 <= m.deadline_op < self.nops):
+                    raise ValueError(f"prefetch {m} due at op {m.deadline_op} of {self.nops}")
                 self._at_start[m.issue_op].append(m)
                 self._due[m.deadline_op].append(m)
             else:
                 self._at_end[m.issue_op].append(m)
+        n = self.nops
         for lst in self._at_start:
-            lst.sort(key=lambda m: (m.deadline_op, m.p0))
+            lst.sort(key=lambda m: (m.deadline_op + (n if m.deadline_op < m.issue_op else 0),
+                                    m.p0))
 
     def due_at(self, op: int) -> list[Move]:
         """Prefetches whose deadline is ``op``."""

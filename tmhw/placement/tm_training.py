@@ -206,7 +206,7 @@ class Planner:
             g.evicted = True
             g.split = 1.0 - min(pages, g.pages) / g.pages
         self.schedule()
-        if self.ctx.split:
+        if self.ctx.policy.split:
             self._split(self.occupancy())
 
     def _select(self, cap: int) -> dict[int, int]:
@@ -394,7 +394,7 @@ class Planner:
         for g in self.gaps:
             if g.evicted:
                 by_deadline.setdefault(g.b % self.n, []).append(g)
-        gain = self.ctx.monitor_gain
+        gain = self.ctx.policy.monitor_gain
         for op in late_ops:
             late = float(max(fb.stall_ps[op], fb.lateness_ps[op])) * gain
             for g in sorted(by_deadline.get(int(op), []), key=lambda g: -g.evicted_pages()):
@@ -413,7 +413,7 @@ class Planner:
                     continue
                 g.lead_ps = old_lead
                 g.release = old_rel
-                if not self.ctx.split:
+                if not self.ctx.policy.split:
                     continue
                 # Keep more of the tensor resident: the bytes that could not arrive.
                 extra = int(np.ceil(late * self.fetch_bw / 1e12 / self.ps))
@@ -447,7 +447,7 @@ class TMTraining(Policy):
 
     def adjust(self, table: PlacementTable, ctx: PlanContext,
                fb: Feedback) -> PlacementTable:
-        if not ctx.monitor or self.planner is None:
+        if not ctx.policy.monitor or self.planner is None:
             return table
         changed = self.planner.monitor(fb)
         self.monitor_changes.append(changed)

@@ -1,0 +1,522 @@
+"""The executor: the closed loop that runs training iterations on the machine.
+
+A Component that owns the HBM residency (``tmhw.residency``), the DMA engine, eviction
+and the per-op loop DESIGN.md describes. The NPU core process walks the ops; before each
+op it releases the placement table's prefetches, allocates the op's new outputs in HBM,
+faults in whatever operand is still missing, and waits until the op may start (that
+wait is the stall charged to the memory system); then the NPU runs the op's tiles
+against HBM; after the op, the table's write-backs and drops are released and dead
+tensors are freed. The DMA engine works ahead in its own process, earliest deadline
+first. Between iterations the policy may adjust its table from what was measured
+(TM-Training's timing monitor).
+
+**Initial placement, the same for every policy.** At time 0 every tensor that lives
+across iterations (weights, master copies, optimizer state) is on flash, the
+checkpoint; HBM holds the first mini-batch and clean copies of as many of those tensors
+as fit, in the order of their first use in the iteration. A policy's table says what it
+wants resident when an iteration starts (``PlacementTable.initial``); the first
+iteration (the warm-up, ``run.warmup_iterations``) moves the machine from the common
+start to the policy's steady state, and the report's headline figures leave it out.
+
+**Data splitting.** A prefetch row that covers only the tail of a tensor (the head stays
+resident, TM-Training's split ratio) is a streamed tail: its op starts as soon as the
+head is complete in HBM and the tail is booked, and consumes the tensor in order, tile
+by tile: a page a fraction ``f`` into the tensor is needed ``f`` of the way through the
+op. When the tail arrives later than that, the op's end waits for it; that wait is
+stall inside the op, measured on the real timeline.
+
+**Eviction.** Static tables plan their evictions; when the executor still needs space
+(an allocation or a fault finds HBM full), it first books the write-backs the table has
+queued, then evicts by itself: reactive policies by their rule (least recently used, or
+Belady's furthest next use for ``demand-belady``), static ones the tensor used furthest
+in the future. Such evictions are counted per iteration as ``emergency_evictions``: a
+sound static plan needs none in steady state, and the report warns when one does.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Generator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import simpy
+
+from npu import NPU, ComputeTask, Gemm
+from tmhw.config import SystemConfig
+from tmhw.dma import FETCH, WRITEBACK, DmaEngine, DmaRequest
+from tmhw.placement import Feedback, PlacementTable, PlanContext, Policy
+from tmhw.placement.table import Action, Move
+from tmhw.residency import Residency
+from tmhw.sim.component import Component
+from tmhw.sim.errors import TmhwError
+from tmhw.sim.transfer import MemoryTarget, Transfer
+from tmhw.sim.transfer import Op as TOp
+from tmhw.workload.graph import Kind, Op, Workload
+
+
+@dataclass(slots=True)
+class IterationRecord:
+    index: int
+    start_ps: int
+    end_ps: int
+    stall_ps: int
+    compute_ps: int
+    faults: int
+    fetch_bytes: int
+    writeback_bytes: int
+    emergency_evictions: int
+    npu_hbm_stall_ps: int = 0     # inside ops: the arrays waiting on HBM operand traffic
+    streamed_bytes: int = 0       # split tails that arrived while their op ran
+    monitor_changes: int = 0      # what the policy changed for the next iteration
+    npu_hbm_read: int = 0         # bytes the NPU read from HBM
+    npu_hbm_write: int = 0
+
+    @property
+    def time_ps(self) -> int:
+        return self.end_ps - self.start_ps
+
+
+class Executor(Component):
+    """Residency, DMA, eviction and the per-op loop of one workload under one table."""
+
+    def __init__(self, env: simpy.Environment, name: str, parent: Component | None,
+                 cfg: SystemConfig, workload: Workload, policy: Policy, capacity_pages: int,
+                 npu: NPU, hbm: MemoryTarget, flash: MemoryTarget, *,
+                 record_dma_order: bool = False) -> None:
+        super().__init__(env, name, parent)
+        self.cfg = cfg
+        self.workload = wl = workload
+        self.policy = policy
+        self.npu = npu
+        self.hbm = hbm
+        self.flash = flash
+        self.capacity_pages = capacity_pages
+        self.progress: Any = None
+        self.res = Residency(wl.npages, capacity_pages, wl.page_size, owner=wl.page_tensor())
+        self.dma = DmaEngine(env, "dma", parent, cfg.dma, cfg.link, hbm, flash, self.res,
+                             wl.page_size, client=self, record_order=record_dma_order)
+        self.tasks = [self._task(op) for op in wl.ops]
+        #: stall-free compute time of each op, from the NPU model
+        self.op_ps = np.array([npu.compute_ps(t) for t in self.tasks], dtype=np.int64)
+        self.ranges = [(t.page_start, t.page_end) for t in wl.tensors]
+        self.persistent = np.array([t.kind.persistent for t in wl.tensors], dtype=bool)
+        self.use_ops: list[list[int]] = [[i for i, _ in u] for u in wl.uses()]
+        self.last_use = np.full(len(wl.tensors), -1, dtype=np.int64)
+        #: per tensor, how many times an op or a released prefetch has claimed it
+        self.generation = np.zeros(len(wl.tensors), dtype=np.int64)
+        self.table: PlacementTable | None = None
+        self.ctx: PlanContext | None = None
+        self._clock = 0
+        self._current_op = 0
+        self._iteration = 0
+        self.records: list[IterationRecord] = []
+        self.op_stall = np.zeros(len(wl.ops), dtype=np.int64)
+        self.faults = 0
+        self.late_prefetches = 0
+        self.cancelled_prefetches = 0
+        self.streamed_bytes = 0
+        self.emergency = 0
+        self.trims = 0
+        self.npu_read = 0
+        self.npu_write = 0
+        self.prefetching: dict[int, DmaRequest] = {}
+        #: energy per component at the end of the warm-up (pJ), for steady-state figures
+        self.warm_energy: dict[str, float] | None = None
+        self.warm_end_ps = 0
+        self.done: simpy.Event | None = None
+
+    # -- construction helpers ------------------------------------------------------------
+    def _task(self, op: Op) -> ComputeTask:
+        wl = self.workload
+        addr = wl.tensors[op.reads[0]].page_start * wl.page_size if op.reads else 0
+        return ComputeTask(
+            name=op.name,
+            gemms=tuple(Gemm(g.m, g.n, g.k, g.count) for g in op.gemms),
+            vector_elems=op.vector_elems, vector_ops_per_elem=op.vector_ops_per_elem,
+            dtype_bytes=self.cfg.npu.dtype_bytes,
+            hbm_address=addr % max(1, self.capacity_pages * wl.page_size))
+
+    def bind(self, table: PlacementTable, ctx: PlanContext) -> None:
+        """The table to replay and the context the policy planned in (before start)."""
+        self.table, self.ctx = table, ctx
+
+    def _elaborate(self) -> None:
+        if self.table is None or self.ctx is None:
+            raise self.fail("no placement table bound (call bind before elaborate)")
+        if self.table.nops != len(self.workload.ops):
+            raise self.fail(f"the table has {self.table.nops} ops, the workload "
+                            f"{len(self.workload.ops)}")
+
+    def _start(self) -> None:
+        self._initial_state()
+        self.done = self.env.process(self._core())
+
+    def _initial_state(self) -> None:
+        """The common start (module docstring): the mini-batch and, in order of first use,
+        clean copies of as many persistent tensors as fit."""
+        wl, res = self.workload, self.res
+        for t in wl.tensors:
+            if t.kind == Kind.INPUT:
+                res.hold(slice(t.page_start, t.page_end), 0, 0)
+                res.live[t.page_start:t.page_end] = True
+        first = wl.live_ranges()[:, 0]
+        keep = sorted((int(first[t.id]), t.id) for t in wl.tensors
+                      if t.kind.persistent and first[t.id] >= 0)
+        for t in wl.tensors:
+            if t.kind.persistent:
+                res.live[t.page_start:t.page_end] = True
+                res.in_flash[t.page_start:t.page_end] = True
+        room = res.free_pages(0)
+        for _, tid in keep:
+            t = wl.tensors[tid]
+            if t.npages > room:
+                break
+            res.hold(slice(t.page_start, t.page_end), 0, 0)
+            room -= t.npages
+
+    # -- the core process ----------------------------------------------------------------
+    def _core(self) -> Generator[simpy.Event, Any, None]:
+        wl, run = self.workload, self.cfg.run
+        n = len(wl.ops)
+        assert self.table is not None and self.ctx is not None
+        for it in range(run.iterations):
+            if it == run.warmup_iterations and it > 0:
+                self._end_warmup()
+            self._iteration = it
+            start = int(self.env.now)
+            f0 = self.dma.bytes[FETCH].value
+            w0 = self.dma.bytes[WRITEBACK].value
+            faults0, emerg0, streamed0 = self.faults, self.emergency, self.streamed_bytes
+            rd0, wr0 = self.npu_read, self.npu_write
+            self.dma.iteration = it
+            if it > 0:
+                yield from self._host_input()
+            self.op_stall = np.zeros(n, dtype=np.int64)
+            lateness = np.zeros(n, dtype=np.int64)
+            op_start = np.zeros(n, dtype=np.int64)
+            op_end = np.zeros(n, dtype=np.int64)
+            occ_op = np.zeros(n, dtype=np.int64)
+            compute = npu_stall = 0
+            peak0 = self.res.level.peak
+            for op in wl.ops:
+                t_op = int(self.env.now)
+                late, tail_due = yield from self._prepare(op)
+                t_run = int(self.env.now)
+                lateness[op.index] = late
+                occ_start = self.res.occupied_pages
+                result = yield from self.npu.execute(self.tasks[op.index])
+                t_end = int(self.env.now)
+                if tail_due > t_end:
+                    # The op's last tiles wait for the streamed tail.
+                    yield self.env.timeout(tail_due - t_end)
+                self.res.settle(int(self.env.now))
+                occ_op[op.index] = max(occ_start, self.res.occupied_pages)
+                self.npu_read += result.hbm_read_bytes
+                self.npu_write += result.hbm_write_bytes
+                npu_stall += result.stall_ps
+                now = int(self.env.now)
+                self.op_stall[op.index] = (t_run - t_op) + (now - t_end)
+                compute += t_end - t_run
+                op_start[op.index] = t_run
+                op_end[op.index] = now
+                if self.tracer.enabled:
+                    if t_run > t_op:
+                        self.tracer.span("npu.stall", t_op, t_run, op.name)
+                    self.tracer.span("npu.compute", t_run, t_end, op.name)
+                    if now > t_end:
+                        self.tracer.span("npu.stall", t_end, now, op.name + " (tail)")
+                self._finish(op)
+                if self.progress is not None:
+                    self.progress.update(1)
+            changes = 0
+            if it + 1 < run.iterations:
+                fb = Feedback(it, self.op_stall.copy(), lateness, op_start, op_end,
+                              int(self.res.level.peak // wl.page_size),
+                              {"peak_before": peak0}, occ_op)
+                before = self.table
+                self.table = self.policy.adjust(self.table, self.ctx, fb)
+                self.table.index()
+                changes = int(self.table.notes.get("monitor_changes", 0)) \
+                    if self.table is not before else 0
+            self.records.append(IterationRecord(
+                it, start, int(self.env.now), int(self.op_stall.sum()), compute,
+                self.faults - faults0, self.dma.bytes[FETCH].value - f0,
+                self.dma.bytes[WRITEBACK].value - w0, self.emergency - emerg0, npu_stall,
+                self.streamed_bytes - streamed0, changes, self.npu_read - rd0,
+                self.npu_write - wr0))
+
+    def _end_warmup(self) -> None:
+        """Close the energy meters at the end of the warm-up (every meter converts its
+        cumulative counts, so finalizing again at the end is exact)."""
+        now = int(self.env.now)
+        root: Component = self
+        while root.parent is not None:
+            root = root.parent
+        root.finalize(now)
+        self.warm_energy = {name: c.total_energy_pj() for name, c in root.children.items()}
+        self.warm_end_ps = now
+
+    def _host_input(self) -> Generator[simpy.Event, Any, None]:
+        """The next mini-batch lands in HBM from the host (not inter-tier traffic)."""
+        for t in self.workload.tensors:
+            if t.kind == Kind.INPUT:
+                yield from self._make_room(self.res.count_missing(t.page_start, t.page_end), 0)
+                self.res.hold(slice(t.page_start, t.page_end), int(self.env.now),
+                              int(self.env.now))
+                self.res.live[t.page_start:t.page_end] = True
+
+    def _prepare(self, op: Op) -> Generator[simpy.Event, Any, tuple[int, int]]:
+        """Release prefetches, allocate outputs, fault in operands, wait until the op may
+        start. Returns (lateness of the prefetches due at this op, negative if early;
+        the time by which the op's streamed tails let it end)."""
+        env, res, wl = self.env, self.res, self.workload
+        assert self.table is not None
+        n = len(wl.ops)
+        self._current_op = op.index
+        self.generation[list(op.tensors)] += 1
+        if self.cfg.policy.prefetch or self.table.reactive:
+            for m in self.table.released_at_start(op.index):
+                nxt = m.deadline_op < op.index      # due at an op of the next iteration
+                self.generation[m.tensor] += 1
+                self.prefetching[m.tensor] = self.dma.submit(
+                    DmaRequest(FETCH, m.p0, m.p1, m.deadline_op, wl.tensors[m.tensor].name,
+                               tensor=m.tensor),
+                    iteration=self._iteration + (1 if nxt else 0))
+        reads = set(op.reads)
+        new_out = [t for t in op.writes if t not in reads]
+        need = sum(res.count_missing(*self.ranges[t]) for t in new_out)
+        if need:
+            yield from self._make_room(need, op.index)
+            now = int(env.now)
+            for t in new_out:
+                p0, p1 = self.ranges[t]
+                res.hold(slice(p0, p1), now, now)
+        tails = self._tails(op)
+        reqs = []
+        for t in op.reads:
+            p0, p1 = self.ranges[t]
+            if res.count_missing(p0, p1):
+                pending = self.prefetching.get(t)
+                if pending is not None and not pending.done:
+                    # Released but not yet booked: a late prefetch, boosted to the front.
+                    self.late_prefetches += 1
+                else:
+                    self.faults += 1
+                reqs.append(self.dma.submit(DmaRequest(
+                    FETCH, p0, p1, op.index, wl.tensors[t].name, urgent=True,
+                    chunk_pages=self.table.fault_chunk_pages, tensor=t)))
+        for r in reqs:
+            assert r.booked is not None
+            if not r.booked.triggered:
+                yield r.booked
+        ready, tail_due = self._ready(op, tails)
+        t_want = int(env.now)
+        if ready > t_want:
+            yield env.timeout(ready - t_want)
+        self._check_operands(op, tails)
+        self._clock += 1
+        for t in op.tensors:
+            self.last_use[t] = self._clock
+        due = self.table.due_at(op.index) if n else []
+        late = max((res.ready_time(m.p0, m.p1) for m in due if m.p1 > m.p0),
+                   default=t_want) - t_want
+        return late, tail_due
+
+    def _tails(self, op: Op) -> dict[int, Move]:
+        """The operands of ``op`` whose tail streams while it runs: {tensor: row}."""
+        assert self.table is not None
+        if not self.cfg.policy.split:
+            return {}
+        out = {}
+        for m in self.table.due_at(op.index):
+            p0, p1 = self.ranges[m.tensor]
+            if p0 < m.p0 < m.p1 <= p1 and m.tensor in op.reads:
+                out[m.tensor] = m
+        return out
+
+    def _ready(self, op: Op, tails: dict[int, Move]) -> tuple[int, int]:
+        """(when ``op`` may start, when it may end at the earliest given its streamed
+        tails). The op starts when every operand page is complete in HBM, except a
+        streamed tail: a tail page ``f`` of the way into its tensor is needed ``f`` of
+        the way through the op, so the op cannot end before that page's arrival plus
+        the rest of the op."""
+        res = self.res
+        dur = int(self.op_ps[op.index])
+        ready = tail_due = 0
+        for t in op.tensors:
+            p0, p1 = self.ranges[t]
+            m = tails.get(t)
+            if m is None:
+                ready = max(ready, res.ready_time(p0, p1))
+                continue
+            ready = max(ready, res.ready_time(p0, m.p0), res.ready_time(m.p1, p1))
+            # Latest (arrival + remaining work) over the tail's pages: vectorised.
+            pages = np.arange(m.p0, m.p1)
+            rest = ((p1 - pages - 1) * dur) // (p1 - p0)
+            tail_due = max(tail_due, int((res.ready_at[m.p0:m.p1] + rest).max()))
+            self.streamed_bytes += (m.p1 - m.p0) * self.workload.page_size
+        return ready, tail_due
+
+    def _check_operands(self, op: Op, tails: dict[int, Move]) -> None:
+        """Invariant: every page an op touches is held in HBM when it starts, complete
+        except a streamed tail (which the op waits for before it ends)."""
+        res, now = self.res, int(self.env.now)
+        for t in op.tensors:
+            p0, p1 = self.ranges[t]
+            if p1 > p0 and not res.in_hbm[p0:p1].all():
+                raise AssertionError(f"op {op.name} starts without all of "
+                                     f"{self.workload.tensors[t].name} in HBM")
+            m = tails.get(t)
+            head_end = m.p0 if m is not None else p1
+            if head_end > p0 and res.ready_at[p0:head_end].max() > now:
+                raise AssertionError(f"op {op.name} starts before "
+                                     f"{self.workload.tensors[t].name} has arrived")
+
+    def _finish(self, op: Op) -> None:
+        res, wl = self.res, self.workload
+        assert self.table is not None
+        now = int(self.env.now)
+        for t in op.writes:
+            p0, p1 = self.ranges[t]
+            res.live[p0:p1] = True
+            res.in_flash[p0:p1] = False
+        for t in op.tensors:
+            pending = self.prefetching.get(t)
+            if pending is not None and pending.deadline_op == op.index:
+                # Its op has run (a fault covered what was missing): a prefetch still
+                # queued would only fetch pages again later.
+                if self.dma.cancel(pending):
+                    self.cancelled_prefetches += 1
+                del self.prefetching[t]
+        n = len(wl.ops)
+        eager = not self.cfg.policy.writeback_schedule
+        for m in self.table.released_at_end(op.index):
+            if m.action == Action.WRITEBACK:
+                self._free_clean(m.p0, m.p1, now)
+                if not (res.in_hbm[m.p0:m.p1] & res.live[m.p0:m.p1]).any():
+                    continue
+                due = op.index + 1 if eager or m.deadline_op < 0 else m.deadline_op
+                nxt = due <= op.index or due >= n
+                self.dma.submit(DmaRequest(WRITEBACK, m.p0, m.p1, due % n,
+                                           wl.tensors[m.tensor].name, tensor=m.tensor,
+                                           generation=int(self.generation[m.tensor])),
+                                iteration=self._iteration + (1 if nxt else 0))
+            elif m.action == Action.DROP:
+                self._drop(m, now)
+        self.dma.kick()
+
+    def _free_clean(self, p0: int, p1: int, now: int) -> None:
+        """Free the pages of [p0, p1) that flash already holds (or that are dead)."""
+        res = self.res
+        clean = res.in_hbm[p0:p1] & ~(res.live[p0:p1] & ~res.in_flash[p0:p1])
+        if clean.all():
+            ready = res.ready_time(p0, p1) if p1 > p0 else 0
+            res.release(slice(p0, p1), now, until=ready if ready > now else None)
+            return
+        for a, b in DmaEngine._runs(np.flatnonzero(clean) + p0):
+            ready = res.ready_time(a, b)
+            res.release(slice(a, b), now, until=ready if ready > now else None)
+
+    def _drop(self, m: Move, now: int) -> None:
+        """Free pages from HBM. Data past its last use in the iteration, or overwritten
+        by its next access (``m.dead``), is dead: flash copies are trimmed. Live dirty
+        data must never be dropped (it would be lost)."""
+        res, tid, p0, p1 = self.res, m.tensor, m.p0, m.p1
+        uses = self.use_ops[tid]
+        dead = m.dead or ((not self.persistent[tid]) and bool(uses)
+                          and uses[-1] <= self._current_op)
+        if dead:
+            res.live[p0:p1] = False
+            if res.in_flash[p0:p1].any():
+                self.flash.transport(Transfer(TOp.TRIM, p0 * res.page_size,
+                                              (p1 - p0) * res.page_size), now)
+                res.in_flash[p0:p1] = False
+                self.trims += 1
+        else:
+            dirty = res.in_hbm[p0:p1] & ~res.in_flash[p0:p1] & res.live[p0:p1]
+            if dirty.any():
+                raise AssertionError(f"{self.policy.name}: drop of live dirty pages of "
+                                     f"{self.workload.tensors[tid].name}")
+        ready = res.ready_time(p0, p1) if res.in_hbm[p0:p1].any() else 0
+        res.release(slice(p0, p1), now, until=ready if ready > now else None)
+
+    # -- eviction ------------------------------------------------------------------------
+    def _make_room(self, need: int, op_index: int) -> Generator[simpy.Event, Any, None]:
+        res = self.res
+        while res.free_pages(int(self.env.now)) < need:
+            now = int(self.env.now)
+            self.make_room(need - res.free_pages(now), now, op_index)
+            if res.free_pages(now) >= need:
+                break
+            t = res.next_free_time()
+            if t is None:
+                raise TmhwError(f"policy.hbm_ratio: cannot free {need} pages for op "
+                                f"{self.workload.ops[op_index].name}; HBM holds only the "
+                                f"pages that op needs")
+            yield self.env.timeout(max(0, t - now))
+        self.dma.kick()
+
+    def is_stale(self, req: DmaRequest) -> bool:
+        return req.tensor >= 0 and int(self.generation[req.tensor]) != req.generation
+
+    def make_room(self, need: int, now: int, protect_op: int) -> int:
+        """Free at least ``need`` pages (now, or when their write-back has left HBM),
+        never from the tensors of ``protect_op``: first the write-backs already in
+        flight or queued, then by the policy's rule (module docstring)."""
+        res, wl = self.res, self.workload
+        assert self.table is not None
+        # Pages already on their way out count toward the need: evicting more would
+        # only thrash.
+        need -= res.freeing_pages
+        if need <= 0:
+            return 0
+        need -= self.dma.expedite_writebacks(need, now)
+        if need <= 0:
+            return 0
+        # Evict a batch of at least one DMA chunk, as a pager's watermark does, so a
+        # stream of faults does not call back once per page.
+        need = max(need, self.dma.chunk_pages)
+        held_count = res.held_by_owner.copy()
+        held_count[list(wl.ops[protect_op].tensors)] = 0
+        held_t = np.flatnonzero(held_count)
+        if len(held_t) == 0:
+            return 0
+        if self.table.reactive and self.table.eviction == "lru":
+            order = held_t[np.argsort(self.last_use[held_t], kind="stable")]
+        else:
+            if not self.table.reactive:
+                self.emergency += 1
+            nxt = np.array([self._next_use(int(t), protect_op) for t in held_t])
+            order = held_t[np.argsort(-nxt, kind="stable")]
+        freed = 0
+        for t in order:
+            if freed >= need:
+                break
+            p0, p1 = self.ranges[int(t)]
+            held = np.flatnonzero(res.in_hbm[p0:p1]) + p0
+            take = held[-(need - freed):]
+            a, b = int(take[0]), int(take[-1]) + 1
+            dirty = res.live[a:b] & ~res.in_flash[a:b] & res.in_hbm[a:b]
+            if dirty.any():
+                self.dma.writeback_now(a, b, now, wl.tensors[t].name)
+            else:
+                ready = res.ready_time(a, b)
+                res.release(slice(a, b), now, until=ready if ready > now else None)
+            freed += len(take)
+        return freed
+
+    def _next_use(self, t: int, after: int) -> int:
+        uses = self.use_ops[t]
+        k = bisect.bisect_right(uses, after)
+        if k < len(uses):
+            return uses[k]
+        return len(self.workload.ops) + (uses[0] if uses else 0)
+
+    # -- report --------------------------------------------------------------------------
+    def _report(self) -> dict[str, Any]:
+        return {"faults": self.faults, "late_prefetches": self.late_prefetches,
+                "cancelled_prefetches": self.cancelled_prefetches,
+                "streamed_bytes": self.streamed_bytes,
+                "emergency_evictions": self.emergency, "trims": self.trims}

@@ -1,0 +1,323 @@
+"""Lower bounds on one steady-state training iteration out of tiered memory: the fewest
+bytes any placement policy must move between HBM and flash at a given HBM capacity, and
+the shortest time the iteration can then take.
+
+Traffic: an LP over the gaps. The gap model (``tmhw.placement.gaps``) splits each
+tensor's life into gaps between consecutive accesses (a persistent tensor also has the
+gap that wraps into the next iteration). A policy that has a page out of HBM for part of
+a gap pays as much as one that has it out for the whole gap, and frees less, so it is
+enough to decide, per gap ``g``, how many pages ``x_g`` of its tensor leave HBM over it
+(0..pages; pages of one tensor are interchangeable). HBM capacity is then one covering
+constraint per op ``o``::
+
+    base[o] - sum(x_g for gaps g with a_g < o < b_g, wrap gaps folded) <= capacity
+
+where ``base`` is the pages live during each op when nothing is evicted. Each variable
+covers an interval of ops (a circular one for a wrap gap), so the constraint matrix is an
+interval matrix, and a sparse one; HiGHS solves it in well under a second on the zoo's
+models. The mini-batch never moves, and a gap with ``b - a == 1`` holds no op, so both
+stay at 0.
+
+Costs, at page granularity (a policy cannot do better page by page):
+
+- a fetch of ``x_g`` pages before the access at ``b``, unless that access overwrites the
+  tensor without reading it (``pure_write``): dead data costs nothing, neither a fetch nor
+  a write-back;
+- write-backs by *write epoch*. An epoch of a tensor starts at an access that writes it
+  and runs until the next access that writes it; flash holds a valid copy of a page once
+  it has been written back in that epoch, so only the first eviction of a page in an
+  epoch writes it. Whatever pages each gap evicts, the pages written back in an epoch are
+  at least ``max x_g`` over its gaps (the union of the evicted sets is at least as large
+  as the largest of them), and evicting each time the tensor's tail pages (nested sets)
+  meets that exactly; the fetches and the capacity depend only on the counts. So the
+  epoch costs ``w_e >= x_g`` for each of its gaps, with ``w_e`` minimised. A persistent
+  tensor's accesses are cyclic in steady state: the epoch opened by its last write of the
+  iteration runs on through the wrap gap to its first write of the next, and so
+  includes the gaps before that first write. A persistent tensor that no op writes has no
+  epoch: flash always holds it and its evictions cost only fetches.
+
+Objective: ``page_size x (sum of fetched pages + sum_e w_e)``. An epoch with one
+evictable gap needs no ``w_e`` (the gap costs a fetch and a write per page); one with
+several gets ``w_e`` and rows ``x_g - w_e <= 0``. With integral ``x`` the solution is a
+plan, and its cost is what that plan moves; so the problem is solved as a MILP (integral
+``x``; each ``w_e`` is then integral at the optimum). Its LP relaxation is itself a valid,
+possibly fractional, lower bound (``TrafficBound.relaxed_bytes``); it is solved first,
+and the MILP only when the relaxation is fractional (wrap gaps make the matrix a circular
+one, which is not totally unimodular). If the MILP does not finish in time, the rounded
+relaxation is returned and ``integral`` is False.
+
+An op whose own operands, the mini-batch and every tensor that cannot leave (accessed at
+that op) exceed the capacity cannot be brought under it by any policy; its constraint is
+relaxed to evicting everything evictable there, and it is counted in ``overfull_ops``.
+
+Zero-cost evictions (over a gap ending in a pure write) are chosen only as far as some
+op's capacity needs them: after solving, every gap gives back the pages that no op it
+covers needs, costly gaps first, so the plan moves no more than the bound.
+
+Why it is a lower bound: it ignores time. Pages are assumed to arrive exactly when their
+op starts and to leave the moment their previous access ends, so it needs no HBM for
+prefetches in flight or write-backs draining, never stalls on bandwidth, and knows the
+whole iteration in advance. It ignores the first iteration (weights start on flash) and
+recomputation (no data is ever rebuilt instead of fetched). Any static or dynamic
+policy that moves whole pages between the two tiers moves at least this much per
+steady-state iteration.
+
+Time: ``time_bound_ps`` is the largest of the compute time, the link's time for the
+minimum traffic (full duplex: each direction at its own bandwidth) and the flash
+device's time to serve it as one ideally ordered batch (``flash.batch.batch_time_ps``).
+
+Numpy and scipy only; no simulation.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import TYPE_CHECKING
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.optimize import Bounds, LinearConstraint, linprog, milp
+
+if TYPE_CHECKING:
+    from tmhw.placement.gaps import GapPlan
+
+#: Picoseconds per second (``tmhw.sim.units.S``; not imported, to keep SimPy out).
+_S = 10**12
+#: A relaxed value within this of an integer counts as that integer.
+_TOL = 1e-6
+
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class TrafficBound:
+    """The fewest inter-tier bytes of one steady-state iteration at a capacity, and an
+    eviction plan (per gap of the ``GapPlan``) that moves exactly that many."""
+
+    read_bytes: int            # flash -> HBM: fetches
+    write_bytes: int           # HBM -> flash: write-backs
+    total_bytes: int
+    #: per gap (index into ``GapPlan.gaps``): pages out of HBM over the gap
+    evicted_pages: np.ndarray
+    #: per gap: pages its eviction writes back (the rest are dropped: dead or clean)
+    written_pages: np.ndarray
+    #: ops whose unevictable pages alone exceed the capacity (constraint relaxed)
+    overfull_ops: int
+    #: the plan is a proven optimal integral solution (else the rounded relaxation)
+    integral: bool
+    #: per gap: pages fetched back for the access that ends it (0 over a pure write)
+    fetched_pages: np.ndarray
+    #: the LP relaxation's optimum in bytes: a lower bound in every case
+    relaxed_bytes: float
+    capacity_pages: int
+    solve_s: float
+
+
+def write_epochs(gp: GapPlan) -> tuple[np.ndarray, np.ndarray, int]:
+    """Per gap: the id of the write epoch it lies in (-1: the tensor has none, so flash
+    always holds it) and its position in that epoch (0 for the gap right after the
+    write that opens it); and the number of epochs. Gap ``j`` of a tensor follows its
+    access ``j``; a persistent tensor's epochs are cyclic (see the module docstring)."""
+    ng = len(gp.gaps)
+    epoch = np.full(ng, -1, dtype=np.int64)
+    pos = np.zeros(ng, dtype=np.int64)
+    count = 0
+    for t, gis in enumerate(gp.of_tensor):
+        if not gis or gp.is_input[t]:
+            continue
+        uses = gp.uses[t]
+        k = len(uses)
+        ids: dict[int, int] = {}
+        opened = -1
+        last = max((j for j, (_, w) in enumerate(uses) if w), default=-1)
+        if last < 0:
+            continue                      # never written: flash always holds it
+        for j, gi in enumerate(gis):
+            if uses[j][1]:
+                opened = j
+            s = opened if opened >= 0 else (last if gp.persistent[t] else -1)
+            if s < 0:
+                continue                  # read before any write (Workload.check forbids)
+            if s not in ids:
+                ids[s] = count
+                count += 1
+            epoch[gi] = ids[s]
+            pos[gi] = (j - s) % k
+    return epoch, pos, count
+
+
+def _covered_ops(ga: np.ndarray, gb: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """(op, column) pairs: column j covers ops ga[j]+1 .. gb[j]-1, folded onto one
+    iteration."""
+    lens = np.maximum(gb - ga - 1, 0)
+    total = int(lens.sum())
+    cols = np.repeat(np.arange(len(ga), dtype=np.int64), lens)
+    offs = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(lens) - lens, lens)
+    rows = (np.repeat(ga + 1, lens) + offs) % max(n, 1)
+    return rows, cols
+
+
+def traffic_bound(gp: GapPlan, capacity_pages: int, *,
+                  time_limit_s: float = 30.0) -> TrafficBound:
+    """The fewest bytes any policy moves between the tiers in one steady-state
+    iteration of ``gp``'s workload with ``capacity_pages`` pages of HBM, and a per-gap
+    plan that moves exactly that (module docstring). ``time_limit_s`` bounds the MILP,
+    which runs only when the LP relaxation is fractional."""
+    t0 = time.perf_counter()
+    n, ps, ng = gp.n, gp.ps, len(gp.gaps)
+    ga, gb = gp.ga, gp.gb
+    tens = np.array([g.tensor for g in gp.gaps], dtype=np.int64)
+    pure = np.array([g.pure_write for g in gp.gaps], dtype=bool)
+    pages = gp.pages[tens] if ng else np.zeros(0, dtype=np.int64)
+    var = np.flatnonzero((gb - ga >= 2) & ~gp.is_input[tens]) if ng else \
+        np.zeros(0, dtype=np.int64)
+    nv = len(var)
+    vp = pages[var]
+
+    # capacity rows: pages each op must shed, capped at what it can shed
+    rows, cols = _covered_ops(ga[var], gb[var], n)
+    most = np.bincount(rows, weights=vp[cols], minlength=n).astype(np.int64)[:n]
+    need = np.asarray(gp._base, dtype=np.int64) - int(capacity_pages)
+    overfull = need > most
+    rhs = np.minimum(need, most)
+    active = np.flatnonzero(rhs > 0)
+
+    # costs: a fetch per page unless the gap ends in a pure write; write epochs
+    epoch, pos, _ = write_epochs(gp)
+    ve = epoch[var]
+    costly = ~pure[var]
+    in_ep = costly & (ve >= 0)
+    members = np.bincount(ve[in_ep], minlength=1)
+    shared = np.zeros(nv, dtype=bool)
+    shared[in_ep] = members[ve[in_ep]] >= 2
+    cost = costly.astype(np.float64)
+    cost[in_ep & ~shared] += 1.0          # alone in its epoch: fetch + write-back
+    eps = np.unique(ve[shared])           # epochs that need a w variable
+    ne = len(eps)
+    wcol = np.searchsorted(eps, ve[shared])
+    epoch_pages = np.zeros(ne, dtype=np.int64)
+    epoch_pages[wcol] = vp[shared]
+
+    x = np.zeros(nv, dtype=np.int64)
+    integral, relaxed = True, 0.0
+    if len(active):
+        inc = sp.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(n, nv))
+        sv = np.flatnonzero(shared)
+        link = sp.csr_matrix(
+            (np.concatenate((np.ones(len(sv)), -np.ones(len(sv)))),
+             (np.concatenate((np.arange(len(sv)), np.arange(len(sv)))),
+              np.concatenate((sv, nv + wcol)))),
+            shape=(len(sv), nv + ne))
+        cap_rows = sp.hstack((-inc[active], sp.csr_matrix((len(active), ne))))
+        a_ub = sp.vstack((cap_rows, link)).tocsr()
+        b_ub = np.concatenate((-rhs[active].astype(np.float64), np.zeros(len(sv))))
+        c = np.concatenate((cost, np.ones(ne)))
+        ub = np.concatenate((vp, epoch_pages)).astype(np.float64)
+        lp = linprog(c, A_ub=a_ub, b_ub=b_ub, bounds=np.column_stack((np.zeros(nv + ne), ub)),
+                     method="highs")
+        if lp.status != 0:
+            raise RuntimeError(f"traffic bound LP: {lp.message}")
+        relaxed = float(lp.fun) * ps
+        sol = np.asarray(lp.x[:nv])
+        frac = np.abs(sol - np.round(sol)) > _TOL
+        if frac.any():
+            integ = np.concatenate((np.ones(nv), np.zeros(ne)))
+            mip = milp(c, integrality=integ, bounds=Bounds(np.zeros(nv + ne), ub),
+                       constraints=LinearConstraint(a_ub, -np.inf, b_ub),
+                       options={"time_limit": float(time_limit_s), "mip_rel_gap": 0.0})
+            if mip.status == 0 and mip.x is not None:
+                sol = np.asarray(mip.x[:nv])
+            else:
+                integral = False
+        x = np.minimum(np.ceil(sol - _TOL), vp).astype(np.int64)
+        x = np.maximum(x, 0)
+        x = _shrink(x, inc, rhs, cost)
+        short = np.flatnonzero(inc @ x < rhs)
+        if len(short):
+            raise RuntimeError(f"traffic bound: op {int(short[0])} over capacity after "
+                               "rounding")
+
+    evicted = np.zeros(ng, dtype=np.int64)
+    evicted[var] = x
+    fetched = np.where(pure, 0, evicted)
+    written = _written(evicted, epoch, pos, pure)
+    read_b = int(fetched.sum()) * ps
+    write_b = int(written.sum()) * ps
+    return TrafficBound(read_b, write_b, read_b + write_b, evicted, written,
+                        int(np.count_nonzero(overfull)), integral, fetched, relaxed,
+                        int(capacity_pages), time.perf_counter() - t0)
+
+
+def _shrink(x: np.ndarray, inc: sp.csr_matrix, rhs: np.ndarray,
+            cost: np.ndarray) -> np.ndarray:
+    """Give back pages no covered op needs: costliest gaps first, free ones last, so
+    rounding never costs more than it must and zero-cost gaps evict only what some op's
+    capacity needs."""
+    x = x.copy()
+    slack = np.asarray(inc @ x, dtype=np.int64) - rhs
+    csc = inc.tocsc()
+    ptr, idx = csc.indptr, csc.indices
+    for j in np.lexsort((np.arange(len(x)), -cost)).tolist():
+        if x[j] == 0:
+            continue
+        ops = idx[ptr[j]:ptr[j + 1]]
+        d = int(min(int(x[j]), int(slack[ops].min()))) if len(ops) else int(x[j])
+        if d > 0:
+            x[j] -= d
+            slack[ops] -= d
+    return x
+
+
+def _written(evicted: np.ndarray, epoch: np.ndarray, pos: np.ndarray,
+             pure: np.ndarray) -> np.ndarray:
+    """Per gap, pages its eviction writes back: in each write epoch, in order from the
+    write that opens it, the pages evicted beyond every earlier eviction of the epoch
+    (the tail pages leave, so evictions nest). Nothing over a pure write (dead data)
+    and nothing for a tensor without epochs (flash holds it)."""
+    out = np.zeros(len(evicted), dtype=np.int64)
+    sel = np.flatnonzero((epoch >= 0) & ~pure & (evicted > 0))
+    done: dict[int, int] = {}
+    for gi in sel[np.lexsort((pos[sel], epoch[sel]))].tolist():
+        e, before = int(epoch[gi]), done.get(int(epoch[gi]), 0)
+        out[gi] = max(0, int(evicted[gi]) - before)
+        done[e] = max(before, int(evicted[gi]))
+    return out
+
+
+# -- time ---------------------------------------------------------------------------------
+def time_bound_ps(compute_ps: int, read_bytes: int, write_bytes: int,
+                  link_bytes_per_s: float, flash_ps: int) -> int:
+    """The shortest iteration that computes for ``compute_ps`` and moves ``read_bytes``
+    from flash and ``write_bytes`` to it: the largest of the compute time, the link's
+    time (full duplex: the busier direction at ``link_bytes_per_s`` per direction,
+    rounded up to a ps) and ``flash_ps``, the device's own time to serve the bytes as one
+    ideally ordered batch (``flash.batch.batch_time_ps``)."""
+    if min(compute_ps, read_bytes, write_bytes, flash_ps) < 0:
+        raise ValueError("time_bound_ps: times and byte counts must be >= 0")
+    if not 0 < link_bytes_per_s < math.inf:
+        raise ValueError(f"time_bound_ps: link bandwidth {link_bytes_per_s} must be a "
+                         "finite number > 0")
+    busiest = max(read_bytes, write_bytes)
+    link_ps = math.ceil(Fraction(busiest * _S) / Fraction(link_bytes_per_s))
+    return max(int(compute_ps), link_ps, int(flash_ps))
+
+
+def _ratio(value: float, bound: float) -> float | None:
+    """value / bound; 1.0 when both are 0, None (JSON null: unbounded) when only the
+    bound is."""
+    if bound > 0:
+        return float(value) / float(bound)
+    return 1.0 if value == 0 else None
+
+
+def ratios(traffic_bytes: int, time_ps: int, bound_traffic: int,
+           bound_time: int) -> dict[str, float | None]:
+    """How far a run is from the bounds: ``traffic_ratio`` = traffic / bound and
+    ``time_ratio`` = time / bound (>= 1 for any run of the modelled machine). A bound of
+    0 gives 1.0 if the value is 0 too, else None (JSON-safe for "infinitely far")."""
+    if min(traffic_bytes, time_ps, bound_traffic, bound_time) < 0:
+        raise ValueError("ratios: values and bounds must be >= 0")
+    return {"traffic_ratio": _ratio(traffic_bytes, bound_traffic),
+            "time_ratio": _ratio(time_ps, bound_time)}
