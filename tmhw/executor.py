@@ -329,12 +329,8 @@ class Executor(Component):
         assert self.table is not None
         if not self.cfg.policy.split:
             return {}
-        out = {}
-        for m in self.table.due_at(op.index):
-            p0, p1 = self.ranges[m.tensor]
-            if p0 < m.p0 < m.p1 <= p1 and m.tensor in op.reads:
-                out[m.tensor] = m
-        return out
+        return {m.tensor: m for m in self.table.due_at(op.index)
+                if m.stream and m.p1 > m.p0 and m.tensor in op.reads}
 
     def _ready(self, op: Op, tails: dict[int, Move]) -> tuple[int, int]:
         """(when ``op`` may start, when it may end at the earliest given its streamed

@@ -216,7 +216,7 @@ def traffic_bound(gp: GapPlan, capacity_pages: int, *,
         c = np.concatenate((cost, np.ones(ne)))
         ub = np.concatenate((vp, epoch_pages)).astype(np.float64)
         lp = linprog(c, A_ub=a_ub, b_ub=b_ub, bounds=np.column_stack((np.zeros(nv + ne), ub)),
-                     method="highs")
+                     method="highs-ds")
         if lp.status != 0:
             raise RuntimeError(f"traffic bound LP: {lp.message}")
         relaxed = float(lp.fun) * ps

@@ -412,7 +412,7 @@ def table_profile(wl: Workload, table: PlacementTable, op_start_ps: np.ndarray |
                     drain_pages += moved
             elif m.action == Action.DROP:
                 t = wl.tensors[m.tensor]
-                if not t.kind.persistent and last[m.tensor] <= i:
+                if m.dead or (not t.kind.persistent and last[m.tensor] <= i):
                     live[p0:p1] = False
                     flash[p0:p1] = False
                 elif (held[p0:p1] & live[p0:p1] & ~flash[p0:p1]).any():

@@ -52,6 +52,9 @@ class Move:
     #: DROP only: the next access overwrites the data without reading it, so it is dead
     #: now (no write-back, flash copies trimmed)
     dead: bool = False
+    #: PREFETCH only: the op may start before the tail arrives and consume the tensor
+    #: in order as it streams in (data splitting)
+    stream: bool = False
 
     @property
     def npages(self) -> int:
