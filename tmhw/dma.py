@@ -120,6 +120,7 @@ class DmaEngine(Component):
         self.page_size = page_size
         self.client = client
         self.chunk_pages = max(1, cfg.chunk_bytes // page_size)
+        self.wb_chunk_pages = max(1, cfg.writeback_chunk_bytes // page_size)
         rec = self.tracer.enabled
         #: flash -> HBM and HBM -> flash: PCIe is full duplex
         self.link_in = Timeline(f"{self.path}.link_in", record=rec)
@@ -184,12 +185,16 @@ class DmaEngine(Component):
     def writeback_now(self, p0: int, p1: int, now: int, tag: str = "") -> int:
         """Book a write-back of pages [p0, p1) at once, ahead of the queue (an eviction
         that must make room now). Returns when their HBM space is free."""
-        k = min(range(len(self.slots)), key=self.slots.__getitem__)
         req = DmaRequest(WRITEBACK, p0, p1, -1, tag, urgent=True)
         req.submitted_ps = now
-        free_at, end = self._writeback(p0, p1, max(now, self.slots[k]), req)
-        self.slots[k] = end
-        return free_at
+        last = now
+        for c0 in range(p0, p1, self.wb_chunk_pages):
+            k = min(range(len(self.slots)), key=self.slots.__getitem__)
+            free_at, _ = self._writeback(c0, min(p1, c0 + self.wb_chunk_pages),
+                                         max(now, self.slots[k]), req)
+            self.slots[k] = free_at
+            last = max(last, free_at)
+        return last
 
     def expedite_writebacks(self, pages: int, now: int) -> int:
         """Book queued write-backs at once, earliest deadline first, until ``pages``
@@ -201,12 +206,12 @@ class DmaEngine(Component):
                 self.void_writebacks += 1
                 req.cursor = req.p1
                 continue
-            chunk = req.chunk_pages or self.chunk_pages
+            chunk = req.chunk_pages or self.wb_chunk_pages
             c0, c1 = req.cursor, min(req.p1, req.cursor + chunk)
             before = self.res.held
             k = min(range(len(self.slots)), key=self.slots.__getitem__)
-            _, end = self._writeback(c0, c1, max(now, self.slots[k]), req)
-            self.slots[k] = end
+            free_at, end = self._writeback(c0, c1, max(now, self.slots[k]), req)
+            self.slots[k] = free_at
             req.end_ps = max(req.end_ps, end)
             req.cursor = c1
             freed += before - self.res.held
@@ -284,7 +289,8 @@ class DmaEngine(Component):
         """Book chunks of ``req`` while a slot is free at ``now``. False if none fit.
         ``other`` is the earliest key of the other queue (for the order log);
         ``blocked``: that request could not be booked for lack of space."""
-        chunk = req.chunk_pages or self.chunk_pages
+        chunk = req.chunk_pages or (self.wb_chunk_pages if req.kind == WRITEBACK
+                                    else self.chunk_pages)
         booked_any = False
         while req.cursor < req.p1:
             k = min(range(len(self.slots)), key=self.slots.__getitem__)
@@ -305,7 +311,8 @@ class DmaEngine(Component):
                     self.void_writebacks += 1
                     req.cursor = req.p1
                     break
-                _, end = self._writeback(c0, c1, max(now, self.slots[k]), req)
+                free_at, end = self._writeback(c0, c1, max(now, self.slots[k]), req)
+                end = free_at
             if self.order_log is not None:
                 self.order_log.append((req.key(), None if blocked else other))
             self.slots[k] = end

@@ -471,9 +471,10 @@ class Executor(Component):
         need -= self.dma.expedite_writebacks(need, now)
         if need <= 0:
             return 0
-        # Evict a batch of at least one DMA chunk, as a pager's watermark does, so a
-        # stream of faults does not call back once per page.
-        need = max(need, self.dma.chunk_pages)
+        # Evict a batch of at least one write-back chunk, as a pager's watermark does:
+        # a stream of faults does not call back once per page, and a dirty batch is
+        # written with multi-plane programs (``dma.writeback_chunk_bytes``).
+        need = max(need, self.dma.wb_chunk_pages)
         held_count = res.held_by_owner.copy()
         held_count[list(wl.ops[protect_op].tensors)] = 0
         held_t = np.flatnonzero(held_count)

@@ -106,7 +106,7 @@ class Planner:
     def schedule(self) -> None:
         """Place every evicted gap's prefetch and write-back deadline (module docstring,
         steps 2 and 3)."""
-        n, cap, gp = self.n, self.cap, self.gp
+        cap, gp = self.cap, self.gp
         occ = np.asarray(gp._base, dtype=np.int64).copy()
         ev = np.flatnonzero(self.x > 0)
         for gi in ev:
@@ -184,11 +184,11 @@ class Planner:
         bw = self.ctx.fetch_bytes_per_s
         changed = 0
         due: dict[int, list[int]] = {}
-        for gi in np.flatnonzero((self.x > 0) & ~self.pure):
-            due.setdefault(int(gp.gb[gi]) % n, []).append(int(gi))
-        for op in np.flatnonzero(fb.stall_ps > 0):
+        for gi in np.flatnonzero((self.x > 0) & ~self.pure).tolist():
+            due.setdefault(int(gp.gb[gi]) % n, []).append(gi)
+        for op in np.flatnonzero(fb.stall_ps > 0).tolist():
             late = float(max(fb.stall_ps[op], fb.lateness_ps[op])) * gain
-            for gi in sorted(due.get(int(op), []), key=lambda g: -int(self.x[g])):
+            for gi in sorted(due.get(op, []), key=lambda g: -int(self.x[g])):
                 if late <= 0:
                     break
                 a, r = int(gp.ga[gi]), int(self.release[gi])
