@@ -7,8 +7,10 @@ space is needed). The engine serves the earliest deadline first; on equal deadli
 write-back goes first, since the fetches due at that op may need its space. A fault
 (``urgent``) goes ahead of everything: its op is already waiting.
 
-A fetch is booked only into free HBM space. When the earliest fetch has no room, the
-engine books queued write-backs (earliest first) to make some, and for an urgent fetch
+A fetch is booked only into free HBM space, or space a write-back in flight is freeing:
+then its data is read from flash at once and crosses into HBM once that space is free,
+so reads overlap the write-backs that make room for them. When the earliest fetch has
+no room, the engine books queued write-backs (earliest first) to make some, and for an urgent fetch
 it then asks its ``client`` (the executor) to evict; a non-urgent fetch otherwise waits
 for space. So a write-back never delays a fetch with an earlier deadline, and a fetch
 never waits behind a write-back except for the space that write-back frees.
@@ -19,9 +21,9 @@ frees. The engine books at most one window of chunks per wake-up and then sleeps
 half the window has drained, about ``2 / max_outstanding`` events per chunk.
 
 The link is PCIe: full duplex, one timeline per direction, and cut-through (a
-reservation ends no earlier than its source tier's). A write-back's HBM pages are free
-once its data has crossed the link; its slot, the NVMe command, completes when the
-flash program does (the device has no write buffer in this model).
+reservation ends no earlier than its source tier's). A write-back's HBM pages and its
+slot are free once its data has crossed the link; the flash program continues in the
+device.
 """
 
 from __future__ import annotations
@@ -72,6 +74,7 @@ class DmaRequest:
     seq: int = 0
     pages_moved: int = 0
     iteration: int = 0                      # the training iteration whose op is the deadline
+    origin: int = 0                         # the iteration that released it (its traffic)
     tensor: int = -1                        # the tensor the pages belong to (or -1)
     generation: int = 0                     # its use count when the request was made
 
@@ -137,6 +140,8 @@ class DmaEngine(Component):
         self.energy = self.meter
         self.link_energy_pj = 0.0
         self.bytes = {FETCH: Counter(), WRITEBACK: Counter()}
+        #: (kind, iteration that released the request) -> bytes moved
+        self.bytes_by_origin: dict[tuple[str, int], int] = {}
         self.chunks = Counter()
         self.requests = Counter()
         self.wakeups = Counter()
@@ -158,6 +163,7 @@ class DmaEngine(Component):
         """Queue ``req``; its deadline op belongs to ``iteration`` (default: the current
         one; a prefetch released for the next iteration's op passes it)."""
         req.seq = next(self._seq)
+        req.origin = self.iteration
         req.iteration = self.iteration if iteration is None else iteration
         req.cursor = req.p0
         req.submitted_ps = self.now
@@ -185,7 +191,7 @@ class DmaEngine(Component):
     def writeback_now(self, p0: int, p1: int, now: int, tag: str = "") -> int:
         """Book a write-back of pages [p0, p1) at once, ahead of the queue (an eviction
         that must make room now). Returns when their HBM space is free."""
-        req = DmaRequest(WRITEBACK, p0, p1, -1, tag, urgent=True)
+        req = DmaRequest(WRITEBACK, p0, p1, -1, tag, urgent=True, origin=self.iteration)
         req.submitted_ps = now
         last = now
         for c0 in range(p0, p1, self.wb_chunk_pages):
@@ -217,6 +223,10 @@ class DmaEngine(Component):
             freed += before - self.res.held
         self._head(self._writebacks)
         return freed
+
+    def unfinished(self) -> list[DmaRequest]:
+        """Requests not yet completely booked."""
+        return [r for _, r in self._fetches + self._writebacks if not r.done]
 
     def pending(self) -> int:
         return sum(not r.done for _, r in self._fetches) + \
@@ -303,9 +313,16 @@ class DmaEngine(Component):
                 if len(pages) == 0:
                     req.cursor = c1
                     continue
-                if self.res.free_pages(now) < len(pages):
-                    break
-                end = self._fetch(pages, max(now, self.slots[k]), req)
+                free = self.res.free_pages(now)
+                after = now
+                if free < len(pages):
+                    # Space a write-back in flight is freeing: the data may be read
+                    # from flash now and land in HBM once that space is free.
+                    t = self.res.claim_freeing(len(pages) - free, now)
+                    if t is None:
+                        break
+                    after = t
+                end = self._fetch(pages, max(now, self.slots[k]), req, after)
             else:
                 if self.client is not None and self.client.is_stale(req):
                     self.void_writebacks += 1
@@ -356,7 +373,9 @@ class DmaEngine(Component):
         self.link_energy_pj += nbytes * 8 * self.link_cfg.pj_per_bit
         return max(end, src_end) + self.link_cfg.latency_ps
 
-    def _fetch(self, pages: np.ndarray, issue: int, req: DmaRequest) -> int:
+    def _fetch(self, pages: np.ndarray, issue: int, req: DmaRequest, after: int = 0) -> int:
+        """Read ``pages`` from flash from ``issue`` on; their data crosses into HBM no
+        earlier than ``after`` (when the HBM space it takes over is free)."""
         ps = self.page_size
         end = issue
         t0 = issue + self.cfg.setup_ps
@@ -365,7 +384,7 @@ class DmaEngine(Component):
             n = (b - a) * ps
             f_end = self.flash.transport(Transfer(Op.READ, a * ps, n, Pattern.STREAM,
                                                   req.tag), t0)
-            l_end = self._link(self.link_in, f_end, n)
+            l_end = self._link(self.link_in, max(f_end, after), n)
             if n < SMALL_TRANSFER:
                 # Page-sized faults: their HBM writes go as one transfer per window
                 # (``_flush_small``); HBM time for a few KiB is nanoseconds, and one
@@ -422,6 +441,8 @@ class DmaEngine(Component):
 
     def _account(self, kind: str, nbytes: int, start: int, end: int, req: DmaRequest) -> None:
         self.bytes[kind].add(nbytes)
+        key = (kind, req.origin)
+        self.bytes_by_origin[key] = self.bytes_by_origin.get(key, 0) + nbytes
         self.chunks.add()
         self.meter.add("byte", nbytes)
         req.pages_moved += nbytes // self.page_size

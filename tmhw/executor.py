@@ -64,7 +64,7 @@ class IterationRecord:
     stall_ps: int
     compute_ps: int
     faults: int
-    fetch_bytes: int
+    fetch_bytes: int              # moved by the requests this iteration released
     writeback_bytes: int
     emergency_evictions: int
     npu_hbm_stall_ps: int = 0     # inside ops: the arrays waiting on HBM operand traffic
@@ -186,8 +186,6 @@ class Executor(Component):
                 self._end_warmup()
             self._iteration = it
             start = int(self.env.now)
-            f0 = self.dma.bytes[FETCH].value
-            w0 = self.dma.bytes[WRITEBACK].value
             faults0, emerg0, streamed0 = self.faults, self.emergency, self.streamed_bytes
             rd0, wr0 = self.npu_read, self.npu_write
             self.dma.iteration = it
@@ -242,10 +240,18 @@ class Executor(Component):
                     if self.table is not before else 0
             self.records.append(IterationRecord(
                 it, start, int(self.env.now), int(self.op_stall.sum()), compute,
-                self.faults - faults0, self.dma.bytes[FETCH].value - f0,
-                self.dma.bytes[WRITEBACK].value - w0, self.emergency - emerg0, npu_stall,
+                self.faults - faults0, 0, 0, self.emergency - emerg0, npu_stall,
                 self.streamed_bytes - streamed0, changes, self.npu_read - rd0,
                 self.npu_write - wr0))
+        # What the last iteration released (write-backs, the next iteration's first
+        # prefetches) is its traffic too: let the engine finish it. Iteration times end
+        # at the last op.
+        left = [r.booked for r in self.dma.unfinished() if r.booked is not None]
+        if left:
+            yield self.env.all_of(left)
+        for rec in self.records:
+            rec.fetch_bytes = self.dma.bytes_by_origin.get((FETCH, rec.index), 0)
+            rec.writeback_bytes = self.dma.bytes_by_origin.get((WRITEBACK, rec.index), 0)
 
     def _end_warmup(self) -> None:
         """Close the energy meters at the end of the warm-up (every meter converts its

@@ -66,6 +66,25 @@ class Residency:
         self.settle(now)
         return self.capacity - self.occupied_pages
 
+    def claim_freeing(self, pages: int, now: int) -> int | None:
+        """Hand ``pages`` of the space that in-flight write-backs will free over to a
+        fetch that is about to hold them (its data lands after that space is free, so
+        occupancy never exceeds capacity). Returns the time the last claimed page is
+        free, or None (claiming nothing) if the write-backs in flight free too few."""
+        self.settle(now)
+        if pages > self._freeing_pages:
+            return None
+        t = now
+        while pages > 0:
+            when, n = heapq.heappop(self._freeing)
+            take = min(n, pages)
+            if n > take:
+                heapq.heappush(self._freeing, (when, n - take))
+            self._freeing_pages -= take
+            pages -= take
+            t = max(t, when)
+        return t
+
     def next_free_time(self) -> int | None:
         """When the earliest pending write-back releases its space."""
         return self._freeing[0][0] if self._freeing else None

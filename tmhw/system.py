@@ -21,6 +21,7 @@ from tmhw.config import SystemConfig
 from tmhw.executor import Executor, IterationRecord
 from tmhw.placement import PlacementTable, PlanContext, make_policy
 from tmhw.placement.base import check_fits
+from tmhw.placement.bounds import ratios
 from tmhw.report import VERSION, rollup
 from tmhw.sim.component import Component
 from tmhw.sim.env import Environment
@@ -103,6 +104,30 @@ class System:
     @progress.setter
     def progress(self, bar: Any) -> None:
         self.executor.progress = bar
+
+    def bounds(self) -> dict[str, Any]:
+        """The lower bounds of this workload at this capacity (``placement.bounds``):
+        the fewest inter-tier bytes of a steady-state iteration, and the shortest
+        iteration (compute, link, and the flash device serving those bytes as one
+        ideally ordered batch)."""
+        from flash.batch import batch_time_ps
+        from tmhw.placement.bounds import time_bound_ps, traffic_bound
+        from tmhw.placement.gaps import GapPlan
+
+        cfg, wl = self.cfg, self.workload
+        if self.policy.whole_footprint:
+            rd = wr = 0
+        else:
+            tb = traffic_bound(GapPlan(self.ctx), self.capacity_pages)
+            rd, wr = tb.read_bytes, tb.write_bytes
+        compute = int(self.executor.op_ps.sum())
+        flash_ps = batch_time_ps(cfg.flash, rd, wr, seed=cfg.run.seed,
+                                 precondition=wl.npages * wl.page_size / cfg.flash.capacity)
+        link_ps = time_bound_ps(0, rd, wr, cfg.link.bandwidth, 0)
+        return {"traffic_bytes": rd + wr, "read_bytes": rd, "write_bytes": wr,
+                "iteration_time_ps": time_bound_ps(compute, rd, wr, cfg.link.bandwidth,
+                                                   flash_ps),
+                "compute_ps": compute, "link_ps": link_ps, "flash_ps": flash_ps}
 
     def run(self) -> dict[str, Any]:
         """Elaborate, simulate every iteration, finalize; return the report dict."""
@@ -209,4 +234,8 @@ def build_report(system: System) -> dict[str, Any]:
         warnings.append(f"{system.policy.name}: the plan exceeds HBM by {overflow:.0f} "
                         f"pages at its peak (policy.notes.plan_overflow_pages)")
     rep["warnings"] = warnings
+    b = system.bounds()
+    b.update(ratios(rep["traffic_bytes"]["inter_tier"], rep["iteration_time_ps"],
+                    b["traffic_bytes"], b["iteration_time_ps"]))
+    rep["bounds"] = b
     return rollup(rep)

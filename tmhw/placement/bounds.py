@@ -96,7 +96,6 @@ _S = 10**12
 _TOL = 1e-6
 
 
-
 @dataclass(frozen=True, slots=True, eq=False)
 class TrafficBound:
     """The fewest inter-tier bytes of one steady-state iteration at a capacity, and an
@@ -176,9 +175,9 @@ def traffic_bound(gp: GapPlan, capacity_pages: int, *,
     ga, gb = gp.ga, gp.gb
     tens = np.array([g.tensor for g in gp.gaps], dtype=np.int64)
     pure = np.array([g.pure_write for g in gp.gaps], dtype=bool)
-    pages = gp.pages[tens] if ng else np.zeros(0, dtype=np.int64)
-    var = np.flatnonzero((gb - ga >= 2) & ~gp.is_input[tens]) if ng else \
-        np.zeros(0, dtype=np.int64)
+    pages = gp.pages[tens]
+    # the mini-batch stays; a gap between adjacent ops holds no op
+    var = np.flatnonzero((gb - ga >= 2) & ~gp.is_input[tens])
     nv = len(var)
     vp = pages[var]
 
@@ -226,20 +225,32 @@ def traffic_bound(gp: GapPlan, capacity_pages: int, *,
         if lp.status != 0:
             raise RuntimeError(f"traffic bound LP: {lp.message}")
         relaxed = float(lp.fun) * ps
-        sol = np.asarray(lp.x[:nv])
-        frac = np.abs(sol - np.round(sol)) > _TOL
-        if frac.any():
+        tries = [np.asarray(lp.x[:nv])]
+        if (np.abs(tries[0] - np.round(tries[0])) > _TOL).any():
             integ = np.concatenate((np.ones(nv), np.zeros(ne)))
             mip = milp(c, integrality=integ, bounds=Bounds(np.zeros(nv + ne), ub),
                        constraints=LinearConstraint(a_ub, -np.inf, b_ub),
                        options={"time_limit": float(time_limit_s), "mip_rel_gap": 0.0})
             if mip.status == 0 and mip.x is not None:
-                sol = np.asarray(mip.x[:nv])
+                tries = [np.asarray(mip.x[:nv])]
             else:
+                # no proof in time: the better of the rounded relaxation and the MILP's
+                # best plan so far
                 integral = False
-        x = np.minimum(np.ceil(sol - _TOL), vp).astype(np.int64)
-        x = np.maximum(x, 0)
-        x = _shrink(x, inc, rhs, cost)
+                if mip.x is not None:
+                    tries.append(np.asarray(mip.x[:nv]))
+        best = None
+        for sol in tries:
+            # rounding up keeps every capacity row satisfied
+            xs = np.clip(np.ceil(sol - _TOL), 0, vp).astype(np.int64)
+            xs = _shrink(xs, inc, rhs, cost)
+            ev = np.zeros(ng, dtype=np.int64)
+            ev[var] = xs
+            moved = int(np.where(pure, 0, ev).sum() + _written(ev, epoch, pos, pure).sum())
+            if best is None or moved < best[0]:
+                best = (moved, xs)
+        assert best is not None
+        x = best[1]
         short = np.flatnonzero(inc @ x < rhs)
         if len(short):
             raise RuntimeError(f"traffic bound: op {int(short[0])} over capacity after "
