@@ -46,6 +46,11 @@ SEG = 1 << SEG_BITS
 I64 = npt.NDArray[np.int64]
 
 
+def _ascending(lpns: I64) -> bool:
+    """Whether ``lpns`` are consecutive in order (a run), not a permutation of one."""
+    return lpns.size < 2 or bool((np.diff(lpns) == 1).all())
+
+
 @dataclass(slots=True)
 class GcJob:
     """One reclaimed (or wear-levelled) block: what the timing model must charge.
@@ -108,7 +113,7 @@ class SparseL2P:
 
     def get(self, lpns: I64) -> I64:
         n = int(lpns.size)
-        if n and int(lpns[-1]) - int(lpns[0]) == n - 1:
+        if n and int(lpns[-1]) - int(lpns[0]) == n - 1 and _ascending(lpns):
             return self._get_run(int(lpns[0]), n)
         out = self.ftl._implicit_l2p(lpns)
         segi = lpns >> SEG_BITS
@@ -164,7 +169,9 @@ class SparseL2P:
         vals = np.broadcast_to(np.asarray(ppns, dtype=np.int64), lpns.shape)
         n = int(lpns.size)
         lo = int(lpns[0])
-        if n > self.DENSE_AT // 4 and int(lpns[-1]) - lo == n - 1:
+        # A run only if consecutive: lpns ordered by plane can span n pages end to end
+        # without being in order.
+        if n > self.DENSE_AT // 4 and int(lpns[-1]) - lo == n - 1 and _ascending(lpns):
             a = lo
             while a < lo + n:  # a contiguous run: segment slices
                 si = a >> SEG_BITS

@@ -191,3 +191,14 @@ def test_ftl_state_grows_with_pages_touched_not_device_capacity() -> None:
     assert ftl.state_bytes() - before < 200 * 20_000
     # Extrapolated to a 40 GB working set: well under a few hundred MB.
     assert base + seq_growth * 40 < 400e6
+
+
+def test_a_rewritten_two_stripe_run_maps_every_page_where_it_was_programmed() -> None:
+    """A run of two stripes is programmed plane by plane (its pages ordered by plane);
+    the map must record each page's own physical page, not treat the plane-ordered
+    pages as one consecutive run."""
+    f = FTL(PRESETS["pm1743"])
+    f.precondition(1e-4)
+    f.write(np.arange(2 * f.U))
+    out, _ = f.write(np.arange(2 * f.U))
+    assert (f.lookup(np.arange(2 * f.U)) == out).all()

@@ -48,7 +48,9 @@ circular, which is not totally unimodular, so a fractional vertex is possible (a
 builds one); then the problem is solved again as a MILP with integral ``x`` (each
 ``w_e`` is integral at the optimum anyway). The MILP is 5 to 30 times slower than the LP
 on the zoo's models (3 s on BERT-base, 20 s on BERT-large at 12.5%), which is why it is
-not the first resort. If it does not finish within ``time_limit_s``, the relaxation is
+not the first resort. If it does not finish within ``node_limit`` branch-and-bound nodes
+(a budget of work, not of wall time, so the result never depends on how busy the
+machine is), the relaxation is
 rounded up (which keeps every capacity row satisfied) and ``integral`` is False.
 
 An op whose own operands, the mini-batch and every tensor that cannot leave (accessed at
@@ -165,10 +167,10 @@ def _covered_ops(ga: np.ndarray, gb: np.ndarray, n: int) -> tuple[np.ndarray, np
 
 
 def traffic_bound(gp: GapPlan, capacity_pages: int, *,
-                  time_limit_s: float = 30.0) -> TrafficBound:
+                  node_limit: int = 20000) -> TrafficBound:
     """The fewest bytes any policy moves between the tiers in one steady-state
     iteration of ``gp``'s workload with ``capacity_pages`` pages of HBM, and a per-gap
-    plan that moves exactly that (module docstring). ``time_limit_s`` bounds the MILP,
+    plan that moves exactly that (module docstring). ``node_limit`` bounds the MILP,
     which runs only when the LP relaxation is fractional."""
     t0 = time.perf_counter()
     n, ps, ng = gp.n, gp.ps, len(gp.gaps)
@@ -230,7 +232,7 @@ def traffic_bound(gp: GapPlan, capacity_pages: int, *,
             integ = np.concatenate((np.ones(nv), np.zeros(ne)))
             mip = milp(c, integrality=integ, bounds=Bounds(np.zeros(nv + ne), ub),
                        constraints=LinearConstraint(a_ub, -np.inf, b_ub),
-                       options={"time_limit": float(time_limit_s), "mip_rel_gap": 0.0})
+                       options={"node_limit": int(node_limit), "mip_rel_gap": 0.0})
             if mip.status == 0 and mip.x is not None:
                 tries = [np.asarray(mip.x[:nv])]
             else:
