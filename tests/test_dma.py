@@ -192,19 +192,67 @@ def test_fetches_never_exceed_hbm_capacity_and_every_request_completes(
         assert (ready >= 0).all() and (ready <= r.end_ps).all()
 
 
-def test_writeback_frees_hbm_only_when_the_flash_write_completes() -> None:
+def test_writeback_frees_hbm_once_its_data_has_crossed_the_link() -> None:
+    """PCIe is the boundary: HBM space is free when the write-back's data has left over
+    the link; the NAND program continues in the device and ends later."""
     rig = Rig(64, 64)
     res = rig.res
     res.hold(slice(0, 64), 0, 0)
     res.live[:] = True
     req = rig.dma.submit(DmaRequest(WRITEBACK, 0, 64, 0, "grad"))
     rig.env.run(until=req.booked)
-    end = req.end_ps
+    freed = req.end_ps                      # the request completes when its space is free
+    flash_end = max(e for _, op, _, _, _, e in rig.flash.log if op == Op.WRITE)
     assert not res.in_hbm.any() and res.in_flash.all()
-    assert res.free_pages(end - 1) < 64 <= res.free_pages(end)
+    assert res.free_pages(freed - 1) < 64 <= res.free_pages(freed)
+    assert freed == rig.dma.link_out.busy_until + rig.dma.link_cfg.latency_ps
+    assert flash_end > freed
     writes = sum(nb for _, op, _, nb, _, _ in rig.flash.log if op == Op.WRITE)
     assert writes == rig.dma.bytes[WRITEBACK].value == 64 * PAGE
     res.check()
+
+
+def test_link_is_full_duplex_each_direction_on_its_own_timeline() -> None:
+    """PCIe carries both directions at full rate at once: a transfer in and a transfer
+    out booked at the same instant both end one transfer time later."""
+    rig = Rig(64, 64)
+    n = 1 << 20
+    t = transfer_ps(n, rig.dma.link_cfg.bandwidth) + rig.dma.link_cfg.latency_ps
+    assert rig.dma._link(rig.dma.link_in, 0, n) == t
+    assert rig.dma._link(rig.dma.link_out, 0, n) == t
+    # the same direction twice queues
+    assert rig.dma._link(rig.dma.link_in, 0, n) == 2 * t - rig.dma.link_cfg.latency_ps
+
+
+def test_writeback_with_a_later_deadline_waits_behind_an_earlier_fetch() -> None:
+    """Earliest deadline first across both queues: a write-back due at op 9 is booked
+    after a fetch due at op 2, a write-back due at op 1 before it."""
+    rig = Rig(3 * 64, 3 * 64, outstanding=1)
+    res = rig.res
+    res.hold(slice(0, 128), 0, 0)
+    res.live[:] = True
+    res.in_flash[128:] = True
+    rig.dma.submit(DmaRequest(WRITEBACK, 0, 64, 9, "late-wb"))
+    rig.fetch(128, 192, "fetch", deadline=2)
+    rig.dma.submit(DmaRequest(WRITEBACK, 64, 128, 1, "early-wb"))
+    rig.env.run()
+    order = _runs([tag for _, _, _, _, tag, _ in sorted(rig.flash.log)])
+    assert order == ["early-wb", "fetch", "late-wb"]
+
+
+def test_a_request_with_nothing_left_to_fetch_does_not_stall_the_next() -> None:
+    """A queued fetch whose pages all arrived by other means finishes at once, and the
+    request behind it is booked in the same wake-up."""
+    rig = Rig(64, 64)
+    rig.res.in_flash[:] = True
+    rig.res.live[:] = True
+    first = rig.fetch(0, 32, "already-there", deadline=0, urgent=True)
+    rig.res.hold(slice(0, 32), 0, 0)            # arrived by another path
+    second = rig.fetch(32, 64, "next", deadline=0, urgent=True)
+    rig.env.run()
+    assert first.booked is not None and first.booked.triggered
+    assert second.booked is not None and second.booked.triggered
+    assert _runs(rig.booking_order()) == ["next"]
 
 
 # -- priorities --------------------------------------------------------------------------

@@ -141,10 +141,15 @@ def test_report_has_every_figure_and_they_agree(name: str, runs: Callable[[str],
     assert set(e) == {"npu", "hbm", "flash", "dma", "total"}
     assert all(v >= 0 for v in e.values())
     assert e["total"] == pytest.approx(e["npu"] + e["hbm"] + e["flash"] + e["dma"], rel=1e-12)
-    # Each component's energy is the sum of the meters in its subtree of the report.
+    # Each component's energy is the sum of the meters in its subtree of the report, less
+    # what it spent in the warm-up (the headline is the steady state).
+    warm = rep["energy_warmup_pj"]
     for comp in ("npu", "hbm", "flash", "dma"):
-        assert _subtree_energy(rep["system"][comp]) == pytest.approx(e[comp], rel=1e-9)
-    end, iters = rep["sim_time_ps"], rep["iterations"]
+        assert _subtree_energy(rep["system"][comp]) - warm[comp] == \
+            pytest.approx(e[comp], rel=1e-9)
+    end, iters = rep["sim_time_ps"], rep["iterations"] - rep["warmup_iterations"]
+    assert iters == 1 and rep["steady_state"]
+    assert end == sum(it["time_ps"] for it in rep["per_iteration"] if not it["warmup"])
     samples = rep["workload"]["batch"] * iters
     assert isinstance(rep["iteration_time_ps"], int)
     assert rep["iteration_time_ps"] == end // iters
@@ -212,10 +217,10 @@ def test_trace_is_a_valid_chrome_trace(runs: Callable[[str], Run]) -> None:
         assert e["ts"] >= last.get(e["tid"], 0.0)
         last[e["tid"]] = e["ts"]
     compute = [e for e in xs if lanes[e["tid"]] == "npu.compute"]
-    assert len(compute) == r.report["workload"]["ops"]
+    assert len(compute) == r.report["workload"]["ops"] * r.report["iterations"]
     # Trace time is microseconds: the compute slices add up to the compute time.
-    assert sum(e["dur"] for e in compute) == pytest.approx(r.report["compute_ps"] / 1e6,
-                                                           rel=1e-9)
+    total = sum(it["compute_ps"] for it in r.report["per_iteration"])
+    assert sum(e["dur"] for e in compute) == pytest.approx(total / 1e6, rel=1e-9)
 
 
 def test_plot_writes_the_timeline_png(runs: Callable[[str], Run]) -> None:

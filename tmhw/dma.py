@@ -296,12 +296,14 @@ class DmaEngine(Component):
 
     def _book_window(self, req: DmaRequest, now: int, other: Key | None,
                      blocked: bool = False) -> bool:
-        """Book chunks of ``req`` while a slot is free at ``now``. False if none fit.
+        """Book chunks of ``req`` while a slot is free at ``now``. False if it could not
+        advance.
         ``other`` is the earliest key of the other queue (for the order log);
         ``blocked``: that request could not be booked for lack of space."""
         chunk = req.chunk_pages or (self.wb_chunk_pages if req.kind == WRITEBACK
                                     else self.chunk_pages)
         booked_any = False
+        start = req.cursor
         while req.cursor < req.p1:
             k = min(range(len(self.slots)), key=self.slots.__getitem__)
             if self.slots[k] > now and booked_any:
@@ -337,7 +339,9 @@ class DmaEngine(Component):
             req.cursor = c1
             booked_any = True
         self._flush_small()
-        return booked_any
+        # A request whose remaining pages were all present has advanced too (to its
+        # end): the next one must be tried now, not after a wake-up nobody sends.
+        return booked_any or req.cursor > start
 
     def _flush_small(self) -> None:
         """Book the HBM writes of the page-sized fetches of one window as one transfer;

@@ -126,6 +126,8 @@ class Executor(Component):
         self.warm_energy: dict[str, float] | None = None
         self.warm_end_ps = 0
         self.done: simpy.Event | None = None
+        #: the last iteration's prefetches for an iteration that does not run (counted)
+        self.carried_fetch_bytes = 0
 
     # -- construction helpers ------------------------------------------------------------
     def _task(self, op: Op) -> ComputeTask:
@@ -243,15 +245,26 @@ class Executor(Component):
                 self.faults - faults0, 0, 0, self.emergency - emerg0, npu_stall,
                 self.streamed_bytes - streamed0, changes, self.npu_read - rd0,
                 self.npu_write - wr0))
-        # What the last iteration released (write-backs, the next iteration's first
-        # prefetches) is its traffic too: let the engine finish it. Iteration times end
-        # at the last op.
+        # What the last iteration released is its traffic too: the engine finishes its
+        # write-backs; the prefetches it released for the next iteration (which does
+        # not run, so no op frees their space) are counted by the pages they still
+        # miss, as the next iteration would move them, and not simulated. Iteration
+        # times end at the last op.
+        carried = 0
+        for r in self.dma.unfinished():
+            if r.kind == FETCH:
+                carried += self.res.count_missing(r.cursor, r.p1) * wl.page_size
+                self.dma.cancel(r)
         left = [r.booked for r in self.dma.unfinished() if r.booked is not None]
+        self.dma.kick()
         if left:
             yield self.env.all_of(left)
         for rec in self.records:
             rec.fetch_bytes = self.dma.bytes_by_origin.get((FETCH, rec.index), 0)
             rec.writeback_bytes = self.dma.bytes_by_origin.get((WRITEBACK, rec.index), 0)
+        if self.records:
+            self.records[-1].fetch_bytes += carried
+        self.carried_fetch_bytes = carried
 
     def _end_warmup(self) -> None:
         """Close the energy meters at the end of the warm-up (every meter converts its

@@ -29,6 +29,12 @@ def subtree_energy_pj(node: dict[str, Any]) -> float:
     return total
 
 
+def _metered(node: dict[str, Any]) -> bool:
+    """Whether a component or one of its descendants has an energy meter."""
+    return "energy_pj" in node or any(_metered(v) for v in node.values()
+                                      if isinstance(v, dict))
+
+
 def rollup(rep: dict[str, Any]) -> dict[str, Any]:
     """Add the roll-ups to a run's figures, reading only the report (and the config in
     it): energy per top-level component and in total, average power, throughput per
@@ -39,7 +45,8 @@ def rollup(rep: dict[str, Any]) -> dict[str, Any]:
     # component, whole run, stays under ``system``).
     warm = rep.get("energy_warmup_pj") or {}
     energy = {name: subtree_energy_pj(node) - float(warm.get(name, 0.0))
-              for name, node in rep["system"].items() if isinstance(node, dict)}
+              for name, node in rep["system"].items()
+              if isinstance(node, dict) and _metered(node)}
     energy["total"] = sum(energy.values())
     cost = cfg["cost"]
     hbm_usd = rep["policy"]["hbm_capacity_bytes"] / GB * cost["hbm_usd_per_gb"]

@@ -49,9 +49,10 @@ from typing import Any
 from tmhw import sweep as SW
 from tmhw.sim.errors import TmhwError
 
-#: Every policy, TM-Training first (the subject), the baselines, then the two bounds.
+#: Every policy, TM-Training first (the subject), the baselines, then the references:
+#: demand paging, its oracle (Belady's eviction) and HBM-only.
 POLICIES = ("tm-training", "flatflash", "flashneuron", "sentinel", "autotm", "demand",
-            "hbm-only")
+            "demand-belady", "hbm-only")
 #: The prior systems the paper compares against (its "prior work").
 BASELINES = ("flatflash", "flashneuron", "sentinel", "autotm")
 #: The paper's headline figures (abstract, doi:10.1145/3721484).

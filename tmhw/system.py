@@ -213,6 +213,7 @@ def build_report(system: System) -> dict[str, Any]:
             "sim_time_ps": end, "faults": ex.faults, "late_prefetches": ex.late_prefetches,
             "cancelled_prefetches": ex.cancelled_prefetches,
             "streamed_bytes": ex.streamed_bytes, "emergency_evictions": ex.emergency,
+            "carried_fetch_bytes": ex.carried_fetch_bytes,
             "npu_hbm_read_bytes": ex.npu_read, "npu_hbm_write_bytes": ex.npu_write,
             "flash_writes_bytes": int(system.flash.bytes_written),
         },

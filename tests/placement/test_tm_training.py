@@ -1,13 +1,17 @@
 """TM-Training and the executor that replays its table: invariants over random small
-workloads and capacities, and the mechanisms' visible effects."""
+workloads and capacities, the extremes, and the mechanisms' visible effects."""
 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tmhw import config as C
+from tmhw.placement.base import op_working_set_pages
+from tmhw.placement.gaps import GapPlan, table_profile
+from tmhw.placement.table import Action
 from tmhw.placement.tm_training import Planner
 from tmhw.system import System
 from tmhw.workload.builder import WorkloadBuilder
@@ -27,12 +31,16 @@ def mlp(widths: list[int], batch: int, residual: bool) -> Workload:
     return b.finish(x)
 
 
-def run(wl: Workload, ratio: float, *sets: str, iterations: int = 2) -> tuple[System, dict]:
+def system(wl: Workload, ratio: float, *sets: str, iterations: int = 3) -> System:
     cfg = C.with_overrides(C.PAPER, [f"policy.hbm_ratio={ratio}",
                                      f"run.iterations={iterations}",
                                      'policy.name="tm-training"', *sets])
-    system = System(cfg, workload=wl)
-    return system, system.run()
+    return System(cfg, workload=wl, record_dma_order=True)
+
+
+def fits(wl: Workload, ratio: float) -> bool:
+    cap = int(np.floor(ratio * (-(-wl.peak_live_bytes() // wl.page_size))))
+    return cap >= op_working_set_pages(wl).max()
 
 
 workloads = st.builds(
@@ -41,102 +49,121 @@ workloads = st.builds(
     st.sampled_from([64, 256, 1024]),
     st.booleans(),
 )
+MODES = ["", "policy.split=false", "policy.prefetch=false", "policy.monitor=false",
+         "policy.writeback_schedule=false"]
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(wl=workloads, ratio=st.floats(0.3, 1.0),
-       mode=st.sampled_from(["", "policy.split=false", "policy.prefetch=false",
-                             "policy.monitor=false"]))
-def test_tm_training_respects_capacity_residency_and_conserves_bytes(
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(wl=workloads, ratio=st.floats(0.3, 1.0), mode=st.sampled_from(MODES))
+def test_tm_training_respects_capacity_residency_deadlines_and_conserves_bytes(
         wl: Workload, ratio: float, mode: str) -> None:
-    from tmhw.placement.base import op_working_set_pages
-
-    cap = int(np.floor(ratio * (-(-wl.peak_live_bytes() // wl.page_size))))
-    if cap < op_working_set_pages(wl).max():
+    if not fits(wl, ratio):
         return  # no policy can run an op larger than HBM; check_fits says so
-    system, rep = run(wl, ratio, *([mode] if mode else []))
+    s = system(wl, ratio, *([mode] if mode else []))
+    rep = s.run()
     # HBM occupancy never exceeds capacity (in-flight prefetches included).
     assert rep["hbm_peak_occupancy_bytes"] <= rep["policy"]["hbm_capacity_bytes"]
-    # Every operand was resident before its op: System checks each op as it starts, and
-    # no live page was lost (Residency.check at the end); reaching here means both held.
+    # The plan's own peak, prefetches counted from their release, is within capacity.
+    cap = rep["policy"]["hbm_capacity_bytes"] // wl.page_size
+    assert rep["policy"]["notes"]["planned_peak_pages"] <= cap
+    assert table_profile(wl, s.table).max() <= cap
+    # Every operand was resident before its op (the executor checks each op as it
+    # starts) and no live page was lost (Residency.check at the end).
     # Bytes moved between the tiers are the bytes the flash device served and took.
-    t = rep["traffic_bytes"]
-    assert t["flash_to_hbm"] == system.flash.bytes_read
-    assert t["hbm_to_flash"] == system.flash.bytes_written
-    assert t["inter_tier"] == t["flash_to_hbm"] + t["hbm_to_flash"]
+    dma = rep["system"]["dma"]
+    assert dma["fetch_bytes"] == s.flash.bytes_read
+    assert dma["writeback_bytes"] == s.flash.bytes_written
+    assert sum(it["flash_to_hbm_bytes"] for it in rep["per_iteration"]) == \
+        dma["fetch_bytes"] + rep["run_total"]["carried_fetch_bytes"]
+    # The DMA engine booked nothing while a request with an earlier deadline that it
+    # could have booked was waiting.
+    log = s.dma.order_log
+    assert log is not None
+    assert all(other is None or key <= other for key, other in log)
 
 
-def test_planner_replays_a_cyclic_table() -> None:
-    """Pages resident at the start of an iteration are the pages the table leaves
-    resident: every persistent page a write-back evicts over a wrap-around gap is
-    prefetched back in the next iteration, so the table is a fixed point."""
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(wl=workloads, ratio=st.floats(0.2, 0.9))
+def test_plan_moves_exactly_the_traffic_bound_in_steady_state(wl: Workload,
+                                                               ratio: float) -> None:
+    """The plan's evictions are the bound's: a steady-state iteration moves the fewest
+    bytes any policy can (no emergency eviction adds to them)."""
+    if not fits(wl, ratio):
+        return
+    rep = system(wl, ratio, "policy.monitor=false").run()
+    assert rep["emergency_evictions"] == 0
+    assert rep["traffic_bytes"]["inter_tier"] == rep["bounds"]["traffic_bytes"]
+
+
+@pytest.mark.parametrize("preset,sets", [
+    ("quick", []), ("paper", ['workload.model="resnet50"', "workload.batch=32"])])
+def test_with_everything_in_hbm_tm_training_is_hbm_only(preset: str, sets: list[str]) -> None:
+    """At --hbm-ratio 1 every tensor fits: the steady state moves nothing between the
+    tiers and takes exactly hbm-only's time."""
+    base = C.PRESETS[preset]
+    reps = {p: System(C.with_overrides(base, [*sets, f'policy.name="{p}"',
+                                              "policy.hbm_ratio=1"])).run()
+            for p in ("tm-training", "hbm-only")}
+    tm, only = reps["tm-training"], reps["hbm-only"]
+    assert tm["traffic_bytes"]["inter_tier"] == 0
+    assert tm["iteration_time_ps"] == only["iteration_time_ps"]
+    assert tm["bounds"]["traffic_bytes"] == 0 and tm["bounds"]["traffic_ratio"] == 1.0
+
+
+def test_no_write_back_of_overwritten_data_and_no_prefetch_into_a_pure_write() -> None:
+    """A write-back row's next access reads the tensor (data the next access overwrites
+    is dropped dead), and every prefetch is due at an op that reads what it fetches."""
+    cfg = C.with_overrides(C.QUICK, ["policy.hbm_ratio=0.125"])
+    s = System(cfg)
+    wl, n = s.workload, len(s.workload.ops)
+    uses = [[i for i, _ in u] for u in wl.uses()]
+    rows = {a: [m for m in s.table.moves if m.action == a] for a in Action}
+    for m in rows[Action.PREFETCH]:
+        assert m.tensor in wl.ops[m.deadline_op].reads
+    for m in rows[Action.WRITEBACK]:
+        after = [u for u in uses[m.tensor] if u > m.issue_op] or [uses[m.tensor][0] + n]
+        nxt = wl.ops[after[0] % n]
+        assert m.tensor in nxt.reads, f"{wl.tensors[m.tensor].name} written back before " \
+            f"{nxt.name} overwrites it"
+    assert any(m.dead for m in rows[Action.DROP])
+
+
+def test_splitting_keeps_heads_resident_and_streams_tails() -> None:
+    """On the quick preset at 12.5% the plan keeps the head of some tensors resident
+    over a gap (a split) and their tails stream into the op that reads them; with
+    splitting off nothing is split and nothing streams."""
+    rep = System(C.with_overrides(C.QUICK, ["policy.hbm_ratio=0.125"])).run()
+    assert rep["policy"]["notes"]["split_gaps"] > 0
+    assert rep["streamed_bytes"] > 0
+    off = System(C.with_overrides(C.QUICK, ["policy.hbm_ratio=0.125",
+                                            "policy.split=false"]))
+    assert off.table.notes["split_gaps"] == 0
+    assert off.run()["streamed_bytes"] == 0
+
+
+def test_planner_fetches_back_what_it_evicts_before_its_next_use() -> None:
+    """Every evicted gap whose next access reads the tensor has its prefetch released
+    after the eviction and no later than that access; pages that stay out over the
+    iteration boundary are not in ``initial``."""
     wl = mlp([1024] * 6, 256, True)
-    system, rep = run(wl, 0.4, "policy.monitor=false", iterations=3)
-    table = system.table
-    # Without the monitor the table is the same every iteration, and so is the traffic.
-    per_it = rep["per_iteration"]
-    assert per_it[1]["flash_to_hbm_bytes"] == per_it[2]["flash_to_hbm_bytes"]
-    # Pages resident when an iteration starts come back before the iteration ends.
-    for m in table.moves:
-        if m.action.value == "writeback" and table.initial[m.p0:m.p1].any():
-            back = [p for p in table.moves if p.action.value == "prefetch" and
-                    p.tensor == m.tensor and p.p0 <= m.p0 and p.deadline_op > m.issue_op]
-            assert back, f"{wl.tensors[m.tensor].name} evicted and never fetched back"
-    for m in table.moves:
-        if m.action.value == "prefetch":
-            assert m.issue_op <= m.deadline_op
+    s = system(wl, 0.4)
+    pl = Planner(s.ctx)
+    pl.plan()
+    gp: GapPlan = pl.gp
+    for gi in np.flatnonzero((pl.x > 0) & ~pl.pure):
+        assert gp.ga[gi] < pl.release[gi] <= gp.gb[gi]
+        assert gp.ga[gi] < pl.need[gi] <= gp.gb[gi]
 
 
-def test_eviction_choice_moves_fewer_bytes_than_demand_paging() -> None:
-    """With the future known, the table evicts what is used furthest ahead and never
-    writes back clean data: fewer bytes cross the tiers than LRU demand paging moves."""
-    wl = mlp([2048] * 8, 1024, True)
-    _, tm = run(wl, 0.5, iterations=2)
-    cfg = C.with_overrides(C.PAPER, ["policy.hbm_ratio=0.5", "run.iterations=2",
-                                     'policy.name="demand"'])
-    dm = System(cfg, workload=wl).run()
-    last_tm = tm["per_iteration"][-1]
-    last_dm = dm["per_iteration"][-1]
-    moved_tm = last_tm["flash_to_hbm_bytes"] + last_tm["hbm_to_flash_bytes"]
-    moved_dm = last_dm["flash_to_hbm_bytes"] + last_dm["hbm_to_flash_bytes"]
-    assert moved_tm < moved_dm
-
-
-def test_split_keeps_head_resident_and_streams_tail() -> None:
-    """A gap whose fetch cannot hide behind compute keeps a head resident (split > 0)
-    when capacity has room, and the prefetch covers only the tail."""
-    wl = mlp([2048] * 6, 64, False)
-    cfg = C.with_overrides(C.PAPER, ["policy.hbm_ratio=0.6", 'policy.name="tm-training"'])
-    system = System(cfg, workload=wl)
-    planner = Planner(system.ctx)
-    planner.plan()
-    for g in planner.gaps:
-        if g.evicted and g.split > 0:
-            table = planner.table()
-            t = wl.tensors[g.tensor]
-            pre = [m for m in table.moves if m.tensor == g.tensor and
-                   m.action.value == "prefetch"]
-            assert any(m.p0 > t.page_start for m in pre)
-            return
-    # No gap needed splitting at this capacity: then every evicted gap is hidden.
-    assert all(planner.hidden(g) for g in planner.gaps if g.evicted)
-
-
-def test_monitor_lowers_stall_over_iterations() -> None:
-    """The timing monitor's effect is visible: with it, the last iteration's stall is
-    below the first steady iteration's; without it the table (and stall) stay put."""
-    overrides = ['workload.model="bert-base"', "workload.batch=8", "workload.seq=128",
-                 "workload.layers=4", "policy.hbm_ratio=0.9", "run.iterations=4"]
-    with_m = System(C.with_overrides(C.PAPER, overrides)).run()
-    without = System(C.with_overrides(C.PAPER, overrides + ["policy.monitor=false"])).run()
-    s_with = [it["stall_ps"] for it in with_m["per_iteration"]]
-    s_without = [it["stall_ps"] for it in without["per_iteration"]]
-    # Without the monitor the table is fixed: once the devices' state (write-backs in
-    # flight across the boundary, refresh phase, FTL placement) has settled after the
-    # first two iterations, the stall repeats to within 1%.
-    assert abs(s_without[3] - s_without[2]) <= 0.01 * s_without[2]
-    assert s_with[3] < s_with[1]
-    assert s_with[3] < s_without[3]
+def test_monitor_reports_its_changes_and_never_keeps_a_worse_plan() -> None:
+    """Per iteration the report carries the monitor's changes and the stall; the
+    monitor keeps a change only while the stall falls, so the last iteration stalls no
+    more than the first steady one."""
+    rep = System(C.with_overrides(C.QUICK, ["policy.hbm_ratio=0.5",
+                                            "run.iterations=4"])).run()
+    its = rep["per_iteration"]
+    assert all("monitor_changes" in it and "stall_ps" in it for it in its)
+    assert its[-1]["stall_ps"] <= its[1]["stall_ps"]
 
 
 def test_bert_large_layer_compute_matches_formula_with_ample_hbm_and_stalls_on_a_tenth() -> None:
@@ -146,7 +173,7 @@ def test_bert_large_layer_compute_matches_formula_with_ample_hbm_and_stalls_on_a
     base = ['policy.name="hbm-only"', 'workload.model="bert-large"', "workload.batch=32",
             "workload.seq=512", "workload.layers=1"]
     wide = System(C.with_overrides(C.PAPER, [*base, "hbm.channels=512"]))
-    formula = sum(wide.npu.compute_ps(t) for t in wide.tasks)
+    formula = int(wide.executor.op_ps.sum())
     rep = wide.run()
     assert abs(rep["compute_ps"] - formula) <= 0.02 * formula
     narrow = System(C.with_overrides(C.PAPER, [*base, "hbm.channels=2"])).run()

@@ -5,8 +5,8 @@ FlatFlash puts DRAM and the SSD in one address space and pages on demand between
 nothing is planned ahead; a page an access finds missing is promoted from the SSD, and
 when DRAM is full the least recently used pages are evicted, dirty ones written back.
 Here that is the executor's fault path with a table that holds no moves but the drops of
-dead tensors: the iteration starts with only the mini-batch in HBM (weights, master
-copies and optimizer state start on flash), every operand page an op finds missing is a
+dead tensors: the run starts from the executor's common initial placement, every operand
+page an op finds missing is a
 fault served page by page (``fault_chunk_pages = 1``: each fault becomes page-sized flash
 requests, which is what sets FlatFlash apart from the coarser ``demand`` policy), and the
 executor evicts least recently used tensors, page ranges at a time, writing back dirty
