@@ -146,6 +146,9 @@ class DmaEngine(Component):
         self.requests = Counter()
         self.wakeups = Counter()
         self.void_writebacks = 0
+        #: per tensor: write-backs booked only because a fetch was waiting for their
+        #: space (the executor hands these to the policy after each iteration)
+        self.late_writebacks: dict[int, int] = {}
         self._small: list[tuple[int, int, int]] = []
         self._small_bytes = 0
         self.fetch_latency = Tally()
@@ -268,6 +271,10 @@ class DmaEngine(Component):
                     # No room for the earliest fetch: write-backs make some.
                     while not progressed and (w := self._head(self._writebacks)) is not None:
                         progressed = self._book_window(w, now, f.key(), blocked=True)
+                        if w.tensor >= 0:
+                            # its space was wanted before it left: a late write-back
+                            self.late_writebacks[w.tensor] = \
+                                self.late_writebacks.get(w.tensor, 0) + 1
                     if not progressed and f.urgent and self.client is not None:
                         self.client.make_room(self._need(f, now), now, f.deadline_op)
                         progressed = self._book_window(f, now, None)

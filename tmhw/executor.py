@@ -36,6 +36,7 @@ sound static plan needs none in steady state, and the report warns when one does
 from __future__ import annotations
 
 import bisect
+import dataclasses
 from collections.abc import Generator
 from dataclasses import dataclass
 from typing import Any
@@ -84,7 +85,9 @@ class Executor(Component):
     def __init__(self, env: simpy.Environment, name: str, parent: Component | None,
                  cfg: SystemConfig, workload: Workload, policy: Policy, capacity_pages: int,
                  npu: NPU, hbm: MemoryTarget, flash: MemoryTarget, *,
-                 record_dma_order: bool = False) -> None:
+                 record_dma_order: bool = False, streamed: np.ndarray | None = None) -> None:
+        """``streamed`` marks the ops run tile by tile through a window of HBM (module
+        docstring, data splitting)."""
         super().__init__(env, name, parent)
         self.cfg = cfg
         self.workload = wl = workload
@@ -98,6 +101,7 @@ class Executor(Component):
         self.dma = DmaEngine(env, "dma", parent, cfg.dma, cfg.link, hbm, flash, self.res,
                              wl.page_size, client=self, record_order=record_dma_order)
         self.tasks = [self._task(op) for op in wl.ops]
+        self.streamed = np.zeros(len(wl.ops), dtype=bool) if streamed is None else streamed
         #: stall-free compute time of each op, from the NPU model
         self.op_ps = np.array([npu.compute_ps(t) for t in self.tasks], dtype=np.int64)
         self.ranges = [(t.page_start, t.page_end) for t in wl.tensors]
@@ -202,6 +206,19 @@ class Executor(Component):
             peak0 = self.res.level.peak
             for op in wl.ops:
                 t_op = int(self.env.now)
+                if self.streamed[op.index]:
+                    t_run, t_end, res_ = yield from self._run_streamed(op)
+                    self.op_stall[op.index] = int(self.env.now) - t_op - (t_end - t_run)
+                    compute += t_end - t_run
+                    self.npu_read += res_[0]
+                    self.npu_write += res_[1]
+                    npu_stall += res_[2]
+                    op_start[op.index], op_end[op.index] = t_op, int(self.env.now)
+                    occ_op[op.index] = self.res.occupied_pages
+                    self._finish(op, streamed=True)
+                    if self.progress is not None:
+                        self.progress.update(1)
+                    continue
                 late, tail_due = yield from self._prepare(op)
                 t_run = int(self.env.now)
                 lateness[op.index] = late
@@ -234,7 +251,9 @@ class Executor(Component):
             if it + 1 < run.iterations:
                 fb = Feedback(it, self.op_stall.copy(), lateness, op_start, op_end,
                               int(self.res.level.peak // wl.page_size),
-                              {"peak_before": peak0}, occ_op)
+                              {"peak_before": peak0}, occ_op,
+                              frozenset(self.dma.late_writebacks))
+                self.dma.late_writebacks.clear()
                 before = self.table
                 self.table = self.policy.adjust(self.table, self.ctx, fb)
                 self.table.index()
@@ -389,11 +408,81 @@ class Executor(Component):
                 raise AssertionError(f"op {op.name} starts before "
                                      f"{self.workload.tensors[t].name} has arrived")
 
-    def _finish(self, op: Op) -> None:
+    def _run_streamed(self, op: Op) -> Generator[simpy.Event, Any, tuple[int, int,
+                                                                     tuple[int, int, int]]]:
+        """Run an element-wise op larger than HBM tile by tile: tile ``k`` needs the
+        ``k``-th slice of every operand; its inputs are faulted in, its outputs
+        allocated, the NPU runs the slice, and then the tile leaves HBM again (written
+        back where it is the only copy of live data) to make room for the next.
+        Returns (first tile's start, busy time end-equivalent, NPU totals)."""
+        env, res, wl = self.env, self.res, self.workload
+        self._current_op = op.index
+        self.generation[list(op.tensors)] += 1
+        task = self.tasks[op.index]
+        ws = sum(wl.tensors[t].npages for t in op.tensors)
+        window = max(1, self.capacity_pages // 4)
+        k_tiles = max(2, -(-ws // window))
+        reads = set(op.reads)
+        busy = rd = wr = hstall = 0
+        first = -1
+        for k in range(k_tiles):
+            sl = {t: (p0 + (p1 - p0) * k // k_tiles, p0 + (p1 - p0) * (k + 1) // k_tiles)
+                  for t, (p0, p1) in ((t, self.ranges[t]) for t in op.tensors)}
+            need = sum(res.count_missing(a, b) for a, b in sl.values())
+            yield from self._make_room(need, op.index)
+            now = int(env.now)
+            reqs = []
+            for t, (a, b) in sl.items():
+                if t in reads:
+                    if res.count_missing(a, b):
+                        self.faults += 1
+                        reqs.append(self.dma.submit(DmaRequest(
+                            FETCH, a, b, op.index, wl.tensors[t].name, urgent=True,
+                            tensor=t)))
+                elif res.count_missing(a, b):
+                    res.hold(slice(a, b), now, now)
+            for r in reqs:
+                assert r.booked is not None
+                if not r.booked.triggered:
+                    yield r.booked
+            ready = max(res.ready_time(a, b) for a, b in sl.values())
+            if ready > int(env.now):
+                yield env.timeout(ready - int(env.now))
+            for t, (a, b) in sl.items():
+                if b > a and not res.in_hbm[a:b].all():
+                    raise AssertionError(f"op {op.name} tile {k} without all of "
+                                         f"{wl.tensors[t].name} in HBM")
+            t0 = int(env.now)
+            first = t0 if first < 0 else first
+            share = dataclasses.replace(
+                task, vector_elems=task.vector_elems * (k + 1) // k_tiles
+                - task.vector_elems * k // k_tiles)
+            result = yield from self.npu.execute(share)
+            busy += int(env.now) - t0
+            rd += result.hbm_read_bytes
+            wr += result.hbm_write_bytes
+            hstall += result.stall_ps
+            now = int(env.now)
+            for t, (a, b) in sl.items():
+                if t in op.writes:
+                    res.live[a:b] = True
+                    res.in_flash[a:b] = False
+                dirty = res.in_hbm[a:b] & res.live[a:b] & ~res.in_flash[a:b]
+                if dirty.any():
+                    self.dma.writeback_now(a, b, now, wl.tensors[t].name)
+                else:
+                    self._free_clean(a, b, now)
+        self._clock += 1
+        for t in op.tensors:
+            self.last_use[t] = self._clock
+        self.streamed_bytes += sum(wl.tensors[t].npages for t in op.reads) * wl.page_size
+        return first, first + busy, (rd, wr, hstall)
+
+    def _finish(self, op: Op, streamed: bool = False) -> None:
         res, wl = self.res, self.workload
         assert self.table is not None
         now = int(self.env.now)
-        for t in op.writes:
+        for t in op.writes if not streamed else ():
             p0, p1 = self.ranges[t]
             res.live[p0:p1] = True
             res.in_flash[p0:p1] = False

@@ -20,7 +20,7 @@ from tmhw import tomlio
 from tmhw.config import SystemConfig
 from tmhw.executor import Executor, IterationRecord
 from tmhw.placement import PlacementTable, PlanContext, make_policy
-from tmhw.placement.base import check_fits
+from tmhw.placement.base import check_fits, streamable
 from tmhw.placement.bounds import ratios
 from tmhw.report import VERSION, rollup
 from tmhw.sim.component import Component
@@ -59,7 +59,9 @@ class System:
         else:
             cap_pages = max(1, int(math.floor(cfg.policy.hbm_ratio * footprint_pages)))
         self.capacity_pages = cap_pages
-        check_fits(wl, cap_pages, self.policy.name)
+        self.streamed = streamable(wl, cap_pages) if (
+            self.policy.streams and cfg.policy.split) else np.zeros(len(wl.ops), dtype=bool)
+        check_fits(wl, cap_pages, self.policy.name, self.streamed)
         if wl.npages * ps > cfg.flash.capacity:
             raise TmhwError(f"flash: the workload's {wl.npages * ps / 2**30:.1f} GiB do not fit "
                             f"the device's {cfg.flash.capacity / 2**30:.1f} GiB logical space")
@@ -78,7 +80,7 @@ class System:
         self.npu = NPU(self.env, "npu", self.root, cfg.npu, self.hbm)
         self.executor = Executor(self.env, "executor", self.root, cfg, wl, self.policy,
                                  cap_pages, self.npu, self.hbm, self.flash,
-                                 record_dma_order=record_dma_order)
+                                 record_dma_order=record_dma_order, streamed=self.streamed)
         self.executor.progress = progress
         self.dma = self.executor.dma
         self.res = self.executor.res
@@ -91,7 +93,7 @@ class System:
         fetch_bw = min(cfg.flash.read_bandwidth_bound(), cfg.link.bandwidth)
         wb_bw = min(cfg.flash.write_bandwidth_bound(), cfg.link.bandwidth)
         self.ctx = PlanContext(wl, cap_pages, self.profile_start, self.profile_end,
-                               fetch_bw, wb_bw, cfg.policy, cfg.run.seed)
+                               fetch_bw, wb_bw, cfg.policy, cfg.run.seed, self.streamed)
         self.table: PlacementTable = self.policy.plan(self.ctx)
         self.first_table_rows = self.table.rows
         self.first_table_bytes = self.table.size_bytes()

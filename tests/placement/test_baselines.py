@@ -18,9 +18,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tmhw.config import PAPER, with_overrides
+from tmhw.config import PAPER, PolicyConfig, with_overrides
 from tmhw.dma import FETCH, WRITEBACK, DmaRequest
-from tmhw.config import PolicyConfig
 from tmhw.placement import Action, PlanContext, make_policy
 from tmhw.placement.base import drop_moves, input_mask, op_working_set_pages
 from tmhw.placement.gaps import GapPlan, TableError, table_profile

@@ -179,3 +179,36 @@ def test_bert_large_layer_compute_matches_formula_with_ample_hbm_and_stalls_on_a
     narrow = System(C.with_overrides(C.PAPER, [*base, "hbm.channels=2"])).run()
     assert narrow["npu_hbm_stall_ps"] > 0.5 * formula
     assert narrow["compute_ps"] > 2 * formula
+
+
+def wide_eltwise() -> Workload:
+    """A small linear layer, then an element-wise op over tensors so large that its own
+    operands (two inputs and an output) exceed half of the footprint."""
+    b = WorkloadBuilder("wide", 4)
+    x = b.input("x", 4 * 256)
+    y = b.linear("fc", x, 4, 256, 256)
+    big = b.eltwise("spread", (y,), 1 << 21, 1.0, out_elems=1 << 21)
+    z = b.eltwise("mix", (big, big), 1 << 21, 2.0)
+    return b.finish(z)
+
+
+def test_an_op_larger_than_hbm_runs_streamed_under_tm_training_only() -> None:
+    """Data splitting at the scale of one op: an element-wise op whose operands exceed
+    HBM runs tile by tile through a window of it (GPT-3's softmax at 12.5%), within
+    capacity; without splitting, and under a policy that does not split, it cannot run
+    and says which field to change."""
+    from tmhw.placement.base import streamable
+    from tmhw.sim.errors import TmhwError
+
+    wl = wide_eltwise()
+    ratio = 0.3
+    s = system(wl, ratio, iterations=2)
+    assert s.streamed.any() and streamable(wl, s.capacity_pages).any()
+    rep = s.run()
+    assert rep["hbm_peak_occupancy_bytes"] <= rep["policy"]["hbm_capacity_bytes"]
+    assert rep["streamed_bytes"] > 0 and not rep["warnings"]
+    for sets in (["policy.split=false"], ['policy.name="sentinel"']):
+        with pytest.raises(TmhwError, match=r"^policy\.hbm_ratio: op "):
+            System(C.with_overrides(C.PAPER, [f"policy.hbm_ratio={ratio}",
+                                              'policy.name="tm-training"', *sets]),
+                   workload=wl)

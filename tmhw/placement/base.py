@@ -34,6 +34,8 @@ class PlanContext:
     writeback_bytes_per_s: float
     policy: PolicyConfig = field(default_factory=PolicyConfig)
     seed: int = 0
+    #: per op: run streamed through a window of HBM (``streamable``), or None
+    streamed: np.ndarray | None = None
 
     @property
     def page_size(self) -> int:
@@ -53,6 +55,9 @@ class Feedback:
     extra: dict[str, float] = field(default_factory=dict)
     #: HBM pages held (in flight included) around each op, as measured
     occupancy_pages: np.ndarray | None = None
+    #: tensors whose write-back was booked only when a fetch already waited for its
+    #: space (the write-back was too lazy)
+    late_writebacks: frozenset[int] = frozenset()
 
 
 class Policy:
@@ -60,6 +65,8 @@ class Policy:
 
     name: ClassVar[str] = ""
     reactive: ClassVar[bool] = False
+    #: runs element-wise ops larger than HBM streamed (data splitting within an op)
+    streams: ClassVar[bool] = False
     #: HBM holds the whole footprint regardless of the requested ratio.
     whole_footprint: ClassVar[bool] = False
 
@@ -97,16 +104,30 @@ def op_working_set_pages(wl: Workload) -> np.ndarray:
     return out
 
 
-def check_fits(wl: Workload, capacity_pages: int, policy: str) -> None:
-    """Every op's operands must fit in HBM at once, or no policy can run it."""
+def streamable(wl: Workload, capacity_pages: int) -> np.ndarray:
+    """Per op: its operands exceed HBM and it is element-wise (no GEMM), so it can run
+    only streamed, tile by tile through a window of HBM, each tile needing the same slice
+    of every operand (data splitting at the scale of one op)."""
     ws = op_working_set_pages(wl)
+    return np.array([not op.gemms and ws[op.index] > capacity_pages for op in wl.ops],
+                    dtype=bool)
+
+
+def check_fits(wl: Workload, capacity_pages: int, policy: str,
+               streamed: np.ndarray | None = None) -> None:
+    """Every op's operands must fit in HBM at once, or no policy can run it; an op in
+    ``streamed`` needs only a window of them at a time."""
+    ws = op_working_set_pages(wl)
+    if streamed is not None and len(ws):
+        ws = np.where(streamed, 0, ws)
     if len(ws) and ws.max() > capacity_pages:
         i = int(ws.argmax())
         need = int(ws[i]) * wl.page_size
         have = capacity_pages * wl.page_size
+        how = " or allow data splitting (policy.split)" if policy == "tm-training" else ""
         raise TmhwError(f"policy.hbm_ratio: op {wl.ops[i].name} needs {need / 2**20:.1f} MiB "
                         f"resident at once but HBM holds {have / 2**20:.1f} MiB under "
-                        f"{policy}; raise the HBM ratio or lower the batch")
+                        f"{policy}; raise the HBM ratio or lower the batch{how}")
 
 
 def drop_moves(wl: Workload, first_last: np.ndarray | None = None) -> list[Move]:

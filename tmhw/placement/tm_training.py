@@ -35,17 +35,24 @@ is known. The planner works on the shared gap model (``tmhw.placement.gaps``):
    the real timeline). ``policy.split`` off makes every eviction whole and every op wait
    for all of its operands.
 5. **Timing monitor.** After each iteration the executor reports, on the simulation's
-   one time base, each op's stall and how late the prefetches due at it were. For each
-   stalled op the monitor keeps more of its late tensors' heads resident (raises
-   ``alpha`` by the pages that arrived late) where the plan's occupancy has room, and
-   re-places the prefetches. A change is kept only while the measured stall falls; when
+   one time base, each op's stall, how late the prefetches due at it were, and which
+   write-backs the DMA engine booked only because a fetch was already waiting for their
+   space. Those tensors' write-backs go eagerly from then on (due as soon as they are
+   released: their programs start while the dies have room, not when reads need
+   them). For each stalled op the monitor keeps more of its late tensors' heads
+   resident (raises ``alpha`` by the pages that arrived late) where the plan's
+   occupancy has room, and re-places the prefetches. A change is kept only while the measured stall falls; when
    an iteration stalls more than the best one so far, the best plan is restored and the
    monitor stops (the plan has converged).
 
 The plan's own peak occupancy (``notes.planned_peak_pages``), counting prefetches from
 their release, is checked by replaying the table (``gaps.table_profile``); where it
-exceeds the capacity (an op whose own operands do not fit), ``notes.plan_overflow_pages``
-says by how much and the run warns. Pure: no SimPy.
+exceeds the capacity, ``notes.plan_overflow_pages`` says by how much and the run warns.
+An element-wise op whose operands exceed HBM (``base.streamable``: the softmax
+and dropout of a GPT-3 block at 12.5%) runs streamed instead: tile by tile, each tile's
+slice of every operand brought in, computed and sent back out, so it needs a window of
+HBM, not its whole working set (data splitting at the scale of one op; off with
+``policy.split``). Pure: no SimPy.
 """
 
 from __future__ import annotations
@@ -80,6 +87,8 @@ class Planner:
         self.need = np.zeros(ng, dtype=np.int64)         # unrolled op the space is due
         self.occ = np.zeros(self.n, dtype=np.int64)
         self.bound_bytes = 0
+        #: tensors whose write-backs go eagerly (due at once), chosen by the monitor
+        self.eager: set[int] = set()
 
     # -- the plan ------------------------------------------------------------------------
     def plan(self) -> None:
@@ -146,7 +155,7 @@ class Planner:
                 moves.append(Move(Action.DROP, g.tensor, p0, p1, g.a,
                                   issue_ps=int(e2[g.a]), dead=True))
                 continue
-            need = int(self.need[gi])
+            need = int(self.need[gi]) if g.tensor not in self.eager else g.a + 1
             moves.append(Move(Action.WRITEBACK, g.tensor, p0, p1, g.a, need % n,
                               int(e2[g.a]), int(s2[need])))
             r = int(self.release[gi])
@@ -157,6 +166,9 @@ class Planner:
         table = PlacementTable("tm-training", n, initial, moves)
         table.index()
         planned = table_profile(wl, table)
+        if self.ctx.streamed is not None:
+            # an op run streamed holds a window of its operands, not all of them
+            planned = np.where(self.ctx.streamed, 0, planned)
         peak = int(planned.max(initial=0))
         split_gaps = (self.x > 0) & (self.x < self.pages) & ~self.pure
         table.split = {int(self.tensor[gi]): 1.0 - float(self.x[gi]) / float(self.pages[gi])
@@ -175,14 +187,19 @@ class Planner:
 
     # -- timing monitor ------------------------------------------------------------------
     def monitor(self, fb: Feedback) -> int:
-        """Keep more of a late tensor's head resident where the plan has room (module
-        docstring, step 5). Returns the number of gaps changed."""
+        """Write back eagerly the tensors whose lazy write-back a fetch had to wait for,
+        and keep more of a late tensor's head resident where the plan has room (module
+        docstring, step 5). Returns the number of tensors and gaps changed."""
+        changed = 0
+        if self.ctx.policy.writeback_schedule:
+            new = set(fb.late_writebacks) - self.eager
+            self.eager |= new
+            changed += len(new)
         if not self.ctx.policy.split:
-            return 0
+            return changed
         gp, n, cap = self.gp, self.n, self.cap
         gain = self.ctx.policy.monitor_gain
         bw = self.ctx.fetch_bytes_per_s
-        changed = 0
         due: dict[int, list[int]] = {}
         for gi in np.flatnonzero((self.x > 0) & ~self.pure).tolist():
             due.setdefault(int(gp.gb[gi]) % n, []).append(gi)
@@ -208,11 +225,12 @@ class Planner:
 
 class TMTraining(Policy):
     name = "tm-training"
+    streams = True
 
     def __init__(self) -> None:
         self.planner: Planner | None = None
         self.monitor_changes: list[int] = []
-        self._best: tuple[int, np.ndarray, PlacementTable] | None = None
+        self._best: tuple[int, np.ndarray, set[int], PlacementTable] | None = None
         self._converged = False
 
     def plan(self, ctx: PlanContext) -> PlacementTable:
@@ -232,12 +250,12 @@ class TMTraining(Policy):
         stall = int(fb.stall_ps.sum())
         if self._best is not None and stall >= self._best[0]:
             self._converged = True
-            pl.x = self._best[1].copy()
+            pl.x, pl.eager = self._best[1].copy(), set(self._best[2])
             pl.schedule()
-            best = self._best[2]
+            best = self._best[3]
             best.notes["monitor_changes"] = 0.0
             return best
-        self._best = (stall, pl.x.copy(), table)
+        self._best = (stall, pl.x.copy(), set(pl.eager), table)
         changed = pl.monitor(fb)
         self.monitor_changes.append(changed)
         if not changed:
