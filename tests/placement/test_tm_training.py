@@ -82,7 +82,7 @@ def test_tm_training_respects_capacity_residency_deadlines_and_conserves_bytes(
     assert all(other is None or key <= other for key, other in log)
 
 
-@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(wl=workloads, ratio=st.floats(0.2, 0.9))
 def test_plan_moves_exactly_the_traffic_bound_in_steady_state(wl: Workload,
                                                                ratio: float) -> None:
@@ -156,14 +156,20 @@ def test_planner_fetches_back_what_it_evicts_before_its_next_use() -> None:
 
 
 def test_monitor_reports_its_changes_and_never_keeps_a_worse_plan() -> None:
-    """Per iteration the report carries the monitor's changes and the stall; the
-    monitor keeps a change only while the stall falls, so the last iteration stalls no
-    more than the first steady one."""
-    rep = System(C.with_overrides(C.QUICK, ["policy.hbm_ratio=0.5",
-                                            "run.iterations=4"])).run()
+    """Per iteration the report carries the monitor's changes and the stall. On the
+    quick preset at 12.5% the monitor changes the plan after the first steady
+    iteration (write-backs a fetch had to wait for go eagerly); it keeps a change only
+    while the stall falls, so the last iteration stalls no more than the best (to
+    within 0.1%: after a change is undone, the flash device's state, its pages'
+    placement on dies, is not what it was)."""
+    sets = ["policy.hbm_ratio=0.125", "run.iterations=5", "run.warmup_iterations=2"]
+    rep = System(C.with_overrides(C.QUICK, sets)).run()
     its = rep["per_iteration"]
     assert all("monitor_changes" in it and "stall_ps" in it for it in its)
-    assert its[-1]["stall_ps"] <= its[1]["stall_ps"]
+    assert sum(it["monitor_changes"] for it in its) > 0
+    assert its[-1]["stall_ps"] <= 1.001 * min(it["stall_ps"] for it in its[2:])
+    off = System(C.with_overrides(C.QUICK, [*sets, "policy.monitor=false"])).run()
+    assert all(it["monitor_changes"] == 0 for it in off["per_iteration"])
 
 
 def test_bert_large_layer_compute_matches_formula_with_ample_hbm_and_stalls_on_a_tenth() -> None:

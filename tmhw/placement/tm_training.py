@@ -101,10 +101,6 @@ class Planner:
         x[self.pure & self.movable] = self.pages[self.pure & self.movable]
         if not p.split:
             x[x > 0] = self.pages[x > 0]
-        else:
-            # A head above max_split is not worth its rows: evict at least the rest.
-            least = np.ceil((1.0 - p.max_split) * self.pages).astype(np.int64)
-            x = np.where((x > 0) & (x < least), least, x)
         self.x = np.minimum(x, self.pages)
         self.schedule()
 

@@ -1,0 +1,53 @@
+"""The comparison TM-Training must win: on the quick preset (BERT-base, seq 128, batch 8)
+at HBM ratios 0.125, 0.25, 0.5 and 0.75, on the paper's flash device and on one with 32
+channels behind 16 PCIe lanes, TM-Training's steady-state iteration (the default run:
+one warm-up iteration, one measured) takes at most 1.01 times that of demand paging,
+demand paging with Belady's eviction, Sentinel and AutoTM, and moves at most 1.10 times
+the traffic bound.
+
+Reproduce one cell with ``tmhw run --preset quick --policy P --hbm-ratio R`` (add
+``--set flash.channels=32 --set flash.pcie_lanes=16`` for the fast device)."""
+
+from __future__ import annotations
+
+import itertools
+from concurrent.futures import ProcessPoolExecutor
+from typing import Any
+
+import pytest
+
+from tmhw import config as C
+from tmhw.system import System
+
+RATIOS = (0.125, 0.25, 0.5, 0.75)
+FLASH = {"paper": (), "fast": ("flash.channels=32", "flash.pcie_lanes=16")}
+RIVALS = ("demand", "demand-belady", "sentinel", "autotm")
+
+
+def _run(point: tuple[str, float, str]) -> tuple[tuple[str, float, str], dict[str, Any]]:
+    flash, ratio, policy = point
+    cfg = C.with_overrides(C.QUICK, [*FLASH[flash], f"policy.hbm_ratio={ratio}",
+                                     f'policy.name="{policy}"'])
+    rep = System(cfg).run()
+    return point, {"time": rep["iteration_time_ps"],
+                   "traffic": rep["traffic_bytes"]["inter_tier"],
+                   "bound": rep["bounds"]["traffic_bytes"]}
+
+
+@pytest.fixture(scope="module")
+def grid() -> dict[tuple[str, float, str], dict[str, Any]]:
+    points = list(itertools.product(FLASH, RATIOS, ("tm-training", *RIVALS)))
+    with ProcessPoolExecutor(2) as pool:
+        return dict(pool.map(_run, points))
+
+
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize("flash", list(FLASH))
+@pytest.mark.parametrize("ratio", RATIOS)
+def test_tm_training_is_never_slower_than_a_rival_and_moves_the_fewest_bytes(
+        grid: dict[tuple[str, float, str], dict[str, Any]], flash: str, ratio: float) -> None:
+    tm = grid[(flash, ratio, "tm-training")]
+    for rival in RIVALS:
+        other = grid[(flash, ratio, rival)]
+        assert tm["time"] <= 1.01 * other["time"], (rival, tm["time"], other["time"])
+    assert tm["traffic"] <= 1.10 * tm["bound"]
