@@ -41,9 +41,10 @@ is known. The planner works on the shared gap model (``tmhw.placement.gaps``):
    released: their programs start while the dies have room, not when reads need
    them). For each stalled op the monitor keeps more of its late tensors' heads
    resident (raises ``alpha`` by the pages that arrived late) where the plan's
-   occupancy has room, and re-places the prefetches. A change is kept only while the measured stall falls; when
-   an iteration stalls more than the best one so far, the best plan is restored and the
-   monitor stops (the plan has converged).
+   occupancy has room, and re-places the prefetches. A change is kept only while the
+   measured stall falls; when an iteration stalls more than the best one so far, the
+   best plan is restored and the monitor stops (the plan has converged). The warm-up
+   iteration, which starts from the common initial placement, is not a measure.
 
 The plan's own peak occupancy (``notes.planned_peak_pages``), counting prefetches from
 their release, is checked by replaying the table (``gaps.table_profile``); where it
