@@ -4,6 +4,7 @@
     tmhw presets
     tmhw config show NAME
     tmhw placement show --model M --policy P --hbm-ratio R [--csv FILE]
+    tmhw bound --model M --hbm-ratio R
     tmhw npu cycles | dram bench | flash bench | workload show | scenario | sweep | bench
 
 Every error in arguments or config ends with one line on stderr naming the field and
@@ -54,6 +55,8 @@ def add_config_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-split", action="store_true", help="TM-Training without splitting")
     p.add_argument("--no-monitor", action="store_true", help="without the timing monitor")
     p.add_argument("--no-prefetch", action="store_true", help="demand fetch on the table")
+    p.add_argument("--no-wb-schedule", action="store_true",
+                   help="TM-Training: every write-back due at once (eager)")
 
 
 def config_from_args(args: argparse.Namespace) -> Any:
@@ -70,7 +73,8 @@ def config_from_args(args: argparse.Namespace) -> Any:
         if v is not None:
             sets.append(f"{key}={json.dumps(v)}")
     for flag, key in (("no_split", "policy.split"), ("no_monitor", "policy.monitor"),
-                      ("no_prefetch", "policy.prefetch")):
+                      ("no_prefetch", "policy.prefetch"),
+                      ("no_wb_schedule", "policy.writeback_schedule")):
         if getattr(args, flag, False):
             sets.append(f"{key}=false")
     if args.model and not args.seq and "workload.seq" not in " ".join(args.set):

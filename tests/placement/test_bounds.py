@@ -14,6 +14,8 @@ from __future__ import annotations
 import itertools
 import json
 import math
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pytest
@@ -368,3 +370,23 @@ def test_ratios_divide_by_the_bound_and_stay_json_safe_when_it_is_zero() -> None
     r = ratios(5, 0, 0, 0)
     assert r == {"traffic_ratio": None, "time_ratio": 1.0}
     assert json.loads(json.dumps(r)) == r
+
+
+def test_bound_command_prints_the_report_bounds_of_the_same_config(
+        tmhw: Callable[..., Any]) -> None:
+    """``tmhw bound`` gives the figures a run's report carries under ``bounds``: on the
+    quick preset at 12.5%, 3428.6 MiB per iteration (the LP's minimum) and the flash
+    device's batch time for it."""
+    from tmhw import config as C
+    from tmhw.system import System
+
+    res = tmhw("bound", "--preset", "quick", "--hbm-ratio", "0.125", "--json")
+    assert res.rc == 0, res.err
+    b = json.loads(res.out)
+    sysm = System(C.with_overrides(C.QUICK, ["policy.hbm_ratio=0.125"]))
+    assert b == sysm.bounds()
+    assert b["traffic_bytes"] == 3595108352          # 3428.6 MiB
+    assert b["iteration_time_ps"] == max(b["compute_ps"], b["link_ps"], b["flash_ps"])
+    bad = tmhw("bound", "--preset", "quick", "--hbm-ratio", "2")
+    assert bad.rc == 2 and len(bad.err.strip().splitlines()) == 1
+    assert "policy.hbm_ratio" in bad.err

@@ -1,5 +1,7 @@
 """``tmhw placement show``: build a policy's placement table for a workload and print
-its rows (op, tensor, page range, action, tier, issue time, deadline) and its size."""
+its rows (op, tensor, page range, action, tier, issue time, deadline) and its size.
+``tmhw bound``: the traffic and time lower bounds of a workload at an HBM capacity
+(``tmhw.placement.bounds``)."""
 
 from __future__ import annotations
 
@@ -21,6 +23,43 @@ def register(sub: Any) -> None:
     s.add_argument("--csv", metavar="FILE", help="write all rows as CSV")
     s.add_argument("--rows", type=int, default=40, help="rows to print (default 40)")
     s.set_defaults(func=cmd_show)
+    b = sub.add_parser("bound", help="traffic and time lower bounds at an HBM ratio")
+    add_config_args(b)
+    b.add_argument("--json", action="store_true", help="print the bounds as JSON")
+    b.set_defaults(func=cmd_bound)
+
+
+def cmd_bound(args: argparse.Namespace) -> int:
+    """Print the fewest inter-tier bytes of a steady-state iteration at the capacity, and
+    the shortest iteration: compute, the link and the flash device's own batch time."""
+    import json
+
+    from tmhw.cli import config_from_args
+    from tmhw.sim.units import fmt_bytes, fmt_time
+    from tmhw.system import System
+
+    cfg = config_from_args(args)
+    system = System(cfg)
+    b = system.bounds()
+    if args.json:
+        sys.stdout.write(json.dumps(b, indent=1) + "\n")
+        return 0
+    wl = system.workload
+    rows = [
+        ("workload", f"{wl.name} batch {wl.batch}" + (f" seq {wl.seq}" if wl.seq else "")),
+        ("HBM", f"{fmt_bytes(system.capacity_pages * wl.page_size)} "
+                f"({cfg.policy.hbm_ratio:g} of {fmt_bytes(system.footprint_bytes)})"),
+        ("traffic bound", f"{fmt_bytes(b['traffic_bytes'])} per iteration "
+                          f"({fmt_bytes(b['read_bytes'])} in, "
+                          f"{fmt_bytes(b['write_bytes'])} out)"),
+        ("time bound", fmt_time(b["iteration_time_ps"])),
+        ("  compute", fmt_time(b["compute_ps"])),
+        ("  link", fmt_time(b["link_ps"])),
+        ("  flash", fmt_time(b["flash_ps"])),
+    ]
+    width = max(len(k) for k, _ in rows)
+    sys.stdout.write("\n".join(f"{k:<{width}}  {v}" for k, v in rows) + "\n")
+    return 0
 
 
 def cmd_show(args: argparse.Namespace) -> int:
