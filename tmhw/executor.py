@@ -54,6 +54,7 @@ from tmhw.sim.component import Component
 from tmhw.sim.errors import TmhwError
 from tmhw.sim.transfer import MemoryTarget, Transfer
 from tmhw.sim.transfer import Op as TOp
+from tmhw.sim.units import S
 from tmhw.workload.graph import Kind, Op, Workload
 
 
@@ -620,6 +621,68 @@ class Executor(Component):
         return len(self.workload.ops) + (uses[0] if uses else 0)
 
     # -- report --------------------------------------------------------------------------
+    def figures(self) -> dict[str, Any]:
+        """The run's figures for the report: the steady state (per-iteration means over
+        the iterations after ``run.warmup_iterations``; all of them if none is left),
+        every iteration, and whole-run totals."""
+        wl, records = self.workload, self.records
+        warm = self.cfg.run.warmup_iterations
+        steady = records[warm:] if len(records) > warm else records
+        t_steady = sum(r.time_ps for r in steady)
+        samples = wl.batch * len(steady)
+        end = int(self.env.now)
+
+        def mean(name: str) -> int:
+            return int(sum(getattr(r, name) for r in steady)) // max(1, len(steady))
+
+        fetch, wb = mean("fetch_bytes"), mean("writeback_bytes")
+        out: dict[str, Any] = {
+            "iterations": len(records),
+            "warmup_iterations": len(records) - len(steady),
+            "steady_state": len(records) > warm,
+            "samples": samples,
+            "sim_time_ps": t_steady,
+            "iteration_time_ps": t_steady // max(1, len(steady)),
+            "samples_per_s": samples / (t_steady / S) if t_steady else 0.0,
+            # Time the NPU waited for operands to reach HBM from flash (the memory-tier
+            # stall); time inside ops lost to HBM bandwidth is npu_hbm_stall_ps, part
+            # of compute_ps.
+            "stall_ps": mean("stall_ps"),
+            "compute_ps": mean("compute_ps"),
+            "npu_hbm_stall_ps": mean("npu_hbm_stall_ps"),
+            "emergency_evictions": mean("emergency_evictions"),
+            "per_iteration": [
+                {"index": r.index, "warmup": r.index < len(records) - len(steady),
+                 "time_ps": r.time_ps, "stall_ps": r.stall_ps,
+                 "compute_ps": r.compute_ps, "npu_hbm_stall_ps": r.npu_hbm_stall_ps,
+                 "faults": r.faults, "streamed_bytes": r.streamed_bytes,
+                 "flash_to_hbm_bytes": r.fetch_bytes,
+                 "hbm_to_flash_bytes": r.writeback_bytes,
+                 "emergency_evictions": r.emergency_evictions,
+                 "monitor_changes": r.monitor_changes}
+                for r in records],
+            "traffic_bytes": {
+                "flash_to_hbm": fetch, "hbm_to_flash": wb, "inter_tier": fetch + wb,
+                "npu_hbm_read": mean("npu_hbm_read"), "npu_hbm_write": mean("npu_hbm_write"),
+            },
+            "faults": mean("faults"),
+            "streamed_bytes": mean("streamed_bytes"),
+            "run_total": {
+                "sim_time_ps": end, "faults": self.faults,
+                "late_prefetches": self.late_prefetches,
+                "cancelled_prefetches": self.cancelled_prefetches,
+                "streamed_bytes": self.streamed_bytes, "emergency_evictions": self.emergency,
+                "carried_fetch_bytes": self.carried_fetch_bytes,
+                "npu_hbm_read_bytes": self.npu_read, "npu_hbm_write_bytes": self.npu_write,
+            },
+            "hbm_peak_occupancy_bytes": int(self.res.level.peak),
+            "hbm_mean_occupancy_bytes": self.res.level.mean(end),
+        }
+        if len(records) > warm and self.warm_energy:
+            out["energy_since_ps"] = self.warm_end_ps
+            out["energy_warmup_pj"] = self.warm_energy
+        return out
+
     def _report(self) -> dict[str, Any]:
         return {"faults": self.faults, "late_prefetches": self.late_prefetches,
                 "cancelled_prefetches": self.cancelled_prefetches,

@@ -18,7 +18,7 @@ from flash import FlashTarget
 from npu import NPU
 from tmhw import tomlio
 from tmhw.config import SystemConfig
-from tmhw.executor import Executor, IterationRecord
+from tmhw.executor import Executor
 from tmhw.placement import PlacementTable, PlanContext, make_policy
 from tmhw.placement.base import check_fits, streamable
 from tmhw.placement.bounds import ratios
@@ -27,7 +27,6 @@ from tmhw.sim.component import Component
 from tmhw.sim.env import Environment
 from tmhw.sim.errors import TmhwError
 from tmhw.sim.trace import NULL_TRACER, Tracer
-from tmhw.sim.units import S
 from tmhw.workload.graph import Workload
 from tmhw.workload.zoo import build as build_workload
 
@@ -144,25 +143,12 @@ class System:
         return build_report(self)
 
 
-def _mean(records: list[IterationRecord], field: str) -> int:
-    return int(sum(getattr(r, field) for r in records)) // max(1, len(records))
-
-
 def build_report(system: System) -> dict[str, Any]:
     """Every figure of the run, nested like the config; ``tmhw.report.rollup`` then adds
     energy, power, throughput per watt, cost and endurance from these figures alone.
     Headline figures are the steady state (the iterations after the warm-up)."""
     cfg, wl, ex = system.cfg, system.workload, system.executor
-    end = int(system.env.now)
-    records = ex.records
-    warm = cfg.run.warmup_iterations
-    steady = records[warm:] if len(records) > warm else records
-    t_steady = sum(r.time_ps for r in steady)
-    samples = wl.batch * len(steady)
     tiered = not system.policy.whole_footprint
-    fetch = _mean(steady, "fetch_bytes")
-    wb = _mean(steady, "writeback_bytes")
-    energy_from = ex.warm_energy if len(records) > warm and ex.warm_energy else None
     rep: dict[str, Any] = {
         "version": VERSION,
         "workload": {
@@ -180,53 +166,11 @@ def build_report(system: System) -> dict[str, Any]:
             "table_bytes_by_action": system.table.bytes_by_action(wl.page_size),
             "notes": dict(system.table.notes),
         },
-        "iterations": len(records),
-        "warmup_iterations": len(records) - len(steady),
-        "steady_state": len(records) > warm,
-        # the steady state: per-iteration means over the iterations after the warm-up
-        "samples": samples,
-        "sim_time_ps": t_steady,
-        "iteration_time_ps": t_steady // max(1, len(steady)),
-        "samples_per_s": samples / (t_steady / S) if t_steady else 0.0,
-        # Time the NPU waited for operands to reach HBM from flash (the memory-tier stall);
-        # time inside ops lost to HBM bandwidth is npu_hbm_stall_ps, part of compute_ps.
-        "stall_ps": _mean(steady, "stall_ps"),
-        "compute_ps": _mean(steady, "compute_ps"),
-        "npu_hbm_stall_ps": _mean(steady, "npu_hbm_stall_ps"),
-        "emergency_evictions": _mean(steady, "emergency_evictions"),
-        "per_iteration": [
-            {"index": r.index, "warmup": r.index < len(records) - len(steady),
-             "time_ps": r.time_ps, "stall_ps": r.stall_ps,
-             "compute_ps": r.compute_ps, "npu_hbm_stall_ps": r.npu_hbm_stall_ps,
-             "faults": r.faults, "streamed_bytes": r.streamed_bytes,
-             "flash_to_hbm_bytes": r.fetch_bytes, "hbm_to_flash_bytes": r.writeback_bytes,
-             "emergency_evictions": r.emergency_evictions,
-             "monitor_changes": r.monitor_changes}
-            for r in records],
-        "traffic_bytes": {
-            "flash_to_hbm": fetch, "hbm_to_flash": wb, "inter_tier": fetch + wb,
-            "npu_hbm_read": _mean(steady, "npu_hbm_read"),
-            "npu_hbm_write": _mean(steady, "npu_hbm_write"),
-        },
-        "faults": _mean(steady, "faults"),
-        "streamed_bytes": _mean(steady, "streamed_bytes"),
+        **ex.figures(),
         "flash_writes_bytes": int(system.flash.bytes_written),
-        "run_total": {
-            "sim_time_ps": end, "faults": ex.faults, "late_prefetches": ex.late_prefetches,
-            "cancelled_prefetches": ex.cancelled_prefetches,
-            "streamed_bytes": ex.streamed_bytes, "emergency_evictions": ex.emergency,
-            "carried_fetch_bytes": ex.carried_fetch_bytes,
-            "npu_hbm_read_bytes": ex.npu_read, "npu_hbm_write_bytes": ex.npu_write,
-            "flash_writes_bytes": int(system.flash.bytes_written),
-        },
-        "hbm_peak_occupancy_bytes": int(system.res.level.peak),
-        "hbm_mean_occupancy_bytes": system.res.level.mean(end),
         "system": system.root.report(),
         "config": tomlio.to_dict(cfg),
     }
-    if energy_from is not None:
-        rep["energy_since_ps"] = ex.warm_end_ps
-        rep["energy_warmup_pj"] = energy_from
     warnings = []
     if not system.table.reactive and rep["emergency_evictions"]:
         warnings.append(f"{system.policy.name}: the executor made "
