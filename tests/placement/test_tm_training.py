@@ -155,21 +155,20 @@ def test_planner_fetches_back_what_it_evicts_before_its_next_use() -> None:
         assert gp.ga[gi] < pl.need[gi] <= gp.gb[gi]
 
 
-def test_monitor_reports_its_changes_and_never_keeps_a_worse_plan() -> None:
-    """Per iteration the report carries the monitor's changes and the stall. On the
-    quick preset at 12.5% the monitor changes the plan after the first steady
-    iteration (write-backs a fetch had to wait for go eagerly); it keeps a change only
-    while the stall falls, so the last iteration stalls no more than the best (to
-    within 0.1%: after a change is undone, the flash device's state, its pages'
-    placement on dies, is not what it was)."""
-    sets = ["policy.hbm_ratio=0.125", "run.iterations=5", "run.warmup_iterations=2"]
-    rep = System(C.with_overrides(C.QUICK, sets)).run()
-    its = rep["per_iteration"]
+def test_monitor_tries_changes_keeps_what_lowers_the_stall_and_reports_them() -> None:
+    """On the quick preset at 25% the monitor, once the stall has settled, tries its
+    changes one by one; eager write-backs lower the stall there (294.0 to 289.4 ms per
+    iteration, measured with ``--set run.iterations=12``), so it keeps them, and the
+    last iteration stalls less than without the monitor. Each iteration reports the
+    changes made after it."""
+    sets = ["policy.hbm_ratio=0.25", "run.iterations=9", "run.warmup_iterations=8"]
+    on = System(C.with_overrides(C.QUICK, sets)).run()
+    off = System(C.with_overrides(C.QUICK, [*sets, "policy.monitor=false"])).run()
+    its = on["per_iteration"]
     assert all("monitor_changes" in it and "stall_ps" in it for it in its)
     assert sum(it["monitor_changes"] for it in its) > 0
-    assert its[-1]["stall_ps"] <= 1.001 * min(it["stall_ps"] for it in its[2:])
-    off = System(C.with_overrides(C.QUICK, [*sets, "policy.monitor=false"])).run()
     assert all(it["monitor_changes"] == 0 for it in off["per_iteration"])
+    assert on["stall_ps"] < 0.99 * off["stall_ps"]
 
 
 def test_bert_large_layer_compute_matches_formula_with_ample_hbm_and_stalls_on_a_tenth() -> None:

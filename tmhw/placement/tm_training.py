@@ -37,14 +37,17 @@ is known. The planner works on the shared gap model (``tmhw.placement.gaps``):
 5. **Timing monitor.** After each iteration the executor reports, on the simulation's
    one time base, each op's stall, how late the prefetches due at it were, and which
    write-backs the DMA engine booked only because a fetch was already waiting for their
-   space. Those tensors' write-backs go eagerly from then on (due as soon as they are
-   released: their programs start while the dies have room, not when reads need
-   them). For each stalled op the monitor keeps more of its late tensors' heads
-   resident (raises ``alpha`` by the pages that arrived late) where the plan's
-   occupancy has room, and re-places the prefetches. A change is kept only while the
-   measured stall falls; when an iteration stalls more than the best one so far, the
-   best plan is restored and the monitor stops (the plan has converged). The warm-up
-   iteration, which starts from the common initial placement, is not a measure.
+   space. Whether a write-back should go early or late, and whether an op should start
+   on a streamed tensor, depends on how busy the dies are, which only the run shows
+   (the ablation measures both ways on the quick preset). So once the stall has settled,
+   the monitor tries, one iteration each: eager write-backs for the tensors whose lazy
+   write-back a fetch waited for; eager write-backs for all; no streaming; and, for each
+   stalled op, more of its late tensors' heads kept resident (``alpha`` raised by the
+   pages that arrived late) where the plan's occupancy has room. A trial is kept if
+   the stall fell, undone otherwise (``TMTraining``), so the monitor needs about ten
+   iterations; its trials are the warm-up of a run that sets
+   ``run.warmup_iterations`` to match. The warm-up iteration, which
+   starts from the common initial placement, is not a measure.
 
 The plan's own peak occupancy (``notes.planned_peak_pages``), counting prefetches from
 their release, is checked by replaying the table (``gaps.table_profile``); where it
@@ -59,6 +62,7 @@ HBM, not its whole working set (data splitting at the scale of one op; off with
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -66,6 +70,15 @@ from tmhw.placement.base import Feedback, PlanContext, Policy, drop_moves, input
 from tmhw.placement.bounds import traffic_bound
 from tmhw.placement.gaps import GapPlan, estimate_stall_ps, table_profile
 from tmhw.placement.table import Action, Move, PlacementTable
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """What the monitor may change: pages out per gap, eager tensors, streaming."""
+
+    x: np.ndarray
+    eager: frozenset[int]
+    stream: bool
 
 
 class Planner:
@@ -90,6 +103,8 @@ class Planner:
         self.bound_bytes = 0
         #: tensors whose write-backs go eagerly (due at once), chosen by the monitor
         self.eager: set[int] = set()
+        #: whether prefetched tensors stream into their op (the monitor may turn it off)
+        self.stream = ctx.policy.split
 
     # -- the plan ------------------------------------------------------------------------
     def plan(self) -> None:
@@ -137,7 +152,6 @@ class Planner:
 
     def table(self) -> PlacementTable:
         wl, n, gp = self.wl, self.n, self.gp
-        split = self.ctx.policy.split
         initial = input_mask(wl)
         for t in wl.tensors:
             if t.kind.persistent:
@@ -157,7 +171,7 @@ class Planner:
                               int(e2[g.a]), int(s2[need])))
             r = int(self.release[gi])
             moves.append(Move(Action.PREFETCH, g.tensor, p0, p1, r % n, g.b % n,
-                              int(s2[r]), int(s2[g.b]), stream=split))
+                              int(s2[r]), int(s2[g.b]), stream=self.stream))
             if g.b >= n and r >= n:
                 initial[p0:p1] = False          # still on flash when an iteration starts
         table = PlacementTable("tm-training", n, initial, moves)
@@ -183,17 +197,38 @@ class Planner:
         return table
 
     # -- timing monitor ------------------------------------------------------------------
-    def monitor(self, fb: Feedback) -> int:
-        """Write back eagerly the tensors whose lazy write-back a fetch had to wait for,
-        and keep more of a late tensor's head resident where the plan has room (module
-        docstring, step 5). Returns the number of tensors and gaps changed."""
-        changed = 0
-        if self.ctx.policy.writeback_schedule:
-            new = set(fb.late_writebacks) - self.eager
+    def snapshot(self) -> Snapshot:
+        return Snapshot(self.x.copy(), frozenset(self.eager), self.stream)
+
+    def restore(self, snap: Snapshot) -> None:
+        self.x, self.eager, self.stream = snap.x.copy(), set(snap.eager), snap.stream
+        self.schedule()
+
+    def trial(self, name: str, fb: Feedback) -> int:
+        """Apply one of the monitor's trials (module docstring, step 5). Returns the
+        number of tensors or gaps it changed (0: not applicable)."""
+        p = self.ctx.policy
+        if name == "late-writebacks-eager":
+            new = set(fb.late_writebacks) - self.eager if p.writeback_schedule else set()
             self.eager |= new
-            changed += len(new)
+            return len(new)
+        if name == "all-writebacks-eager":
+            every = {int(self.tensor[gi]) for gi in np.flatnonzero((self.x > 0) & ~self.pure)}
+            new = every - self.eager if p.writeback_schedule else set()
+            self.eager |= new
+            return len(new)
+        if name == "no-streaming":
+            if not self.stream:
+                return 0
+            self.stream = False
+            return int(np.count_nonzero((self.x > 0) & ~self.pure))
+        return self.keep_heads(fb)
+
+    def keep_heads(self, fb: Feedback) -> int:
+        """Keep more of a late tensor's head resident where the plan has room."""
         if not self.ctx.policy.split:
-            return changed
+            return 0
+        changed = 0
         gp, n, cap = self.gp, self.n, self.cap
         gain = self.ctx.policy.monitor_gain
         bw = self.ctx.fetch_bytes_per_s
@@ -220,14 +255,32 @@ class Planner:
         return changed
 
 
+#: the monitor's trials, in order (``Planner.trial``)
+TRIALS = ("late-writebacks-eager", "all-writebacks-eager", "no-streaming", "keep-heads")
+
+
 class TMTraining(Policy):
+    """The static plan, and the timing monitor that tunes it between iterations.
+
+    The monitor first waits for the stall to settle (two iterations with the same plan
+    within 1%: the flash device's page placement takes an iteration to reach its
+    steady state), then tries each of ``TRIALS`` in turn, judging it on the second
+    iteration after the change (the first is a transient for the same reason), keeping
+    it if the stall fell by more than 0.5% and undoing it otherwise; then the plan is
+    final. With the default two iterations it has no time to act: give it
+    ``run.iterations`` of about 12 and ``run.warmup_iterations`` of 10."""
+
     name = "tm-training"
     streams = True
 
     def __init__(self) -> None:
         self.planner: Planner | None = None
         self.monitor_changes: list[int] = []
-        self._best: tuple[int, np.ndarray, set[int], PlacementTable] | None = None
+        self._prev: int | None = None                   # last iteration's stall
+        self._base: tuple[int, Snapshot, PlacementTable] | None = None
+        self._step = 0
+        self._judging = False
+        self._settling = False
         self._converged = False
 
     def plan(self, ctx: PlanContext) -> PlacementTable:
@@ -238,26 +291,38 @@ class TMTraining(Policy):
     def adjust(self, table: PlacementTable, ctx: PlanContext,
                fb: Feedback) -> PlacementTable:
         pl = self.planner
-        if not ctx.policy.monitor or pl is None or self._converged:
-            return table
-        if fb.iteration == 0:
-            # The warm-up moved the machine from the common start: not a measure of
-            # the plan.
+        if not ctx.policy.monitor or pl is None or self._converged or fb.iteration == 0:
+            # The warm-up moved the machine from the common start: not a measure.
             return table
         stall = int(fb.stall_ps.sum())
-        if self._best is not None and stall >= self._best[0]:
-            self._converged = True
-            pl.x, pl.eager = self._best[1].copy(), set(self._best[2])
-            pl.schedule()
-            best = self._best[3]
-            best.notes["monitor_changes"] = 0.0
-            return best
-        self._best = (stall, pl.x.copy(), set(pl.eager), table)
-        changed = pl.monitor(fb)
+        if self._base is None:
+            prev, self._prev = self._prev, stall
+            if prev is None or abs(stall - prev) > 0.01 * max(prev, 1):
+                return table                            # not settled yet
+            self._base = (stall, pl.snapshot(), table)
+        elif self._judging:
+            if self._settling:
+                # the first iteration after a change is a transient (the device's page
+                # placement follows the new order only from the next one)
+                self._settling = False
+                return table
+            self._judging = False
+            if stall < 0.995 * self._base[0]:
+                self._base = (stall, pl.snapshot(), table)
+            else:
+                pl.restore(self._base[1])
+        changed = 0
+        while not changed and self._step < len(TRIALS):
+            changed = pl.trial(TRIALS[self._step], fb)
+            self._step += 1
         self.monitor_changes.append(changed)
         if not changed:
             self._converged = True
-            return table
+            best = self._base[2]
+            best.notes["monitor_changes"] = 0.0
+            return best
+        self._judging = self._settling = True
         new = pl.table()
         new.notes["monitor_changes"] = float(changed)
+        new.notes["monitor_trial"] = float(self._step)
         return new
