@@ -7,8 +7,9 @@ faults in whatever operand is still missing, and waits until the op may start (t
 wait is the stall charged to the memory system); then the NPU runs the op's tiles
 against HBM; after the op, the table's write-backs and drops are released and dead
 tensors are freed. The DMA engine works ahead in its own process, earliest deadline
-first. Between iterations the policy may adjust its table from what was measured
-(TM-Training's timing monitor).
+first. Between warm-up iterations the policy may adjust its table from what was
+measured (TM-Training's timing monitor); the iterations after the warm-up replay the
+last table, so the steady state is one plan's.
 
 **Initial placement, the same for every policy.** At time 0 every tensor that lives
 across iterations (weights, master copies, optimizer state) is on flash, the
@@ -249,7 +250,9 @@ class Executor(Component):
                 if self.progress is not None:
                     self.progress.update(1)
             changes = 0
-            if it + 1 < run.iterations:
+            # The policy may change its table between warm-up iterations only: the
+            # steady state replays one table.
+            if it + 1 < run.iterations and it < run.warmup_iterations:
                 fb = Feedback(it, self.op_stall.copy(), lateness, op_start, op_end,
                               int(self.res.level.peak // wl.page_size),
                               {"peak_before": peak0}, occ_op,
