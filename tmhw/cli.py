@@ -159,6 +159,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     else:
         print(summary_table(rep))
         print(f"report: {out / 'report.json'}")
+    for w in rep.get("warnings", []):
+        sys.stderr.write(f"tmhw: warning: {w}\n")
     return 0
 
 

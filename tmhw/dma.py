@@ -231,6 +231,13 @@ class DmaEngine(Component):
         """Requests not yet completely booked."""
         return [r for _, r in self._fetches + self._writebacks if not r.done]
 
+    def take_late_writebacks(self) -> frozenset[int]:
+        """The tensors whose write-back was booked only because a fetch was waiting for
+        its space, since the last call."""
+        out = frozenset(self.late_writebacks)
+        self.late_writebacks.clear()
+        return out
+
     def pending(self) -> int:
         return sum(not r.done for _, r in self._fetches) + \
             sum(not r.done for _, r in self._writebacks)

@@ -256,8 +256,7 @@ class Executor(Component):
                 fb = Feedback(it, self.op_stall.copy(), lateness, op_start, op_end,
                               int(self.res.level.peak // wl.page_size),
                               {"peak_before": peak0}, occ_op,
-                              frozenset(self.dma.late_writebacks))
-                self.dma.late_writebacks.clear()
+                              self.dma.take_late_writebacks())
                 before = self.table
                 self.table = self.policy.adjust(self.table, self.ctx, fb)
                 self.table.index()

@@ -119,7 +119,8 @@ class System:
         if self.policy.whole_footprint:
             rd = wr = 0
         else:
-            tb = traffic_bound(GapPlan(self.ctx), self.capacity_pages)
+            tb = self.ctx.cache.get(("traffic_bound", self.capacity_pages)) or \
+                traffic_bound(GapPlan(self.ctx), self.capacity_pages)
             rd, wr = tb.read_bytes, tb.write_bytes
         compute = int(self.executor.op_ps.sum())
         flash_ps = batch_time_ps(cfg.flash, rd, wr, seed=cfg.run.seed,

@@ -111,6 +111,7 @@ class Planner:
         p = self.ctx.policy
         cap_plan = int(math.floor(self.cap * (1.0 - p.prefetch_reserve)))
         tb = traffic_bound(self.gp, cap_plan)
+        self.ctx.cache[("traffic_bound", cap_plan)] = tb
         self.bound_bytes = tb.total_bytes
         x = tb.evicted_pages.copy()
         # Dead until overwritten: free to drop, and its space helps prefetches in flight.
