@@ -100,10 +100,13 @@ def input_mask(wl: Workload) -> np.ndarray:
 
 
 def op_working_set_pages(wl: Workload) -> np.ndarray:
-    """Pages each op needs resident at once (every tensor it reads or writes)."""
+    """Pages each op needs resident at once: every tensor it reads or writes, and the
+    mini-batch, which stays in HBM the whole iteration (the host's landing zone; no
+    plan moves it)."""
+    inputs = [t.id for t in wl.tensors if t.kind == Kind.INPUT]
     out = np.zeros(len(wl.ops), dtype=np.int64)
     for op in wl.ops:
-        out[op.index] = sum(wl.tensors[t].npages for t in op.tensors)
+        out[op.index] = sum(wl.tensors[t].npages for t in set(op.tensors) | set(inputs))
     return out
 
 
