@@ -390,3 +390,20 @@ def test_bound_command_prints_the_report_bounds_of_the_same_config(
     bad = tmhw("bound", "--preset", "quick", "--hbm-ratio", "2")
     assert bad.rc == 2 and len(bad.err.strip().splitlines()) == 1
     assert "policy.hbm_ratio" in bad.err
+
+
+def test_a_preference_picks_among_the_cheapest_plans_without_moving_more() -> None:
+    """``prefer`` breaks ties among the fewest-bytes plans only: the traffic is the same
+    with any preference, and the preferred (long) gaps carry more of the evicted pages."""
+    from tmhw import config as C
+    from tmhw.system import System
+
+    s = System(C.with_overrides(C.QUICK, ["policy.hbm_ratio=0.25",
+                                          'policy.name="demand"']))
+    gp = GapPlan(s.ctx)
+    plain = traffic_bound(gp, s.capacity_pages)
+    span = (gp.start2[gp.gb] - gp.end2[gp.ga]).astype(np.float64)
+    long = traffic_bound(gp, s.capacity_pages, prefer=span)
+    short = traffic_bound(gp, s.capacity_pages, prefer=-span)
+    assert plain.total_bytes == long.total_bytes == short.total_bytes
+    assert float(span @ long.evicted_pages) > float(span @ short.evicted_pages)

@@ -167,11 +167,16 @@ def _covered_ops(ga: np.ndarray, gb: np.ndarray, n: int) -> tuple[np.ndarray, np
 
 
 def traffic_bound(gp: GapPlan, capacity_pages: int, *,
-                  node_limit: int = 20000) -> TrafficBound:
+                  node_limit: int = 20000, prefer: np.ndarray | None = None) -> TrafficBound:
     """The fewest bytes any policy moves between the tiers in one steady-state
     iteration of ``gp``'s workload with ``capacity_pages`` pages of HBM, and a per-gap
     plan that moves exactly that (module docstring). ``node_limit`` bounds the MILP,
-    which runs only when the LP relaxation is fractional."""
+    which runs only when the LP relaxation is fractional. ``prefer`` (per gap) picks,
+    among the plans that move the fewest bytes, one that maximises the sum of
+    ``prefer x pages evicted`` (a second LP with the traffic held at its minimum); a
+    planner passes each gap's duration, so that data leaves over the longest gaps,
+    where its fetch has the most time to hide. Used only where its rounded solution
+    moves no more than the first."""
     t0 = time.perf_counter()
     n, ps, ng = gp.n, gp.ps, len(gp.gaps)
     ga, gb = gp.ga, gp.gb
@@ -241,6 +246,18 @@ def traffic_bound(gp: GapPlan, capacity_pages: int, *,
                 integral = False
                 if mip.x is not None:
                     tries.append(np.asarray(mip.x[:nv]))
+        if prefer is not None and integral:
+            # Lexicographic: hold the traffic at its optimum, maximise the preference.
+            c2 = np.concatenate((-np.asarray(prefer, dtype=np.float64)[var], np.zeros(ne)))
+            scale = float(np.abs(c2).max()) or 1.0
+            a2 = sp.vstack((a_ub, sp.csr_matrix(c.reshape(1, -1)))).tocsr()
+            b2 = np.concatenate((b_ub, [float(c @ np.concatenate((tries[0], np.zeros(ne))))
+                                         if ne == 0 else float(lp.fun)]))
+            b2[-1] += 0.5       # half a page of slack: only plans of the same cost
+            lp2 = linprog(c2 / scale, A_ub=a2, b_ub=b2,
+                          bounds=np.column_stack((np.zeros(nv + ne), ub)), method="highs-ds")
+            if lp2.status == 0:
+                tries.insert(0, np.asarray(lp2.x[:nv]))
         best = None
         for sol in tries:
             # rounding up keeps every capacity row satisfied

@@ -110,7 +110,11 @@ class Planner:
     def plan(self) -> None:
         p = self.ctx.policy
         cap_plan = int(math.floor(self.cap * (1.0 - p.prefetch_reserve)))
-        tb = traffic_bound(self.gp, cap_plan)
+        gp = self.gp
+        # among the fewest-bytes plans, the one whose data leaves over the longest gaps
+        span = (gp.start2[gp.gb] - gp.end2[gp.ga]).astype(np.float64) if len(gp.gaps) \
+            else np.zeros(0)
+        tb = traffic_bound(gp, cap_plan, prefer=span)
         self.ctx.cache[("traffic_bound", cap_plan)] = tb
         self.bound_bytes = tb.total_bytes
         x = tb.evicted_pages.copy()
