@@ -23,8 +23,9 @@ $(DEVSTAMP): pyproject.toml | $(BIN)/python
 run: $(STAMP)
 	$(BIN)/tmhw scenario paper_headline --quick --out out
 
+# Two workers: the suite is CPU-bound and the machine has two cores.
 test: $(DEVSTAMP)
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n 2
 
 lint: $(DEVSTAMP)
 	$(BIN)/ruff check tmhw npu dram flash tests scenarios
