@@ -30,6 +30,11 @@ def _save(fig: Any, stem: Path) -> list[Path]:
     return out
 
 
+def _legend_outside(ax: Any) -> None:
+    """The legend to the right of the axes, where it can hide no bar or line."""
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
+
+
 def _color(lane: str) -> str:
     for key, c in LANE_COLORS.items():
         if key in lane:
@@ -104,7 +109,7 @@ def stacked_bars(categories: Sequence[str], series: dict[str, Sequence[float]],
         ax.bar(categories, vals, bottom=bottom, label=name)
         bottom = [b + v for b, v in zip(bottom, vals, strict=False)]
     ax.set_ylabel(ylabel)
-    ax.legend(fontsize=8)
+    _legend_outside(ax)
     plt.setp(ax.get_xticklabels(), rotation=30, ha="right")
     if title:
         ax.set_title(title)
@@ -121,7 +126,7 @@ def grouped_bars(categories: Sequence[str], series: dict[str, Sequence[float]],
     ax.set_ylabel(ylabel)
     if log:
         ax.set_yscale("log")
-    ax.legend(fontsize=8)
+    _legend_outside(ax)
     if title:
         ax.set_title(title)
     return _save(fig, Path(stem))
@@ -136,7 +141,7 @@ def line_plot(xs: Sequence[float], series: dict[str, Sequence[float]], stem: str
     ax.set_ylabel(ylabel)
     if logx:
         ax.set_xscale("log")
-    ax.legend(fontsize=8)
+    _legend_outside(ax)
     if title:
         ax.set_title(title)
     return _save(fig, Path(stem))
