@@ -433,10 +433,11 @@ def table_profile(wl: Workload, table: PlacementTable, op_start_ps: np.ndarray |
     return occ
 
 
-def estimate_stall_ps(wl: Workload, table: PlacementTable, ctx: PlanContext) -> int:
-    """Stall of one iteration under a fluid model: flash serves prefetches and
-    write-backs one at a time at their bandwidths, in release order; an op starts when
-    its prefetches have arrived. An estimate for planning, not the executor."""
+def predict_starts(wl: Workload, table: PlacementTable, ctx: PlanContext) -> np.ndarray:
+    """When each op starts in one iteration under a fluid model: flash serves
+    prefetches and write-backs one at a time at their bandwidths, in release order; an
+    op starts when its prefetches have arrived. An estimate for planning (the timeline
+    the plan itself implies), not the executor."""
     n = len(wl.ops)
     dur = np.asarray(ctx.op_end_ps, dtype=np.int64) - np.asarray(ctx.op_start_ps,
                                                                    dtype=np.int64)
@@ -444,21 +445,30 @@ def estimate_stall_ps(wl: Workload, table: PlacementTable, ctx: PlanContext) -> 
     wbw = max(1, int(ctx.writeback_bytes_per_s))
     ps = wl.page_size
     arrive = np.zeros(n, dtype=np.int64)
-    t = server = stall = 0
+    starts = np.zeros(n, dtype=np.int64)
+    t = server = 0
     for i in range(n):
         for m in table.released_at_start(i):
             server = max(server, t) + (-(-m.npages * ps * S // fbw))
-            arrive[m.deadline_op] = max(arrive[m.deadline_op], server)
+            if m.deadline_op >= i:
+                arrive[m.deadline_op] = max(arrive[m.deadline_op], server)
         begin = max(t, int(arrive[i]))
-        stall += begin - t
+        starts[i] = begin
         t = begin + int(dur[i])
         for m in table.released_at_end(i):
             if m.action == Action.WRITEBACK:
                 server = max(server, t) + (-(-m.npages * ps * S // wbw))
-    return stall
+    return starts
 
 
-
+def estimate_stall_ps(wl: Workload, table: PlacementTable, ctx: PlanContext) -> int:
+    """Stall of one iteration under the fluid model of ``predict_starts``."""
+    starts = predict_starts(wl, table, ctx)
+    if not len(starts):
+        return 0
+    dur = np.asarray(ctx.op_end_ps, dtype=np.int64) - np.asarray(ctx.op_start_ps,
+                                                                   dtype=np.int64)
+    return int(starts[-1] + dur[-1] - dur.sum())
 
 
 def finish(gp: GapPlan, name: str, notes: dict[str, float]) -> PlacementTable:

@@ -68,7 +68,7 @@ import numpy as np
 
 from tmhw.placement.base import Feedback, PlanContext, Policy, drop_moves, input_mask
 from tmhw.placement.bounds import traffic_bound
-from tmhw.placement.gaps import GapPlan, estimate_stall_ps, table_profile
+from tmhw.placement.gaps import GapPlan, estimate_stall_ps, predict_starts, table_profile
 from tmhw.placement.table import Action, Move, PlacementTable
 
 
@@ -108,13 +108,31 @@ class Planner:
 
     # -- the plan ------------------------------------------------------------------------
     def plan(self) -> None:
+        """Step 1, then 2 and 3, on the timeline the plan implies: the first round ranks
+        gaps by their length in the stall-free profile; each further round
+        (``policy.plan_rounds``) by their length on the timeline the previous plan
+        predicts (``gaps.predict_starts``: its fetches and write-backs at the device's
+        rates, and the stalls they cause), until the plan stops changing."""
+        gp = self.gp
+        start, end = gp.start2[: self.n], gp.end2[: self.n]
+        dur = end - start
+        last: np.ndarray | None = None
+        for _ in range(max(1, self.ctx.policy.plan_rounds)):
+            t_it = int(start[-1] + dur[-1]) if self.n else 0
+            s2 = np.concatenate((start, start + t_it))
+            e2 = s2 + np.concatenate((dur, dur))
+            self._plan_once((s2[gp.gb] - e2[gp.ga]).astype(np.float64) if len(gp.gaps)
+                            else np.zeros(0))
+            if last is not None and np.array_equal(last, self.x):
+                break
+            last = self.x.copy()
+            start = predict_starts(self.wl, self.table(), self.ctx)
+
+    def _plan_once(self, span: np.ndarray) -> None:
         p = self.ctx.policy
         cap_plan = int(math.floor(self.cap * (1.0 - p.prefetch_reserve)))
-        gp = self.gp
         # among the fewest-bytes plans, the one whose data leaves over the longest gaps
-        span = (gp.start2[gp.gb] - gp.end2[gp.ga]).astype(np.float64) if len(gp.gaps) \
-            else np.zeros(0)
-        tb = traffic_bound(gp, cap_plan, prefer=span)
+        tb = traffic_bound(self.gp, cap_plan, prefer=span)
         self.ctx.cache[("traffic_bound", cap_plan)] = tb
         self.bound_bytes = tb.total_bytes
         x = tb.evicted_pages.copy()
