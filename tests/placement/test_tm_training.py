@@ -50,7 +50,7 @@ workloads = st.builds(
     st.booleans(),
 )
 MODES = ["", "policy.split=false", "policy.prefetch=false", "policy.monitor=false",
-         "policy.writeback_schedule=false"]
+         "policy.writeback_schedule=false", "policy.plan_rounds=3"]
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
