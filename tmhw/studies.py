@@ -296,7 +296,7 @@ def paper_headline(st: Study) -> str:
 
     ser_t = series("inter_tier_bytes", [p for p in POLICIES if p != "hbm-only"], 2**-30)
     st.fig(grouped_bars(models, ser_t, st.out / "inter_tier_traffic",
-                        "inter-tier traffic per iteration run (GiB)",
+                        "inter-tier traffic per iteration (GiB)",
                         "Flash <-> HBM traffic at 12.5% HBM"))
     ser_e = series("samples_per_joule", POLICIES)
     st.fig(grouped_bars(models, ser_e, st.out / "throughput_per_watt", "samples per joule",
@@ -344,7 +344,7 @@ def capacity_sweep(st: Study) -> str:
         r = cell.get((p, 1.0 if p == "hbm-only" else ratio))
         return fig_of(r, name)
 
-    figs = {"inter-tier traffic (GiB)": ("inter_tier_bytes", 2**-30),
+    figs = {"inter-tier traffic per iteration (GiB)": ("inter_tier_bytes", 2**-30),
             "memory stall (ms)": ("stall_ms", 1.0),
             "throughput (samples/s)": ("samples_per_s", 1.0),
             "throughput per watt (samples/J)": ("samples_per_joule", 1.0),
@@ -484,13 +484,13 @@ def ablation(st: Study) -> str:
                         f"{m.label} at 12.5% HBM: TM-Training's mechanisms"))
     st.fig(grouped_bars(names, {"inter-tier GiB": [nan(fig_of(r, "inter_tier_bytes")) / 2**30
                                                    for r in results]},
-                        st.out / "ablation_traffic", "GiB over the run",
+                        st.out / "ablation_traffic", "GiB per iteration",
                         "Inter-tier traffic"))
     rows = [[r["params"]["variant"], num(extra(r)["last_iteration_ms"] or None),
              num(extra(r)["last_stall_ms"] or None),
              num(gib(fig_of(r, "inter_tier_bytes"))), num(fig_of(r, "samples_per_joule")),
              status_text(r)] for r in results]
-    table = md_table(["variant", "last iteration ms", "last stall ms", "inter-tier GiB (run)",
+    table = md_table(["variant", "last iteration ms", "last stall ms", "inter-tier GiB per iteration",
                       "samples/J", "status"], rows)
     intro = (f"TM-Training on {m.stands_for} ({m.label}) at 12.5% HBM over {iters} "
              f"iterations ({warm} of them warm-up), its mechanisms switched on one by one: "
