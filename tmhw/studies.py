@@ -490,8 +490,8 @@ def ablation(st: Study) -> str:
              num(extra(r)["last_stall_ms"] or None),
              num(gib(fig_of(r, "inter_tier_bytes"))), num(fig_of(r, "samples_per_joule")),
              status_text(r)] for r in results]
-    table = md_table(["variant", "last iteration ms", "last stall ms", "inter-tier GiB per iteration",
-                      "samples/J", "status"], rows)
+    table = md_table(["variant", "last iteration ms", "last stall ms",
+                      "inter-tier GiB per iteration", "samples/J", "status"], rows)
     intro = (f"TM-Training on {m.stands_for} ({m.label}) at 12.5% HBM over {iters} "
              f"iterations ({warm} of them warm-up), its mechanisms switched on one by one: "
              "the static placement table alone (operands fetched on demand at each op, "
