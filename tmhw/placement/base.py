@@ -10,7 +10,7 @@ timing monitor). Pure: no SimPy.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import numpy as np
 
@@ -36,9 +36,6 @@ class PlanContext:
     seed: int = 0
     #: per op: run streamed through a window of HBM (``streamable``), or None
     streamed: np.ndarray | None = None
-    #: results a policy computed that the system may reuse: ("traffic_bound", pages)
-    #: -> ``bounds.TrafficBound`` at that capacity
-    cache: dict[tuple[str, int], Any] = field(default_factory=dict)
 
     @property
     def page_size(self) -> int:

@@ -133,7 +133,6 @@ class Planner:
         cap_plan = int(math.floor(self.cap * (1.0 - p.prefetch_reserve)))
         # among the fewest-bytes plans, the one whose data leaves over the longest gaps
         tb = traffic_bound(self.gp, cap_plan, prefer=span)
-        self.ctx.cache[("traffic_bound", cap_plan)] = tb
         self.bound_bytes = tb.total_bytes
         x = tb.evicted_pages.copy()
         # Dead until overwritten: free to drop, and its space helps prefetches in flight.
