@@ -217,3 +217,16 @@ def test_an_op_larger_than_hbm_runs_streamed_under_tm_training_only() -> None:
             System(C.with_overrides(C.PAPER, [f"policy.hbm_ratio={ratio}",
                                               'policy.name="tm-training"', *sets]),
                    workload=wl)
+
+
+def test_a_plan_over_capacity_is_reported_and_warned_not_rescued_silently() -> None:
+    """A table that says its plan exceeds HBM (``plan_overflow_pages``) makes the report
+    carry a warning naming the note; a plan that fits carries none."""
+    wl = mlp([512] * 4, 256, True)
+    s = system(wl, 0.5, iterations=2)
+    clean = s.run()
+    assert clean["warnings"] == [] and clean["emergency_evictions"] == 0
+    s = system(wl, 0.5, iterations=2)
+    s.table.notes["plan_overflow_pages"] = 7.0
+    rep = s.run()
+    assert any("plan_overflow_pages" in w and "7 pages" in w for w in rep["warnings"])
