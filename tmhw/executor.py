@@ -217,6 +217,10 @@ class Executor(Component):
                     npu_stall += res_[2]
                     op_start[op.index], op_end[op.index] = t_op, int(self.env.now)
                     occ_op[op.index] = self.res.occupied_pages
+                    if self.tracer.enabled:
+                        # the tiles' compute, drawn as one span of its total length
+                        self.tracer.span("npu.compute", t_run, t_end,
+                                         op.name + " (streamed)")
                     self._finish(op, streamed=True)
                     if self.progress is not None:
                         self.progress.update(1)
