@@ -286,3 +286,23 @@ def test_urgent_request_overtakes_one_already_being_booked() -> None:
     assert _runs(after) == ["fault", "prefetch"]    # the fault went ahead of its remainder
     # ...and it was booked at the instant it arrived, not after the engine's nap.
     assert min(t for t, op, _, _, tag, _ in rig.flash.log if tag == "fault") == t_fault
+
+
+def test_a_fetch_takes_over_space_a_writeback_is_freeing_and_lands_after_it() -> None:
+    """HBM full of dirty pages, one write-back and one fetch queued: the fetch's flash
+    read starts at once, and its data lands in HBM no earlier than the write-back's data
+    has left, so occupancy never exceeds capacity."""
+    rig = Rig(128, 64, outstanding=4)
+    res = rig.res
+    res.hold(slice(0, 64), 0, 0)
+    res.live[:] = True
+    res.in_flash[64:] = True
+    wb = rig.dma.submit(DmaRequest(WRITEBACK, 0, 64, 0, "out"))
+    fetch = rig.fetch(64, 128, "in", deadline=1)
+    rig.env.run()
+    res.check()
+    assert rig.res.level.peak <= 64 * PAGE
+    first_read = min(t for t, op, _, _, tag, _ in rig.flash.log if op == Op.READ)
+    assert first_read < wb.end_ps                 # read issued before the space was free
+    assert (rig.res.first_ready[64:128] >= wb.end_ps).all()
+    assert fetch.pages_moved == 64

@@ -238,14 +238,6 @@ class DmaEngine(Component):
         self.late_writebacks.clear()
         return out
 
-    def pending(self) -> int:
-        return sum(not r.done for _, r in self._fetches) + \
-            sum(not r.done for _, r in self._writebacks)
-
-    def queued_writeback_pages(self) -> int:
-        """Dirty pages whose write-back is queued but not yet booked."""
-        return sum(r.p1 - r.cursor for _, r in self._writebacks if not r.done)
-
     def _start(self) -> None:
         self.env.process(self._run())
 
