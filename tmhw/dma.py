@@ -38,7 +38,7 @@ import numpy as np
 import simpy
 
 from tmhw.config import DmaConfig, LinkConfig
-from tmhw.residency import Residency
+from tmhw.residency import Residency, runs
 from tmhw.sim.component import Component
 from tmhw.sim.energy import EnergyMeter, EnergyTable
 from tmhw.sim.errors import TmhwError
@@ -196,14 +196,10 @@ class DmaEngine(Component):
         that must make room now). Returns when their HBM space is free."""
         req = DmaRequest(WRITEBACK, p0, p1, -1, tag, urgent=True, origin=self.iteration)
         req.submitted_ps = now
-        last = now
-        for c0 in range(p0, p1, self.wb_chunk_pages):
-            k = min(range(len(self.slots)), key=self.slots.__getitem__)
-            free_at, _ = self._writeback(c0, min(p1, c0 + self.wb_chunk_pages),
-                                         max(now, self.slots[k]), req)
-            self.slots[k] = free_at
-            last = max(last, free_at)
-        return last
+        req.cursor = p0
+        while not req.done:
+            self._book_writeback(req, now)
+        return max(now, req.end_ps)
 
     def expedite_writebacks(self, pages: int, now: int) -> int:
         """Book queued write-backs at once, earliest deadline first, until ``pages``
@@ -215,14 +211,8 @@ class DmaEngine(Component):
                 self.void_writebacks += 1
                 req.cursor = req.p1
                 continue
-            chunk = req.chunk_pages or self.wb_chunk_pages
-            c0, c1 = req.cursor, min(req.p1, req.cursor + chunk)
             before = self.res.held
-            k = min(range(len(self.slots)), key=self.slots.__getitem__)
-            free_at, end = self._writeback(c0, c1, max(now, self.slots[k]), req)
-            self.slots[k] = free_at
-            req.end_ps = max(req.end_ps, end)
-            req.cursor = c1
+            self._book_writeback(req, now)
             freed += before - self.res.held
         self._head(self._writebacks)
         return freed
@@ -336,8 +326,11 @@ class DmaEngine(Component):
                     self.void_writebacks += 1
                     req.cursor = req.p1
                     break
-                free_at, end = self._writeback(c0, c1, max(now, self.slots[k]), req)
-                end = free_at
+                if self.order_log is not None:
+                    self.order_log.append((req.key(), None if blocked else other))
+                self._book_writeback(req, now)
+                booked_any = True
+                continue
             if self.order_log is not None:
                 self.order_log.append((req.key(), None if blocked else other))
             self.slots[k] = end
@@ -348,6 +341,17 @@ class DmaEngine(Component):
         # A request whose remaining pages were all present has advanced too (to its
         # end): the next one must be tried now, not after a wake-up nobody sends.
         return booked_any or req.cursor > start
+
+    def _book_writeback(self, req: DmaRequest, now: int) -> None:
+        """Book the next chunk of write-back ``req`` in the earliest free slot; the
+        slot, and the request's completion, are when its space is free."""
+        c0 = req.cursor
+        c1 = min(req.p1, c0 + (req.chunk_pages or self.wb_chunk_pages))
+        k = min(range(len(self.slots)), key=self.slots.__getitem__)
+        free_at, _ = self._writeback(c0, c1, max(now, self.slots[k]), req)
+        self.slots[k] = free_at
+        req.end_ps = max(req.end_ps, free_at)
+        req.cursor = c1
 
     def _flush_small(self) -> None:
         """Book the HBM writes of the page-sized fetches of one window as one transfer;
@@ -364,19 +368,6 @@ class DmaEngine(Component):
         self._small.clear()
         self._small_bytes = 0
 
-    @staticmethod
-    def _runs(pages: np.ndarray) -> list[tuple[int, int]]:
-        """Contiguous runs [a, b) of a sorted page array."""
-        if len(pages) == 0:
-            return []
-        if pages[-1] - pages[0] + 1 == len(pages):
-            return [(int(pages[0]), int(pages[-1]) + 1)]
-        cut = np.flatnonzero(np.diff(pages) != 1) + 1
-        starts = np.concatenate(([0], cut))
-        stops = np.concatenate((cut, [len(pages)]))
-        return [(int(pages[a]), int(pages[b - 1]) + 1)
-                for a, b in zip(starts, stops, strict=True)]
-
     def _link(self, line: Timeline, src_end: int, nbytes: int) -> int:
         dur = transfer_ps(nbytes, self.link_cfg.bandwidth)
         end = line.reserve(max(0, src_end - dur), dur, "xfer")
@@ -390,7 +381,7 @@ class DmaEngine(Component):
         end = issue
         t0 = issue + self.cfg.setup_ps
         now = int(self.env.now)
-        for a, b in self._runs(pages):
+        for a, b in runs(pages):
             n = (b - a) * ps
             f_end = self.flash.transport(Transfer(Op.READ, a * ps, n, Pattern.STREAM,
                                                   req.tag), t0)
@@ -422,16 +413,11 @@ class DmaEngine(Component):
         ps = self.page_size
         res = self.res
         now = int(self.env.now)
-        held = res.in_hbm[c0:c1]
-        dirty_mask = held & res.live[c0:c1] & ~res.in_flash[c0:c1]
-        clean = np.flatnonzero(held & ~dirty_mask) + c0
-        for a, b in self._runs(clean):
-            ready = res.ready_time(a, b)
-            res.release(slice(a, b), now, until=ready if ready > now else None)
-        dirty = np.flatnonzero(dirty_mask) + c0
+        dirty = np.flatnonzero(res.in_hbm[c0:c1] & res.live[c0:c1] & ~res.in_flash[c0:c1]) + c0
+        res.release_clean(c0, c1, now)
         free_at = end = issue
         t0 = issue + self.cfg.setup_ps
-        for a, b in self._runs(dirty):
+        for a, b in runs(dirty):
             n = (b - a) * ps
             ready = res.ready_time(a, b)
             h_end = max(t0, ready, self.hbm.transport(

@@ -349,13 +349,8 @@ class Executor(Component):
                     self.late_prefetches += 1
                 else:
                     self.faults += 1
-                reqs.append(self.dma.submit(DmaRequest(
-                    FETCH, p0, p1, op.index, wl.tensors[t].name, urgent=True,
-                    chunk_pages=self.table.fault_chunk_pages, tensor=t)))
-        for r in reqs:
-            assert r.booked is not None
-            if not r.booked.triggered:
-                yield r.booked
+                reqs.append(self._fetch_now(t, p0, p1, op.index))
+        yield from self._booked(reqs)
         ready, tail_due = self._ready(op, tails)
         t_want = int(env.now)
         if ready > t_want:
@@ -368,6 +363,21 @@ class Executor(Component):
         late = max((res.ready_time(m.p0, m.p1) for m in due if m.p1 > m.p0),
                    default=t_want) - t_want
         return late, tail_due
+
+    def _fetch_now(self, t: int, p0: int, p1: int, op_index: int) -> DmaRequest:
+        """Fetch the missing pages of [p0, p1) of tensor ``t`` ahead of everything: op
+        ``op_index`` is waiting for them (a fault)."""
+        assert self.table is not None
+        return self.dma.submit(DmaRequest(
+            FETCH, p0, p1, op_index, self.workload.tensors[t].name, urgent=True,
+            chunk_pages=self.table.fault_chunk_pages, tensor=t))
+
+    def _booked(self, reqs: list[DmaRequest]) -> Generator[simpy.Event, Any, None]:
+        """Wait until every page of ``reqs`` is booked."""
+        for r in reqs:
+            assert r.booked is not None
+            if not r.booked.triggered:
+                yield r.booked
 
     def _tails(self, op: Op) -> dict[int, Move]:
         """The operands of ``op`` whose tail streams while it runs: {tensor: row}."""
@@ -443,15 +453,10 @@ class Executor(Component):
                 if t in reads:
                     if res.count_missing(a, b):
                         self.faults += 1
-                        reqs.append(self.dma.submit(DmaRequest(
-                            FETCH, a, b, op.index, wl.tensors[t].name, urgent=True,
-                            tensor=t)))
+                        reqs.append(self._fetch_now(t, a, b, op.index))
                 elif res.count_missing(a, b):
                     res.hold(slice(a, b), now, now)
-            for r in reqs:
-                assert r.booked is not None
-                if not r.booked.triggered:
-                    yield r.booked
+            yield from self._booked(reqs)
             ready = max(res.ready_time(a, b) for a, b in sl.values())
             if ready > int(env.now):
                 yield env.timeout(ready - int(env.now))
@@ -478,7 +483,7 @@ class Executor(Component):
                 if dirty.any():
                     self.dma.writeback_now(a, b, now, wl.tensors[t].name)
                 else:
-                    self._free_clean(a, b, now)
+                    self.res.release_clean(a, b, now)
         self._clock += 1
         for t in op.tensors:
             self.last_use[t] = self._clock
@@ -505,7 +510,7 @@ class Executor(Component):
         eager = not self.cfg.policy.writeback_schedule
         for m in self.table.released_at_end(op.index):
             if m.action == Action.WRITEBACK:
-                self._free_clean(m.p0, m.p1, now)
+                self.res.release_clean(m.p0, m.p1, now)
                 if not (res.in_hbm[m.p0:m.p1] & res.live[m.p0:m.p1]).any():
                     continue
                 due = op.index + 1 if eager or m.deadline_op < 0 else m.deadline_op
@@ -517,18 +522,6 @@ class Executor(Component):
             elif m.action == Action.DROP:
                 self._drop(m, now)
         self.dma.kick()
-
-    def _free_clean(self, p0: int, p1: int, now: int) -> None:
-        """Free the pages of [p0, p1) that flash already holds (or that are dead)."""
-        res = self.res
-        clean = res.in_hbm[p0:p1] & ~(res.live[p0:p1] & ~res.in_flash[p0:p1])
-        if clean.all():
-            ready = res.ready_time(p0, p1) if p1 > p0 else 0
-            res.release(slice(p0, p1), now, until=ready if ready > now else None)
-            return
-        for a, b in DmaEngine._runs(np.flatnonzero(clean) + p0):
-            ready = res.ready_time(a, b)
-            res.release(slice(a, b), now, until=ready if ready > now else None)
 
     def _drop(self, m: Move, now: int) -> None:
         """Free pages from HBM. Data past its last use in the iteration, or overwritten
@@ -550,8 +543,7 @@ class Executor(Component):
             if dirty.any():
                 raise AssertionError(f"{self.policy.name}: drop of live dirty pages of "
                                      f"{self.workload.tensors[tid].name}")
-        ready = res.ready_time(p0, p1) if res.in_hbm[p0:p1].any() else 0
-        res.release(slice(p0, p1), now, until=ready if ready > now else None)
+        res.release_when_ready(p0, p1, now)
 
     # -- eviction ------------------------------------------------------------------------
     def _make_room(self, need: int, op_index: int) -> Generator[simpy.Event, Any, None]:
@@ -614,8 +606,7 @@ class Executor(Component):
             if dirty.any():
                 self.dma.writeback_now(a, b, now, wl.tensors[t].name)
             else:
-                ready = res.ready_time(a, b)
-                res.release(slice(a, b), now, until=ready if ready > now else None)
+                res.release_when_ready(a, b, now)
             freed += len(take)
         return freed
 

@@ -16,6 +16,18 @@ import numpy as np
 from tmhw.sim.stats import Level
 
 
+def runs(pages: np.ndarray) -> list[tuple[int, int]]:
+    """Contiguous runs [a, b) of a sorted page array."""
+    if len(pages) == 0:
+        return []
+    if pages[-1] - pages[0] + 1 == len(pages):
+        return [(int(pages[0]), int(pages[-1]) + 1)]
+    cut = np.flatnonzero(np.diff(pages) != 1) + 1
+    starts = np.concatenate(([0], cut))
+    stops = np.concatenate((cut, [len(pages)]))
+    return [(int(pages[a]), int(pages[b - 1]) + 1) for a, b in zip(starts, stops, strict=True)]
+
+
 class CapacityError(RuntimeError):
     """An allocation would exceed HBM capacity (the caller must evict first)."""
 
@@ -129,6 +141,21 @@ class Residency:
         self.settle(now)
         self.level.set(now, self.occupied_pages * self.page_size)
         return n
+
+    def release_when_ready(self, p0: int, p1: int, now: int) -> int:
+        """Pages [p0, p1) leave HBM; data still arriving keeps its space until then."""
+        ready = self.ready_time(p0, p1)
+        return self.release(slice(p0, p1), now, until=ready if ready > now else None)
+
+    def release_clean(self, p0: int, p1: int, now: int) -> None:
+        """Pages of [p0, p1) held in HBM whose data flash has, or that are dead, leave
+        (dirty live pages stay: they need a write-back first)."""
+        clean = self.in_hbm[p0:p1] & ~(self.live[p0:p1] & ~self.in_flash[p0:p1])
+        if clean.all():
+            self.release_when_ready(p0, p1, now)
+            return
+        for a, b in runs(np.flatnonzero(clean) + p0):
+            self.release_when_ready(a, b, now)
 
     def _count(self, pages: np.ndarray | slice, mask: np.ndarray, sign: int) -> None:
         assert self.owner is not None

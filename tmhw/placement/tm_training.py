@@ -297,7 +297,6 @@ class TMTraining(Policy):
 
     def __init__(self) -> None:
         self.planner: Planner | None = None
-        self.monitor_changes: list[int] = []
         self._prev: int | None = None                   # last iteration's stall
         self._base: tuple[int, Snapshot, PlacementTable] | None = None
         self._step = 0
@@ -337,7 +336,6 @@ class TMTraining(Policy):
         while not changed and self._step < len(TRIALS):
             changed = pl.trial(TRIALS[self._step], fb)
             self._step += 1
-        self.monitor_changes.append(changed)
         if not changed:
             self._converged = True
             best = self._base[2]
