@@ -1,8 +1,14 @@
-"""NAND flash: die/plane timing, ONFI channels, a flash controller and a page-level FTL.
+"""NAND flash SSDs in MQSim's layers.
 
-``FlashConfig`` and ``PRESETS`` describe devices; ``FlashTarget`` is the SSD as a
-memory target (fast chunk-level or detailed per-page timing); ``load_mqsim_xml`` reads an
-MQSim ``ssdconfig.xml``.
+``FlashConfig`` and ``PRESETS`` describe devices; ``FlashTarget`` is the flash tier as a
+memory target (one SSD, or several striped RAID-0); ``load_mqsim_xml`` reads an MQSim
+``ssdconfig.xml``. The layers, host side first, one file each: ``target`` (the tier,
+RAID-0), ``ssd`` (one device), ``host`` (NVMe queue, full-duplex PCIe link), ``cache``
+(controller DRAM: write buffer, read cache), ``ftl/`` (mapping, block manager, GC and
+wear levelling), ``scheduler`` (command forming, read priority, suspend, chip lock),
+``fast`` and ``detailed`` (the two timing models behind ``ssd.TimingModel``), ``phy``
+(ONFI command and data timing) and ``lanes`` (channel and die lanes). ``batch`` gives
+the device's best time for a batch of reads and writes.
 """
 
 from flash.config import PRESETS, FlashConfig, FlashEnergy, OnfiTiming

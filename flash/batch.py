@@ -72,14 +72,19 @@ Step = tuple[Op, int, int]
 
 
 def floor_ps(cfg: FlashConfig, read_bytes: int, write_bytes: int) -> int:
-    """No order serves the batch faster than this on device ``cfg`` (ps): each direction
-    of the host link carries its bytes; the channels carry both; a die either reads or
-    programs, so the dies' read time and program time add up."""
-    return max(math.ceil(read_bytes * S / cfg.host_bytes_per_s),
-               math.ceil(write_bytes * S / cfg.host_bytes_per_s),
-               math.ceil((read_bytes + write_bytes) * S / cfg.channels_bytes_per_s),
-               math.ceil(read_bytes * S / cfg.die_read_bytes_per_s
-                         + write_bytes * S / cfg.die_program_bytes_per_s))
+    """No order serves the batch faster than this on the flash tier ``cfg`` (ps): each
+    direction of the host links carries its bytes; the channels carry the reads and the
+    writes not acknowledged from the write buffer; a die either reads or programs, so the
+    dies' read time and program time add up."""
+    n = cfg.devices
+    # the last write_buffer_bytes of each device's writes are acknowledged from its
+    # controller DRAM before they cross the channels or are programmed
+    nand_w = max(0, write_bytes - n * cfg.write_buffer_bytes)
+    return max(math.ceil(read_bytes * S / (n * cfg.host_bytes_per_s)),
+               math.ceil(write_bytes * S / (n * cfg.host_bytes_per_s)),
+               math.ceil((read_bytes + nand_w) * S / (n * cfg.channels_bytes_per_s)),
+               math.ceil(read_bytes * S / (n * cfg.die_read_bytes_per_s)
+                         + nand_w * S / (n * cfg.die_program_bytes_per_s)))
 
 
 def schedules(read_bytes: int, write_bytes: int) -> dict[str, list[Step]]:
@@ -128,23 +133,27 @@ def batch_times_ps(cfg: FlashConfig, read_bytes: int, write_bytes: int, *,
         raise TmhwError(f"flash batch: byte counts must be >= 0 (read {read_bytes}, "
                         f"write {write_bytes})")
     span = max(read_bytes, write_bytes)
-    if span > cfg.capacity:
-        raise TmhwError(f"flash batch: {span} bytes exceed the device's logical capacity "
-                        f"of {cfg.capacity} bytes")
+    if span > cfg.total_capacity:
+        raise TmhwError(f"flash batch: {span} bytes exceed the flash tier's logical "
+                        f"capacity of {cfg.total_capacity} bytes")
     if span == 0:
         return {"whole": 0}
     plan = schedules(read_bytes, write_bytes)
-    page, stripe = cfg.page_size, cfg.planes
+    page = cfg.page_size
+    # a stripe over every plane of every device
+    stripe = (cfg.planes if cfg.devices == 1
+              else math.lcm(cfg.planes, cfg.stripe_bytes // page) * cfg.devices)
+    logical_pages = cfg.devices * cfg.logical_pages
     read_pages = _ceil(read_bytes, page)
     # ranges in whole stripes, so every range starts on the same plane as byte 0
     rp = _ceil(read_pages, stripe) * stripe
     wp = _ceil(_ceil(write_bytes, page), stripe) * stripe
     # the reads' range mapped; the half page absorbs float rounding in
     # FTL.precondition's int(fraction x pages)
-    pre = max(precondition, min(1.0, (read_pages + 0.5) / cfg.logical_pages))
+    pre = max(precondition, min(1.0, (read_pages + 0.5) / logical_pages))
     good = floor_ps(cfg, read_bytes, write_bytes) * (1.0 + GOOD_ENOUGH)
     out: dict[str, int] = {}
-    if rp + len(plan) * wp <= cfg.logical_pages:
+    if rp + len(plan) * wp <= logical_pages:
         # one device: schedule k writes stripes of its own after the reads' range and
         # starts once the device is idle again
         dev = _device(cfg, pre, seed, model)
@@ -153,11 +162,11 @@ def batch_times_ps(cfg: FlashConfig, read_bytes: int, write_bytes: int, *,
             out[name] = _serve(dev, steps, t0, (rp + k * wp) * page) - t0
             if out[name] <= good:
                 break
-            t0 = _idle_from(dev)
+            t0 = dev.idle_from()
         _check_mapped(dev)
         return out
     # too large to give each schedule its own range: a fresh device each
-    woff = rp * page if rp + wp <= cfg.logical_pages else 0
+    woff = rp * page if rp + wp <= logical_pages else 0
     for name, steps in plan.items():
         dev = _device(cfg, pre, seed, model)
         out[name] = _serve(dev, steps, 0, woff)
@@ -204,9 +213,3 @@ def _check_mapped(dev: FlashTarget) -> None:
     if dev.unmapped_reads:
         raise AssertionError(f"flash batch: {dev.unmapped_reads} reads missed the "
                              "preconditioned range")
-
-
-def _idle_from(dev: FlashTarget) -> int:
-    """When every die, channel and link direction of ``dev`` is free again."""
-    return max(int(dev.dies.busy_until.max()), int(dev.channels.busy_until.max()),
-               dev.link_rd.busy_until, dev.link_wr.busy_until)

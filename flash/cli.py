@@ -1,7 +1,8 @@
 """``tmhw flash``: the flash device on its own.
 
 ``tmhw flash bench --preset 990pro --pattern randread --size 16KiB --qd 64 --count N
-[--precondition 0.9] [--age 2] [--model detailed|fast] [--mqsim-xml FILE] [--json]`` runs
+[--precondition 0.9] [--age 2] [--model detailed|fast] [--mqsim-xml FILE]
+[--set flash.FIELD=VALUE ...] [--json]`` runs
 ``flash.bench.run_bench`` and prints IOPS, bandwidth, latency (mean, p50, p99), command
 counts, GC count, write amplification and energy per byte.
 """
@@ -15,8 +16,8 @@ from typing import Any
 from flash.bench import PATTERNS, run_bench
 from flash.config import PRESETS, FlashConfig
 from flash.mqsim import load_mqsim_xml
-from flash.target import MODELS
-from tmhw.sim import TmhwError
+from flash.ssd import MODELS
+from tmhw.sim import TmhwError, tomlio
 from tmhw.sim.units import parse_size
 
 JSON_KEYS = ("iops", "bandwidth_mbps", "mean_latency_us", "p50_latency_us",
@@ -43,8 +44,22 @@ def register(sub: Any) -> None:
                         "multiple of them (reaches the random-write steady state)")
     b.add_argument("--model", default="fast", choices=MODELS)
     b.add_argument("--seed", type=int, default=0)
+    b.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
+                   help="change a device field, e.g. flash.compat=mqsim or "
+                        "flash.write_buffer_bytes=0 (repeatable)")
     b.add_argument("--json", action="store_true", help="print the figures as JSON")
     b.set_defaults(func=bench_cmd)
+
+
+def with_sets(cfg: FlashConfig, items: list[str]) -> FlashConfig:
+    """``cfg`` with ``flash.FIELD=VALUE`` (or ``FIELD=VALUE``) overrides applied."""
+    if not items:
+        return cfg
+    over = []
+    for item in items:
+        keys, value = tomlio.parse_override(item)
+        over.append((keys[1:] if keys[0] == "flash" and len(keys) > 1 else keys, value))
+    return tomlio.from_dict(FlashConfig, tomlio.nest(over), "flash", base=cfg)
 
 
 def bench_cmd(args: argparse.Namespace) -> int:
@@ -54,6 +69,7 @@ def bench_cmd(args: argparse.Namespace) -> int:
         raise TmhwError(f"size: {e}") from None
     cfg: FlashConfig = (load_mqsim_xml(args.mqsim_xml) if args.mqsim_xml
                         else PRESETS[args.preset])
+    cfg = with_sets(cfg, args.set)
     r = run_bench(cfg, pattern=args.pattern, size=size, qd=args.qd, count=args.count,
                   precondition=args.precondition, model=args.model, seed=args.seed,
                   age=args.age)

@@ -42,7 +42,27 @@ Field -> datasheet / MQSim symbol (times in integer ps, sizes in bytes):
                          multi-plane command
 ``die_queue_depth``      bounded command queue per die in the detailed model
 ``pcie_lanes`` / ``pcie_lane_gbps``: host link (``PCIe_Lane_Count``,
-                         ``PCIe_Lane_Bandwidth`` in GB/s)
+                         ``PCIe_Lane_Bandwidth`` in GB/s), per device
+``nvme_queue_depth``     commands a device holds at once; more wait in the host's
+                         submission queue (``IO_Queue_Depth``)
+``write_buffer_bytes``   controller DRAM holding written data until its program ends; a
+                         write completes to the host once its data is in it (0: writes
+                         complete when programmed)
+``read_cache_bytes``     controller DRAM keeping whole NAND pages read (LRU); 0: none
+``program_suspend`` / ``erase_suspend``: a read that finds its die programming
+                         (erasing) suspends it (MQSim ``Program_Suspension_Enabled``,
+                         ``Erase_Suspension_Enabled``)
+``t_suspend_program`` / ``t_suspend_erase``: suspend latency before the read's own
+                         command (``Suspend_Program_Time``, ``Suspend_Erase_Time``)
+``suspend_min_remaining`` a program or erase is suspended only if at least this much of it
+                         remains (``Preferred_suspend_write_time_for_read``)
+``devices`` / ``stripe_bytes``: the flash tier is ``devices`` identical SSDs striped
+                         RAID-0 in ``stripe_bytes`` units, each with its own link,
+                         controller and FTL
+``compat``               ``onfi``: dies of a package work independently, channels are
+                         free during tR, physical cycle times; ``mqsim``: stock MQSim's
+                         chip lock, data-out convoy and whole-ns cycle (``flash.phy``,
+                         ``flash.scheduler``)
 ``energy.*``             NAND V x I x busy time (Vcc, Icc per operation), channel I/O
                          energy per byte, controller active and device idle power
 ======================== =============================================================
@@ -79,6 +99,18 @@ Presets (sources; "estimate" where no public figure exists):
   800 MT/s, PE 100,000 and PCIe 3.0 x4 (0.985 GB/s per lane, the Z-SSD SZ985 host link)
   are estimates.
 
+Controller DRAM, suspend and arrays (all presets unless noted). The 990 PRO ships LPDDR4
+(1 GB per TB, Samsung's data sheet), nearly all of it the mapping table; the share for
+data is not published. ``write_buffer_bytes`` 192 MiB and ``read_cache_bytes`` 64 MiB are
+estimates that split MQSim's default ``Data_Cache_Capacity`` of 256 MiB; DRAM bandwidth
+(LPDDR4, above 10 GB/s) exceeds every preset's host link, so a cache hit costs link time
+only. Suspend: MQSim's defaults ``Suspend_Program_Time`` 100 us, ``Suspend_Erase_Time``
+700 us and ``Preferred_suspend_write_time_for_read`` 100 us (vendors do not publish
+suspend latencies; these are the reference simulator's). ``nvme_queue_depth`` 1024 is
+MQSim's ``IO_Queue_Depth``. ``stripe_bytes`` 512 KiB is Linux md's default RAID-0 chunk
+(mdadm(8)). The ``mqsim-default`` preset has no data cache, as MQSim's flows run with
+``Device_Level_Data_Caching_Mode`` TURNED_OFF in the reference runs.
+
 Energy (all presets unless noted): NAND active 3.3 V x 25 mA = 82.5 mW per busy die
 (SimpleSSD/SSDsim, PARAMETERS.md), so a 40 us read costs 3.3 uJ; channel I/O 4 pJ/bit
 (32 pJ/byte) is an estimate for a 1.2 V NV-DDR interface; controller active power
@@ -92,10 +124,11 @@ import math
 from dataclasses import dataclass, field
 
 from tmhw.sim import ConfigError
-from tmhw.sim.units import MS, NS, US, KiB, S, energy_pj
+from tmhw.sim.units import MS, NS, US, KiB, MiB, S, energy_pj
 
 CELL_BITS: dict[str, int] = {"SLC": 1, "MLC": 2, "TLC": 3, "QLC": 4}
 GC_POLICIES = ("greedy", "cost-benefit")
+COMPAT = ("onfi", "mqsim")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -187,12 +220,27 @@ class FlashConfig:
     # host link
     pcie_lanes: int = 4
     pcie_lane_gbps: float = 2.0
+    nvme_queue_depth: int = 1024
+    # controller DRAM
+    write_buffer_bytes: int = 192 * MiB
+    read_cache_bytes: int = 64 * MiB
+    # suspend
+    program_suspend: bool = True
+    erase_suspend: bool = True
+    t_suspend_program: int = 100 * US
+    t_suspend_erase: int = 700 * US
+    suspend_min_remaining: int = 100 * US
+    # array and compatibility
+    devices: int = 1
+    stripe_bytes: int = 512 * KiB
+    compat: str = "onfi"
     energy: FlashEnergy = field(default_factory=FlashEnergy)
 
     def __post_init__(self) -> None:
         for f in ("channels", "chips_per_channel", "dies_per_chip", "planes_per_die",
                   "blocks_per_plane", "pages_per_block", "page_size", "channel_rate_mtps",
-                  "channel_width_bits", "pe_limit", "pcie_lanes", "die_queue_depth"):
+                  "channel_width_bits", "pe_limit", "pcie_lanes", "die_queue_depth",
+                  "nvme_queue_depth", "devices", "stripe_bytes"):
             v = getattr(self, f)
             if not isinstance(v, int) or isinstance(v, bool) or v < 1:
                 raise ConfigError(f, v, "a positive integer")
@@ -233,6 +281,16 @@ class FlashConfig:
             raise ConfigError("static_wl_threshold", self.static_wl_threshold, ">= 1")
         if not 0 < self.pcie_lane_gbps < math.inf:
             raise ConfigError("pcie_lane_gbps", self.pcie_lane_gbps, "a finite number > 0")
+        for f in ("write_buffer_bytes", "read_cache_bytes", "t_suspend_program",
+                  "t_suspend_erase", "suspend_min_remaining"):
+            v = getattr(self, f)
+            if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+                raise ConfigError(f, v, "a non-negative integer")
+        if self.compat not in COMPAT:
+            raise ConfigError("compat", self.compat, f"one of {COMPAT}")
+        if self.stripe_bytes % self.page_size:
+            raise ConfigError("stripe_bytes", self.stripe_bytes,
+                              f"a multiple of page_size ({self.page_size} bytes)")
         spare = self.blocks_per_plane - self.logical_blocks_per_plane
         if spare < self.gc_soft_blocks + 3:
             raise ConfigError("over_provisioning", self.over_provisioning,
@@ -277,8 +335,13 @@ class FlashConfig:
 
     @property
     def capacity(self) -> int:
-        """Logical capacity in bytes."""
+        """Logical capacity of one device in bytes."""
         return self.logical_pages * self.page_size
+
+    @property
+    def total_capacity(self) -> int:
+        """Logical capacity of the flash tier: ``devices`` x one device's."""
+        return self.devices * self.capacity
 
     @property
     def gc_soft_blocks(self) -> int:
@@ -372,13 +435,15 @@ class FlashConfig:
         return self.channels * self.channel_bytes_per_s
 
     def read_bandwidth_bound(self) -> float:
-        """min(dies x planes x page / tR, channels x rate x width, host link), bytes/s."""
-        return min(self.die_read_bytes_per_s, self.channels_bytes_per_s,
-                   self.host_bytes_per_s)
+        """devices x min(dies x planes x page / tR, channels x rate x width, host link),
+        bytes/s."""
+        return self.devices * min(self.die_read_bytes_per_s, self.channels_bytes_per_s,
+                                  self.host_bytes_per_s)
 
     def write_bandwidth_bound(self) -> float:
-        return min(self.die_program_bytes_per_s, self.channels_bytes_per_s,
-                   self.host_bytes_per_s)
+        """devices x min(dies x planes x page / tPROG, channels, host link), bytes/s."""
+        return self.devices * min(self.die_program_bytes_per_s, self.channels_bytes_per_s,
+                                  self.host_bytes_per_s)
 
     # -- energy ------------------------------------------------------------------------
     def read_page_pj(self) -> float:
@@ -403,7 +468,7 @@ MQSIM_DEFAULT = FlashConfig(
     cell_type="MLC", t_r=75 * US, t_prog=750 * US, t_bers=3800 * US,
     channel_rate_mtps=333, channel_width_bits=8,
     pe_limit=10_000, over_provisioning=0.07, gc_threshold=0.05, gc_hard_threshold=0.005,
-    pcie_lanes=4, pcie_lane_gbps=1.0,
+    pcie_lanes=4, pcie_lane_gbps=1.0, write_buffer_bytes=0, read_cache_bytes=0,
 )
 
 PM1743 = dataclasses.replace(

@@ -1,60 +1,79 @@
-"""The detailed flash timing model: every page command booked on its die and channel.
+"""The detailed flash timing model: every command booked on its die and channel.
 
-Per transaction the controller splits the logical range into flash pages, maps them
-through the FTL and forms commands: the pages of one die on distinct planes go as one
-multi-plane command (MQSim's ``Transaction_Scheduling_Unit``). Commands are booked in
-round-robin order over the dies, each phase on its own resource:
+Per transaction the transaction scheduler (``flash.scheduler.CommandFormer.ops``) forms
+commands: the pages of one die on distinct planes go as one multi-plane command, ordered
+round-robin over the dies. Each phase is booked on its own resource:
 
 - read: command cycles on the channel, tR in the die (the longest page type of the
-  command), then each plane's data-out on the channel, then the host link (cut-through);
-- program: the host link brings the data, command + data-in on the channel, then tPROG;
+  command), then each plane's data-out on the channel. The die's cache register holds
+  the command's data until its last data-out starts;
+- program: command + data-in on the channel once the command's last page has crossed the
+  host link (cut-through), then tPROG (the longest page type); a page may join a
+  program still waiting in its die's queue (``DieLanes.prog1``);
 - GC: per valid page a read and a program (with the data crossing the channel twice
   unless ``gc_copyback``), then the block erase (command, tBERS).
 
-Dies and channels are gap-filling lanes (``flash.lanes.GapBank``): a command takes the earliest idle
-interval long enough for it, so work for one die never waits behind another die's
-transfer (out-of-order across dies) and later reads use idle time left between booked
-writes. Each die holds at most ``die_queue_depth`` commands: a command is accepted only
-when the one that many places ahead of it has finished. Garbage collection under the
-soft threshold is background work filling idle die and channel time; under the hard
-threshold it runs before the write that needs the space, and that write waits for it.
+Channels are gap-filling lanes (``flash.lanes.GapBank``): a transfer takes the earliest
+idle interval long enough for it, so work for one die never waits behind another die's
+transfer (out-of-order across dies). Dies serve reads first and suspend programs and
+erases for them (``flash.lanes.DieLanes``). Each die holds at most ``die_queue_depth``
+programs and erases: such a command is accepted only when the one that many places
+ahead of it has finished (reads wait in the scheduler's priority queue and go to the
+die as soon as it can take them). Garbage collection under the soft threshold runs as
+the write that needs it returns; under the hard threshold it runs before that write,
+and the write waits for it.
 
-The model is loosely timed like the fast one (``transport`` returns the completion time
-and creates no SimPy event), so it orders the commands it knows of when a transaction
-arrives; a read arriving later cannot pre-empt a program already booked, only use the
-idle time around it.
+Under ``flash.compat = "mqsim"`` the die lanes are chips (chip lock) and a
+read command waits until its channel has sent every data-out booked on it (data-out
+convoy), as in stock MQSim.
+
+The model is loosely timed like the fast one (it returns completion times and creates no
+SimPy event).
 """
 
 from __future__ import annotations
 
 from collections import deque
-from typing import TYPE_CHECKING
 
+import numpy as np
+import numpy.typing as npt
+
+from flash.config import FlashConfig
 from flash.ftl import GcJob
-from flash.lanes import GapBank
-from flash.target import SMALL
-from tmhw.sim import Op, Timeline, Transfer
+from flash.lanes import DieLanes, GapBank
+from flash.phy import OnfiPhy
+from flash.scheduler import CommandFormer, Counters, suspend_rule
 
-if TYPE_CHECKING:
-    from flash.target import FlashTarget
+I64 = npt.NDArray[np.int64]
 
 
 class DetailedModel:
-    """Per-page timing for a ``FlashTarget`` (see the module docstring)."""
+    """Per-command timing of one device (module docstring)."""
 
-    def __init__(self, target: FlashTarget) -> None:
-        self.t = target
-        cfg = target.cfg
-        assert isinstance(target.dies, GapBank) and isinstance(target.channels, GapBank)
-        self.dies: GapBank = target.dies
-        self.channels: GapBank = target.channels
-        self.link_rd: Timeline = target.link_rd
-        self.link_wr: Timeline = target.link_wr
+    def __init__(self, cfg: FlashConfig, phy: OnfiPhy, former: CommandFormer,
+                 counters: Counters, record: bool = False) -> None:
+        self.cfg = cfg
+        self.phy = phy
+        self.former = former
+        self.c = counters
+        self.dies = DieLanes("die", former.lanes, suspend_rule(cfg), record,
+                             cfg.planes_per_die)
+        self.channels = GapBank("ch", cfg.channels, record)
         self.queues: list[deque[int]] = [deque(maxlen=cfg.die_queue_depth)
                                           for _ in range(cfg.dies)]
+        self.page = cfg.page_size
+        self.bits = cfg.bits_per_cell
+        self.ppb = cfg.pages_per_block
+        self.t_r_of = [cfg.t_r_of(i) for i in range(self.bits)]
+        self.t_prog_of = [cfg.t_prog_of(i) for i in range(self.bits)]
+        self.P = cfg.planes_per_die
+        self.convoy = cfg.compat == "mqsim"
 
     def start(self) -> None:
         """Nothing to start: the model books on demand (no standing process)."""
+
+    def prune(self, now: int) -> None:
+        self.channels.prune(now)
 
     # -- helpers -----------------------------------------------------------------------
     def _issue(self, die: int, t: int) -> int:
@@ -67,167 +86,117 @@ class DetailedModel:
     def _done(self, die: int, end: int) -> None:
         self.queues[die].append(end)
 
-    def _die_book(self, die: int, t: int, dur: int) -> int:
-        return self.dies.reserve1(die, t, dur)
-
-    def _ch_book(self, ch: int, t: int, dur: int) -> int:
-        return self.channels.reserve1(ch, t, dur)
-
-    def _ops(self, ppns: list[int]) -> list[tuple[int, list[int]]]:
-        """Commands as (die, page indices), at most one page per plane each, ordered
-        round-robin over dies in order of first appearance."""
-        t = self.t
-        ppp = t._pages_per_plane
-        planes = [p // ppp for p in ppns]
-        P = t._P
-        multi = t.cfg.multiplane and P > 1
-        per_die: dict[int, list[list[int]]] = {}
-        for i, pl in enumerate(planes):
-            die = pl // P
-            ops = per_die.setdefault(die, [])
-            bit = 1 << (pl % P)
-            for op in ops:
-                if multi and not op[0] & bit:
-                    op[0] |= bit
-                    op.append(i)
-                    break
-            else:
-                ops.append([bit, i])
-        out: list[tuple[int, list[int]]] = []
-        rnd = 0
-        while True:
-            added = False
-            for die, ops in per_die.items():
-                if rnd < len(ops):
-                    out.append((die, ops[rnd][1:]))
-                    added = True
-            if not added:
-                return out
-            rnd += 1
-
     # -- transactions ------------------------------------------------------------------
-    def transport(self, tr: Transfer, earliest: int) -> int:
-        if tr.op is Op.READ:
-            return self._read(tr.address, tr.nbytes, earliest)
-        return self._write(tr.address, tr.nbytes, earliest)
+    def read1(self, ppn: int, nbytes: int, earliest: int) -> tuple[int, int]:
+        return self.read(np.array([ppn], dtype=np.int64), np.array([nbytes]), earliest)
 
-    def _read(self, address: int, nbytes: int, earliest: int) -> int:
-        t = self.t
-        cfg = t.cfg
-        page = t._page
-        lo = address // page
-        hi = (address + nbytes + page - 1) // page
-        n = hi - lo
-        t.host_pages_read += n
-        t.bytes_read += nbytes
-        t.channel_bytes += nbytes
-        ppn_l = (t._ppn_list_for_read(lo, n) if n <= SMALL
-                 else t._ppns_for_read(lo, n).tolist())
-        nb = [page] * n
-        nb[0] -= address - lo * page
-        nb[-1] -= hi * page - (address + nbytes)
-        link_ps = t._link_ps_per_byte
+    def read(self, ppns: I64, nb: I64, earliest: int) -> tuple[int, int]:
+        """Pages ``ppns`` with ``nb`` bytes wanted of each: (start of the first data-out,
+        end of the last)."""
+        phy, former, c = self.phy, self.former, self.c
+        ppn_l = ppns.tolist()
+        nb_l = nb.tolist()
         end = earliest
-        for die, idx in self._ops(ppn_l):
+        first = -1
+        for die, idx in former.ops(ppn_l):
             k = len(idx)
-            ch = die // t._dpc
-            t.read_cmds += 1
-            cmd = t._rcmd[k]
-            issue = self._issue(die, earliest)
-            t_r = max(t._t_r[(ppn_l[i] % t._ppb) % t._bits] for i in idx)
-            d_end = self._die_book(die, issue + cmd, t_r)
+            ch = die // former.dpc
+            lane = former.lane_of(die)
+            c.read_cmds += 1
+            cmd = phy.rcmd[k]
+            issue = earliest  # reads wait in the scheduler's priority queue, not here
+            if self.convoy:  # no command while the channel has data-outs to drain
+                issue = max(issue, self.channels.lanes[ch].busy_until)
+            t_r = max(self.t_r_of[(ppn_l[i] % self.ppb) % self.bits] for i in idx)
+            d_end = self.dies.read1(lane, issue + cmd, t_r)
             x_end = d_end
+            op_first = -1
             for j, i in enumerate(idx):
-                setup = t._rsetup[1] if j == 0 else t._rsetup[2] - t._rsetup[1]
+                setup = phy.rsetup[1] if j == 0 else phy.rsetup[2] - phy.rsetup[1]
                 # The command cycles are charged to the channel with the first data-out:
                 # a controller slips them between transfers rather than queueing them
                 # behind data booked for later.
-                x_dur = setup + cfg.data_ps(nb[i]) + (cmd if j == 0 else 0)
-                x_end = self._ch_book(ch, x_end - (cmd if j == 0 else 0), x_dur)
-                l_end = self.link_rd.reserve(x_end - x_dur, int(nb[i] * link_ps))
-                fin = x_end if x_end > l_end else l_end
-                if fin > end:
-                    end = fin
-            self._done(die, x_end)
-        return end
+                lead = cmd if j == 0 else 0
+                x_dur = setup + phy.data_ps(int(nb_l[i])) + lead
+                x_end = self.channels.reserve1(ch, x_end - lead, x_dur)
+                start = x_end - x_dur + lead
+                if op_first < 0:
+                    op_first = start
+                if first < 0 or start < first:
+                    first = start
+            # the command's data sits in the cache register until its data-out starts
+            self.dies.hold1(lane, op_first)
+            if x_end > end:
+                end = x_end
+        return first, end
 
-    def _write(self, address: int, nbytes: int, earliest: int) -> int:
-        t = self.t
-        page = t._page
-        lo = address // page
-        hi = (address + nbytes + page - 1) // page
-        n = hi - lo
-        t.bytes_written += nbytes
-        link_ps = t._link_ps_per_byte
-        l_dur = int(nbytes * link_ps)
-        l_end = self.link_wr.reserve(earliest, l_dur)
-        l_start = l_end - l_dur
-        ftl = t.ftl
-        ppns, jobs = t._ftl_write(lo, hi)
-        # Hard threshold: the reclaim runs first and the write waits for it.
-        blocked: dict[int, int] = {}
-        for job in jobs:
-            die = job.plane // t._P
-            blocked[die] = max(blocked.get(die, 0), self._gc(job, earliest))
-        t.pages_programmed += n
-        t.channel_bytes += n * page
+    def program1(self, ppn: int, first_in: int, l_end: int) -> int:
+        return self.program(np.array([ppn], dtype=np.int64), first_in, l_end)
+
+    def program(self, ppns: I64, first_in: int, l_end: int) -> int:
+        """Pages ``ppns`` whose data crosses the host link in [first_in, l_end]; the end
+        of the last program."""
+        phy, former, c = self.phy, self.former, self.c
         ppn_l = ppns.tolist()
-        page_link = int(page * link_ps)
-        end = earliest
-        for die, idx in self._ops(ppn_l):
+        n = len(ppn_l)
+        c.pages_programmed += n
+        c.channel_bytes += n * self.page
+        per_page = (l_end - first_in) // n
+        end = first_in
+        for die, idx in former.ops(ppn_l):
             k = len(idx)
-            ch = die // t._dpc
-            t.program_cmds += 1
-            issue = self._issue(die, max(earliest, blocked.get(die, 0)))
-            dur = t._pcmd[k] + k * t._page_data
+            ch = die // former.dpc
+            lane = former.lane_of(die)
+            c.program_cmds += 1
+            issue = self._issue(die, first_in)
+            dur = phy.pcmd[k] + k * phy.page_data
             # cut-through: the last page of the command must have crossed the host link
-            arrive = l_start + (max(idx) + 1) * page_link
-            c_end = self._ch_book(ch, max(issue, arrive - dur), dur)
-            tp = max(t._t_prog[(ppn_l[i] % t._ppb) % t._bits] for i in idx)
-            d_end = self._die_book(die, c_end, tp)
+            arrive = first_in + (max(idx) + 1) * per_page
+            c_end = self.channels.reserve1(ch, max(issue, arrive - dur), dur)
+            tp = max(self.t_prog_of[(ppn_l[i] % self.ppb) % self.bits] for i in idx)
+            mask = 0
+            if former.multi:
+                for i in idx:
+                    bit = (ppn_l[i] // former.ppp) % self.P
+                    if former.chip_lock:
+                        bit += (die % former.dies_per_chip) * self.P
+                    mask |= 1 << bit
+            d_end = self.dies.prog1(lane, c_end, tp, mask)
             self._done(die, d_end)
             if d_end > end:
                 end = d_end
-        soft = ftl.soft_blocks
-        for p in sorted(ftl.low_planes):
-            while ftl.free_count[p] < soft:
-                got = ftl.collect(p)
-                if not got:
-                    break
-                for job in got:
-                    self._gc(job, earliest)
         return end
 
-    def _gc(self, job: GcJob, earliest: int) -> int:
+    def gc(self, job: GcJob, earliest: int) -> int:
         """Book one block's relocation and erase; return when the erase ends."""
-        t = self.t
-        cfg = t.cfg
-        die = job.plane // t._P
-        ch = die // t._dpc
+        cfg, phy, c, former = self.cfg, self.phy, self.c, self.former
+        die = job.plane // self.P
+        ch = die // former.dpc
+        lane = former.lane_of(die)
         m = job.moved
-        t.gc_pages_read += m
-        t.pages_programmed += m
-        t.read_cmds += m
-        t.program_cmds += m
-        t.erase_cmds += 1
+        c.gc_pages_read += m
+        c.pages_programmed += m
+        c.read_cmds += m
+        c.program_cmds += m
+        c.erase_cmds += 1
         copyback = cfg.gc_copyback
-        src = job.src.tolist()
-        dst = job.dst.tolist()
         now = earliest
-        for s, d in zip(src, dst, strict=True):
+        rcmd, pcmd = phy.rcmd[1], phy.pcmd[1]
+        for s, d in zip(job.src.tolist(), job.dst.tolist(), strict=True):
             issue = self._issue(die, now)
-            t_r = t._t_r[(s % t._ppb) % t._bits]
+            t_r = self.t_r_of[(s % self.ppb) % self.bits]
             if copyback:
-                r_end = self._die_book(die, self._ch_book(ch, issue, t._rcmd[1]), t_r)
+                r_end = self.dies.work1(lane, self.channels.reserve1(ch, issue, rcmd), t_r)
             else:
-                r_end = self._die_book(die, issue + t._rcmd[1], t_r)
-                r_end = self._ch_book(ch, r_end - t._rcmd[1],
-                                      t._rcmd[1] + t._rsetup[1] + t._page_data)
-                t.channel_bytes += 2 * t._page
-            p_end = self._ch_book(ch, r_end, t._pcmd[1] + (0 if copyback else t._page_data))
-            now = self._die_book(die, p_end, t._t_prog[(d % t._ppb) % t._bits])
+                r_end = self.dies.work1(lane, issue + rcmd, t_r)
+                r_end = self.channels.reserve1(ch, r_end - rcmd,
+                                               rcmd + phy.rsetup[1] + phy.page_data)
+                c.channel_bytes += 2 * self.page
+            p_end = self.channels.reserve1(ch, r_end,
+                                           pcmd + (0 if copyback else phy.page_data))
+            now = self.dies.work1(lane, p_end, self.t_prog_of[(d % self.ppb) % self.bits])
             self._done(die, now)
-        c_end = self._ch_book(ch, self._issue(die, now), t._ecmd)
-        e_end = self._die_book(die, c_end, cfg.t_bers)
+        c_end = self.channels.reserve1(ch, self._issue(die, now), phy.ecmd)
+        e_end = self.dies.work1(lane, c_end, cfg.t_bers, erase=True)
         self._done(die, e_end)
         return e_end

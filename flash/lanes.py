@@ -1,11 +1,10 @@
-"""Banks of busy resources: the flash dies and channels.
+"""The channel and die lanes: the flash device's busy resources.
 
-``LaneBank`` holds busy-until timelines (``tmhw.sim.Timeline``) in numpy arrays. An SSD
-has hundreds of dies and booking a 2 MiB chunk touches a hundred of them, so it books
-many distinct lanes in one vectorised step (and one lane in scalar arithmetic) with
-``Timeline.reserve``'s semantics: a reservation starts at ``max(earliest, busy_until)``.
+``DieLanes`` holds the dies as busy-until lanes with read priority and suspension (see
+the class). An SSD has hundreds of dies and booking a 2 MiB chunk touches a hundred of
+them; each booking is scalar arithmetic on Python lists.
 
-``GapBank`` keeps each lane's bookings as sorted disjoint intervals instead, so a
+``GapBank`` (the channels) keeps each lane's bookings as sorted disjoint intervals, so a
 booking takes the earliest idle interval long enough for it. A loosely timed model books
 a read's data-out at the end of its tR, in the future; on a FIFO lane that would keep
 every other die's earlier transfer off the channel until then. Lanes of either kind
@@ -15,25 +14,60 @@ never overlap themselves.
 from __future__ import annotations
 
 from bisect import bisect_right
+from collections import deque
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
 I64 = npt.NDArray[np.int64]
+PROG, ERASE, GC = 0, 1, 2
 
 
-class LaneBank:
-    """``n`` FIFO busy-until lanes named ``prefix0 .. prefix{n-1}``. Times in ps.
+@dataclass(frozen=True, slots=True)
+class SuspendRule:
+    """When a read may suspend the program or erase it finds on its die, and at what
+    cost (``FlashConfig.program_suspend`` and its siblings)."""
 
-    State is kept in Python lists: a one-lane booking is then as cheap as
-    ``Timeline.reserve``, and a many-lane booking converts only the lanes it touches."""
+    program: bool
+    erase: bool
+    t_program: int
+    t_erase: int
+    min_remaining: int
 
-    def __init__(self, prefix: str, n: int, record: bool = False) -> None:
+
+class DieLanes:
+    """``n`` die lanes with read priority (the transaction scheduler's, see
+    ``flash.scheduler``). Times in ps.
+
+    Per die the lane keeps the end of its last read and the programs and erases booked
+    after it, in order. A read queues behind reads only: it goes ahead of programs and
+    erases still waiting to start, and if one is running on the die it suspends it (when
+    ``rule`` allows: enabled, at least ``rule.min_remaining`` of it left, and more than
+    the suspend latency), starting after the suspend latency; otherwise it follows the
+    running one. The work behind the read moves later by what the read took, in order.
+    A program may absorb a page for another plane of its die while it waits to start
+    (multi-plane command forming, ``prog1``). ``hold1`` keeps a die from its next command until its cache register
+    drains.
+
+    State is kept in Python lists: a booking is a few list operations."""
+
+    def __init__(self, prefix: str, n: int, rule: SuspendRule | None = None,
+                 record: bool = False, planes_per_die: int = 1) -> None:
         self.prefix = prefix
+        self.rule = rule
+        #: plane bits per die in a mask (a lane that is a chip has several dies' bits)
+        self.P = planes_per_die
         self._until = [0] * n
+        self._rd = [0] * n
+        #: per die, the programs and erases booked after its last read:
+        #: [start, end, kind (PROG, ERASE, GC), plane mask, span index]
+        self._q: list[deque[list[int]]] = [deque() for _ in range(n)]
         self._busy = [0] * n
         self._count = [0] * n
-        #: (start, end) of every reservation per lane when recording (tests, plots).
+        self.suspends = {"program": 0, "erase": 0}
+        self.merged = 0
+        #: (start, end) of every booking per lane when recording (tests, plots).
         self.spans: list[list[tuple[int, int]]] | None = (
             [[] for _ in range(n)] if record else None)
 
@@ -56,33 +90,96 @@ class LaneBank:
         b = self._until[i]
         return earliest if earliest > b else b
 
-    def reserve1(self, i: int, earliest: int, duration: int) -> int:
-        """Book lane ``i`` for ``duration`` no earlier than ``earliest``; return the end."""
-        b = self._until[i]
-        start = earliest if earliest > b else b
-        end = start + duration
-        self._until[i] = end
-        self._busy[i] += duration
+    def _book(self, i: int, start: int, end: int, busy: int) -> int:
+        self._busy[i] += busy
         self._count[i] += 1
-        if self.spans is not None:
-            self.spans[i].append((start, end))
+        if self.spans is None:
+            return -1
+        self.spans[i].append((start, end))
+        return len(self.spans[i]) - 1
+
+    def read1(self, i: int, earliest: int, duration: int) -> int:
+        """Book a read of ``duration`` on die ``i`` no earlier than ``earliest``; return
+        its end."""
+        r = self._rd[i]
+        s = earliest if earliest > r else r
+        q = self._q[i]
+        while q and q[0][1] <= s:
+            q.popleft()
+        lat = 0
+        if not q or s < q[0][0]:
+            start = s  # ahead of every waiting program and erase
+        else:
+            op = q[0]
+            rule = self.rule
+            erasing = op[2] == ERASE
+            if (rule is not None and (rule.erase if erasing else rule.program)
+                    and op[2] != GC and op[1] - s >= rule.min_remaining
+                    and op[1] - s > (rule.t_erase if erasing else rule.t_program)):
+                lat = rule.t_erase if erasing else rule.t_program
+                self.suspends["erase" if erasing else "program"] += 1
+                if self.spans is not None:  # the part done before the suspend
+                    self.spans[i][op[4]] = (op[0], s)
+                    self.spans[i].append((s, op[1]))
+                    op[4] = len(self.spans[i]) - 1
+                op[0] = s  # the rest runs after the read
+                start = s + lat
+            else:
+                start = op[1]  # after the running one
+                q.popleft()
+        end = start + duration
+        self._rd[i] = end
+        t = end
+        for op in q:  # the work behind moves later, in order
+            if op[0] >= t:
+                break
+            d = t - op[0]
+            op[0] += d
+            op[1] += d
+            t = op[1]
+            if self.spans is not None:
+                self.spans[i][op[4]] = (op[0], op[1])
+        u = q[-1][1] if q else end
+        self._until[i] = max(u, end, self._until[i] if not q else 0)
+        self._book(i, start - lat, end, duration + lat)
         return end
 
-    def reserve(self, idx: I64, earliest: I64, duration: I64) -> I64:
-        """Book distinct lanes ``idx`` at once; return their end times."""
-        il = idx.tolist()
-        until = self._until
-        start = np.maximum(earliest, np.array([until[i] for i in il], dtype=np.int64))
-        end: I64 = start + duration
-        busy, count = self._busy, self._count
-        for i, e, d in zip(il, end.tolist(), duration.tolist(), strict=True):
-            until[i] = e
-            busy[i] += d
-            count[i] += 1
-        if self.spans is not None:
-            for i, s, e in zip(il, start.tolist(), end.tolist(), strict=True):
-                self.spans[i].append((s, e))
+    def prog1(self, i: int, ready: int, duration: int, planes: int = 0) -> int:
+        """Book a program of ``duration`` on die ``i`` once its data is in at ``ready``;
+        return its end. ``planes`` is the plane bit mask it programs: if the die's last
+        booked work is a program of the same die that has not started by ``ready`` and
+        programs none of these planes, the page joins it (a multi-plane program) at no
+        die time."""
+        q = self._q[i]
+        if planes and q:
+            last = q[-1]
+            P = self.P
+            if (last[2] == PROG and last[0] >= ready and last[1] == self._until[i]
+                    and not last[3] & planes and last[3]
+                    and (last[3].bit_length() - 1) // P == (planes.bit_length() - 1) // P):
+                last[3] |= planes
+                self.merged += 1
+                return last[1]
+        return self._append(i, ready, duration, PROG, planes)
+
+    def work1(self, i: int, earliest: int, duration: int, erase: bool = False) -> int:
+        """Book garbage-collection work on die ``i``: a relocation, or an erase."""
+        return self._append(i, earliest, duration, ERASE if erase else GC, 0)
+
+    def _append(self, i: int, earliest: int, duration: int, kind: int, planes: int) -> int:
+        b = self._until[i]
+        s = earliest if earliest > b else b
+        end = s + duration
+        self._until[i] = end
+        self._q[i].append([s, end, kind, planes, self._book(i, s, end, duration)])
         return end
+
+    def hold1(self, i: int, t: int) -> None:
+        """Die ``i`` starts nothing before ``t`` (its cache register is still full)."""
+        if self._rd[i] < t:
+            self._rd[i] = t
+        if self._until[i] < t:
+            self._until[i] = t
 
     def report(self, i: int, elapsed: int) -> dict[str, float | int]:
         busy = self._busy[i]

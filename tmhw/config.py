@@ -57,7 +57,7 @@ from dram import DramConfig
 from flash import PRESETS as FLASH_PRESETS
 from flash import FlashConfig
 from npu import NpuConfig
-from tmhw import tomlio
+from tmhw.sim import tomlio
 from tmhw.sim.errors import ConfigError
 from tmhw.sim.units import NS, US, MiB
 

@@ -813,7 +813,7 @@ def run_scenario(name: str, argv: Sequence[str] | None = None) -> int:
 
 
 def _run(name: str, args: argparse.Namespace) -> int:
-    from tmhw import tomlio
+    from tmhw.sim import tomlio
 
     if args.workers is not None and args.workers < 1:
         raise TmhwError(f"--workers: {args.workers} is not allowed; an integer >= 1")

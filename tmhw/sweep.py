@@ -112,7 +112,7 @@ def flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
 def config_dict(preset: str, overrides: dict[str, Any]) -> dict[str, Any]:
     """The full plain config of ``preset`` with dotted ``overrides`` applied (validated)."""
     from tmhw import config as C
-    from tmhw import tomlio
+    from tmhw.sim import tomlio
 
     cfg = C.from_dict(tomlio.nest([(k.split("."), v) for k, v in overrides.items()]),
                       C.preset(preset))

@@ -16,13 +16,13 @@ import numpy as np
 from dram import DramTarget
 from flash import FlashTarget
 from npu import NPU
-from tmhw import tomlio
 from tmhw.config import SystemConfig
 from tmhw.executor import Executor
 from tmhw.placement import PlacementTable, PlanContext, make_policy
 from tmhw.placement.base import check_fits, streamable
 from tmhw.placement.bounds import ratios
 from tmhw.report import VERSION, rollup
+from tmhw.sim import tomlio
 from tmhw.sim.component import Component
 from tmhw.sim.env import Environment
 from tmhw.sim.errors import TmhwError
@@ -65,9 +65,10 @@ class System:
         self.streamed = streamable(wl, cap_pages) if (
             self.policy.streams and cfg.policy.split) else np.zeros(len(wl.ops), dtype=bool)
         check_fits(wl, cap_pages, self.policy.name, self.streamed)
-        if wl.npages * ps > cfg.flash.capacity:
-            raise TmhwError(f"flash: the workload's {wl.npages * ps / 2**30:.1f} GiB do not fit "
-                            f"the device's {cfg.flash.capacity / 2**30:.1f} GiB logical space")
+        if wl.npages * ps > cfg.flash.total_capacity:
+            raise TmhwError(f"flash: the workload's {wl.npages * ps / 2**30:.1f} GiB do not "
+                            f"fit the flash tier's {cfg.flash.total_capacity / 2**30:.1f} GiB "
+                            "logical space")
 
         self.env = Environment()
         self.tracer = tracer or NULL_TRACER
@@ -76,7 +77,7 @@ class System:
         # The workload's pages occupy the device's first logical bytes; preconditioning
         # at least that far maps them, so weights and optimizer state that start on
         # flash are there at time 0 (untimed), as in a device in steady state.
-        precondition = max(cfg.run.precondition, wl.npages * ps / cfg.flash.capacity)
+        precondition = max(cfg.run.precondition, wl.npages * ps / cfg.flash.total_capacity)
         self.flash = FlashTarget(self.env, "flash", self.root, cfg.flash,
                                  model=cfg.run.flash_model, precondition=precondition,
                                  seed=cfg.run.seed, record=self.tracer.enabled)
@@ -144,7 +145,7 @@ class System:
             rd, wr = tb.read_bytes, tb.write_bytes
         compute = int(self.executor.op_ps.sum())
         flash_ps = batch_time_ps(cfg.flash, rd, wr, seed=cfg.run.seed,
-                                 precondition=wl.npages * wl.page_size / cfg.flash.capacity)
+                                 precondition=wl.npages * wl.page_size / cfg.flash.total_capacity)
         link_ps = time_bound_ps(0, rd, wr, cfg.link.bandwidth, 0)
         return {"traffic_bytes": rd + wr, "read_bytes": rd, "write_bytes": wr,
                 "iteration_time_ps": time_bound_ps(compute, rd, wr, cfg.link.bandwidth,

@@ -98,7 +98,7 @@ def test_per_page_type_latencies_apply_by_page_index() -> None:
 def test_presets_round_trip_through_toml(name: str) -> None:
     import tomllib
 
-    from tmhw import tomlio
+    from tmhw.sim import tomlio
 
     cfg = PRESETS[name]
     assert tomlio.from_dict(FlashConfig, tomllib.loads(tomlio.dumps(cfg))) == cfg

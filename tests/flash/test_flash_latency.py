@@ -8,6 +8,8 @@ crosses it cut-through, so it adds nothing on an idle device.
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import simpy
 
@@ -45,11 +47,24 @@ def test_unloaded_page_read_is_command_plus_tr_plus_transfer(name: str, model: s
 @pytest.mark.parametrize("name", sorted(PRESETS))
 def test_unloaded_page_program_is_command_plus_transfer_plus_tprog(name: str,
                                                                   model: str) -> None:
-    cfg = PRESETS[name]
+    # written through: acknowledged when programmed
+    cfg = dataclasses.replace(PRESETS[name], write_buffer_bytes=0)
     t = FlashTarget(simpy.Environment(), "flash", None, cfg, model=model)
     start = 5_000_000
     end = t.transport(Transfer(Op.WRITE, 3 * cfg.page_size, cfg.page_size), start)
     assert end - start == _program_formula(name)
+
+
+@pytest.mark.parametrize("model", ["fast", "detailed"])
+@pytest.mark.parametrize("name", ["990pro", "pm1743", "slc-ull"])
+def test_a_buffered_write_completes_when_its_data_has_crossed_the_link(name: str,
+                                                                        model: str) -> None:
+    cfg = PRESETS[name]
+    assert cfg.write_buffer_bytes > 0
+    t = FlashTarget(simpy.Environment(), "flash", None, cfg, model=model)
+    start = 5_000_000
+    end = t.transport(Transfer(Op.WRITE, 3 * cfg.page_size, cfg.page_size), start)
+    assert end - start == int(cfg.page_size * 1e12 / cfg.host_bytes_per_s)
 
 
 def test_read_after_read_on_the_same_die_waits_for_tr() -> None:

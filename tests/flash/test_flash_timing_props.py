@@ -104,20 +104,22 @@ def test_each_transaction_is_one_trace_span() -> None:
 
 
 @pytest.mark.parametrize("depth", [1, 8])
-def test_a_full_die_queue_holds_back_the_next_command(depth: int) -> None:
+def test_a_full_die_queue_holds_back_the_next_program(depth: int) -> None:
     import dataclasses
 
-    cfg = dataclasses.replace(PRESETS["990pro"], die_queue_depth=depth)
+    cfg = dataclasses.replace(PRESETS["990pro"], die_queue_depth=depth,
+                              write_buffer_bytes=0)
     t = FlashTarget(simpy.Environment(), "flash", None, cfg, model="detailed")
-    # eight reads of plane 0 of die 0 (logical pages k x planes), all issued at time 0
-    ends = [t.transport(Transfer(Op.READ, k * cfg.planes * cfg.page_size, cfg.page_size), 0)
+    # eight programs of plane 0 of die 0 (logical pages k x planes), all issued at time 0
+    ends = [t.transport(Transfer(Op.WRITE, k * cfg.planes * cfg.page_size, cfg.page_size), 0)
             for k in range(8)]
-    cmd, t_r = cfg.read_command_ps(1), cfg.t_r
-    xfer = cfg.read_transfer_ps(cfg.page_size)
-    if depth == 8:  # all queued at once: tRs back to back after the first command
-        assert ends[-1] == cmd + 8 * t_r + xfer
-    else:  # each command waits for the previous one's data to leave the die
-        assert ends[-1] == 8 * (cmd + t_r + xfer)
+    t_prog = cfg.t_prog
+    steps = [b - a for a, b in zip(ends, ends[1:], strict=False)]
+    if depth == 8:  # all queued at once: tPROGs back to back after the first
+        assert steps == [t_prog] * 7
+    else:  # each command (and its data-in) waits for the previous program to end
+        each = cfg.program_command_ps(1) + cfg.data_ps(cfg.page_size) + t_prog
+        assert steps == [each] * 7
 
 
 def test_energy_is_counted_once_however_often_the_target_is_finalized() -> None:

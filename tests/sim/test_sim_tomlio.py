@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tmhw import tomlio
+from tmhw.sim import tomlio
 from tmhw.sim.errors import ConfigError
 
 

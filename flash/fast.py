@@ -1,0 +1,224 @@
+"""The fast flash timing model: one booking per touched die lane and one per touched
+channel for a whole transaction, from per-die page and command counts.
+
+Timing of a transaction's pages (``flash.phy`` gives the command and data times):
+
+- read: per die, the read commands and ``ops x tR`` in the die (multi-plane commands read
+  every plane at once; the cache register lets tR of the next command overlap the
+  data-out of the last), then the dies' data-outs as one span on their channel, placed in
+  the channel's earliest idle gap that lets each die's data leave once read. The die
+  holds its last command's data in its cache register until that data-out starts, and
+  starts nothing new before (one page per plane in the register, no more).
+- program: the channel carries command and data-in for the dies of the chunk, each die
+  programs once its first command's data is in (``ops x tPROG``); a page that joins a
+  program still waiting in its die's queue costs no die time (``DieLanes.prog1``).
+- garbage collection: a block's relocation (per valid page tR + tPROG, with the data
+  crossing the channel twice unless copyback) and its erase, booked as die work; in the
+  background once a plane falls under the soft threshold.
+
+Reads take priority over programs and suspend them (``flash.lanes.DieLanes``). Under
+``flash.compat = "mqsim"`` the lanes are chips (MQSim's chip lock: the dies of a chip
+work on one transaction at a time, in parallel, and a queued program only absorbs pages
+of its own die) and a read command waits until its channel has sent every data-out
+booked on it (MQSim's data-out convoy).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+from flash.config import FlashConfig
+from flash.ftl import GcJob
+from flash.lanes import DieLanes, GapBank
+from flash.phy import OnfiPhy
+from flash.scheduler import CommandFormer, Counters, suspend_rule
+
+I64 = npt.NDArray[np.int64]
+
+
+class FastModel:
+    """Chunk-level timing of one device (module docstring)."""
+
+    def __init__(self, cfg: FlashConfig, phy: OnfiPhy, former: CommandFormer,
+                 counters: Counters, record: bool = False) -> None:
+        self.cfg = cfg
+        self.phy = phy
+        self.former = former
+        self.c = counters
+        self.dies = DieLanes("die", former.lanes, suspend_rule(cfg), record,
+                             cfg.planes_per_die)
+        self.channels = GapBank("ch", cfg.channels, record)
+        self.page = cfg.page_size
+        self.t_r = int(cfg.t_r_mean)
+        self.t_prog = int(cfg.t_prog_mean)
+        self.bits = cfg.bits_per_cell
+        self.ppb = cfg.pages_per_block
+        self.t_r_of = [cfg.t_r_of(i) for i in range(self.bits)]
+        self.t_prog_of = [cfg.t_prog_of(i) for i in range(self.bits)]
+        self.chip_lock = former.chip_lock
+        self.convoy = cfg.compat == "mqsim"
+        self.dpchip = cfg.dies_per_chip
+        self.P = cfg.planes_per_die
+
+    def start(self) -> None:
+        """Nothing to start: the model books on demand (no standing process)."""
+
+    def prune(self, now: int) -> None:
+        self.channels.prune(now)
+
+    # -- lanes -------------------------------------------------------------------------
+    def _lanes(self, udies: I64, *vals: I64) -> tuple[I64, list[I64]]:
+        """Die values onto lanes: the dies themselves, or under the chip lock their
+        chips, taking the largest value of a chip's dies (they work in parallel)."""
+        if not self.chip_lock:
+            return udies, list(vals)
+        chips = udies // self.dpchip
+        uc, inv = np.unique(chips, return_inverse=True)
+        out = []
+        for v in vals:
+            m = np.zeros(uc.size, dtype=np.int64)
+            np.maximum.at(m, inv, v)
+            out.append(m)
+        return uc, out
+
+    # -- reads -------------------------------------------------------------------------
+    def read1(self, ppn: int, nbytes: int, earliest: int) -> tuple[int, int]:
+        """One page: (start of its data-out, end of it)."""
+        phy = self.phy
+        die = self.former.die_of(ppn)
+        t_r = self.t_r_of[(ppn % self.ppb) % self.bits]
+        cmd = phy.rcmd[1]
+        x = phy.rsetup[1] + (phy.page_data if nbytes == self.page else phy.data_ps(nbytes))
+        self.c.read_cmds += 1
+        lane = self.former.lane_of(die)
+        ch = die // self.former.dpc
+        if self.convoy:  # no command while the channel has data-outs to drain
+            earliest = max(earliest, self.channels.lanes[ch].busy_until)
+        d_end = self.dies.read1(lane, earliest + cmd, t_r)
+        c_end = self.channels.reserve1(ch, d_end - cmd, cmd + x)
+        self.dies.hold1(lane, c_end - x)
+        return c_end - x, c_end
+
+    def read(self, ppns: I64, nb: I64, earliest: int) -> tuple[int, int]:
+        """Pages ``ppns`` with ``nb`` bytes wanted of each: (start of the first data-out,
+        end of the last)."""
+        phy = self.phy
+        udies, inv, _pages_d, ops_d, kp, _ = self.former.die_groups(ppns)
+        self.c.read_cmds += int(ops_d.sum())
+        bytes_d = np.bincount(inv, weights=nb).astype(np.int64)
+        t_r = self.t_r
+        cmd = phy.rcmd_a[kp]
+        # one command's data-out: setup plus its share of the die's bytes
+        x_op = phy.rsetup_a[kp] + bytes_d * phy.page_data // (self.page * ops_d)
+        lanes, (ops_l, cmd_l, x_l, busy_l) = self._lanes(
+            udies, ops_d, cmd, x_op, ops_d * (cmd + x_op))
+        if self.chip_lock:  # the chip's data-outs all cross its channel
+            busy_l = np.bincount(np.unique(udies // self.dpchip, return_inverse=True)[1],
+                                 weights=ops_d * (cmd + x_op)).astype(np.int64)
+        dies = self.dies
+        uch, starts = self.former.channel_groups(lanes)
+        if self.convoy:  # no command while the channel has data-outs to drain
+            ch_free = [self.channels.lanes[c].busy_until for c in uch.tolist()]
+            gidx0 = np.repeat(np.arange(starts.size), np.diff(np.append(starts, lanes.size)))
+            issue = np.maximum(earliest, np.array(ch_free, dtype=np.int64)[gidx0]).tolist()
+        else:
+            issue = [earliest] * lanes.size
+        d_end = np.array([dies.read1(ln, e + c, k * t_r) for ln, e, c, k in
+                          zip(lanes.tolist(), issue, cmd_l.tolist(), ops_l.tolist(),
+                              strict=True)], dtype=np.int64)
+        busy_c = np.add.reduceat(busy_l, starts)
+        ready = d_end - (ops_l - 1) * t_r - cmd_l
+        need = d_end + x_l
+        c_earliest = np.maximum(np.minimum.reduceat(ready, starts),
+                                np.maximum.reduceat(need, starts) - busy_c)
+        c_end = self.channels.reserve(uch, c_earliest, busy_c)
+        c_start = c_end - busy_c
+        # each lane's data leaves in lane order within its channel's span: the lane
+        # holds its last command's data until that data-out starts
+        gidx = np.repeat(np.arange(starts.size), np.diff(np.append(starts, lanes.size)))
+        cum = np.cumsum(busy_l)
+        before = cum - busy_l - (cum - busy_l)[starts][gidx]
+        out_end = c_start[gidx] + before + busy_l
+        for ln, t in zip(lanes.tolist(), (out_end - x_l).tolist(), strict=True):
+            dies.hold1(ln, t)
+        return int(c_start.min()), int(c_end.max())
+
+    # -- programs ----------------------------------------------------------------------
+    def program1(self, ppn: int, first_in: int, l_end: int) -> int:
+        """One page whose data crosses the host link in [first_in, l_end]."""
+        phy = self.phy
+        plane = ppn // self.former.ppp
+        die = plane // self.P
+        busy = phy.pcmd[1] + phy.page_data
+        c_end = self.channels.reserve1(die // self.former.dpc, max(first_in, l_end - busy),
+                                       busy)
+        lane = self.former.lane_of(die)
+        bit = plane % self.P + (die % self.dpchip) * self.P * self.chip_lock
+        mask = (1 << bit) if self.former.multi else 0
+        self.c.program_cmds += 1
+        self.c.pages_programmed += 1
+        self.c.channel_bytes += self.page
+        return self.dies.prog1(lane, c_end, self.t_prog_of[(ppn % self.ppb) % self.bits],
+                               mask)
+
+    def program(self, ppns: I64, first_in: int, l_end: int) -> int:
+        """Pages ``ppns`` whose data crosses the host link in [first_in, l_end]; the end
+        of the last program."""
+        n = int(ppns.size)
+        phy = self.phy
+        udies, _, pages_d, ops_d, kp, mask = self.former.die_groups(ppns)
+        self.c.program_cmds += int(ops_d.sum())
+        self.c.pages_programmed += n
+        self.c.channel_bytes += n * self.page
+        op_busy = phy.pcmd_a[kp] + pages_d * phy.page_data // ops_d
+        if self.chip_lock:
+            mask = mask << ((udies % self.dpchip) * self.P)
+        lanes, (ops_l, op_busy_l) = self._lanes(udies, ops_d, op_busy)
+        if self.chip_lock:
+            inv = np.unique(udies // self.dpchip, return_inverse=True)[1]
+            mask = np.bincount(inv, weights=mask).astype(np.int64)
+            chan_l = np.bincount(inv, weights=ops_d * op_busy).astype(np.int64)
+        else:
+            chan_l = ops_l * op_busy_l
+        uch, starts = self.former.channel_groups(lanes)
+        busy_c = np.add.reduceat(chan_l, starts)
+        c_ends = self.channels.reserve(uch, np.maximum(first_in, l_end - busy_c), busy_c)
+        c_start = c_ends - busy_c
+        # a lane programs once its first command's data is in, and its last command
+        # cannot start before the channel has delivered everything
+        cidx = np.repeat(np.arange(starts.size), np.diff(np.append(starts, lanes.size)))
+        t_prog = self.t_prog
+        e0 = np.maximum(c_start[cidx] + op_busy_l, c_ends[cidx] - (ops_l - 1) * t_prog)
+        dies = self.dies
+        end = 0
+        for ln, r, k, m in zip(lanes.tolist(), e0.tolist(), ops_l.tolist(), mask.tolist(),
+                               strict=True):
+            e = dies.prog1(ln, r, k * t_prog, m if k == 1 else 0)
+            if e > end:
+                end = e
+        return end
+
+    # -- garbage collection ------------------------------------------------------------
+    def gc(self, job: GcJob, earliest: int) -> int:
+        """Book one block's relocation and erase; return when the erase ends."""
+        m = job.moved
+        die = job.plane // self.P
+        cfg, phy, c = self.cfg, self.phy, self.c
+        c.gc_pages_read += m
+        c.pages_programmed += m
+        c.read_cmds += m
+        c.program_cmds += m
+        c.erase_cmds += 1
+        lane = self.former.lane_of(die)
+        # Command cycles always cross the channel; the data too unless copyback.
+        ch_busy = m * (phy.rcmd[1] + phy.pcmd[1]) + phy.ecmd
+        if not cfg.gc_copyback:
+            ch_busy += m * (phy.rsetup[1] + 2 * phy.page_data)
+            c.channel_bytes += 2 * m * self.page
+        # From now, not from the die's start: booked as one span in the future it would
+        # leave the channel idle in front of it for every other die.
+        self.channels.reserve1(die // self.former.dpc, earliest, ch_busy)
+        if m:
+            self.dies.work1(lane, earliest, int(m * (cfg.t_r_mean + cfg.t_prog_mean)))
+        return self.dies.work1(lane, earliest, cfg.t_bers, erase=True)

@@ -1,0 +1,331 @@
+"""A page-level flash translation layer: the FTL's functional state, without time.
+
+The ``FTL`` (after MQSim's ``FTL`` with its page-level units) is composed of one object
+per MQSim layer, each in its own module and each holding its collaborators explicitly:
+
+- ``blocks.BlockManager`` (``Flash_Block_Manager``): block states, valid and erase
+  counts, free pools with dynamic wear levelling, active blocks and write pointers,
+  erase and bad-block retirement;
+- ``mapping.AddressMap`` (``Address_Mapping_Unit_Page_Level``): plane striping, the L2P
+  and P2L maps and the closed form of the preconditioned state (reads the block states);
+- ``program.Programmer`` (the unit's page allocation for user and GC writes): programs
+  pages at the write pointers and records them in the maps;
+- ``gc.GarbageCollector`` (``GC_and_WL_Unit_Page_Level``): greedy or cost-benefit
+  garbage collection and static wear levelling, each reclaimed block a ``GcJob``.
+
+The ``FTL`` itself is the host side: writes (collecting synchronously first when a plane
+is at the hard GC threshold), reads (lookups), trims, and preconditioning: the first
+``occupancy x logical pages`` written sequentially, then optionally aged by random
+overwrites (``age``) to the random-write steady state. Memory grows with the pages a
+run touches, not with the device (see ``mapping``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from flash.config import FlashConfig
+from flash.ftl.blocks import ACTIVE, BAD, FREE, FULL, BlockManager
+from flash.ftl.gc import GarbageCollector, GcJob
+from flash.ftl.mapping import I64, SEG, SEG_BITS, AddressMap, SparseL2P, stripe_planes
+from flash.ftl.program import Programmer
+from tmhw.sim import TmhwError
+
+__all__ = ["ACTIVE", "BAD", "FREE", "FTL", "FULL", "I64", "SEG", "SEG_BITS", "AddressMap",
+           "BlockManager", "GarbageCollector", "GcJob", "Programmer", "SparseL2P",
+           "stripe_planes"]
+
+
+class FTL:
+    """Functional FTL state for one device. Pure: no time, no SimPy.
+
+    Its layers are ``blocks``, ``mapping``, ``gc`` and ``programmer``; the GC moves
+    pages through the programmer, which calls back into the GC for forced collection.
+    The layers' arrays and per-plane lists (``valid``, ``erases``, ``state``, ``stamp``,
+    ``free_count``, ``fresh_next``, ``low_planes``, ``l2p``) are also attributes here:
+    the same objects, which the layers never rebind. Their counters are read-only
+    properties. ``write1`` repeats the program path in scalar arithmetic for speed."""
+
+    def __init__(self, cfg: FlashConfig) -> None:
+        self.cfg = cfg
+        self.blocks = b = BlockManager(cfg)
+        self.mapping = m = AddressMap(cfg, b)
+        self.gc = g = GarbageCollector(cfg, b, m, self._program_gc)
+        self.programmer = Programmer(b, m, g.make_room)
+        self.U = m.U
+        self.ppb = m.ppb
+        self.bpp = m.bpp
+        self.n_lpn = m.n_lpn
+        self.n_ppn = m.n_ppn
+        self.ppn_dtype = m.ppn_dtype
+        self.lpn_dtype = m.lpn_dtype
+        self.stripe_plane = m.stripe_plane
+        self._stripe_plane_list = m.stripe_plane_list
+        self.plane_stripe = m.plane_stripe
+        self.l2p = m.l2p
+        self.valid = b.valid
+        self.erases = b.erases
+        self.state = b.state
+        self.stamp = b.stamp
+        self.free_count = b.free_count
+        self.fresh_next = b.fresh_next
+        #: Planes under the soft threshold (so a timing model need not scan them all).
+        self.low_planes = b.low_planes
+        self.soft_blocks = b.soft_blocks
+        self.hard_blocks = b.hard_blocks
+        self.host_pages = 0
+        self.trimmed_pages = 0
+
+    # -- the layers' scalars -----------------------------------------------------------
+    @property
+    def n_pre(self) -> int:
+        """Logical pages [0, n_pre) hold preconditioned data."""
+        return self.mapping.n_pre
+
+    @property
+    def seq(self) -> int:
+        return self.blocks.seq
+
+    @property
+    def erase_count(self) -> int:
+        return self.blocks.erase_count
+
+    @property
+    def bad_blocks(self) -> int:
+        return self.blocks.bad_blocks
+
+    @property
+    def gc_pages(self) -> int:
+        return self.gc.gc_pages
+
+    @property
+    def wl_pages(self) -> int:
+        return self.gc.wl_pages
+
+    @property
+    def gc_count(self) -> int:
+        return self.gc.gc_count
+
+    @property
+    def forced_gc_count(self) -> int:
+        return self.gc.forced_gc_count
+
+    @property
+    def wl_count(self) -> int:
+        return self.gc.wl_count
+
+    @property
+    def waf(self) -> float:
+        """Pages programmed per page the host wrote (1.0 before any write)."""
+        if self.host_pages == 0:
+            return 1.0
+        return (self.host_pages + self.gc.gc_pages + self.gc.wl_pages) / self.host_pages
+
+    # -- addressing and reads ----------------------------------------------------------
+    def plane_of_lpn(self, lpn: int) -> int:
+        return self._stripe_plane_list[lpn % self.U]
+
+    def planes_of_lpns(self, lpns: I64) -> I64:
+        return self.stripe_plane[lpns % self.U]
+
+    def page_in_block(self, ppn: I64) -> I64:
+        return ppn % self.ppb
+
+    def static_ppn(self, lpns: I64) -> I64:
+        """Where unwritten logical pages would sit: their preconditioned location."""
+        return self.mapping.static_ppn(lpns)
+
+    def static_ppn1(self, lpn: int) -> int:
+        """``static_ppn`` of one logical page."""
+        return self.mapping.static_ppn1(lpn)
+
+    def lookup1(self, lpn: int) -> int:
+        """Physical page of ``lpn`` or -1 when unmapped."""
+        return self.l2p.get1(lpn)
+
+    def lookup(self, lpns: I64) -> I64:
+        """Physical pages of ``lpns`` (-1 where unmapped)."""
+        return self.l2p.get(np.asarray(lpns, dtype=np.int64))
+
+    def p2l(self, block: int) -> I64:
+        """Logical page written at each page of ``block`` (-1: erased), read-only."""
+        return self.mapping.p2l(block)
+
+    def valid_pages(self, block: int) -> tuple[I64, I64]:
+        """(ppns, lpns) of the valid pages of ``block``."""
+        return self.mapping.valid_pages(block)
+
+    # -- garbage collection ------------------------------------------------------------
+    def gc_level(self, plane: int) -> int:
+        """0: enough free blocks; 1: under the soft threshold; 2: under the hard one."""
+        return self.gc.gc_level(plane)
+
+    def select_victim(self, plane: int) -> int:
+        """Victim block in ``plane`` by the configured policy (-1: none)."""
+        return self.gc.select_victim(plane)
+
+    def collect(self, plane: int, reason: str = "gc") -> list[GcJob]:
+        """Reclaim one victim block of ``plane`` (plus a static wear-levelling move when
+        the erase-count spread calls for one). Empty if nothing is reclaimable."""
+        return self.gc.collect(plane, reason)
+
+    def _program_gc(self, plane: int, lpns: I64) -> I64:
+        return self.programmer.program_gc(plane, lpns)
+
+    # (the block manager's allocation, under the names tests used on the one-class FTL)
+    def _take_free(self, plane: int) -> int:
+        return self.blocks.take_free(plane)
+
+    def _put_free(self, plane: int, blk: int) -> None:
+        self.blocks.put_free(plane, blk)
+
+    # -- preconditioning ---------------------------------------------------------------
+    def precondition(self, occupancy: float) -> None:
+        """Fill the first ``occupancy`` of the logical space as if written sequentially
+        (each plane's pages in order), on a fresh FTL. O(blocks), no per-page state."""
+        if not 0.0 <= occupancy <= 1.0:
+            raise TmhwError(f"precondition: occupancy {occupancy} must be in [0, 1]")
+        if self.host_pages or self.mapping.n_pre or self.l2p.any_written():
+            raise TmhwError("precondition: only a fresh FTL can be preconditioned")
+        n = int(occupancy * self.n_lpn)
+        if n == 0:
+            return
+        self.blocks.fill(self.mapping.precondition(n))
+
+    def age(self, overwrites: float, seed: int = 0, batch: int = 512) -> None:
+        """Overwrite ``overwrites`` x the preconditioned pages at random, page by page,
+        with garbage collection, and no time: a random-write run then starts from the
+        steady state (valid pages spread over blocks as GC leaves them) instead of from
+        full blocks. Run counters start again from zero; wear stays."""
+        if overwrites < 0:
+            raise TmhwError(f"age: overwrites {overwrites} must be >= 0")
+        span = self.mapping.n_pre
+        total = int(overwrites * span)
+        if total == 0:
+            return
+        rng = np.random.default_rng(seed)
+        done = 0
+        while done < total:
+            k = min(batch, total - done)
+            self.write(np.unique(rng.integers(0, span, k)))
+            for p in sorted(self.low_planes):
+                while self.free_count[p] < self.soft_blocks and self.gc.collect(p):
+                    pass
+            done += k
+        self.host_pages = 0
+        self.gc.reset_counters()
+        self.blocks.erase_count = 0
+
+    # -- host operations ---------------------------------------------------------------
+    def write(self, lpns: I64) -> tuple[I64, list[GcJob]]:
+        """Write distinct logical pages; returns their new ppns and the GC jobs that had
+        to run synchronously (hard threshold) to make room."""
+        lpns = np.asarray(lpns, dtype=np.int64)
+        self._check_range(lpns)
+        jobs: list[GcJob] = []
+        out = np.empty(lpns.size, dtype=np.int64)
+        if lpns.size == 0:
+            return out, jobs
+        self._unmap(lpns)
+        planes = self.stripe_plane[lpns % self.U]
+        n = int(lpns.size)
+        if n == 1:
+            out[:] = self.programmer.program(int(planes[0]), lpns, False, jobs)
+        elif n <= self.U and int(lpns[-1]) - int(lpns[0]) == n - 1:
+            # a contiguous run no longer than a stripe touches each plane once
+            out[:] = self.programmer.program_planes(planes, lpns, jobs)
+        else:
+            order = np.argsort(planes, kind="stable")
+            out[order] = self.programmer.program_planes(planes[order], lpns[order], jobs)
+        self.host_pages += int(lpns.size)
+        return out, jobs
+
+    def write1(self, lpn: int) -> tuple[int, list[GcJob]]:
+        """``write`` of one logical page, in scalar arithmetic (the common case of a
+        random small write; numpy's per-call overhead would dominate it)."""
+        if not 0 <= lpn < self.n_lpn:
+            raise TmhwError(f"flash: logical page {lpn} out of range [0, {self.n_lpn})")
+        jobs: list[GcJob] = []
+        ppb = self.ppb
+        b = self.blocks
+        old = self.l2p.get1(lpn)
+        if old >= 0:
+            self.valid[old // ppb] -= 1
+        plane = self._stripe_plane_list[lpn % self.U]
+        blk, wp = b.host_blk.item(plane), b.host_wp.item(plane)
+        if blk < 0:
+            if old >= 0:
+                self.l2p.set1(lpn, -1)  # the old copy is dead: GC must not move it
+            self.gc.make_room(plane, jobs)
+            blk, wp = b.take_free(plane), 0
+        m = self.mapping
+        r = m.row(blk)
+        pool = m.pool
+        if pool.item(r, wp) != -1:
+            raise AssertionError(f"FTL: program to a non-erased page in block {blk}")
+        pool[r, wp] = lpn
+        ppn = blk * ppb + wp
+        self.valid[blk] += 1
+        b.seq += 1
+        self.stamp[blk] = b.seq
+        wp += 1
+        if wp == ppb:
+            self.state[blk] = FULL
+            blk, wp = -1, 0
+        b.host_blk[plane], b.host_wp[plane] = blk, wp
+        self.l2p.set1(lpn, ppn)
+        self.host_pages += 1
+        return ppn, jobs
+
+    def trim(self, lpns: I64) -> int:
+        """Unmap logical pages; returns how many were mapped."""
+        lpns = np.asarray(lpns, dtype=np.int64)
+        self._check_range(lpns)
+        if lpns.size == 0:
+            return 0
+        k = self._unmap(lpns)
+        self.trimmed_pages += k
+        return k
+
+    def _check_range(self, lpns: I64) -> None:
+        if lpns.size and (int(lpns.min()) < 0 or int(lpns.max()) >= self.n_lpn):
+            raise TmhwError(f"flash: logical page out of range [0, {self.n_lpn})")
+
+    def _unmap(self, lpns: I64) -> int:
+        """Invalidate the current mapping of ``lpns``; return how many were mapped."""
+        old = self.l2p.get(lpns)
+        m = old >= 0
+        k = int(m.sum())
+        if k:
+            blocks = old[m] // self.ppb
+            # (np.subtract.at is an order of magnitude slower than unique + counts)
+            ub, cnt = np.unique(blocks, return_counts=True)
+            self.valid[ub] -= cnt.astype(np.int32)
+            self.l2p.set(lpns[m], -1)
+        return k
+
+    # -- introspection -----------------------------------------------------------------
+    def mapped_pages(self) -> int:
+        return int(self.valid.sum())
+
+    def state_bytes(self) -> int:
+        """Bytes of numpy state held (per-block arrays, touched L2P segments, P2L rows)."""
+        return self.blocks.nbytes() + self.mapping.nbytes()
+
+    def check(self) -> None:
+        """Full consistency check (materialises everything: small devices only)."""
+        l2p = self.lookup(np.arange(self.n_lpn, dtype=np.int64))
+        mapped = l2p[l2p >= 0]
+        if np.unique(mapped).size != mapped.size:
+            raise AssertionError("FTL: two logical pages map to one physical page")
+        blocks = mapped // self.ppb
+        counts = np.bincount(blocks, minlength=self.cfg.blocks)
+        if not np.array_equal(counts, self.valid):
+            raise AssertionError("FTL: valid counts disagree with the L2P map")
+        if (self.state[blocks] == FREE).any() or (self.state[blocks] == BAD).any():
+            raise AssertionError("FTL: a logical page maps into a free or bad block")
+        lp_of = np.concatenate([self.p2l(b)[None, :] for b in range(self.cfg.blocks)])
+        flat = lp_of.reshape(-1)
+        if not np.array_equal(flat[mapped], np.nonzero(l2p >= 0)[0]):
+            raise AssertionError("FTL: P2L disagrees with L2P")
+        self.blocks.check()

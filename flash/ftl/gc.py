@@ -1,0 +1,159 @@
+"""Garbage collection and wear levelling (after MQSim's ``GC_and_WL_Unit_Page_Level``).
+
+- Garbage collection per plane: greedy (fewest valid pages) or cost-benefit victims
+  among full blocks; the valid pages move to the plane's GC active block and the victim
+  is erased. The timing model asks for it under the soft threshold, and a host write
+  that would take the plane under the hard threshold collects synchronously first.
+- Static wear levelling: when a plane's erase-count spread exceeds
+  ``static_wl_threshold``, the coldest full block is relocated too, so its block can
+  take hot data. (Dynamic wear levelling is the block manager's choice of free block.)
+
+Each reclaimed block is reported as a ``GcJob``: what the timing model must charge.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from flash.config import FlashConfig
+from flash.ftl.blocks import BAD, FULL, BlockManager
+from flash.ftl.mapping import I64, AddressMap
+from tmhw.sim import TmhwError
+
+
+@dataclass(slots=True)
+class GcJob:
+    """One reclaimed (or wear-levelled) block: what the timing model must charge.
+
+    ``src``/``dst`` are the physical pages read and programmed to move the valid data,
+    in order; the victim block is then erased (and retired when worn out)."""
+
+    plane: int
+    victim: int
+    src: I64
+    dst: I64
+    retired: bool
+    reason: str  # "gc" (background), "forced" (hard threshold) or "wl" (static WL)
+
+    @property
+    def moved(self) -> int:
+        return int(self.src.size)
+
+
+class GarbageCollector:
+    """Victim choice and relocation for one device.
+
+    Collaborators: the ``BlockManager`` (block states, erase), the ``AddressMap`` (which
+    pages of a victim are valid, their remapping) and ``program``, which programs
+    unmapped logical pages into a plane's GC active block and returns their ppns."""
+
+    def __init__(self, cfg: FlashConfig, blocks: BlockManager, amap: AddressMap,
+                 program: Callable[[int, I64], I64]) -> None:
+        self.cfg = cfg
+        self.blocks = blocks
+        self.amap = amap
+        self.program = program
+        self.ppb = cfg.pages_per_block
+        self.bpp = cfg.blocks_per_plane
+        self.gc_pages = 0
+        self.wl_pages = 0
+        self.gc_count = 0
+        self.forced_gc_count = 0
+        self.wl_count = 0
+
+    def reset_counters(self) -> None:
+        self.gc_pages = self.wl_pages = 0
+        self.gc_count = self.forced_gc_count = self.wl_count = 0
+
+    def gc_level(self, plane: int) -> int:
+        """0: enough free blocks; 1: under the soft threshold; 2: under the hard one."""
+        b = self.blocks
+        f = b.free_count[plane]
+        return 2 if f <= b.hard_blocks else (1 if f < b.soft_blocks else 0)
+
+    def select_victim(self, plane: int) -> int:
+        """Victim block in ``plane`` by the configured policy; -1 if none would free
+        anything (every full block entirely valid)."""
+        b = self.blocks
+        lo = plane * self.bpp
+        st = b.state[lo:lo + self.bpp]
+        va = b.valid[lo:lo + self.bpp]
+        full = st == FULL
+        if self.cfg.gc_policy == "greedy":
+            cand = np.where(full, va, self.ppb)
+            i = int(np.argmin(cand))
+            return lo + i if cand[i] < self.ppb else -1
+        u = va / self.ppb
+        age = (b.seq - b.stamp[lo:lo + self.bpp] + 1).astype(np.float64)
+        with np.errstate(divide="ignore"):
+            score = np.where(full & (va < self.ppb), (1 - u) / (2 * u) * age, -1.0)
+        i = int(np.argmax(score))
+        return lo + i if score[i] >= 0 else -1
+
+    def collect(self, plane: int, reason: str = "gc") -> list[GcJob]:
+        """Reclaim one victim block of ``plane`` (plus a static wear-levelling move when
+        the erase-count spread calls for one). Empty if nothing is reclaimable."""
+        victim = self.select_victim(plane)
+        if victim < 0:
+            return []
+        jobs = [self.relocate(plane, victim, reason)]
+        if reason == "forced":
+            self.forced_gc_count += 1
+        self.gc_count += 1
+        if self.cfg.static_wear_leveling:
+            cold = self.static_wl_victim(plane)
+            if cold >= 0:
+                jobs.append(self.relocate(plane, cold, "wl"))
+                self.wl_count += 1
+        return jobs
+
+    def make_room(self, plane: int, jobs: list[GcJob]) -> None:
+        """Forced GC before a host write opens a block of ``plane``: collect while the
+        plane is at the hard threshold, appending the jobs to ``jobs``."""
+        b = self.blocks
+        while b.free_count[plane] <= b.hard_blocks:
+            got = self.collect(plane, reason="forced")
+            if not got:
+                raise TmhwError(f"flash: plane {plane} is full and nothing is reclaimable")
+            jobs.extend(got)
+
+    def static_wl_victim(self, plane: int) -> int:
+        """The coldest full block of ``plane`` when the erase-count spread exceeds the
+        threshold (and the plane can absorb its pages); else -1."""
+        b = self.blocks
+        lo = plane * self.bpp
+        st = b.state[lo:lo + self.bpp]
+        full = st == FULL
+        if not full.any():
+            return -1
+        er = b.erases[lo:lo + self.bpp]
+        cand = np.where(full, er, np.iinfo(np.int32).max)
+        i = int(np.argmin(cand))
+        if int(er[st != BAD].max()) - int(cand[i]) > self.cfg.static_wl_threshold:
+            # A cold block only helps if the plane can absorb its pages.
+            if b.free_count[plane] > 1:
+                return lo + i
+        return -1
+
+    def relocate(self, plane: int, victim: int, reason: str) -> GcJob:
+        """Move the valid pages of ``victim`` to the GC active block, then erase it."""
+        src, lpns = self.amap.valid_pages(victim)
+        valid = self.blocks.valid
+        dst = np.empty(0, dtype=np.int64)
+        if src.size:
+            valid[victim] -= int(src.size)
+            self.amap.l2p.set(lpns, -1)
+            dst = self.program(plane, lpns)
+        if valid[victim] != 0:
+            raise AssertionError(f"FTL: victim {victim} still has {valid[victim]} "
+                                 f"valid pages")
+        if reason == "wl":
+            self.wl_pages += int(src.size)
+        else:
+            self.gc_pages += int(src.size)
+        self.amap.release_row(victim)
+        retired = self.blocks.erase(plane, victim)
+        return GcJob(plane, victim, src, dst, retired, reason)

@@ -1,0 +1,339 @@
+"""Address mapping: where each logical page lives and which logical page each physical
+page holds (after MQSim's ``Address_Mapping_Unit_Page_Level``).
+
+- Logical-to-physical (L2P) and physical-to-logical (P2L) maps. A physical page is valid
+  exactly when ``L2P[P2L[ppn]] == ppn``, so no separate validity bitmap is kept.
+- Static plane allocation: logical page ``lpn`` lives in the plane at stripe position
+  ``lpn % planes``, where stripe positions enumerate planes in ``allocation_order``
+  (``CWDP``: channel fastest, then way, die, plane), so consecutive writes stripe over
+  channels, dies and planes.
+- The preconditioned state is a closed form: the first ``n_pre`` logical pages were
+  written sequentially, so page ``j`` of a plane holds that plane's ``j``-th logical
+  page, until a part of it is modified.
+
+Memory grows with the pages a run touches, not with the device: scattered logical pages
+written during the run go into a dict (about 100 bytes each); a 4096-page L2P segment
+that gets dense becomes a numpy array (4 bytes a page); P2L rows exist only for blocks
+written during the run (4 bytes a page), in a pool whose rows erased blocks give back.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+from flash.config import FlashConfig
+from flash.ftl.blocks import ACTIVE, FULL, BlockManager
+
+SEG_BITS = 12
+SEG = 1 << SEG_BITS
+I64 = npt.NDArray[np.int64]
+
+
+def _ascending(lpns: I64) -> bool:
+    """Whether ``lpns`` are consecutive in order (a run), not a permutation of one."""
+    return lpns.size < 2 or bool((np.diff(lpns) == 1).all())
+
+
+def stripe_planes(cfg: FlashConfig) -> I64:
+    """Canonical plane id at each stripe position, for ``cfg.allocation_order``.
+
+    Canonical ids nest channel > chip > die > plane:
+    ``((ch * chips + chip) * dies + die) * planes + plane``."""
+    radix = {"C": cfg.channels, "W": cfg.chips_per_channel, "D": cfg.dies_per_chip,
+             "P": cfg.planes_per_die}
+    digits: dict[str, I64] = {}
+    s = np.arange(cfg.planes, dtype=np.int64)
+    for letter in cfg.allocation_order:
+        digits[letter] = s % radix[letter]
+        s = s // radix[letter]
+    return (((digits["C"] * cfg.chips_per_channel + digits["W"]) * cfg.dies_per_chip
+             + digits["D"]) * cfg.planes_per_die + digits["P"])
+
+
+class SparseL2P:
+    """Logical-to-physical map: a closed form for the preconditioned range, a dict of
+    overrides where writes are sparse, and dense 4096-entry numpy segments where they
+    are not (a segment is materialised once it holds 1/16 of its pages in the dict,
+    the point where the array becomes the smaller of the two)."""
+
+    DENSE_AT = SEG // 16
+
+    def __init__(self, amap: AddressMap) -> None:
+        self.amap = amap
+        self.segs: list[npt.NDArray[np.signedinteger] | None] = (
+            [None] * ((amap.n_lpn + SEG - 1) // SEG))
+        self.sparse: dict[int, int] = {}
+        self.sparse_per_seg = np.zeros(len(self.segs), dtype=np.int32)
+
+    def any_written(self) -> bool:
+        return bool(self.sparse) or any(s is not None for s in self.segs)
+
+    def get1(self, lpn: int) -> int:
+        seg = self.segs[lpn >> SEG_BITS]
+        if seg is not None:
+            return int(seg[lpn & (SEG - 1)])
+        v = self.sparse.get(lpn)
+        return self.amap.implicit_l2p1(lpn) if v is None else v
+
+    def get(self, lpns: I64) -> I64:
+        n = int(lpns.size)
+        if n and int(lpns[-1]) - int(lpns[0]) == n - 1 and _ascending(lpns):
+            return self._get_run(int(lpns[0]), n)
+        out = self.amap.implicit_l2p(lpns)
+        segi = lpns >> SEG_BITS
+        for si in np.unique(segi).tolist():
+            seg = self.segs[si]
+            if seg is not None:
+                m = segi == si
+                out[m] = seg[lpns[m] & (SEG - 1)]
+            elif self.sparse_per_seg[si]:
+                sp = self.sparse
+                for i in np.flatnonzero(segi == si).tolist():
+                    v = sp.get(int(lpns[i]))
+                    if v is not None:
+                        out[i] = v
+        return out
+
+    def _get_run(self, lo: int, n: int) -> I64:
+        """``get`` of the contiguous run [lo, lo + n), by segment slices."""
+        out = np.empty(n, dtype=np.int64)
+        hi = lo + n
+        a = lo
+        while a < hi:
+            si = a >> SEG_BITS
+            b = min(hi, (si + 1) << SEG_BITS)
+            seg = self.segs[si]
+            if seg is not None:
+                out[a - lo:b - lo] = seg[a - (si << SEG_BITS):b - (si << SEG_BITS)]
+            else:
+                out[a - lo:b - lo] = self.amap.implicit_l2p(np.arange(a, b, dtype=np.int64))
+                if self.sparse_per_seg[si]:
+                    sp = self.sparse
+                    for lpn in range(a, b):
+                        v = sp.get(lpn)
+                        if v is not None:
+                            out[lpn - lo] = v
+            a = b
+        return out
+
+    def set1(self, lpn: int, ppn: int) -> None:
+        si = lpn >> SEG_BITS
+        seg = self.segs[si]
+        if seg is not None:
+            seg[lpn & (SEG - 1)] = ppn
+            return
+        if lpn not in self.sparse:
+            self.sparse_per_seg[si] += 1
+            if self.sparse_per_seg[si] >= self.DENSE_AT:
+                self._densify(si)[lpn & (SEG - 1)] = ppn
+                return
+        self.sparse[lpn] = ppn
+
+    def set(self, lpns: I64, ppns: I64 | int) -> None:
+        vals = np.broadcast_to(np.asarray(ppns, dtype=np.int64), lpns.shape)
+        n = int(lpns.size)
+        lo = int(lpns[0])
+        # A run only if consecutive: lpns ordered by plane can span n pages end to end
+        # without being in order.
+        if n > self.DENSE_AT // 4 and int(lpns[-1]) - lo == n - 1 and _ascending(lpns):
+            a = lo
+            while a < lo + n:  # a contiguous run: segment slices
+                si = a >> SEG_BITS
+                b = min(lo + n, (si + 1) << SEG_BITS)
+                self._densify(si)[a - (si << SEG_BITS):b - (si << SEG_BITS)] = vals[a - lo:b - lo]
+                a = b
+            return
+        segi = lpns >> SEG_BITS
+        s0 = int(segi[0])
+        if s0 == int(segi[-1]) and (segi.size < 3 or bool((segi == s0).all())):
+            self._set_seg(s0, lpns, vals)
+            return
+        for si in np.unique(segi).tolist():
+            m = segi == si
+            self._set_seg(si, lpns[m], vals[m])
+
+    def _set_seg(self, si: int, lpns: I64, vals: I64) -> None:
+        seg = self.segs[si]
+        if seg is None and lpns.size < self.DENSE_AT // 4:
+            for lpn, v in zip(lpns.tolist(), vals.tolist(), strict=True):
+                self.set1(lpn, v)
+            return
+        self._densify(si)[lpns & (SEG - 1)] = vals
+
+    def _densify(self, si: int) -> npt.NDArray[np.signedinteger]:
+        seg = self.segs[si]
+        if seg is None:
+            amap = self.amap
+            lo = si * SEG
+            ids = np.arange(lo, min(lo + SEG, amap.n_lpn), dtype=np.int64)
+            seg = np.full(SEG, -1, dtype=amap.ppn_dtype)
+            seg[: ids.size] = amap.implicit_l2p(ids)
+            if self.sparse_per_seg[si]:
+                for lpn in range(lo, lo + ids.size):
+                    v = self.sparse.pop(lpn, None)
+                    if v is not None:
+                        seg[lpn - lo] = v
+                self.sparse_per_seg[si] = 0
+            self.segs[si] = seg
+        return seg
+
+    def nbytes(self) -> int:
+        """numpy segments plus about 100 bytes per dict entry (key, value, slot)."""
+        return sum(s.nbytes for s in self.segs if s is not None) + 100 * len(self.sparse)
+
+
+class AddressMap:
+    """The L2P and P2L maps of one device, and the plane each logical page belongs to.
+
+    Collaborator: the ``BlockManager``, whose erase counts and states tell which blocks
+    still hold (part of) the preconditioned closed form."""
+
+    def __init__(self, cfg: FlashConfig, blocks: BlockManager) -> None:
+        self.blocks = blocks
+        self.U = cfg.planes
+        self.ppb = cfg.pages_per_block
+        self.bpp = cfg.blocks_per_plane
+        self.n_lpn = cfg.logical_pages
+        self.n_ppn = cfg.physical_pages
+        self.ppn_dtype = np.int32 if self.n_ppn < 2**31 else np.int64
+        self.lpn_dtype = np.int32 if self.n_lpn < 2**31 else np.int64
+        self.stripe_plane = stripe_planes(cfg)
+        self.stripe_plane_list: list[int] = self.stripe_plane.tolist()
+        self.plane_stripe = np.empty(self.U, dtype=np.int64)
+        self.plane_stripe[self.stripe_plane] = np.arange(self.U)
+        # P2L rows live in a pool that grows with the blocks written during the run.
+        self.row_of = np.full(cfg.blocks, -1, dtype=np.int32)
+        self.pool = np.empty((256, self.ppb), dtype=self.lpn_dtype)  # rebound as it grows
+        self._pool_used = 0
+        self._free_rows: list[int] = []
+        self.n_pre = 0  # logical pages [0, n_pre) hold preconditioned data (closed form)
+        self.l2p = SparseL2P(self)
+
+    # -- addressing --------------------------------------------------------------------
+    def plane_of_lpn(self, lpn: int) -> int:
+        return self.stripe_plane_list[lpn % self.U]
+
+    def planes_of_lpns(self, lpns: I64) -> I64:
+        return self.stripe_plane[lpns % self.U]
+
+    def page_in_block(self, ppn: I64) -> I64:
+        return ppn % self.ppb
+
+    # -- the preconditioned closed form ------------------------------------------------
+    def static_ppn(self, lpns: I64) -> I64:
+        """Where each of ``lpns`` sits in the preconditioned layout (whether or not it
+        was preconditioned): page ``lpn // planes`` of its plane."""
+        return self._closed_form(np.asarray(lpns, dtype=np.int64))
+
+    def static_ppn1(self, lpn: int) -> int:
+        """``static_ppn`` of one logical page, in scalar arithmetic."""
+        j = lpn // self.U
+        plane = self.stripe_plane_list[lpn % self.U]
+        return (plane * self.bpp + j // self.ppb) * self.ppb + j % self.ppb
+
+    def _closed_form(self, lpns: I64) -> I64:
+        j = lpns // self.U
+        plane = self.stripe_plane[lpns % self.U]
+        ppn: I64 = (plane * self.bpp + j // self.ppb) * self.ppb + j % self.ppb
+        return ppn
+
+    def implicit_l2p(self, lpns: I64) -> I64:
+        """Preconditioned location of ``lpns`` (-1 past ``n_pre``)."""
+        return np.where(lpns < self.n_pre, self._closed_form(lpns), -1)
+
+    def implicit_l2p1(self, lpn: int) -> int:
+        if lpn >= self.n_pre:
+            return -1
+        j = lpn // self.U
+        plane = self.stripe_plane_list[lpn % self.U]
+        return (plane * self.bpp + j // self.ppb) * self.ppb + j % self.ppb
+
+    def implicit_p2l(self, block: int) -> I64:
+        """Logical pages the preconditioned layout puts in ``block`` (-1: none)."""
+        plane, b = divmod(block, self.bpp)
+        j = b * self.ppb + np.arange(self.ppb, dtype=np.int64)
+        lpn = j * self.U + int(self.plane_stripe[plane])
+        return np.where(lpn < self.n_pre, lpn, -1)
+
+    def precondition(self, n: int) -> I64:
+        """Declare logical pages [0, n) written sequentially; returns how many pages
+        that puts in each (canonical) plane."""
+        self.n_pre = n
+        s = self.plane_stripe  # stripe position of each canonical plane
+        count: I64 = np.maximum(0, (n - s + self.U - 1) // self.U)
+        return count
+
+    # -- L2P ---------------------------------------------------------------------------
+    def lookup1(self, lpn: int) -> int:
+        """Physical page of ``lpn`` or -1 when unmapped."""
+        return self.l2p.get1(lpn)
+
+    def lookup(self, lpns: I64) -> I64:
+        """Physical pages of ``lpns`` (-1 where unmapped)."""
+        return self.l2p.get(np.asarray(lpns, dtype=np.int64))
+
+    # -- P2L ---------------------------------------------------------------------------
+    def p2l(self, block: int) -> I64:
+        """Logical page written at each page of ``block`` (-1: erased), read-only."""
+        r = int(self.row_of[block])
+        if r >= 0:
+            row: I64 = self.pool[r].astype(np.int64)
+            return row
+        if self.is_implicit(block):
+            return self.implicit_p2l(block)
+        return np.full(self.ppb, -1, dtype=np.int64)
+
+    def is_implicit(self, block: int) -> bool:
+        """Still holds (part of) the preconditioned closed form: never erased, in use."""
+        blocks = self.blocks
+        return self.n_pre > 0 and blocks.erases[block] == 0 and blocks.state[block] in (
+            ACTIVE, FULL)
+
+    def p2l_row(self, block: int) -> npt.NDArray[np.signedinteger]:
+        """The writable P2L row of ``block`` (a view: use it before the pool grows)."""
+        r = self.row(block)  # first: it may grow (replace) the pool
+        row: npt.NDArray[np.signedinteger] = self.pool[r]
+        return row
+
+    def row(self, block: int) -> int:
+        """Index in ``pool`` of the P2L row of ``block``, made (and filled from the
+        closed form, or erased) on first use; the pool may grow, so re-read ``pool``."""
+        r: int = self.row_of.item(block)
+        if r < 0:
+            if self._free_rows:
+                r = self._free_rows.pop()
+            else:
+                if self._pool_used == self.pool.shape[0]:
+                    grown = np.empty((2 * self._pool_used, self.ppb), dtype=self.lpn_dtype)
+                    grown[: self._pool_used] = self.pool
+                    self.pool = grown
+                r = self._pool_used
+                self._pool_used += 1
+            if self.is_implicit(block):
+                self.pool[r] = self.implicit_p2l(block)
+            else:
+                self.pool[r] = -1
+            self.row_of[block] = r
+        return r
+
+    def release_row(self, block: int) -> None:
+        """``block`` is being erased: its P2L row goes back to the pool."""
+        r = int(self.row_of[block])
+        if r >= 0:
+            self._free_rows.append(r)
+            self.row_of[block] = -1
+
+    def valid_pages(self, block: int) -> tuple[I64, I64]:
+        """(ppns, lpns) of the valid pages of ``block``."""
+        lp = self.p2l(block)
+        ppns = block * self.ppb + np.arange(self.ppb, dtype=np.int64)
+        written = lp >= 0
+        ok = np.zeros(self.ppb, dtype=bool)
+        if written.any():
+            ok[written] = self.lookup(lp[written]) == ppns[written]
+        return ppns[ok], lp[ok]
+
+    def nbytes(self) -> int:
+        """Bytes held: touched L2P segments and entries, the P2L row pool."""
+        return self.l2p.nbytes() + self.pool.nbytes + self.row_of.nbytes

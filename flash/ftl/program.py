@@ -1,0 +1,128 @@
+"""The program path: logical pages programmed at a plane's write frontier, for host
+writes and for GC relocation (after MQSim's ``allocate_page_in_plane_for_user_write``
+and ``Allocate_new_page_for_gc`` of ``Address_Mapping_Unit_Page_Level``, which take the
+page at ``Flash_Block_Manager``'s write frontier and record it in the maps).
+
+Per plane, host writes and GC writes each have an active block (the block manager's
+``host_blk``/``gc_blk`` and write pointers). A page goes at the write pointer: its
+logical page into the block's P2L row, its ppn into the L2P map, and the block's valid
+count and write stamp advance. A full active block is closed; the next page opens a free
+block, and a host write first collects synchronously while the plane is at the hard GC
+threshold. (``FTL.write1`` is the same path for one host page, in scalar arithmetic.)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from flash.ftl.blocks import FULL, BlockManager
+from flash.ftl.gc import GcJob
+from flash.ftl.mapping import I64, AddressMap
+
+
+class Programmer:
+    """Programs unmapped logical pages into their planes.
+
+    Collaborators: the ``BlockManager`` (active blocks, write pointers, free blocks),
+    the ``AddressMap`` (P2L rows, L2P) and ``make_room``, the garbage collector's forced
+    collection for a plane at the hard threshold (it appends its jobs to the list)."""
+
+    def __init__(self, blocks: BlockManager, amap: AddressMap,
+                 make_room: Callable[[int, list[GcJob]], None]) -> None:
+        self.blocks = blocks
+        self.amap = amap
+        self.make_room = make_room
+        self.ppb = amap.ppb
+
+    def program_gc(self, plane: int, lpns: I64) -> I64:
+        """Program relocated pages into the GC active block of ``plane``."""
+        return self.program(plane, lpns, True, [])
+
+    def program(self, plane: int, lpns: I64, gc: bool, jobs: list[GcJob]) -> I64:
+        """Program ``lpns`` (already unmapped) into ``plane``; return their ppns."""
+        n = int(lpns.size)
+        out = np.empty(n, dtype=np.int64)
+        ppb = self.ppb
+        b = self.blocks
+        i = 0
+        while i < n:
+            if gc:
+                blk, wp = b.gc_blk[plane], b.gc_wp[plane]
+            else:
+                blk, wp = int(b.host_blk[plane]), int(b.host_wp[plane])
+            if blk < 0:
+                if not gc:
+                    self.make_room(plane, jobs)
+                blk, wp = b.take_free(plane), 0
+            k = min(ppb - wp, n - i)
+            row = self.amap.p2l_row(blk)
+            if (row[wp:wp + k] != -1).any():
+                raise AssertionError(f"FTL: program to a non-erased page in block {blk}")
+            row[wp:wp + k] = lpns[i:i + k]
+            out[i:i + k] = np.arange(blk * ppb + wp, blk * ppb + wp + k, dtype=np.int64)
+            b.valid[blk] += k
+            b.seq += k
+            b.stamp[blk] = b.seq
+            wp += k
+            i += k
+            if wp == ppb:
+                b.state[blk] = FULL
+                blk, wp = -1, 0
+            if gc:
+                b.gc_blk[plane], b.gc_wp[plane] = blk, wp
+            else:
+                b.host_blk[plane], b.host_wp[plane] = blk, wp
+        self.amap.l2p.set(lpns, out)
+        return out
+
+    def program_planes(self, planes: I64, lpns: I64, jobs: list[GcJob]) -> I64:
+        """Host-program ``lpns`` (already unmapped), grouped by plane (sorted, or each
+        plane once). Planes whose active block has room go in one vectorised step; the
+        rest page run by page run."""
+        n = int(lpns.size)
+        ppb = self.ppb
+        b = self.blocks
+        m = self.amap
+        out = np.empty(n, dtype=np.int64)
+        edge = np.empty(n, dtype=bool)
+        edge[0] = True
+        np.not_equal(planes[1:], planes[:-1], out=edge[1:])
+        first = np.flatnonzero(edge)
+        uniq = planes[first]
+        counts = np.diff(np.append(first, n))
+        hb = b.host_blk[uniq]
+        hw = b.host_wp[uniq]
+        fits = (hb >= 0) & (hw + counts <= ppb)
+        if fits.any():
+            fb, fw, fc = hb[fits], hw[fits], counts[fits]
+            for blk in fb[m.row_of[fb] < 0].tolist():
+                m.row(blk)
+            if uniq.size == n:  # one page per plane
+                sel, blk_p, wp_p = fits, fb, fw
+            else:
+                sel = np.repeat(fits, counts)
+                rank = np.arange(n, dtype=np.int64) - np.repeat(first, counts)
+                blk_p = np.repeat(fb, fc)
+                wp_p = np.repeat(fw, fc) + rank[sel]
+            rows = m.row_of[blk_p]
+            if (m.pool[rows, wp_p] != -1).any():
+                raise AssertionError("FTL: program to a non-erased page")
+            m.pool[rows, wp_p] = lpns[sel]
+            ppns = blk_p * ppb + wp_p
+            out[sel] = ppns
+            b.valid[fb] += fc.astype(np.int32)
+            b.seq += int(fc.sum())
+            b.stamp[fb] = b.seq
+            new_wp = fw + fc
+            full = new_wp == ppb
+            b.state[fb[full]] = FULL
+            b.host_wp[uniq[fits]] = np.where(full, 0, new_wp)
+            b.host_blk[uniq[fits]] = np.where(full, -1, fb)
+            m.l2p.set(lpns[sel], ppns)
+        for g in np.flatnonzero(~fits).tolist():
+            lo = int(first[g])
+            hi = lo + int(counts[g])
+            out[lo:hi] = self.program(int(uniq[g]), lpns[lo:hi], False, jobs)
+        return out

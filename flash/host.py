@@ -1,0 +1,58 @@
+"""The host interface of one SSD: its NVMe queue and its full-duplex PCIe link (MQSim's
+``Host_Interface_NVMe`` and the ``PCIe_Link``).
+
+- **NVMe queue.** The device holds at most ``nvme_queue_depth`` commands; a further
+  command waits in the host's submission queue until the oldest one completes
+  (``fetch``).
+- **PCIe link.** Each direction is its own busy-until timeline (full duplex): reads
+  leave on ``link_rd`` as their data comes off the channels (cut-through), writes come in
+  on ``link_wr`` before they are buffered or programmed.
+
+Pure bookkeeping: no SimPy events.
+"""
+
+from __future__ import annotations
+
+import heapq
+
+from flash.config import FlashConfig
+from tmhw.sim import Timeline
+from tmhw.sim.units import S
+
+
+class HostInterface:
+    """NVMe queue and PCIe link of one device."""
+
+    __slots__ = ("depth", "_open", "link_rd", "link_wr", "ps_per_byte", "queue_waits")
+
+    def __init__(self, cfg: FlashConfig, record: bool = False) -> None:
+        self.depth = cfg.nvme_queue_depth
+        self._open: list[int] = []  # completion times of the commands the device holds
+        self.link_rd = Timeline("link_rd", record)
+        self.link_wr = Timeline("link_wr", record)
+        self.ps_per_byte = S / cfg.host_bytes_per_s
+        self.queue_waits = 0
+
+    def fetch(self, earliest: int) -> int:
+        """When the device takes a command submitted at ``earliest``."""
+        q = self._open
+        while q and q[0] <= earliest:
+            heapq.heappop(q)
+        if len(q) < self.depth:
+            return earliest
+        self.queue_waits += 1
+        return heapq.heappop(q)
+
+    def done(self, end: int) -> None:
+        """The command fetched last completes at ``end``."""
+        heapq.heappush(self._open, end)
+
+    def to_host(self, start: int, nbytes: int) -> int:
+        """Read data crossing to the host from ``start`` on; the end of its transfer."""
+        return self.link_rd.reserve(start, int(nbytes * self.ps_per_byte))
+
+    def from_host(self, earliest: int, nbytes: int) -> tuple[int, int]:
+        """Write data crossing from the host; (start, end) of its transfer."""
+        dur = int(nbytes * self.ps_per_byte)
+        end = self.link_wr.reserve(earliest, dur)
+        return end - dur, end

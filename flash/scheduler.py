@@ -1,0 +1,157 @@
+"""The transaction scheduler: how a device's pages become flash commands (MQSim's
+``TSU_OutOfOrder`` and ``TSU_Priority_OutOfOrder``).
+
+- **Multi-plane and die-interleaved forming.** The pages of one transaction that fall on
+  one die go as few commands as its planes allow: pages on distinct planes share one
+  multi-plane command (``FlashConfig.multiplane``). ``die_groups`` gives the per-die
+  page and command counts a chunk-level model books; ``ops`` lists the commands
+  themselves, round-robin over the dies, for the per-command model. A program that
+  waits in a die's queue also absorbs pages of later transactions for its other planes
+  (``flash.lanes.DieLanes.prog1``), so sequential writes cut into chunks of fewer pages
+  than a stripe still program every plane at once.
+- **Read priority and suspend.** Reads queue ahead of programs and erases, and suspend
+  the one running on their die (``suspend_rule``, ``flash.lanes.DieLanes.read1``).
+- **Chip lock** (``flash.compat = "mqsim"`` only). Stock MQSim gives a chip a new
+  command only when all of its dies are idle, so the dies of a package never overlap
+  transactions. The models then book a chip, not a die, as the lane (``lane_of``).
+
+``Counters`` are the commands and bytes a device has issued. Pure: no SimPy.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from flash.config import FlashConfig
+from flash.lanes import SuspendRule
+
+I64 = npt.NDArray[np.int64]
+
+
+@dataclass(slots=True)
+class Counters:
+    """What one device has done, counted on the hot path."""
+
+    host_pages_read: int = 0     # NAND pages read for the host
+    gc_pages_read: int = 0
+    pages_programmed: int = 0
+    read_cmds: int = 0
+    program_cmds: int = 0
+    erase_cmds: int = 0
+    channel_bytes: int = 0
+    unmapped_reads: int = 0
+
+
+def suspend_rule(cfg: FlashConfig) -> SuspendRule | None:
+    """The device's suspend rule, or None when it suspends nothing."""
+    if not (cfg.program_suspend or cfg.erase_suspend):
+        return None
+    return SuspendRule(program=cfg.program_suspend, erase=cfg.erase_suspend,
+                       t_program=cfg.t_suspend_program, t_erase=cfg.t_suspend_erase,
+                       min_remaining=cfg.suspend_min_remaining)
+
+
+class CommandFormer:
+    """Groups a transaction's physical pages into commands for ``cfg``'s geometry."""
+
+    __slots__ = ("ppp", "P", "multi", "dpc", "lanes_per_channel", "chip_lock", "dies_per_chip",
+                 "lanes")
+
+    def __init__(self, cfg: FlashConfig) -> None:
+        self.ppp = cfg.blocks_per_plane * cfg.pages_per_block
+        self.P = cfg.planes_per_die
+        self.multi = cfg.multiplane and self.P > 1
+        self.dpc = cfg.dies_per_channel
+        self.chip_lock = cfg.compat == "mqsim"
+        self.dies_per_chip = cfg.dies_per_chip
+        #: die lanes: one per die, or one per chip under the chip lock
+        self.lanes = cfg.dies // cfg.dies_per_chip if self.chip_lock else cfg.dies
+        self.lanes_per_channel = self.lanes // cfg.channels
+
+    def die_of(self, ppn: int) -> int:
+        return ppn // self.ppp // self.P
+
+    def lane_of(self, die: int) -> int:
+        """The lane a die's commands are booked on (its chip under the chip lock)."""
+        return die // self.dies_per_chip if self.chip_lock else die
+
+    def die_groups(self, ppns: I64) -> tuple[I64, I64, I64, I64, I64, I64]:
+        """Dies touched (sorted), each page's die group, pages and commands per die,
+        planes per command, and each die's plane bit mask (same-die pages on distinct
+        planes share a multi-plane command)."""
+        planes = ppns // self.ppp
+        dies = planes // self.P
+        udies, inv = np.unique(dies, return_inverse=True)
+        pages_d = np.bincount(inv)
+        pl = planes % self.P
+        if self.multi:
+            per_plane = np.bincount(inv * self.P + pl,
+                                    minlength=udies.size * self.P).reshape(-1, self.P)
+            ops_d = per_plane.max(axis=1)
+            mask = ((per_plane > 0) << np.arange(self.P, dtype=np.int64)).sum(axis=1)
+        else:
+            ops_d = pages_d
+            mask = np.zeros(udies.size, dtype=np.int64)
+        kp = np.minimum(self.P, -(-pages_d // ops_d))
+        return udies, inv, pages_d, ops_d, kp, mask
+
+    def channel_groups(self, lanes: I64) -> tuple[I64, I64]:
+        """Channels of sorted lanes and where each channel's run of lanes starts."""
+        ch = lanes // self.lanes_per_channel
+        edge = np.empty(ch.size, dtype=bool)
+        edge[0] = True
+        np.not_equal(ch[1:], ch[:-1], out=edge[1:])
+        starts = np.flatnonzero(edge)
+        return ch[starts], starts
+
+    def groups_small(self, ppns: list[int]) -> dict[int, list[int]]:
+        """``die_groups`` for a few pages in Python scalars: per die (ascending)
+        [pages, commands, planes per command, plane mask]."""
+        P = self.P
+        per: dict[int, list[int]] = {}
+        for i, ppn in enumerate(ppns):
+            plane = ppn // self.ppp
+            per.setdefault(plane // P, []).append(plane % P if self.multi else -1 - i)
+        out: dict[int, list[int]] = {}
+        for die in sorted(per):
+            pl = per[die]
+            pages = len(pl)
+            ops = max(pl.count(x) for x in set(pl)) if self.multi else pages
+            mask = 0
+            if self.multi:
+                for x in pl:
+                    mask |= 1 << x
+            out[die] = [pages, ops, min(P, -(-pages // ops)), mask]
+        return out
+
+    def ops(self, ppns: list[int]) -> list[tuple[int, list[int]]]:
+        """Commands as (die, page indices), at most one page per plane each, ordered
+        round-robin over dies in order of first appearance."""
+        P = self.P
+        per_die: dict[int, list[list[int]]] = {}
+        for i, ppn in enumerate(ppns):
+            pl = ppn // self.ppp
+            die = pl // P
+            ops = per_die.setdefault(die, [])
+            bit = 1 << (pl % P)
+            for op in ops:
+                if self.multi and not op[0] & bit:
+                    op[0] |= bit
+                    op.append(i)
+                    break
+            else:
+                ops.append([bit, i])
+        out: list[tuple[int, list[int]]] = []
+        rnd = 0
+        while True:
+            added = False
+            for die, die_ops in per_die.items():
+                if rnd < len(die_ops):
+                    out.append((die, die_ops[rnd][1:]))
+                    added = True
+            if not added:
+                return out
+            rnd += 1

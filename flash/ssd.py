@@ -1,0 +1,264 @@
+"""One SSD: its host interface, data cache manager, FTL, transaction scheduler and
+flash timing, wired in MQSim's order (``flash.host`` -> ``flash.cache`` -> ``flash.ftl``
+-> ``flash.scheduler`` -> ``flash.fast`` or ``flash.detailed`` -> ``flash.phy`` and
+``flash.lanes``).
+
+``Ssd.transport`` serves one device-local byte range and returns its completion time:
+
+- read: the pages the controller DRAM holds cost no NAND read; the rest are mapped by
+  the FTL (a page never written is read where sequential preconditioning would have put
+  it, counted as ``unmapped_reads``) and read by the timing model; the data leaves over
+  the host link as it comes off the channels (cut-through);
+- write: the data crosses the link once the write buffer has room, the FTL maps the
+  pages (collecting synchronously under the hard threshold), the timing model programs
+  them, and the write completes when its data is in the buffer (or, written through,
+  when programmed); background GC follows once a plane is under the soft threshold;
+- trim: whole pages are unmapped, in no time.
+
+A write of part of a page programs the whole page (the read-modify-write of the rest is
+not modelled). Not a component: ``flash.target.FlashTarget`` owns one per device.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from flash.cache import DataCache
+from flash.config import FlashConfig
+from flash.detailed import DetailedModel
+from flash.fast import FastModel
+from flash.ftl import FTL, GcJob
+from flash.host import HostInterface
+from flash.lanes import DieLanes, GapBank
+from flash.phy import OnfiPhy
+from flash.scheduler import CommandFormer, Counters
+
+I64 = npt.NDArray[np.int64]
+MODELS = ("fast", "detailed")
+
+
+class TimingModel(Protocol):
+    """What an ``Ssd`` needs of a flash timing model (``flash.fast``, ``flash.detailed``)."""
+
+    dies: DieLanes
+    channels: GapBank
+
+    def start(self) -> None: ...
+
+    def prune(self, now: int) -> None: ...
+
+    def read1(self, ppn: int, nbytes: int, earliest: int) -> tuple[int, int]: ...
+
+    def read(self, ppns: I64, nb: I64, earliest: int) -> tuple[int, int]: ...
+
+    def program1(self, ppn: int, first_in: int, l_end: int) -> int: ...
+
+    def program(self, ppns: I64, first_in: int, l_end: int) -> int: ...
+
+    def gc(self, job: GcJob, earliest: int) -> int: ...
+
+
+class Ssd:
+    """One device of the flash tier (module docstring)."""
+
+    def __init__(self, cfg: FlashConfig, *, model: str, precondition: float, seed: int,
+                 age: float, record: bool) -> None:
+        self.cfg = cfg
+        self.page = cfg.page_size
+        self.ftl = FTL(cfg)
+        self.ftl.precondition(precondition)
+        self.ftl.age(age, seed)
+        self.c = Counters()
+        self.host = HostInterface(cfg, record)
+        self.cache = DataCache(cfg.write_buffer_bytes // cfg.page_size,
+                               cfg.read_cache_bytes // cfg.page_size)
+        phy = OnfiPhy(cfg)
+        former = CommandFormer(cfg)
+        self.model: TimingModel = (DetailedModel if model == "detailed" else FastModel)(
+            cfg, phy, former, self.c, record)
+        #: MQSim moves a request's data over PCIe in one piece: a read's once all of it
+        #: is off the channels, a write's before any of it is programmed
+        self.store_forward = cfg.compat == "mqsim"
+        self.bytes_read = 0
+        self.bytes_written = 0
+        self.transfers = 0
+        self._active_until = 0
+        self.active_ps = 0
+
+    # -- serving -----------------------------------------------------------------------
+    def read(self, address: int, nbytes: int, earliest: int) -> int:
+        page = self.page
+        lo = address // page
+        hi = (address + nbytes + page - 1) // page
+        self.bytes_read += nbytes
+        t0 = self.host.fetch(earliest)
+        lpns = range(lo, hi)
+        held = self.cache.split_read(lpns, t0)
+        miss = [lpn for lpn, h in zip(lpns, held, strict=True) if not h]
+        start = t0 if len(miss) < len(lpns) else -1
+        x_end = t0
+        if miss:
+            x_start, x_end = self._nand_read(miss, address, nbytes, t0)
+            start = x_start if start < 0 or x_start < start else start
+            self.cache.filled(miss)
+        if self.store_forward and miss:
+            start = x_end  # MQSim: the request's data crosses once all of it is read
+        end = self.host.to_host(start, nbytes)
+        if x_end > end:
+            end = x_end
+        self._finish(t0, end)
+        return end
+
+    def _nand_read(self, miss: list[int], address: int, nbytes: int,
+                   t0: int) -> tuple[int, int]:
+        """Read the missing logical pages from NAND: (first data-out start, last end)."""
+        page = self.page
+        c = self.c
+        lo = miss[0]
+        first_off = address - lo * page
+        last_cut = (miss[-1] + 1) * page - (address + nbytes)
+        if len(miss) == 1:
+            ppn = self.ftl.lookup1(lo)
+            if ppn < 0:
+                c.unmapped_reads += 1
+                ppn = self.ftl.static_ppn1(lo)
+            nb1 = page - max(first_off, 0) - max(last_cut, 0)
+            c.host_pages_read += 1
+            c.channel_bytes += nb1
+            return self.model.read1(ppn, nb1, t0)
+        lp = np.array(miss, dtype=np.int64)
+        ppns = self.ftl.lookup(lp)
+        unm = ppns < 0
+        if unm.any():
+            c.unmapped_reads += int(unm.sum())
+            ppns[unm] = self.ftl.static_ppn(lp[unm])
+        nb = np.full(lp.size, page, dtype=np.int64)
+        if first_off > 0:
+            nb[0] -= first_off
+        if last_cut > 0:
+            nb[-1] -= last_cut
+        c.host_pages_read += int(lp.size)
+        c.channel_bytes += int(nb.sum())
+        return self.model.read(ppns, nb, t0)
+
+    def write(self, address: int, nbytes: int, earliest: int) -> int:
+        page = self.page
+        lo = address // page
+        hi = (address + nbytes + page - 1) // page
+        n = hi - lo
+        self.bytes_written += nbytes
+        t0 = self.host.fetch(earliest)
+        cache = self.cache
+        adm = cache.admit(n, t0) if cache.write_pages else -1
+        l_start, l_end = self.host.from_host(adm if adm > t0 else t0, nbytes)
+        ftl = self.ftl
+        model = self.model
+        if n == 1:
+            ppn, jobs = ftl.write1(lo)
+            for job in jobs:
+                model.gc(job, t0)
+            p_end = model.program1(ppn, l_end if self.store_forward else l_start, l_end)
+        else:
+            ppns, jobs = ftl.write(np.arange(lo, hi, dtype=np.int64))
+            for job in jobs:
+                model.gc(job, t0)
+            p_end = model.program(ppns, l_end if self.store_forward else l_start, l_end)
+        if adm >= 0:
+            cache.buffered(range(lo, hi), p_end)
+            end = l_end
+        else:
+            cache.invalidate(range(lo, hi))
+            end = p_end
+        if ftl.low_planes:
+            self._background_gc(p_end)
+        self._finish(t0, end)
+        return end
+
+    def trim(self, address: int, nbytes: int) -> None:
+        """Unmap the whole pages in the range (partial pages keep their data)."""
+        page = self.page
+        lo = -(-address // page)
+        hi = (address + nbytes) // page
+        if hi > lo:
+            self.ftl.trim(np.arange(lo, hi, dtype=np.int64))
+            self.cache.invalidate(range(lo, hi))
+
+    def _background_gc(self, now: int) -> None:
+        """Planes under the soft threshold reclaim blocks, taking die and channel time."""
+        ftl = self.ftl
+        soft = ftl.soft_blocks
+        fc = ftl.free_count
+        for p in sorted(ftl.low_planes):
+            while fc[p] < soft:
+                jobs = ftl.collect(p)
+                if not jobs:
+                    break
+                for job in jobs:
+                    self.model.gc(job, now)
+
+    def _finish(self, t0: int, end: int) -> None:
+        self.host.done(end)
+        self.transfers += 1
+        if not self.transfers & 255:
+            # Channel bookings that ended before now can no longer be reached.
+            self.model.prune(t0)
+        # Controller active time: the union of the transactions' lifetimes.
+        if end > self._active_until:
+            self.active_ps += end - max(t0, self._active_until)
+            self._active_until = end
+
+    def idle_from(self) -> int:
+        """When every die, channel and link direction is free again."""
+        m = self.model
+        return max(int(m.dies.busy_until.max()), int(m.channels.busy_until.max()),
+                   self.host.link_rd.busy_until, self.host.link_wr.busy_until)
+
+    # -- reporting ---------------------------------------------------------------------
+    def report(self, elapsed: int) -> dict[str, Any]:
+        ftl, c, m = self.ftl, self.c, self.model
+        cache = self.cache
+        out: dict[str, Any] = {
+            "transfers": self.transfers,
+            "bytes_read": self.bytes_read,
+            "bytes_written": self.bytes_written,
+            "host_pages_read": c.host_pages_read,
+            "unmapped_reads": c.unmapped_reads,
+            "gc_pages_read": c.gc_pages_read,
+            "pages_read": c.host_pages_read + c.gc_pages_read,
+            "host_pages_written": ftl.host_pages,
+            "pages_programmed": c.pages_programmed,
+            "gc_pages_moved": ftl.gc_pages,
+            "wl_pages_moved": ftl.wl_pages,
+            "erases": ftl.erase_count,
+            "gc_count": ftl.gc_count,
+            "forced_gc_count": ftl.forced_gc_count,
+            "wl_count": ftl.wl_count,
+            "bad_blocks": ftl.bad_blocks,
+            "trimmed_pages": ftl.trimmed_pages,
+            "waf": ftl.waf,
+            "commands": {"read": c.read_cmds, "program": c.program_cmds,
+                         "erase": c.erase_cmds},
+            "suspends": dict(m.dies.suspends),
+            "merged_program_pages": m.dies.merged,
+            "cache": {"write_buffered_pages": cache.write_hits,
+                      "write_buffer_waits": cache.write_waits,
+                      "buffer_read_hits": cache.buffer_read_hits,
+                      "cache_read_hits": cache.cache_read_hits},
+            "nvme_queue_waits": self.host.queue_waits,
+            "channel_bytes": c.channel_bytes,
+            "ftl_state_bytes": ftl.state_bytes(),
+            "max_erase_count": int(ftl.erases.max()),
+            "link_rd": self.host.link_rd.report(elapsed),
+            "link_wr": self.host.link_wr.report(elapsed),
+        }
+        per = m.dies
+        lanes_per_ch = len(per) // self.cfg.channels
+        for ch in range(self.cfg.channels):
+            d: dict[str, Any] = dict(m.channels.report(ch, elapsed))
+            for k in range(lanes_per_ch):
+                d[f"die{k}"] = per.report(ch * lanes_per_ch + k, elapsed)
+            out[f"ch{ch}"] = d
+        return out
