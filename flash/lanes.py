@@ -47,8 +47,8 @@ class DieLanes:
     the suspend latency), starting after the suspend latency; otherwise it follows the
     running one. The work behind the read moves later by what the read took, in order.
     A program may absorb a page for another plane of its die while it waits to start
-    (multi-plane command forming, ``prog1``). ``hold1`` keeps a die from its next command until its cache register
-    drains.
+    (multi-plane command forming, ``prog1``). ``hold1`` keeps a die from its next
+    command until its cache register drains.
 
     State is kept in Python lists: a booking is a few list operations."""
 
