@@ -1,0 +1,157 @@
+"""The SSD as built: write buffer, read cache, suspend, multi-plane forming, RAID-0
+devices, each against its formula."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import simpy
+
+from flash import PRESETS, FlashConfig, FlashTarget
+from flash.bench import run_bench
+from tmhw.sim import Op, Transfer
+from tmhw.sim.units import US, KiB, MiB, S
+
+
+def _dev(cfg: FlashConfig, **kw: object) -> FlashTarget:
+    return FlashTarget(simpy.Environment(), "flash", None, cfg, **kw)  # type: ignore[arg-type]
+
+
+def test_a_burst_smaller_than_the_write_buffer_completes_at_link_speed() -> None:
+    cfg = PRESETS["990pro"]
+    burst = 64 * MiB
+    assert burst < cfg.write_buffer_bytes
+    t = _dev(cfg)
+    chunk = 2 * MiB
+    ends = [t.transport(Transfer(Op.WRITE, a, chunk), 0) for a in range(0, burst, chunk)]
+    # the link carries each chunk back to back; nothing waits for a program
+    assert ends[-1] == (burst // chunk) * int(chunk * S / cfg.host_bytes_per_s)
+    assert t.report()["cache"]["write_buffer_waits"] == 0
+
+
+def test_sustained_writes_settle_at_the_nand_program_rate() -> None:
+    """PM1743-like: 6.55 GB/s of programs behind a 13 GB/s link. Once the buffer is
+    full, each write is acknowledged as programs free its space: completions advance at
+    dies x planes x page / tPROG."""
+    cfg = PRESETS["pm1743"]
+    nand = cfg.die_program_bytes_per_s
+    assert nand < cfg.host_bytes_per_s
+    t = _dev(cfg)
+    chunk = cfg.planes * cfg.page_size  # one page per plane: full multi-plane programs
+    n = (2 * 1024 * MiB) // chunk
+    ends = [t.transport(Transfer(Op.WRITE, k * chunk, chunk), 0) for k in range(n)]
+    half = n // 2
+    rate = (n - half) * chunk * S / (ends[-1] - ends[half - 1])
+    assert rate == pytest.approx(nand, rel=0.02)
+    assert t.report()["cache"]["write_buffer_waits"] > 0
+
+
+def test_4k_reads_walking_one_nand_page_cost_one_nand_read() -> None:
+    cfg = PRESETS["990pro"]
+    assert cfg.page_size == 16 * KiB
+    t = _dev(cfg, precondition=0.01)
+    first = t.transport(Transfer(Op.READ, 0, 4 * KiB), 0)
+    ends = [t.transport(Transfer(Op.READ, off, 4 * KiB), first)
+            for off in range(4 * KiB, cfg.page_size, 4 * KiB)]
+    rep = t.report()
+    assert rep["pages_read"] == 1
+    assert rep["cache"]["cache_read_hits"] == 3
+    # the hits cost only their link time
+    link = int(4 * KiB * S / cfg.host_bytes_per_s)
+    assert ends == [first + k * link for k in (1, 2, 3)]
+
+
+def test_a_read_of_a_buffered_page_costs_no_nand_read() -> None:
+    cfg = PRESETS["990pro"]
+    t = _dev(cfg)
+    w = t.transport(Transfer(Op.WRITE, 0, cfg.page_size), 0)
+    t.transport(Transfer(Op.READ, 0, cfg.page_size), w)
+    rep = t.report()
+    assert rep["pages_read"] == 0 and rep["cache"]["buffer_read_hits"] == 1
+
+
+def test_a_write_drops_the_stale_cached_copy() -> None:
+    cfg = dataclasses.replace(PRESETS["990pro"], write_buffer_bytes=0)
+    t = _dev(cfg, precondition=0.01)
+    t.transport(Transfer(Op.READ, 0, 4 * KiB), 0)
+    end = t.transport(Transfer(Op.WRITE, 0, cfg.page_size), 0)
+    t.transport(Transfer(Op.READ, 4 * KiB, 4 * KiB), end)
+    rep = t.report()
+    assert rep["cache"]["cache_read_hits"] == 0 and rep["pages_read"] == 2
+
+
+@pytest.mark.parametrize("model", ["fast", "detailed"])
+def test_a_read_during_a_program_completes_within_tr_suspend_and_transfer(
+        model: str) -> None:
+    cfg = dataclasses.replace(PRESETS["990pro"], write_buffer_bytes=0)
+    t = _dev(cfg, model=model, precondition=0.01)
+    # logical pages 0 and planes x 1 sit on plane 0 of die 0
+    w_end = t.transport(Transfer(Op.WRITE, cfg.planes * cfg.page_size, cfg.page_size), 0)
+    at = w_end - cfg.t_prog + 50 * US  # 50 us into the program
+    r_end = t.transport(Transfer(Op.READ, 0, cfg.page_size), at)
+    assert r_end - at <= (cfg.read_command_ps(1) + cfg.t_r + cfg.t_suspend_program
+                          + cfg.read_transfer_ps(cfg.page_size))
+    assert r_end < w_end
+    assert t.report()["suspends"]["program"] == 1
+    # without suspend the read waits for the program
+    off = dataclasses.replace(cfg, program_suspend=False)
+    t2 = _dev(off, model=model, precondition=0.01)
+    t2.transport(Transfer(Op.WRITE, cfg.planes * cfg.page_size, cfg.page_size), 0)
+    assert t2.transport(Transfer(Op.READ, 0, cfg.page_size), at) > w_end
+
+
+def test_reads_go_ahead_of_programs_waiting_for_their_die() -> None:
+    cfg = dataclasses.replace(PRESETS["990pro"], write_buffer_bytes=0)
+    t = _dev(cfg, precondition=0.01)
+    # two programs queued on plane 0 of die 0, then a read there when the first starts
+    ends = [t.transport(Transfer(Op.WRITE, k * cfg.planes * cfg.page_size, cfg.page_size), 0)
+            for k in (1, 2)]
+    first_start = ends[0] - cfg.t_prog
+    r = t.transport(Transfer(Op.READ, 0, cfg.page_size), first_start + cfg.t_prog // 2)
+    assert r < ends[0]
+
+
+def test_sequential_writes_reach_the_link_with_multi_plane_programs() -> None:
+    """990 PRO-like: min(link 8 GB/s, programs 128 x 4 x 16 KiB / 400 us = 21 GB/s).
+    A 2 MiB chunk puts one page on plane p of every die; queued programs absorb the
+    next chunks' pages for the other planes."""
+    cfg = PRESETS["990pro"]
+    bound = min(cfg.host_bytes_per_s, cfg.die_program_bytes_per_s)
+    r = run_bench(cfg, pattern="seqwrite", size=2 * MiB, qd=64, count=400)
+    assert float(r["bandwidth_mbps"]) * 1e6 >= 0.9 * bound
+    assert r["report"]["merged_program_pages"] > 0
+
+
+@pytest.mark.parametrize("pattern", ["seqread", "seqwrite"])
+def test_two_devices_double_sequential_bandwidth(pattern: str) -> None:
+    one = PRESETS["990pro"]
+    two = dataclasses.replace(one, devices=2)
+    bw = [float(run_bench(c, pattern=pattern, size=2 * MiB, qd=64, count=200)
+                ["bandwidth_mbps"]) for c in (one, two)]
+    assert bw[1] == pytest.approx(2 * bw[0], rel=0.05)
+
+
+def test_raid0_splits_a_transfer_into_one_range_per_device() -> None:
+    cfg = dataclasses.replace(PRESETS["990pro"], devices=3, stripe_bytes=512 * KiB)
+    t = _dev(cfg)
+    parts = t._split(300 * KiB, 2 * MiB)
+    assert sum(n for _, _, n in parts) == 2 * MiB
+    # stripes 0..4 of 512 KiB: device 0 holds stripes 0 and 3, device 1 holds 1 and 4
+    d0 = [(a, n) for d, a, n in parts if d is t.devices[0]]
+    assert d0 == [(300 * KiB, 212 * KiB + 512 * KiB)]
+    assert t.devices[1] in [d for d, _, _ in parts]
+
+
+def test_two_devices_halve_a_flash_bound_iterations_stall() -> None:
+    from tmhw import config as C
+    from tmhw.system import System
+
+    base = ["policy.hbm_ratio=0.125", 'policy.name="tm-training"', "run.iterations=2",
+            "run.warmup_iterations=1"]
+    stalls = []
+    for n in (1, 2):
+        rep = System(C.with_overrides(C.QUICK, [*base, f"flash.devices={n}"])).run()
+        stalls.append(rep["stall_ps"])
+    assert stalls[0] > 0
+    assert stalls[1] / stalls[0] == pytest.approx(0.5, rel=0.1)
