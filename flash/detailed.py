@@ -23,9 +23,9 @@ die as soon as it can take them). Garbage collection under the soft threshold ru
 the write that needs it returns; under the hard threshold it runs before that write,
 and the write waits for it.
 
-Under ``flash.compat = "mqsim"`` the die lanes are chips (chip lock) and a
-read command waits until its channel has sent every data-out booked on it (data-out
-convoy), as in stock MQSim.
+Under ``flash.compat = "mqsim"`` the die lanes are chips (chip lock), a read command
+needs idle channel time, so it waits while the channel drains data-outs (data-out
+convoy), and a chip is busy until its data is out (no cache read), as in stock MQSim.
 
 The model is loosely timed like the fast one (it returns completion times and creates no
 SimPy event).
@@ -105,8 +105,9 @@ class DetailedModel:
             c.read_cmds += 1
             cmd = phy.rcmd[k]
             issue = earliest  # reads wait in the scheduler's priority queue, not here
-            if self.convoy:  # no command while the channel has data-outs to drain
-                issue = max(issue, self.channels.lanes[ch].busy_until)
+            if self.convoy:  # the command needs idle channel time, between drains
+                issue = self.channels.lanes[ch].fit(max(issue, self.dies.read_free(lane)),
+                                                    cmd)
             t_r = max(self.t_r_of[(ppn_l[i] % self.ppb) % self.bits] for i in idx)
             d_end = self.dies.read1(lane, issue + cmd, t_r)
             x_end = d_end
@@ -124,8 +125,9 @@ class DetailedModel:
                     op_first = start
                 if first < 0 or start < first:
                     first = start
-            # the command's data sits in the cache register until its data-out starts
-            self.dies.hold1(lane, op_first)
+            # the command's data sits in the cache register until its data-out starts;
+            # under MQSim's rules the chip is busy until its data is out
+            self.dies.hold1(lane, x_end if self.convoy else op_first)
             if x_end > end:
                 end = x_end
         return first, end

@@ -19,8 +19,9 @@ Timing of a transaction's pages (``flash.phy`` gives the command and data times)
 Reads take priority over programs and suspend them (``flash.lanes.DieLanes``). Under
 ``flash.compat = "mqsim"`` the lanes are chips (MQSim's chip lock: the dies of a chip
 work on one transaction at a time, in parallel, and a queued program only absorbs pages
-of its own die) and a read command waits until its channel has sent every data-out
-booked on it (MQSim's data-out convoy).
+of its own die), a read command needs idle channel time, so it waits while the channel
+drains data-outs (MQSim's data-out convoy), and a die has no cache read: it is busy
+until its data is out.
 """
 
 from __future__ import annotations
@@ -93,11 +94,13 @@ class FastModel:
         self.c.read_cmds += 1
         lane = self.former.lane_of(die)
         ch = die // self.former.dpc
-        if self.convoy:  # no command while the channel has data-outs to drain
-            earliest = max(earliest, self.channels.lanes[ch].busy_until)
+        if self.convoy:  # the command needs idle channel time, between drains
+            earliest = self.channels.lanes[ch].fit(max(earliest, self.dies.read_free(lane)),
+                                                   cmd)
         d_end = self.dies.read1(lane, earliest + cmd, t_r)
         c_end = self.channels.reserve1(ch, d_end - cmd, cmd + x)
-        self.dies.hold1(lane, c_end - x)
+        # cache read frees the die as its data starts out; MQSim's chip waits for the end
+        self.dies.hold1(lane, c_end if self.convoy else c_end - x)
         return c_end - x, c_end
 
     def read(self, ppns: I64, nb: I64, earliest: int) -> tuple[int, int]:
@@ -118,10 +121,11 @@ class FastModel:
                                  weights=ops_d * (cmd + x_op)).astype(np.int64)
         dies = self.dies
         uch, starts = self.former.channel_groups(lanes)
-        if self.convoy:  # no command while the channel has data-outs to drain
-            ch_free = [self.channels.lanes[c].busy_until for c in uch.tolist()]
-            gidx0 = np.repeat(np.arange(starts.size), np.diff(np.append(starts, lanes.size)))
-            issue = np.maximum(earliest, np.array(ch_free, dtype=np.int64)[gidx0]).tolist()
+        gidx = np.repeat(np.arange(starts.size), np.diff(np.append(starts, lanes.size)))
+        if self.convoy:  # a command needs idle channel time, between drains
+            chs = self.channels.lanes
+            issue = [chs[c].fit(max(earliest, dies.read_free(ln)), k) for c, ln, k in
+                     zip(uch[gidx].tolist(), lanes.tolist(), cmd_l.tolist(), strict=True)]
         else:
             issue = [earliest] * lanes.size
         d_end = np.array([dies.read1(ln, e + c, k * t_r) for ln, e, c, k in
@@ -135,12 +139,13 @@ class FastModel:
         c_end = self.channels.reserve(uch, c_earliest, busy_c)
         c_start = c_end - busy_c
         # each lane's data leaves in lane order within its channel's span: the lane
-        # holds its last command's data until that data-out starts
-        gidx = np.repeat(np.arange(starts.size), np.diff(np.append(starts, lanes.size)))
+        # holds its last command's data until that data-out starts (cache read), or
+        # under MQSim's rules until it ends
         cum = np.cumsum(busy_l)
         before = cum - busy_l - (cum - busy_l)[starts][gidx]
         out_end = c_start[gidx] + before + busy_l
-        for ln, t in zip(lanes.tolist(), (out_end - x_l).tolist(), strict=True):
+        free = out_end if self.convoy else out_end - x_l
+        for ln, t in zip(lanes.tolist(), free.tolist(), strict=True):
             dies.hold1(ln, t)
         return int(c_start.min()), int(c_end.max())
 

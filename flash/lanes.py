@@ -146,20 +146,25 @@ class DieLanes:
 
     def prog1(self, i: int, ready: int, duration: int, planes: int = 0) -> int:
         """Book a program of ``duration`` on die ``i`` once its data is in at ``ready``;
-        return its end. ``planes`` is the plane bit mask it programs: if the die's last
-        booked work is a program of the same die that has not started by ``ready`` and
-        programs none of these planes, the page joins it (a multi-plane program) at no
-        die time."""
+        return its end. ``planes`` is the plane bit mask it programs: if the die's newest
+        waiting program (on a lane that is a chip, the newest of the same die) has not
+        started by ``ready`` and programs none of these planes, the page joins it (a
+        multi-plane program) at no die time."""
         q = self._q[i]
         if planes and q:
-            last = q[-1]
             P = self.P
-            if (last[2] == PROG and last[0] >= ready and last[1] == self._until[i]
-                    and not last[3] & planes and last[3]
-                    and (last[3].bit_length() - 1) // P == (planes.bit_length() - 1) // P):
-                last[3] |= planes
-                self.merged += 1
-                return last[1]
+            die = (planes.bit_length() - 1) // P
+            # the die's newest waiting program, among the last few commands of the lane
+            for k in range(len(q) - 1, max(-1, len(q) - 5), -1):
+                op = q[k]
+                if op[0] < ready or op[2] != PROG:
+                    break
+                if op[3] and (op[3].bit_length() - 1) // P == die:
+                    if op[3] & planes:
+                        break
+                    op[3] |= planes
+                    self.merged += 1
+                    return op[1]
         return self._append(i, ready, duration, PROG, planes)
 
     def work1(self, i: int, earliest: int, duration: int, erase: bool = False) -> int:
@@ -173,6 +178,10 @@ class DieLanes:
         self._until[i] = end
         self._q[i].append([s, end, kind, planes, self._book(i, s, end, duration)])
         return end
+
+    def read_free(self, i: int) -> int:
+        """When die ``i`` can start a new read (its last read and its cache register)."""
+        return self._rd[i]
 
     def hold1(self, i: int, t: int) -> None:
         """Die ``i`` starts nothing before ``t`` (its cache register is still full)."""
