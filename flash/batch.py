@@ -71,15 +71,18 @@ GOOD_ENOUGH = 0.005
 Step = tuple[Op, int, int]
 
 
-def floor_ps(cfg: FlashConfig, read_bytes: int, write_bytes: int) -> int:
+def floor_ps(cfg: FlashConfig, read_bytes: int, write_bytes: int, *,
+             drain: bool = False) -> int:
     """No order serves the batch faster than this on the flash tier ``cfg`` (ps): each
     direction of the host links carries its bytes; the channels carry the reads and the
     writes not acknowledged from the write buffer; a die either reads or programs, so the
-    dies' read time and program time add up."""
+    dies' read time and program time add up. With ``drain`` every write is programmed
+    within the batch."""
     n = cfg.devices
     # the last write_buffer_bytes of each device's writes are acknowledged from its
-    # controller DRAM before they cross the channels or are programmed
-    nand_w = max(0, write_bytes - n * cfg.write_buffer_bytes)
+    # controller DRAM before they cross the channels or are programmed (unless the batch
+    # counts until they are: ``drain``)
+    nand_w = write_bytes if drain else max(0, write_bytes - n * cfg.write_buffer_bytes)
     return max(math.ceil(read_bytes * S / (n * cfg.host_bytes_per_s)),
                math.ceil(write_bytes * S / (n * cfg.host_bytes_per_s)),
                math.ceil((read_bytes + nand_w) * S / (n * cfg.channels_bytes_per_s)),
@@ -123,12 +126,15 @@ def _rounds(read_ends: list[int], write_ends: list[int]) -> list[Step]:
 
 def batch_times_ps(cfg: FlashConfig, read_bytes: int, write_bytes: int, *,
                    precondition: float = 0.0, seed: int = 0,
-                   model: str = "fast") -> dict[str, int]:
+                   model: str = "fast", drain: bool = False) -> dict[str, int]:
     """Time in ps of each schedule (``schedules``) to serve the batch on device
     ``cfg``: from its first transfer's issue to its last completion. The schedules are
     tried in order until one comes within ``GOOD_ENOUGH`` of ``floor_ps``. ``precondition``
     is the least fraction of the logical space mapped before time 0; ``seed`` and
-    ``model`` (``fast`` or ``detailed``) are the ``FlashTarget``'s."""
+    ``model`` (``fast`` or ``detailed``) are the ``FlashTarget``'s. With ``drain`` a
+    schedule ends when the device is idle again, every write programmed, not when the
+    last write is acknowledged from the write buffer: the device's work for the batch,
+    which a periodic steady state must fit in each period whatever its buffer."""
     if read_bytes < 0 or write_bytes < 0:
         raise TmhwError(f"flash batch: byte counts must be >= 0 (read {read_bytes}, "
                         f"write {write_bytes})")
@@ -151,7 +157,7 @@ def batch_times_ps(cfg: FlashConfig, read_bytes: int, write_bytes: int, *,
     # the reads' range mapped; the half page absorbs float rounding in
     # FTL.precondition's int(fraction x pages)
     pre = max(precondition, min(1.0, (read_pages + 0.5) / logical_pages))
-    good = floor_ps(cfg, read_bytes, write_bytes) * (1.0 + GOOD_ENOUGH)
+    good = floor_ps(cfg, read_bytes, write_bytes, drain=drain) * (1.0 + GOOD_ENOUGH)
     out: dict[str, int] = {}
     if rp + len(plan) * wp <= logical_pages:
         # one device: schedule k writes stripes of its own after the reads' range and
@@ -159,17 +165,20 @@ def batch_times_ps(cfg: FlashConfig, read_bytes: int, write_bytes: int, *,
         dev = _device(cfg, pre, seed, model)
         t0 = 0
         for k, (name, steps) in enumerate(plan.items()):
-            out[name] = _serve(dev, steps, t0, (rp + k * wp) * page) - t0
+            end = _serve(dev, steps, t0, (rp + k * wp) * page)
+            idle = dev.idle_from()
+            out[name] = (max(end, idle) if drain else end) - t0
             if out[name] <= good:
                 break
-            t0 = dev.idle_from()
+            t0 = idle
         _check_mapped(dev)
         return out
     # too large to give each schedule its own range: a fresh device each
     woff = rp * page if rp + wp <= logical_pages else 0
     for name, steps in plan.items():
         dev = _device(cfg, pre, seed, model)
-        out[name] = _serve(dev, steps, 0, woff)
+        end = _serve(dev, steps, 0, woff)
+        out[name] = max(end, dev.idle_from()) if drain else end
         _check_mapped(dev)
         if out[name] <= good:
             break
@@ -177,12 +186,13 @@ def batch_times_ps(cfg: FlashConfig, read_bytes: int, write_bytes: int, *,
 
 
 def batch_time_ps(cfg: FlashConfig, read_bytes: int, write_bytes: int, *,
-                  precondition: float = 0.0, seed: int = 0, model: str = "fast") -> int:
+                  precondition: float = 0.0, seed: int = 0, model: str = "fast",
+                  drain: bool = False) -> int:
     """The flash model's own best-case time in ps to serve ``read_bytes`` of reads and
     ``write_bytes`` of writes issued together at time 0 as sequential streams: the
     shortest of ``batch_times_ps`` (module docstring)."""
     return min(batch_times_ps(cfg, read_bytes, write_bytes, precondition=precondition,
-                              seed=seed, model=model).values())
+                              seed=seed, model=model, drain=drain).values())
 
 
 def _device(cfg: FlashConfig, precondition: float, seed: int, model: str) -> FlashTarget:
