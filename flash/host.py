@@ -36,6 +36,8 @@ class HostInterface:
     def fetch(self, earliest: int) -> int:
         """When the device takes a command submitted at ``earliest``."""
         q = self._open
+        if len(q) < self.depth:
+            return earliest
         while q and q[0] <= earliest:
             heapq.heappop(q)
         if len(q) < self.depth:
@@ -45,7 +47,11 @@ class HostInterface:
 
     def done(self, end: int) -> None:
         """The command fetched last completes at ``end``."""
-        heapq.heappush(self._open, end)
+        q = self._open
+        heapq.heappush(q, end)
+        if len(q) > 2 * self.depth:  # forget commands long complete
+            q[:] = heapq.nlargest(self.depth, q)
+            heapq.heapify(q)
 
     def to_host(self, start: int, nbytes: int) -> int:
         """Read data crossing to the host from ``start`` on; the end of its transfer."""

@@ -97,7 +97,8 @@ class Ssd:
         t0 = self.host.fetch(earliest)
         lpns = range(lo, hi)
         held = self.cache.split_read(lpns, t0)
-        miss = [lpn for lpn, h in zip(lpns, held, strict=True) if not h]
+        miss = ([lpn for lpn, h in zip(lpns, held, strict=True) if not h] if any(held)
+                else list(lpns))
         start = t0 if len(miss) < len(lpns) else -1
         x_end = t0
         if miss:

@@ -57,6 +57,7 @@ class FlashTarget(Component):
         self.devices = [Ssd(cfg, model=model, precondition=precondition, seed=seed + k,
                             age=age, record=record) for k in range(cfg.devices)]
         self._capacity = cfg.total_capacity
+        self._one = self.devices[0] if cfg.devices == 1 else None
         n = cfg.devices
         self.energy = EnergyMeter(EnergyTable(
             action_pj={"page_read": cfg.read_page_pj(), "page_program": cfg.program_page_pj(),
@@ -117,6 +118,18 @@ class FlashTarget(Component):
             raise TmhwError(f"{self.path}: bytes [{t.address}, {end_byte}) beyond the "
                             f"logical capacity {self._capacity}")
         self.transfers += 1
+        if self._one is not None:  # one device: no striping
+            op = t.op
+            if op is Op.READ:
+                end = self._one.read(t.address, t.nbytes, earliest)
+            elif op is Op.WRITE:
+                end = self._one.write(t.address, t.nbytes, earliest)
+            else:
+                self._one.trim(t.address, t.nbytes)
+                return earliest
+            if self.tracer.enabled:
+                self.tracer.span(self.path, earliest, end, op.value, {"bytes": t.nbytes})
+            return end
         end = earliest
         for dev, address, nbytes in self._split(t.address, t.nbytes):
             if t.op is Op.READ:
