@@ -24,8 +24,8 @@ Defaults of the system-level sections and their sources:
   multi-plane; with 2 MiB write-back chunks every program is single-plane and a
   write-back costs four times the die time (measured on quick at 25% HBM: TM-Training
   394.6 ms per iteration with 2 MiB write-back chunks, see the closing tests).
-  ``dma.max_outstanding`` 16 chunks (estimate, enough to cover 64 dies x 4 planes of
-  16 KiB pages in flight). ``dma.pj_per_byte`` 1.0 pJ/B
+  ``dma.max_outstanding`` 16 chunks per direction (estimate, enough to cover 64 dies x
+  4 planes of 16 KiB pages in flight). ``dma.pj_per_byte`` 1.0 pJ/B
   (estimate: a descriptor-driven copy engine's datapath and SRAM buffering, of the order
   of on-chip SRAM access energy, Horowitz ISSCC'14: ~1 pJ per byte for a 32 KB SRAM).
 - ``link``: PCIe 4.0, 16 GT/s per lane with 128b/130b coding = 1.969 GB/s per lane per
@@ -71,7 +71,7 @@ class DmaConfig:
 
     chunk_bytes: int = 2 * MiB          # bytes per fetch transaction to each tier
     writeback_chunk_bytes: int = 8 * MiB  # bytes per write-back transaction
-    max_outstanding: int = 16           # chunks in flight
+    max_outstanding: int = 16           # chunks in flight per direction
     setup_ps: int = 100 * NS            # descriptor fetch and decode per request (estimate)
     pj_per_byte: float = 1.0            # pJ per byte through the engine (estimate)
     idle_mw: float = 50.0               # static power of the engine (estimate)

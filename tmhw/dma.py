@@ -16,14 +16,19 @@ for space. So a write-back never delays a fetch with an earlier deadline, and a 
 never waits behind a write-back except for the space that write-back frees.
 
 Booking is loosely timed through ``MemoryTarget.transport`` on both tiers and the link,
-with at most ``max_outstanding`` chunks in flight: chunk ``c`` is issued when a slot
-frees. The engine books at most one window of chunks per wake-up and then sleeps until
-half the window has drained, about ``2 / max_outstanding`` events per chunk.
+with at most ``max_outstanding`` chunks in flight in each direction: fetches and
+write-backs have a window of slots each (the link is full duplex, and a fetch must not
+wait for a slot a write-back holds, nor a write-back for a fetch's), and a chunk is
+issued when a slot of its direction frees. The engine books at most one window of
+chunks per wake-up and then sleeps until half the window of a direction with queued
+requests has drained, about ``2 / max_outstanding`` events per chunk.
 
 The link is PCIe: full duplex, one timeline per direction, and cut-through (a
-reservation ends no earlier than its source tier's). A write-back's HBM pages and its
-slot are free once its data has crossed the link; the flash program continues in the
-device.
+reservation ends no earlier than its source tier's). A write-back's data crosses the
+NPU's port and the SSD's own link together, at the slower one's rate; its HBM pages and
+its slot are free once the SSD acknowledges the write (NVMe: the host buffer is then
+free), which with the controller's write buffer is when the data is in it; the flash
+program continues in the device.
 """
 
 from __future__ import annotations
@@ -128,7 +133,9 @@ class DmaEngine(Component):
         #: flash -> HBM and HBM -> flash: PCIe is full duplex
         self.link_in = Timeline(f"{self.path}.link_in", record=rec)
         self.link_out = Timeline(f"{self.path}.link_out", record=rec)
-        self.slots = [0] * cfg.max_outstanding
+        #: per direction, when each slot of the window is free again
+        self.fetch_slots = [0] * cfg.max_outstanding
+        self.wb_slots = [0] * cfg.max_outstanding
         self._fetches: list[tuple[Key, DmaRequest]] = []
         self._writebacks: list[tuple[Key, DmaRequest]] = []
         #: the iteration new requests belong to (the executor sets it)
@@ -243,7 +250,7 @@ class DmaEngine(Component):
 
     def _run(self) -> Generator[simpy.Event, Any, None]:
         env = self.env
-        half = max(1, len(self.slots) // 2)
+        half = max(1, len(self.fetch_slots) // 2)
         while True:
             f, w = self._head(self._fetches), self._head(self._writebacks)
             if f is None and w is None:
@@ -251,6 +258,21 @@ class DmaEngine(Component):
                 yield self._kick
                 continue
             now = int(env.now)
+            # a direction is open while at least half its window is free; an urgent
+            # fetch (a fault) is booked at once
+            f_at = (now if f is not None and f.urgent
+                    else sorted(self.fetch_slots)[half - 1] if f is not None else None)
+            w_at = sorted(self.wb_slots)[half - 1] if w is not None else None
+            if (f_at is None or f_at > now) and (w_at is None or w_at > now):
+                self.wakeups.add()
+                self._kick = env.event()
+                at = min(t for t in (f_at, w_at) if t is not None)
+                yield self._kick | env.timeout(at - now)
+                continue
+            if f_at is None or f_at > now:
+                f = None
+            if w_at is None or w_at > now:
+                w = None
             if w is not None and (f is None or w.key() < f.key()):
                 progressed = self._book_window(w, now, None if f is None else f.key())
             else:
@@ -279,11 +301,6 @@ class DmaEngine(Component):
                 else:
                     yield self._kick
                 continue
-            ends = sorted(self.slots)
-            if ends[half - 1] > now:
-                self.wakeups.add()
-                self._kick = env.event()
-                yield self._kick | env.timeout(ends[half - 1] - now)
 
     def _need(self, req: DmaRequest, now: int) -> int:
         chunk = req.chunk_pages or self.chunk_pages
@@ -300,9 +317,10 @@ class DmaEngine(Component):
                                     else self.chunk_pages)
         booked_any = False
         start = req.cursor
+        slots = self.wb_slots if req.kind == WRITEBACK else self.fetch_slots
         while req.cursor < req.p1:
-            k = min(range(len(self.slots)), key=self.slots.__getitem__)
-            if self.slots[k] > now and booked_any:
+            k = min(range(len(slots)), key=slots.__getitem__)
+            if slots[k] > now and booked_any:
                 break
             c0 = req.cursor
             c1 = min(req.p1, c0 + chunk)
@@ -320,7 +338,7 @@ class DmaEngine(Component):
                     if t is None:
                         break
                     after = t
-                end = self._fetch(pages, max(now, self.slots[k]), req, after)
+                end = self._fetch(pages, max(now, slots[k]), req, after)
             else:
                 if self.client is not None and self.client.is_stale(req):
                     self.void_writebacks += 1
@@ -333,7 +351,7 @@ class DmaEngine(Component):
                 continue
             if self.order_log is not None:
                 self.order_log.append((req.key(), None if blocked else other))
-            self.slots[k] = end
+            slots[k] = end
             req.end_ps = max(req.end_ps, end)
             req.cursor = c1
             booked_any = True
@@ -347,9 +365,10 @@ class DmaEngine(Component):
         slot, and the request's completion, are when its space is free."""
         c0 = req.cursor
         c1 = min(req.p1, c0 + (req.chunk_pages or self.wb_chunk_pages))
-        k = min(range(len(self.slots)), key=self.slots.__getitem__)
-        free_at, _ = self._writeback(c0, c1, max(now, self.slots[k]), req)
-        self.slots[k] = free_at
+        slots = self.wb_slots
+        k = min(range(len(slots)), key=slots.__getitem__)
+        free_at, _ = self._writeback(c0, c1, max(now, slots[k]), req)
+        slots[k] = free_at
         req.end_ps = max(req.end_ps, free_at)
         req.cursor = c1
 
@@ -367,6 +386,9 @@ class DmaEngine(Component):
                 ready[a:b] = h_end
         self._small.clear()
         self._small_bytes = 0
+
+    def _link_ps(self, nbytes: int) -> int:
+        return transfer_ps(nbytes, self.link_cfg.bandwidth) + self.link_cfg.latency_ps
 
     def _link(self, line: Timeline, src_end: int, nbytes: int) -> int:
         dur = transfer_ps(nbytes, self.link_cfg.bandwidth)
@@ -423,12 +445,16 @@ class DmaEngine(Component):
             h_end = max(t0, ready, self.hbm.transport(
                 Transfer(Op.READ, self._hbm_addr(a), n, Pattern.STREAM, req.tag), now))
             l_end = self._link(self.link_out, h_end, n)
+            # The data crosses the NPU's port and the SSD's link together (cut-through),
+            # at the slower one's rate; the pages are free once the SSD has acknowledged
+            # the write (its data in the controller's write buffer, or programmed).
             f_end = self.flash.transport(Transfer(Op.WRITE, a * ps, n, Pattern.STREAM,
-                                                  req.tag), l_end)
+                                                  req.tag), l_end - self._link_ps(n))
+            done = max(l_end, f_end)
             res.in_flash[a:b] = True
-            res.release(slice(a, b), now, until=l_end)
-            free_at = max(free_at, l_end)
-            end = max(end, f_end)
+            res.release(slice(a, b), now, until=done)
+            free_at = max(free_at, done)
+            end = max(end, done)
             self._account(WRITEBACK, n, t0, f_end, req)
         return free_at, end
 

@@ -375,8 +375,9 @@ def test_ratios_divide_by_the_bound_and_stay_json_safe_when_it_is_zero() -> None
 def test_bound_command_prints_the_report_bounds_of_the_same_config(
         tmhw: Callable[..., Any]) -> None:
     """``tmhw bound`` gives the figures a run's report carries under ``bounds``: on the
-    quick preset at 12.5%, 3428.6 MiB per iteration (the LP's minimum) and the flash
-    device's batch time for it."""
+    quick preset at 12.5%, 3428.6 MiB per iteration (the LP's minimum), and the largest
+    of the NPU's time alone, the link's, the flash device's batch time for it and the
+    phase bound."""
     from tmhw import config as C
     from tmhw.system import System
 
@@ -386,7 +387,9 @@ def test_bound_command_prints_the_report_bounds_of_the_same_config(
     sysm = System(C.with_overrides(C.QUICK, ["policy.hbm_ratio=0.125"]))
     assert b == sysm.bounds()
     assert b["traffic_bytes"] == 3595108352          # 3428.6 MiB
-    assert b["iteration_time_ps"] == max(b["compute_ps"], b["link_ps"], b["flash_ps"])
+    assert b["iteration_time_ps"] == max(b["npu_ps"], b["link_ps"], b["flash_ps"],
+                                         b["phase_ps"])
+    assert b["npu_ps"] >= b["compute_ps"]
     bad = tmhw("bound", "--preset", "quick", "--hbm-ratio", "2")
     assert bad.rc == 2 and len(bad.err.strip().splitlines()) == 1
     assert "policy.hbm_ratio" in bad.err

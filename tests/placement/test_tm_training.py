@@ -155,20 +155,20 @@ def test_planner_fetches_back_what_it_evicts_before_its_next_use() -> None:
         assert gp.ga[gi] < pl.need[gi] <= gp.gb[gi]
 
 
-def test_monitor_tries_changes_keeps_what_lowers_the_stall_and_reports_them() -> None:
+def test_monitor_tries_changes_and_keeps_none_that_does_not_lower_the_stall() -> None:
     """On the quick preset at 25% the monitor, once the stall has settled, tries its
-    changes one by one; eager write-backs lower the stall there (294.0 to 289.4 ms per
-    iteration, measured with ``--set run.iterations=12``), so it keeps them, and the
-    last iteration stalls less than without the monitor. Each iteration reports the
-    changes made after it."""
-    sets = ["policy.hbm_ratio=0.25", "run.iterations=9", "run.warmup_iterations=8"]
+    changes one by one and undoes each that does not lower the stall by 0.5%: with
+    write-backs and fetches on windows of their own in the DMA engine none does there
+    (195.8 ms of stall either way), so after the trials have settled the stall is the
+    unmonitored one. Each iteration reports the changes made after it."""
+    sets = ["policy.hbm_ratio=0.25", "run.iterations=12", "run.warmup_iterations=11"]
     on = System(C.with_overrides(C.QUICK, sets)).run()
     off = System(C.with_overrides(C.QUICK, [*sets, "policy.monitor=false"])).run()
     its = on["per_iteration"]
     assert all("monitor_changes" in it and "stall_ps" in it for it in its)
     assert sum(it["monitor_changes"] for it in its) > 0
     assert all(it["monitor_changes"] == 0 for it in off["per_iteration"])
-    assert on["stall_ps"] < 0.99 * off["stall_ps"]
+    assert on["stall_ps"] <= 1.005 * off["stall_ps"]
 
 
 def test_bert_large_layer_compute_matches_formula_with_ample_hbm_and_stalls_on_a_tenth() -> None:

@@ -70,9 +70,13 @@ recomputation (no data is ever rebuilt instead of fetched). Any static or dynami
 policy that moves whole pages between the two tiers moves at least this much per
 steady-state iteration.
 
-Time: ``time_bound_ps`` is the largest of the compute time, the link's time for the
-minimum traffic (full duplex: each direction at its own bandwidth) and the flash
-device's time to serve it as one ideally ordered batch (``flash.batch.batch_time_ps``).
+Time: ``time_bound_ps`` is the largest of the NPU's time with every operand in HBM (the
+``hbm-only`` time, from the NPU and HBM models), the link's time for the minimum traffic
+(full duplex: each direction at its own bandwidth) and the flash device's time to serve
+it as one ideally ordered batch with every write programmed (``flash.batch``, drained:
+in a steady state each iteration's writes are programmed within an iteration on
+average). ``phase_bound_ps`` adds when data can move: writes forced before an op and
+reads forced after it cannot overlap (``System.bounds`` takes the larger).
 
 Numpy and scipy only; no simulation.
 """
@@ -357,3 +361,67 @@ def ratios(traffic_bytes: int, time_ps: int, bound_traffic: int,
         raise ValueError("ratios: values and bounds must be >= 0")
     return {"traffic_ratio": _ratio(traffic_bytes, bound_traffic),
             "time_ratio": _ratio(time_ps, bound_time)}
+
+
+def phase_bound_ps(gp: GapPlan, capacity_pages: int, op_ps: np.ndarray,
+                   out_bytes_per_s: float, in_bytes_per_s: float,
+                   streamed: np.ndarray | None = None) -> int:
+    """A time bound that respects when data can move: the largest, over the start of
+    each op ``k``, of ``max(ops before k, writes forced before k) + max(ops from k on,
+    reads forced after k)`` (``op_ps``: each op's shortest time; link rates in bytes/s).
+
+    At the instant op ``k`` starts, its operands are in HBM and at most
+    ``capacity_pages`` are, so of the data live across ``k`` (gaps ``a < k < b`` not
+    ending in a pure write) at least ``E = live + operands - capacity`` pages are not.
+    Whichever they are: those written earlier this iteration left through a write-back
+    that crossed the link before ``k`` (at least ``E`` minus the live pages not written
+    this iteration), and those read again this iteration come back after ``k`` (at least
+    ``E`` minus the live pages next used in the next iteration). A forward pass that
+    must push its activations out before the backward can start, and a backward that
+    must bring them back, cannot overlap the two link directions; ``time_bound_ps``'s
+    largest-term bound assumes they can. Streamed ops (``streamed``) do not hold their
+    operands and count none."""
+    n = gp.n
+    if n == 0 or not gp.gaps:
+        return int(op_ps.sum())
+    ps = gp.ps
+    t_of = np.array([g.tensor for g in gp.gaps], dtype=np.int64)
+    pure = np.array([g.pure_write for g in gp.gaps], dtype=bool)
+    first_w = np.full(len(gp.pages), n + 1, dtype=np.int64)
+    for t, u in enumerate(gp.uses):
+        ws = [i for i, w in u if w]
+        if ws:
+            first_w[t] = ws[0]
+    ga, gb = gp.ga, gp.gb
+    wrap = gb >= n
+    # this iteration's gaps, and the previous iteration's wrap gaps reaching into it
+    a = np.concatenate((ga, ga[wrap] - n))
+    b = np.concatenate((gb, gb[wrap] - n))
+    pg = gp.pages[np.concatenate((t_of, t_of[wrap]))]
+    dirty = np.concatenate((first_w[t_of] <= ga, np.zeros(int(wrap.sum()), dtype=bool)))
+    live = ~np.concatenate((pure, pure[wrap]))
+    lo = np.maximum(a + 1, 0)
+    hi = np.minimum(b - 1, n - 1)
+    ok = live & (lo <= hi)
+
+    def spread(mask: np.ndarray) -> np.ndarray:
+        d = np.zeros(n + 1, dtype=np.int64)
+        np.add.at(d, lo[mask], pg[mask])
+        np.add.at(d, hi[mask] + 1, -pg[mask])
+        return np.cumsum(d[:n])
+
+    total = spread(ok)
+    not_w = spread(ok & ~dirty)
+    not_r = spread(ok & (b >= n))
+    operands = np.array([sum(int(gp.pages[t]) for t in set(op.reads) | set(op.writes))
+                         for op in gp.wl.ops], dtype=np.int64)
+    if streamed is not None:
+        operands[np.asarray(streamed, dtype=bool)] = 0
+    E = np.maximum(0, total + operands - capacity_pages)
+    out_b = np.maximum(0, E - not_w) * ps
+    in_b = np.maximum(0, E - not_r) * ps
+    pre = np.cumsum(op_ps) - op_ps
+    suf = int(op_ps.sum()) - pre
+    w_ps = np.ceil(out_b * (_S / out_bytes_per_s)).astype(np.int64)
+    r_ps = np.ceil(in_b * (_S / in_bytes_per_s)).astype(np.int64)
+    return int((np.maximum(pre, w_ps) + np.maximum(suf, r_ps)).max())

@@ -53,9 +53,11 @@ def cmd_bound(args: argparse.Namespace) -> int:
                           f"({fmt_bytes(b['read_bytes'])} in, "
                           f"{fmt_bytes(b['write_bytes'])} out)"),
         ("time bound", fmt_time(b["iteration_time_ps"])),
-        ("  compute", fmt_time(b["compute_ps"])),
+        ("  compute (stall-free)", fmt_time(b["compute_ps"])),
+        ("  NPU with all in HBM", fmt_time(b["npu_ps"])),
         ("  link", fmt_time(b["link_ps"])),
-        ("  flash", fmt_time(b["flash_ps"])),
+        ("  flash (drained)", fmt_time(b["flash_ps"])),
+        ("  phases (out, then in)", fmt_time(b["phase_ps"])),
     ]
     width = max(len(k) for k, _ in rows)
     sys.stdout.write("\n".join(f"{k:<{width}}  {v}" for k, v in rows) + "\n")
