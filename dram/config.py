@@ -78,7 +78,7 @@ Presets (sources; "estimate" marks a value without a public figure):
   8-high stack), tRFC 350 ns (16 Gb, estimate), tCCD_S/L 2/4; no per-bank refresh (no
   public tRFCsb for 32 banks). Energy 3.9 pJ/bit
   all-inclusive (HBM2's figure from O'Connor et al., MICRO'17; estimate for HBM2E).
-- ``hbm3``: HBM3-6400 after Ramulator 2.1 (../shared/PARAMETERS.md): 16 channels x 2
+- ``hbm3``: HBM3-6400 after Ramulator 2.1 (its HBM3 timing preset): 16 channels x 2
   pseudo-channels x 32 bit, BL8 (nBL 2 at tCK 0.625 ns), 4 x 4 banks; nCL 20,
   nRCDRD 31, nRCDWR 15, nRP 26, nRAS 45, nRC 72, nFAW 24, nRRDS/L 4/5, nCCDS/L 2/4,
   nREFI 6240 (3.9 us). From Ramulator 2.1 ``python/ramulator/dram/hbm3.py``

@@ -72,13 +72,13 @@ ONFI command overheads follow MQSim's ``ONFI_Channel_NVDDR2`` (CMU-SAFARI/MQSim,
 tCS + 6 tWC + tWB + tRR = 290 ns with MQSim's defaults; each further plane adds
 6 tWC + tDBSY. Data moves at ``channel_rate_mtps`` transfers per microsecond of
 ``channel_width_bits`` each, the physical time; MQSim truncates 1000/rate to whole ns
-and so transfers in zero time above 1000 MT/s (../shared/PARAMETERS.md), which this
-model does not copy. A read's data-out adds MQSim's setup tRPRE + tDQSRE.
+and so transfers in zero time above 1000 MT/s (``ONFI_Channel_NVDDR2``), which this
+model copies only under ``compat = "mqsim"`` (``flash.phy``). A read's data-out adds MQSim's setup tRPRE + tDQSRE.
 
 Presets (sources; "estimate" where no public figure exists):
 
-- ``990pro``: Samsung-990-PRO-like, after comsys-lab/Concordia ``ssdconfig_990pro.xml``
-  as summarised in ../shared/PARAMETERS.md: TLC, 8 ch x 2 chips x 8 dies x 4 planes,
+- ``990pro``: Samsung-990-PRO-like, after comsys-lab/Concordia ``ssdconfig_990pro.xml``:
+  TLC, 8 ch x 2 chips x 8 dies x 4 planes,
   4096 blocks/plane, 256 pages/block, 16 KiB pages; tR 40 us, tPROG 400 us, tBERS 4 ms;
   2400 MT/s x 8 bit; PCIe x4 at 2 GB/s per lane; OP 10%; GC at 5% free. PE limit 3000
   and hard GC threshold 0.5% are estimates (typical TLC; MQSim's default hard threshold).

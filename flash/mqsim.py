@@ -34,8 +34,14 @@ MQSim field -> FlashConfig field (MQSim times are ns, bandwidths GB/s):
 ``Page_Capacity``                    ``page_size``
 ==================================== =================================================
 
-Other MQSim settings (host queues, DRAM data cache, CMT, suspension) have no counterpart
-here and are ignored; fields absent from the file keep ``base``'s values.
+``IO_Queue_Depth``                   ``nvme_queue_depth``
+``Suspend_Program_Time`` (ns)        ``t_suspend_program``
+``Suspend_Erase_Time`` (ns)          ``t_suspend_erase``
+``Preferred_suspend_write_time_for_read`` (ns) ``suspend_min_remaining``
+
+MQSim's DRAM data cache is used per flow (``Device_Level_Data_Caching_Mode``), so its
+capacity does not map to ``write_buffer_bytes``; the CMT has no counterpart. Those
+settings are ignored, and fields absent from the file keep ``base``'s values.
 """
 
 from __future__ import annotations
@@ -61,6 +67,7 @@ _INT = {
     "Page_No_Per_Block": "pages_per_block",
     "Page_Capacity": "page_size",
     "Static_Wearleveling_Threshold": "static_wl_threshold",
+    "IO_Queue_Depth": "nvme_queue_depth",
 }
 _FLOAT = {
     "PCIe_Lane_Bandwidth": "pcie_lane_gbps",
@@ -72,6 +79,13 @@ _BOOL = {
     "Use_Copyback_for_GC": "gc_copyback",
     "Dynamic_Wearleveling_Enabled": "dynamic_wear_leveling",
     "Static_Wearleveling_Enabled": "static_wear_leveling",
+}
+#: times in ns in the file, ps here
+_TIME_NS = {
+    "Block_Erase_Latency": "t_bers",
+    "Suspend_Program_Time": "t_suspend_program",
+    "Suspend_Erase_Time": "t_suspend_erase",
+    "Preferred_suspend_write_time_for_read": "suspend_min_remaining",
 }
 _PAGE_TYPES = {1: ("LSB",), 2: ("LSB", "MSB"), 3: ("LSB", "CSB", "MSB"),
                4: ("LSB", "CSB", "MSB", "TSB")}
@@ -122,6 +136,7 @@ def load_mqsim_xml(path: str | Path, base: FlashConfig = MQSIM_DEFAULT) -> Flash
                 vals = tuple(int(round(float(leaves[t]) * NS)) for t in tags)
                 kw[single] = int(round(sum(vals) / len(vals)))
                 kw[field] = () if len(set(vals)) == 1 else vals
-    if "Block_Erase_Latency" in leaves:
-        kw["t_bers"] = int(round(float(leaves["Block_Erase_Latency"]) * NS))
+    for tag, f in _TIME_NS.items():
+        if tag in leaves:
+            kw[f] = int(round(num(tag, float) * NS))
     return dataclasses.replace(base, **kw)
