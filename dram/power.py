@@ -8,8 +8,9 @@ Per device, VDD in V, currents in mA, times in ns (mA x V x ns = pJ):
     E_ref = VDD x (IDD5AB - IDD3N) x tRFC                          per all-bank REF
     P_bg  = VDD x IDD3N (a bank open) or VDD x IDD2N (all precharged), mW
 
-each times ``devices_per_rank`` (DRAMPower and DRAMsim3 use this form). DRAMsim3 multiplies by cycles
-instead of ns, which is right only at tCK = 1 ns (its issue 18); this module uses ns.
+each times ``devices_per_rank`` (DRAMPower and DRAMsim3 use this form). DRAMsim3
+multiplies by cycles instead of ns, which is right only at tCK = 1 ns (its issue 18);
+this module uses ns.
 A per-bank refresh refreshes 1/banks of what an all-bank refresh does, so it costs
 E_ref / banks (no open IDD5PB figure).
 

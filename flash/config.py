@@ -72,8 +72,9 @@ ONFI command overheads follow MQSim's ``ONFI_Channel_NVDDR2`` (CMU-SAFARI/MQSim,
 tCS + 6 tWC + tWB + tRR = 290 ns with MQSim's defaults; each further plane adds
 6 tWC + tDBSY. Data moves at ``channel_rate_mtps`` transfers per microsecond of
 ``channel_width_bits`` each, the physical time; MQSim truncates 1000/rate to whole ns
-and so transfers in zero time above 1000 MT/s (``ONFI_Channel_NVDDR2``), which this
-model copies only under ``compat = "mqsim"`` (``flash.phy``). A read's data-out adds MQSim's setup tRPRE + tDQSRE.
+and so transfers in zero time above 1000 MT/s, which this model copies only under
+``compat = "mqsim"`` (``flash.phy``). A read's data-out adds MQSim's setup tRPRE +
+tDQSRE.
 
 Presets (sources; "estimate" where no public figure exists):
 
