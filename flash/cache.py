@@ -8,8 +8,9 @@
   (``admit``), so a burst smaller than the buffer completes at link speed and a
   sustained stream settles at the NAND program rate. A transaction larger than the whole
   buffer is written through (acknowledged when programmed).
-- **Read cache** (``FlashConfig.read_cache_bytes``). Whole NAND pages read for the host
-  stay in DRAM, least recently used first out. A read of a page still in the write
+- **Read cache** (``FlashConfig.read_cache_bytes``). A NAND page the host read only part
+  of stays in DRAM whole, least recently used first out (the rest of the page is what
+  a small read's neighbour wants; a page delivered whole is not kept). A read of a page still in the write
   buffer or in the read cache costs no NAND read (``split_read``). A write drops the
   page's cached copy, so a read always returns the latest version.
 

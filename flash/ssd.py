@@ -5,8 +5,8 @@ flash timing, wired in MQSim's order (``flash.host`` -> ``flash.cache`` -> ``fla
 
 ``Ssd.transport`` serves one device-local byte range and returns its completion time:
 
-- read: the pages the controller DRAM holds cost no NAND read; the rest are mapped by
-  the FTL (a page never written is read where sequential preconditioning would have put
+- read: the pages the controller DRAM holds cost no NAND read (the read cache keeps
+  the NAND pages a read wanted only part of); the rest are mapped by the FTL (a page never written is read where sequential preconditioning would have put
   it, counted as ``unmapped_reads``) and read by the timing model; the data leaves over
   the host link as it comes off the channels (cut-through);
 - write: the data crosses the link once the write buffer has room, the FTL maps the
@@ -104,7 +104,14 @@ class Ssd:
         if miss:
             x_start, x_end = self._nand_read(miss, address, nbytes, t0)
             start = x_start if start < 0 or x_start < start else start
-            self.cache.filled(miss)
+            if self.cache.read_pages:
+                # the read cache keeps the NAND pages the host read only part of (only
+                # the first and the last page of a read can be partial)
+                end_b = address + nbytes
+                part = [p for p in sorted({lo, hi - 1}) if not held[p - lo]
+                        and (p * page < address or (p + 1) * page > end_b)]
+                if part:
+                    self.cache.filled(part)
         if self.store_forward and miss:
             start = x_end  # MQSim: the request's data crosses once all of it is read
         end = self.host.to_host(start, nbytes)

@@ -48,16 +48,17 @@ class CacheMachine(RuleBasedStateMachine):
             assert self.dev.cache.holds(p, self.now) != "cache"
 
     @rule(page=st.integers(0, HOT - 1), n=st.integers(1, 6),
-          gap=st.integers(0, 2000))
-    def read(self, page: int, n: int, gap: int) -> None:
+          off=st.sampled_from([0, 4 * KiB, 12 * KiB]), gap=st.integers(0, 2000))
+    def read(self, page: int, n: int, off: int, gap: int) -> None:
         n = min(n, PAGES - page)
         self.now += gap * US
         for p in range(page, page + n):
             where = self.dev.cache.holds(p, self.now)
             if where == "cache":  # a read-cache hit serves the newest version
                 assert self.cached[p] == self.version.get(p, 0)
-        end = self.t.transport(Transfer(Op.READ, page * CFG.page_size, n * CFG.page_size),
-                               self.now)
+        # reads that start inside a page leave it in the read cache
+        end = self.t.transport(Transfer(Op.READ, page * CFG.page_size + off,
+                                        n * CFG.page_size - off), self.now)
         assert end > self.now
         for p in range(page, page + n):
             if self.dev.cache.holds(p, self.now) == "cache":
