@@ -11,8 +11,8 @@
 - **Read cache** (``FlashConfig.read_cache_bytes``). A NAND page the host read only part
   of stays in DRAM whole, least recently used first out (the rest of the page is what
   a small read's neighbour wants; a page delivered whole is not kept). A read of a page
-  still in the write buffer or in the read cache costs no NAND read (``split_read``). A write drops the
-  page's cached copy, so a read always returns the latest version.
+  still in the write buffer or in the read cache costs no NAND read (``split_read``).
+  A write drops the page's cached copy, so a read always returns the latest version.
 
 Pages here are logical NAND pages (``page_size`` bytes) of one device. DRAM time is not
 booked: its bandwidth exceeds the host link's on every preset, so a hit costs link time

@@ -6,8 +6,9 @@ flash timing, wired in MQSim's order (``flash.host`` -> ``flash.cache`` -> ``fla
 ``Ssd.transport`` serves one device-local byte range and returns its completion time:
 
 - read: the pages the controller DRAM holds cost no NAND read (the read cache keeps
-  the NAND pages a read wanted only part of); the rest are mapped by the FTL (a page never written is read where sequential preconditioning would have put
-  it, counted as ``unmapped_reads``) and read by the timing model; the data leaves over
+  the NAND pages a read wanted only part of); the rest are mapped by the FTL (a page
+  never written is read where sequential preconditioning would have put it, counted as
+  ``unmapped_reads``) and read by the timing model; the data leaves over
   the host link as it comes off the channels (cut-through);
 - write: the data crosses the link once the write buffer has room, the FTL maps the
   pages (collecting synchronously under the hard threshold), the timing model programs
