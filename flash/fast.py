@@ -128,9 +128,9 @@ class FastModel:
                      zip(uch[gidx].tolist(), lanes.tolist(), cmd_l.tolist(), strict=True)]
         else:
             issue = [earliest] * lanes.size
-        d_end = np.array([dies.read1(ln, e + c, k * t_r) for ln, e, c, k in
-                          zip(lanes.tolist(), issue, cmd_l.tolist(), ops_l.tolist(),
-                              strict=True)], dtype=np.int64)
+        lane_l = lanes.tolist()
+        d_end = np.array(dies.read_many(lane_l, (np.array(issue) + cmd_l).tolist(),
+                                        (ops_l * t_r).tolist()), dtype=np.int64)
         busy_c = np.add.reduceat(busy_l, starts)
         ready = d_end - (ops_l - 1) * t_r - cmd_l
         need = d_end + x_l
@@ -145,8 +145,7 @@ class FastModel:
         before = cum - busy_l - (cum - busy_l)[starts][gidx]
         out_end = c_start[gidx] + before + busy_l
         free = out_end if self.convoy else out_end - x_l
-        for ln, t in zip(lanes.tolist(), free.tolist(), strict=True):
-            dies.hold1(ln, t)
+        dies.hold_many(lane_l, free.tolist())
         return int(c_start.min()), int(c_end.max())
 
     # -- programs ----------------------------------------------------------------------

@@ -144,6 +144,42 @@ class DieLanes:
         self._book(i, start - lat, end, duration + lat)
         return end
 
+    def read_many(self, lanes: list[int], earliest: list[int],
+                  durations: list[int]) -> list[int]:
+        """``read1`` on distinct dies ``lanes``; their ends. Dies with no program or
+        erase left to run take a short path (the common case of a chunk's reads)."""
+        rd, until, qs = self._rd, self._until, self._q
+        busy, count, spans = self._busy, self._count, self.spans
+        out = []
+        for i, e, d in zip(lanes, earliest, durations, strict=True):
+            r = rd[i]
+            s = e if e > r else r
+            q = qs[i]
+            if q:
+                if q[-1][1] > s:
+                    out.append(self.read1(i, e, d))
+                    continue
+                q.clear()
+            end = s + d
+            rd[i] = end
+            if until[i] < end:
+                until[i] = end
+            busy[i] += d
+            count[i] += 1
+            if spans is not None:
+                spans[i].append((s, end))
+            out.append(end)
+        return out
+
+    def hold_many(self, lanes: list[int], times: list[int]) -> None:
+        """``hold1`` on each of ``lanes``."""
+        rd, until = self._rd, self._until
+        for i, t in zip(lanes, times, strict=True):
+            if rd[i] < t:
+                rd[i] = t
+            if until[i] < t:
+                until[i] = t
+
     def prog1(self, i: int, ready: int, duration: int, planes: int = 0) -> int:
         """Book a program of ``duration`` on die ``i`` once its data is in at ``ready``;
         return its end. ``planes`` is the plane bit mask it programs: if the die's newest
