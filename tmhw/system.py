@@ -9,17 +9,16 @@ the steady state: the mean over the iterations after ``run.warmup_iterations``.
 from __future__ import annotations
 
 import math
-from collections.abc import Generator
 from typing import Any
 
 import numpy as np
-import simpy
 
 from dram import DramTarget
 from flash import FlashTarget
 from npu import NPU
 from tmhw.config import SystemConfig
 from tmhw.executor import Executor
+from tmhw.lower_bounds import iteration_bounds
 from tmhw.placement import PlacementTable, PlanContext, make_policy
 from tmhw.placement.base import check_fits, streamable
 from tmhw.placement.bounds import ratios
@@ -116,74 +115,20 @@ class System:
     def bounds(self) -> dict[str, Any]:
         """The lower bounds of this workload at this capacity (``placement.bounds``):
         the fewest inter-tier bytes of a steady-state iteration, and the shortest
-        iteration (compute, link, and the flash device serving those bytes as one
-        ideally ordered batch). They do not depend on the policy, so a process computes
-        them once per machine, workload and capacity (a sweep's policies share them)."""
+        iteration (``tmhw.lower_bounds``). They do not depend on the policy, so a process
+        computes them once per machine, workload and capacity (a sweep's policies share
+        them)."""
         cfg = self.cfg
         key = None if not self._zoo_workload else repr(
             (cfg.workload, cfg.npu, cfg.flash, cfg.link, cfg.run.seed, self.capacity_pages,
              self.policy.whole_footprint))
         if key is not None and key in _BOUNDS:
             return dict(_BOUNDS[key])
-        out = self._bounds()
+        out = iteration_bounds(self)
         if key is not None:
             if len(_BOUNDS) >= 64:
                 _BOUNDS.pop(next(iter(_BOUNDS)))
             _BOUNDS[key] = dict(out)
-        return out
-
-    def _bounds(self) -> dict[str, Any]:
-        from flash.batch import batch_time_ps
-        from tmhw.placement.bounds import phase_bound_ps, time_bound_ps, traffic_bound
-        from tmhw.placement.gaps import GapPlan
-
-        cfg, wl = self.cfg, self.workload
-        if self.policy.whole_footprint:
-            rd = wr = 0
-        else:
-            # the plain optimum, whatever tie-break a planner used: the bound must not
-            # depend on which policy asked first
-            tb = traffic_bound(GapPlan(self.ctx), self.capacity_pages)
-            rd, wr = tb.read_bytes, tb.write_bytes
-        compute = int(self.executor.op_ps.sum())
-        op_alone = self._npu_alone_ps()
-        npu_ps = int(op_alone.sum())
-        # drained: in a steady state each iteration's writes are programmed within an
-        # iteration on average; the write buffer only moves programs in time
-        flash_ps = batch_time_ps(cfg.flash, rd, wr, seed=cfg.run.seed, drain=True,
-                                 precondition=wl.npages * wl.page_size / cfg.flash.total_capacity)
-        link_ps = time_bound_ps(0, rd, wr, cfg.link.bandwidth, 0)
-        phase_ps = 0 if self.policy.whole_footprint else phase_bound_ps(
-            GapPlan(self.ctx), self.capacity_pages, op_alone,
-            min(cfg.link.bandwidth, cfg.flash.devices * cfg.flash.host_bytes_per_s),
-            min(cfg.link.bandwidth, cfg.flash.devices * cfg.flash.host_bytes_per_s),
-            self.streamed)
-        return {"traffic_bytes": rd + wr, "read_bytes": rd, "write_bytes": wr,
-                "iteration_time_ps": max(phase_ps, time_bound_ps(
-                    npu_ps, rd, wr, cfg.link.bandwidth, flash_ps)),
-                "compute_ps": compute, "npu_ps": npu_ps, "link_ps": link_ps,
-                "flash_ps": flash_ps, "phase_ps": phase_ps}
-
-    def _npu_alone_ps(self) -> np.ndarray:
-        """Each op's time on the NPU with every operand in HBM and nothing else using
-        HBM (their sum is the ``hbm-only`` time): no policy runs an op faster."""
-        env = Environment()
-        root = Component(env, "alone")
-        hbm = DramTarget(env, "hbm", root, self.cfg.hbm, model=self.cfg.run.hbm_model)
-        npu = NPU(env, "npu", root, self.cfg.npu, hbm)
-        root.elaborate()
-        root.start()
-        tasks = self.executor.tasks
-        out = np.zeros(len(tasks), dtype=np.int64)
-
-        def run() -> Generator[simpy.Event, Any, None]:
-            for i, t in enumerate(tasks):
-                start = int(env.now)
-                yield from npu.execute(t)
-                out[i] = int(env.now) - start
-
-        env.process(run())
-        env.run()
         return out
 
     def run(self) -> dict[str, Any]:

@@ -1,0 +1,87 @@
+"""The lower bounds a run is measured against, for one system (``System.bounds``).
+
+- **Traffic**: the fewest inter-tier bytes of a steady-state iteration at this HBM
+  capacity (``tmhw.placement.bounds.traffic_bound``, the plain optimum, whatever
+  tie-break a planner used, so the bound never depends on which policy asked first).
+- **Time**: the largest of
+  - the NPU's iteration with every operand in HBM and nothing else using HBM (the
+    ``hbm-only`` time, simulated op by op on the NPU and HBM models: no policy runs an
+    op faster);
+  - the link's time for the minimum traffic (full duplex);
+  - the flash device's own time to serve those bytes as one ideally ordered batch,
+    drained (``flash.batch``: in a steady state each iteration's writes are programmed
+    within an iteration on average; the write buffer only moves programs in time);
+  - the phase bound (``tmhw.placement.bounds.phase_bound_ps``): write-backs forced
+    before an op and fetches forced after it cannot overlap, each at the slower of the
+    NPU's port and the SSDs' links.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import simpy
+
+from dram import DramTarget
+from npu import NPU
+from tmhw.sim.component import Component
+from tmhw.sim.env import Environment
+
+if TYPE_CHECKING:
+    from tmhw.system import System
+
+
+def iteration_bounds(system: System) -> dict[str, Any]:
+    """Traffic and time bounds of ``system``'s workload at its capacity (module
+    docstring)."""
+    from flash.batch import batch_time_ps
+    from tmhw.placement.bounds import phase_bound_ps, time_bound_ps, traffic_bound
+    from tmhw.placement.gaps import GapPlan
+
+    cfg, wl = system.cfg, system.workload
+    whole = system.policy.whole_footprint
+    if whole:
+        rd = wr = 0
+    else:
+        tb = traffic_bound(GapPlan(system.ctx), system.capacity_pages)
+        rd, wr = tb.read_bytes, tb.write_bytes
+    compute = int(system.executor.op_ps.sum())
+    op_alone = npu_alone_ps(system)
+    npu_ps = int(op_alone.sum())
+    flash_ps = batch_time_ps(cfg.flash, rd, wr, seed=cfg.run.seed, drain=True,
+                             precondition=wl.npages * wl.page_size / cfg.flash.total_capacity)
+    link_ps = time_bound_ps(0, rd, wr, cfg.link.bandwidth, 0)
+    port = min(cfg.link.bandwidth, cfg.flash.devices * cfg.flash.host_bytes_per_s)
+    phase_ps = 0 if whole else phase_bound_ps(GapPlan(system.ctx), system.capacity_pages,
+                                              op_alone, port, port, system.streamed)
+    return {"traffic_bytes": rd + wr, "read_bytes": rd, "write_bytes": wr,
+            "iteration_time_ps": max(phase_ps, time_bound_ps(
+                npu_ps, rd, wr, cfg.link.bandwidth, flash_ps)),
+            "compute_ps": compute, "npu_ps": npu_ps, "link_ps": link_ps,
+            "flash_ps": flash_ps, "phase_ps": phase_ps}
+
+
+def npu_alone_ps(system: System) -> np.ndarray:
+    """Each op's time on the NPU with every operand in HBM and nothing else using HBM
+    (their sum is the ``hbm-only`` time): no policy runs an op faster."""
+    cfg = system.cfg
+    env = Environment()
+    root = Component(env, "alone")
+    hbm = DramTarget(env, "hbm", root, cfg.hbm, model=cfg.run.hbm_model)
+    npu = NPU(env, "npu", root, cfg.npu, hbm)
+    root.elaborate()
+    root.start()
+    tasks = system.executor.tasks
+    out = np.zeros(len(tasks), dtype=np.int64)
+
+    def run() -> Generator[simpy.Event, Any, None]:
+        for i, t in enumerate(tasks):
+            start = int(env.now)
+            yield from npu.execute(t)
+            out[i] = int(env.now) - start
+
+    env.process(run())
+    env.run()
+    return out
