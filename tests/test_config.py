@@ -172,7 +172,7 @@ def test_nan_is_refused_for_every_system_level_number(path: str) -> None:
     assert info.value.path == path
 
 
-@pytest.mark.parametrize("path", [p for p in SYSTEM_FLOATS if p != "policy.ilp_time_limit_s"])
+@pytest.mark.parametrize("path", SYSTEM_FLOATS)
 def test_infinity_is_refused_where_it_would_poison_a_total(path: str) -> None:
     with pytest.raises(ConfigError) as info:
         C.with_overrides(C.QUICK, [f"{path}=inf"])

@@ -69,7 +69,7 @@ def context(wl: Workload, frac: float, seed: int = 0) -> PlanContext:
     foot = -(-wl.peak_live_bytes() // wl.page_size)
     cap = ws + int(frac * max(0, foot - ws))
     start, end = profile(wl, seed)
-    return PlanContext(wl, cap, start, end, FETCH_BW, WB_BW, PolicyConfig(ilp_time_limit_s=10.0))
+    return PlanContext(wl, cap, start, end, FETCH_BW, WB_BW, PolicyConfig())
 
 
 def plan(name: str, ctx: PlanContext) -> PlacementTable | None:
@@ -224,17 +224,20 @@ def test_flashneuron_that_cannot_fit_says_which_ratio_field() -> None:
         make_policy("flashneuron").plan(ctx)
 
 
-def test_autotm_too_large_for_its_time_limit_says_so() -> None:
+def test_autotm_plans_within_a_node_budget_the_same_on_every_run() -> None:
+    """The ILP's budget is branch-and-bound nodes, not seconds: the same inputs give the
+    same table however busy the machine is, and a budget of one node still yields a
+    plan (the best solution found at the root)."""
     b = WorkloadBuilder("deep", batch=2)
     x = b.input("x", 64 * 64)
     for i in range(60):
         x = b.linear(f"l{i}", x, 64, 64, 64)
     wl = b.finish(x)
     ctx = context(wl, 0.2)
-    ctx.policy = PolicyConfig(ilp_time_limit_s=1e-3)
-    with pytest.raises(TmhwError, match=r"^policy\.name: autotm ILP with \d+ variables did "
-                                        r"not solve within 0\.001 s; use a smaller model"):
-        make_policy("autotm").plan(ctx)
+    ctx.policy = PolicyConfig(ilp_node_limit=1)
+    first = make_policy("autotm").plan(ctx)
+    again = make_policy("autotm").plan(ctx)
+    assert first.moves and first.moves == again.moves
 
 
 # -- end to end ---------------------------------------------------------------------------
@@ -243,7 +246,7 @@ def run_system(wl: Workload, name: str,
     """A System on ``wl``, two iterations; returns the report, the system and every DMA
     request it made (the table's, the faults', the evictions')."""
     cfg = with_overrides(PAPER, [f"policy.name={name}", f"policy.hbm_ratio={ratio}",
-                                 "run.iterations=2", "policy.ilp_time_limit_s=10"])
+                                 "run.iterations=2"])
     sysm = System(cfg, workload=wl)
     reqs: list[DmaRequest] = []
     submit, wb_now = sysm.dma.submit, sysm.dma._writeback
