@@ -9,13 +9,15 @@ byte-identical JSON once ``host`` is removed.
 
 from __future__ import annotations
 
+import importlib.metadata as _metadata
 import json
 from pathlib import Path
 from typing import Any
 
 from tmhw.sim.units import GB, S
 
-VERSION = "0.1.0"
+#: The package's version, from its metadata (``pyproject.toml`` is the one source).
+VERSION = _metadata.version("tmhw")
 
 
 def subtree_energy_pj(node: dict[str, Any]) -> float:
