@@ -163,7 +163,10 @@ class DetailedModel:
                     if former.chip_lock:
                         bit += (die % former.dies_per_chip) * self.P
                     mask |= 1 << bit
-            d_end = self.dies.prog1(lane, c_end, tp, mask)
+            merged = self.dies.merged
+            d_end = self.dies.prog1(lane, c_end, tp, mask, ppn_l[idx[0]] % self.ppb)
+            if self.dies.merged != merged:  # joined a waiting command
+                c.program_cmds -= 1
             self._done(die, d_end)
             if d_end > end:
                 end = d_end

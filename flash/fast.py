@@ -160,11 +160,14 @@ class FastModel:
         lane = self.former.lane_of(die)
         bit = plane % self.P + (die % self.dpchip) * self.P * self.chip_lock
         mask = (1 << bit) if self.former.multi else 0
-        self.c.program_cmds += 1
         self.c.pages_programmed += 1
         self.c.channel_bytes += self.page
-        return self.dies.prog1(lane, c_end, self.t_prog_of[(ppn % self.ppb) % self.bits],
-                               mask)
+        merged = self.dies.merged
+        end = self.dies.prog1(lane, c_end, self.t_prog_of[(ppn % self.ppb) % self.bits],
+                              mask, ppn % self.ppb)
+        if self.dies.merged == merged:  # a command of its own
+            self.c.program_cmds += 1
+        return end
 
     def program(self, ppns: I64, first_in: int, l_end: int) -> int:
         """Pages ``ppns`` whose data crosses the host link in [first_in, l_end]; the end
@@ -196,11 +199,18 @@ class FastModel:
         e0 = np.maximum(c_start[cidx] + op_busy_l, c_ends[cidx] - (ops_l - 1) * t_prog)
         dies = self.dies
         end = 0
-        for ln, r, k, m in zip(lanes.tolist(), e0.tolist(), ops_l.tolist(), mask.tolist(),
-                               strict=True):
-            e = dies.prog1(ln, r, k * t_prog, m if k == 1 else 0)
+        merged = dies.merged
+        # a lane's first page gives the page offset its command programs
+        srt = np.sort(ppns)
+        offs = srt[np.searchsorted(srt // self.former.ppp // self.P, udies)] % self.ppb
+        if self.chip_lock:
+            offs = offs[np.searchsorted(udies // self.dpchip, lanes)]
+        for ln, r, k, m, off in zip(lanes.tolist(), e0.tolist(), ops_l.tolist(),
+                                    mask.tolist(), offs.tolist(), strict=True):
+            e = dies.prog1(ln, r, k * t_prog, m if k == 1 else 0, off)
             if e > end:
                 end = e
+        self.c.program_cmds -= dies.merged - merged
         return end
 
     # -- garbage collection ------------------------------------------------------------

@@ -61,7 +61,7 @@ class DieLanes:
         self._until = [0] * n
         self._rd = [0] * n
         #: per die, the programs and erases booked after its last read:
-        #: [start, end, kind (PROG, ERASE, GC), plane mask, span index]
+        #: [start, end, kind (PROG, ERASE, GC), plane mask, span index, page offset]
         self._q: list[deque[list[int]]] = [deque() for _ in range(n)]
         self._busy = [0] * n
         self._count = [0] * n
@@ -180,12 +180,15 @@ class DieLanes:
             if until[i] < t:
                 until[i] = t
 
-    def prog1(self, i: int, ready: int, duration: int, planes: int = 0) -> int:
+    def prog1(self, i: int, ready: int, duration: int, planes: int = 0,
+              page: int = -1) -> int:
         """Book a program of ``duration`` on die ``i`` once its data is in at ``ready``;
-        return its end. ``planes`` is the plane bit mask it programs: if the die's newest
-        waiting program (on a lane that is a chip, the newest of the same die) has not
-        started by ``ready`` and programs none of these planes, the page joins it (a
-        multi-plane program) at no die time."""
+        return its end. ``planes`` is the plane bit mask it programs and ``page`` its
+        page offset in the block: if the die's newest waiting program (on a lane that is
+        a chip, the newest of the same die) has not started by ``ready``, programs none
+        of these planes and the same page offset (a multi-plane command addresses one
+        page in each plane: ONFI, and MQSim's scheduler), the page joins it at no die
+        time."""
         q = self._q[i]
         if planes and q:
             P = self.P
@@ -196,23 +199,24 @@ class DieLanes:
                 if op[0] < ready or op[2] != PROG:
                     break
                 if op[3] and (op[3].bit_length() - 1) // P == die:
-                    if op[3] & planes:
+                    if op[3] & planes or op[5] != page:
                         break
                     op[3] |= planes
                     self.merged += 1
                     return op[1]
-        return self._append(i, ready, duration, PROG, planes)
+        return self._append(i, ready, duration, PROG, planes, page)
 
     def work1(self, i: int, earliest: int, duration: int, erase: bool = False) -> int:
         """Book garbage-collection work on die ``i``: a relocation, or an erase."""
         return self._append(i, earliest, duration, ERASE if erase else GC, 0)
 
-    def _append(self, i: int, earliest: int, duration: int, kind: int, planes: int) -> int:
+    def _append(self, i: int, earliest: int, duration: int, kind: int, planes: int,
+                page: int = -1) -> int:
         b = self._until[i]
         s = earliest if earliest > b else b
         end = s + duration
         self._until[i] = end
-        self._q[i].append([s, end, kind, planes, self._book(i, s, end, duration)])
+        self._q[i].append([s, end, kind, planes, self._book(i, s, end, duration), page])
         return end
 
     def read_free(self, i: int) -> int:
