@@ -94,10 +94,15 @@ class FastModel:
         self.c.read_cmds += 1
         lane = self.former.lane_of(die)
         ch = die // self.former.dpc
+        arrive = earliest + cmd
         if self.convoy:  # the command needs idle channel time, between drains
             earliest = self.channels.lanes[ch].fit(max(earliest, self.dies.read_free(lane)),
                                                    cmd)
-        d_end = self.dies.read1(lane, earliest + cmd, t_r)
+        if self.chip_lock:
+            d_end = self.dies.read_many([lane], [earliest + cmd], [t_r],
+                                        [1 << (die % self.dpchip)], [arrive])[0]
+        else:
+            d_end = self.dies.read1(lane, earliest + cmd, t_r)
         c_end = self.channels.reserve1(ch, d_end - cmd, cmd + x)
         # cache read frees the die as its data starts out; MQSim's chip waits for the end
         self.dies.hold1(lane, c_end if self.convoy else c_end - x)
@@ -129,8 +134,14 @@ class FastModel:
         else:
             issue = [earliest] * lanes.size
         lane_l = lanes.tolist()
+        masks = None
+        if self.chip_lock:  # the dies each chip's read uses
+            inv = np.unique(udies // self.dpchip, return_inverse=True)[1]
+            masks = np.bincount(inv, weights=1 << (udies % self.dpchip)).astype(
+                np.int64).tolist()
         d_end = np.array(dies.read_many(lane_l, (np.array(issue) + cmd_l).tolist(),
-                                        (ops_l * t_r).tolist()), dtype=np.int64)
+                                        (ops_l * t_r).tolist(), masks,
+                                        (earliest + cmd_l).tolist()), dtype=np.int64)
         busy_c = np.add.reduceat(busy_l, starts)
         ready = d_end - (ops_l - 1) * t_r - cmd_l
         need = d_end + x_l

@@ -67,6 +67,11 @@ class DieLanes:
         self._count = [0] * n
         self.suspends = {"program": 0, "erase": 0}
         self.merged = 0
+        #: chip lanes (``read_many``'s ``dies``): the latest batch of reads, its start,
+        #: dies and end
+        self._bstart = [-1] * n
+        self._bmask = [0] * n
+        self._bend = [0] * n
         #: (start, end) of every booking per lane when recording (tests, plots).
         self.spans: list[list[tuple[int, int]]] | None = (
             [[] for _ in range(n)] if record else None)
@@ -144,17 +149,43 @@ class DieLanes:
         self._book(i, start - lat, end, duration + lat)
         return end
 
-    def read_many(self, lanes: list[int], earliest: list[int],
-                  durations: list[int]) -> list[int]:
-        """``read1`` on distinct dies ``lanes``; their ends. Dies with no program or
-        erase left to run take a short path (the common case of a chunk's reads)."""
+    def read_many(self, lanes: list[int], earliest: list[int], durations: list[int],
+                  dies: list[int] | None = None,
+                  arrive: list[int] | None = None) -> list[int]:
+        """``read1`` on distinct lanes; their ends. Lanes with no program or erase left
+        to run take a short path (the common case of a chunk's reads).
+
+        ``dies``: on lanes that are chips (MQSim's chip lock), the bit mask of the dies
+        each read uses. A chip takes a new command only when all its dies are idle, and
+        then issues every waiting read of a die not already reading together (MQSim's
+        die-interleaved read): a read issued before the chip's latest batch of reads
+        starts joins it if its dies are free in it (``arrive``: when each read reached
+        the scheduler, before any wait for its chip; default ``earliest``)."""
         rd, until, qs = self._rd, self._until, self._q
         busy, count, spans = self._busy, self._count, self.spans
         out = []
-        for i, e, d in zip(lanes, earliest, durations, strict=True):
+        for k, (i, e, d) in enumerate(zip(lanes, earliest, durations, strict=True)):
+            q = qs[i]
+            if dies is not None and not q:
+                m = dies[k]
+                bs = self._bstart[i]
+                a = e if arrive is None else arrive[k]
+                if a <= bs and not self._bmask[i] & m:   # joins the waiting batch
+                    end = bs + d
+                    self._bmask[i] |= m
+                    if end > self._bend[i]:
+                        busy[i] += end - self._bend[i]
+                        if spans is not None:
+                            spans[i].append((self._bend[i], end))
+                        self._bend[i] = end
+                    if rd[i] < end:
+                        rd[i] = end
+                    if until[i] < end:
+                        until[i] = end
+                    out.append(end)
+                    continue
             r = rd[i]
             s = e if e > r else r
-            q = qs[i]
             if q:
                 if q[-1][1] > s:
                     out.append(self.read1(i, e, d))
@@ -168,6 +199,8 @@ class DieLanes:
             count[i] += 1
             if spans is not None:
                 spans[i].append((s, end))
+            if dies is not None:  # this read opens the chip's next batch
+                self._bstart[i], self._bmask[i], self._bend[i] = s, dies[k], end
             out.append(end)
         return out
 
