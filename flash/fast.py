@@ -31,42 +31,22 @@ import numpy.typing as npt
 
 from flash.config import FlashConfig
 from flash.ftl import GcJob
-from flash.lanes import DieLanes, GapBank
 from flash.phy import OnfiPhy
-from flash.scheduler import CommandFormer, Counters, suspend_rule
+from flash.scheduler import CommandFormer, Counters, TimingBase
 
 I64 = npt.NDArray[np.int64]
 
 
-class FastModel:
+class FastModel(TimingBase):
     """Chunk-level timing of one device (module docstring)."""
 
     def __init__(self, cfg: FlashConfig, phy: OnfiPhy, former: CommandFormer,
                  counters: Counters, record: bool = False) -> None:
-        self.cfg = cfg
-        self.phy = phy
-        self.former = former
-        self.c = counters
-        self.dies = DieLanes("die", former.lanes, suspend_rule(cfg), record,
-                             cfg.planes_per_die)
-        self.channels = GapBank("ch", cfg.channels, record)
-        self.page = cfg.page_size
+        super().__init__(cfg, phy, former, counters, record)
         self.t_r = int(cfg.t_r_mean)
         self.t_prog = int(cfg.t_prog_mean)
-        self.bits = cfg.bits_per_cell
-        self.ppb = cfg.pages_per_block
-        self.t_r_of = [cfg.t_r_of(i) for i in range(self.bits)]
-        self.t_prog_of = [cfg.t_prog_of(i) for i in range(self.bits)]
         self.chip_lock = former.chip_lock
-        self.convoy = cfg.compat == "mqsim"
         self.dpchip = cfg.dies_per_chip
-        self.P = cfg.planes_per_die
-
-    def start(self) -> None:
-        """Nothing to start: the model books on demand (no standing process)."""
-
-    def prune(self, now: int) -> None:
-        self.channels.prune(now)
 
     # -- lanes -------------------------------------------------------------------------
     def _lanes(self, udies: I64, *vals: I64) -> tuple[I64, list[I64]]:

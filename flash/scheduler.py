@@ -26,7 +26,8 @@ import numpy as np
 import numpy.typing as npt
 
 from flash.config import FlashConfig
-from flash.lanes import SuspendRule
+from flash.lanes import DieLanes, GapBank, SuspendRule
+from flash.phy import OnfiPhy
 
 I64 = npt.NDArray[np.int64]
 
@@ -155,3 +156,32 @@ class CommandFormer:
             if not added:
                 return out
             rnd += 1
+
+
+class TimingBase:
+    """What both timing models hold: the device's geometry and cell timing, its PHY, the
+    command former, the counters, and the die and channel lanes."""
+
+    def __init__(self, cfg: FlashConfig, phy: OnfiPhy, former: CommandFormer,
+                 counters: Counters, record: bool = False) -> None:
+        self.cfg = cfg
+        self.phy = phy
+        self.former = former
+        self.c = counters
+        self.dies = DieLanes("die", former.lanes, suspend_rule(cfg), record,
+                             cfg.planes_per_die)
+        self.channels = GapBank("ch", cfg.channels, record)
+        self.page = cfg.page_size
+        self.bits = cfg.bits_per_cell
+        self.ppb = cfg.pages_per_block
+        self.P = cfg.planes_per_die
+        self.t_r_of = [cfg.t_r_of(i) for i in range(self.bits)]
+        self.t_prog_of = [cfg.t_prog_of(i) for i in range(self.bits)]
+        self.convoy = cfg.compat == "mqsim"
+
+    def start(self) -> None:
+        """Nothing to start: a model books on demand (no standing process)."""
+
+    def prune(self, now: int) -> None:
+        """Forget channel bookings that ended before ``now``."""
+        self.channels.prune(now)
