@@ -144,7 +144,8 @@ class DetailedModel(TimingBase):
                         bit += (die % former.dies_per_chip) * self.P
                     mask |= 1 << bit
             merged = self.dies.merged
-            d_end = self.dies.prog1(lane, c_end, tp, mask, ppn_l[idx[0]] % self.ppb)
+            d_end = self.dies.prog1(lane, c_end, tp, mask,
+                                    ppn_l[idx[0]] % self.ppb if self.same_offset else -1)
             if self.dies.merged != merged:  # joined a waiting command
                 c.program_cmds -= 1
             self._done(die, d_end)

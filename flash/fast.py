@@ -155,7 +155,7 @@ class FastModel(TimingBase):
         self.c.channel_bytes += self.page
         merged = self.dies.merged
         end = self.dies.prog1(lane, c_end, self.t_prog_of[(ppn % self.ppb) % self.bits],
-                              mask, ppn % self.ppb)
+                              mask, ppn % self.ppb if self.same_offset else -1)
         if self.dies.merged == merged:  # a command of its own
             self.c.program_cmds += 1
         return end
@@ -192,10 +192,13 @@ class FastModel(TimingBase):
         end = 0
         merged = dies.merged
         # a lane's first page gives the page offset its command programs
-        srt = np.sort(ppns)
-        offs = srt[np.searchsorted(srt // self.former.ppp // self.P, udies)] % self.ppb
-        if self.chip_lock:
-            offs = offs[np.searchsorted(udies // self.dpchip, lanes)]
+        if self.same_offset:
+            srt = np.sort(ppns)
+            offs = srt[np.searchsorted(srt // self.former.ppp // self.P, udies)] % self.ppb
+            if self.chip_lock:
+                offs = offs[np.searchsorted(udies // self.dpchip, lanes)]
+        else:
+            offs = np.full(lanes.size, -1, dtype=np.int64)
         for ln, r, k, m, off in zip(lanes.tolist(), e0.tolist(), ops_l.tolist(),
                                     mask.tolist(), offs.tolist(), strict=True):
             e = dies.prog1(ln, r, k * t_prog, m if k == 1 else 0, off)

@@ -217,11 +217,13 @@ class DieLanes:
               page: int = -1) -> int:
         """Book a program of ``duration`` on die ``i`` once its data is in at ``ready``;
         return its end. ``planes`` is the plane bit mask it programs and ``page`` its
-        page offset in the block: if the die's newest waiting program (on a lane that is
-        a chip, the newest of the same die) has not started by ``ready``, programs none
-        of these planes and the same page offset (a multi-plane command addresses one
-        page in each plane: ONFI, and MQSim's scheduler), the page joins it at no die
-        time."""
+        page offset in the block: if one of the die's waiting programs (the last few
+        commands of the lane; on a lane that is a chip, those of the same die) has not
+        started by ``ready``, programs none of these planes and the same page offset (a
+        multi-plane command addresses one page in each plane: ONFI, and MQSim's
+        scheduler), the page joins the newest such program at no die time. The search
+        stops at the newest waiting program of the die that already programs one of
+        these planes."""
         q = self._q[i]
         if planes and q:
             P = self.P
@@ -232,8 +234,10 @@ class DieLanes:
                 if op[0] < ready or op[2] != PROG:
                     break
                 if op[3] and (op[3].bit_length() - 1) // P == die:
-                    if op[3] & planes or op[5] != page:
+                    if op[3] & planes:
                         break
+                    if op[5] != page:
+                        continue  # an older waiting program may be at this offset
                     op[3] |= planes
                     self.merged += 1
                     return op[1]

@@ -178,6 +178,13 @@ class TimingBase:
         self.t_r_of = [cfg.t_r_of(i) for i in range(self.bits)]
         self.t_prog_of = [cfg.t_prog_of(i) for i in range(self.bits)]
         self.convoy = cfg.compat == "mqsim"
+        #: Pages of one multi-plane program share their page offset (ONFI addresses one
+        #: page per plane at one offset). Where writes land in the controller's write
+        #: buffer first, the FTL places them when they flush, a superpage across the
+        #: die's planes at a time, so any of a die's buffered pages can share a program;
+        #: written through, or under MQSim's rules (static plane allocation by logical
+        #: page), a page joins a program only at the same offset.
+        self.same_offset = cfg.compat == "mqsim" or cfg.write_buffer_bytes == 0
 
     def start(self) -> None:
         """Nothing to start: a model books on demand (no standing process)."""

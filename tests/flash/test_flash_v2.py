@@ -155,3 +155,24 @@ def test_two_devices_halve_a_flash_bound_iterations_stall() -> None:
         stalls.append(rep["stall_ps"])
     assert stalls[0] > 0
     assert stalls[1] / stalls[0] == pytest.approx(0.5, rel=0.1)
+
+
+def test_a_queued_program_absorbs_another_planes_page_only_at_its_offset_when_written_through(
+        ) -> None:
+    """A multi-plane program addresses one page offset in each plane. Written through,
+    the FTL's per-plane write pointers decide the offsets, so a page joins a waiting
+    program only at the same offset; behind the write buffer the FTL places pages when
+    they flush, so any page of another plane can join."""
+    from flash.lanes import DieLanes
+
+    lanes = DieLanes("die", 1, planes_per_die=4)
+    lanes.prog1(0, 0, 400, planes=0b0001, page=0)        # running
+    lanes.prog1(0, 0, 400, planes=0b0001, page=1)        # waiting, plane 0, offset 1
+    end = lanes.prog1(0, 10, 400, planes=0b0010, page=7)  # plane 1, offset 7: its own
+    assert end == 1200 and lanes.merged == 0
+    assert lanes.prog1(0, 10, 400, planes=0b0100, page=1) == 800  # joins at offset 1
+    assert lanes.merged == 1
+    buffered = DieLanes("die", 1, planes_per_die=4)
+    buffered.prog1(0, 0, 400, planes=0b0001)
+    buffered.prog1(0, 0, 400, planes=0b0001)
+    assert buffered.prog1(0, 10, 400, planes=0b0010) == 800 and buffered.merged == 1
