@@ -24,24 +24,65 @@ import simpy
 
 from dram.config import DramConfig
 from dram.controller import DetailedModel
-from dram.fast import FastModel
+from dram.fast import RANDOM_ACCESS_BYTES, FastModel
 from dram.target import DramTarget
 from tmhw.sim.errors import TmhwError
 from tmhw.sim.transfer import Op, Pattern, Transfer
-from tmhw.sim.units import NS, S
+from tmhw.sim.units import NS, S, fmt_bytes
 
 PATTERNS = ("stream", "random", "mix")
 
+#: A bench holds all its requests in memory at once (they all arrive at time 0), and the
+#: detailed model every burst of them too: these bound what one run may ask for (about a
+#: gigabyte of host memory each, and a minute or so of the detailed model).
+MAX_REQUESTS = 1 << 22
+MAX_DETAILED_BURSTS = 1 << 22
+
 Request = tuple[bool, int, int, Pattern]
+
+
+def _check_shape(pattern: str, size: int, count: int) -> None:
+    if pattern not in PATTERNS:
+        raise TmhwError(f"pattern: one of {', '.join(PATTERNS)}, not {pattern!r}")
+    if size <= 0:
+        raise TmhwError(f"size: {size!r} is not allowed; a positive number of bytes")
+    if count <= 0:
+        raise TmhwError(f"count: {count!r} is not allowed; an integer >= 1")
+
+
+def bursts_per_request(cfg: DramConfig, pattern: str, size: int) -> int:
+    """The bursts the detailed model simulates for one request of ``size`` bytes."""
+    if pattern == "random":
+        return -(-size // RANDOM_ACCESS_BYTES) * max(1, RANDOM_ACCESS_BYTES // cfg.burst_bytes)
+    return -(-size // cfg.burst_bytes)
+
+
+def check_bench(cfg: DramConfig, pattern: str, size: int, count: int,
+                model: str = "detailed") -> None:
+    """Refuse, in one line naming the value and the limit, a bench that could not run:
+    a request larger than the device, more than MAX_REQUESTS requests, or (detailed
+    model) more than MAX_DETAILED_BURSTS bursts in all."""
+    _check_shape(pattern, size, count)
+    if size > cfg.capacity:
+        raise TmhwError(f"size: {size} B is not allowed; a request must fit in the device "
+                        f"({cfg.name} holds {cfg.capacity} B = {fmt_bytes(cfg.capacity)})")
+    if count > MAX_REQUESTS:
+        raise TmhwError(f"count: {count} is not allowed; at most {MAX_REQUESTS} requests "
+                        "(the bench holds them all in memory)")
+    if model == "detailed":
+        bursts = count * bursts_per_request(cfg, pattern, size)
+        if bursts > MAX_DETAILED_BURSTS:
+            raise TmhwError(
+                f"size: {count} requests of {size} B are {bursts} bursts of "
+                f"{cfg.burst_bytes} B; the detailed model simulates each one and allows at "
+                f"most {MAX_DETAILED_BURSTS} in all (use --model fast, or a smaller size "
+                "or count)")
 
 
 def workload(cfg: DramConfig, pattern: str, size: int, count: int,
              write: bool = False) -> list[Request]:
     """The requests (is_write, address, nbytes, pattern) of a benchmark."""
-    if pattern not in PATTERNS:
-        raise TmhwError(f"pattern: one of {', '.join(PATTERNS)}, not {pattern!r}")
-    if size <= 0 or count <= 0:
-        raise TmhwError("size, count: positive integers")
+    _check_shape(pattern, size, count)
     if pattern == "stream":
         return [(write, i * size, size, Pattern.STREAM) for i in range(count)]
     if pattern == "random":
@@ -91,7 +132,9 @@ def run_requests(cfg: DramConfig, requests: list[Request], model: str = "detaile
 
 def run_bench(cfg: DramConfig, pattern: str, size: int, count: int,
               model: str = "detailed", write: bool = False) -> dict[str, Any]:
-    """The figures of ``tmhw dram bench`` for one configuration."""
+    """The figures of ``tmhw dram bench`` for one configuration (``check_bench`` first:
+    nothing is allocated for a bench that could not run)."""
+    check_bench(cfg, pattern, size, count, model)
     reqs = workload(cfg, pattern, size, count, write)
     target, end, lat = run_requests(cfg, reqs, model)
     rep = target.report()

@@ -2,7 +2,8 @@
 
 ``tmhw dram bench --preset hbm3 --pattern stream|random|mix --size 64 --count N
 [--model detailed|fast] [--write] [--json]`` runs ``dram.bench.run_bench`` and prints
-bandwidth, latency, row-buffer hit rate, refresh share and energy per bit.
+bandwidth, latency, row-buffer hit rate, refresh share and energy per bit. ``--size``
+takes a unit as the flash bench does (``4KiB`` is 4096 bytes, ``4KB`` 4000).
 ``tmhw dram presets`` lists the presets with their peak bandwidth and capacity.
 """
 
@@ -17,26 +18,41 @@ from dram.bench import PATTERNS, run_bench
 from dram.config import PRESETS, preset
 from dram.target import MODELS
 from tmhw.sim.errors import TmhwError
+from tmhw.sim.units import parse_size
 
 #: The figures ``bench --json`` prints, in order.
 BENCH_KEYS = ("bandwidth_gbps", "latency_mean_ns", "latency_p99_ns", "row_hit_rate",
               "refresh_share", "energy_pj_per_bit")
 
 
+def parse_request_size(text: str) -> int:
+    """``--size``: bytes with an optional unit, as the flash bench takes them (``64``,
+    ``4KiB`` = 4096, ``4KB`` = 4000, ``1MiB``)."""
+    try:
+        size = parse_size(text)
+    except ValueError:
+        raise TmhwError(f"size: {text!r} is not allowed; a whole number of bytes with an "
+                        "optional unit (B, KiB, MiB, GiB, KB, MB, GB), e.g. 64 or 4KiB"
+                        ) from None
+    if size <= 0:
+        raise TmhwError(f"size: {text!r} is not allowed; a positive number of bytes")
+    return size
+
+
 def _bench(args: argparse.Namespace) -> int:
     cfg = preset(args.preset)
     if args.channels is not None:
         if args.channels <= 0 or args.channels & (args.channels - 1):
-            raise TmhwError("channels: a positive power of two")
+            raise TmhwError(f"channels: {args.channels} is not allowed; a positive power "
+                            "of two")
         cfg = replace(cfg, channels=args.channels)
-    if args.size <= 0 or args.count <= 0:
-        raise TmhwError("size, count: positive integers")
-    res = run_bench(cfg, args.pattern, args.size, args.count, args.model, args.write)
+    size = parse_request_size(args.size)
+    res = run_bench(cfg, args.pattern, size, args.count, args.model, args.write)
     out: dict[str, Any] = {k: res[k] for k in BENCH_KEYS}
     if args.json:
         print(json.dumps(out, indent=2))
     else:
-        print(f"{cfg.name} {args.model} {args.pattern} {args.count} x {args.size} B "
+        print(f"{cfg.name} {args.model} {args.pattern} {args.count} x {size} B "
               f"{'writes' if args.write else 'reads' if args.pattern != 'mix' else '2:1'}")
         print(f"  bandwidth      {res['bandwidth_gbps']:.2f} GB/s "
               f"({res['bandwidth_gbps'] / res['peak_bandwidth_gbps']:.1%} of "
@@ -70,7 +86,8 @@ def register(sub: Any) -> None:
     b = dsub.add_parser("bench", help="stream, random or mixed traffic through one preset")
     b.add_argument("--preset", default="hbm3", choices=sorted(PRESETS))
     b.add_argument("--pattern", default="stream", choices=PATTERNS)
-    b.add_argument("--size", type=int, default=64, help="bytes per request")
+    b.add_argument("--size", default="64", help="bytes per request, with an optional unit: "
+                   "64, 4KiB (4096), 4KB (4000), 1MiB")
     b.add_argument("--count", type=int, default=10000, help="requests")
     b.add_argument("--model", default="detailed", choices=MODELS)
     b.add_argument("--write", action="store_true", help="writes instead of reads "

@@ -33,7 +33,12 @@ def layer_rows(topology: str, array: str, dataflow: str, convention: str,
     and SCALE-Sim's compute utilisation."""
     rows, cols = parse_array(array)
     out: list[dict[str, Any]] = []
-    for layer in read_topology(topology, form):
+    try:
+        layers = read_topology(topology, form)
+    except UnicodeDecodeError as e:
+        raise TmhwError(f"topology: {topology} is not UTF-8 text (a topology CSV must be): "
+                        f"byte {e.start} is {e.object[e.start:e.start + 1]!r}") from None
+    for layer in layers:
         m, n, k = layer.gemm
         g = gemm_cycles(m, n, k, rows, cols, dataflow, convention)
         out.append({"name": layer.name, "m": m, "n": n, "k": k, "macs": g.macs,

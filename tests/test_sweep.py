@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tmhw import sweep as SW
+from tmhw import sweeps as SW
 from tmhw.report import strip_host
 from tmhw.sim.errors import TmhwError
 

@@ -118,7 +118,7 @@ def sweep(spec: dict[str, Any] | str | Path, *, workers: int | None = 1,
     one flat row per point: its parameters, its status and its headline figures.
     ``workers`` local processes (1: this process), or a Dask ``cluster`` address;
     ``out`` keeps each point's report there and resumes from it."""
-    from tmhw.sweep import expand_spec, load_spec, run_points, summary_rows
+    from tmhw.sweeps import expand_spec, load_spec, run_points, summary_rows
 
     points = load_spec(spec) if isinstance(spec, str | Path) else expand_spec(spec)
     results = run_points(points, workers=workers, cluster=cluster, out=out, progress=False)

@@ -27,7 +27,7 @@ from tmhw.sim.errors import TmhwError
 
 #: Packages that add their own sub-commands through ``register(sub)``.
 COMMAND_MODULES = ("npu.cli", "dram.cli", "flash.cli", "tmhw.workload.cli",
-                   "tmhw.placement.cli", "tmhw.studies", "tmhw.sweep", "tmhw.bench")
+                   "tmhw.placement.cli", "tmhw.studies", "tmhw.sweeps", "tmhw.bench")
 
 
 class Parser(argparse.ArgumentParser):
@@ -59,11 +59,70 @@ def add_config_args(p: argparse.ArgumentParser) -> None:
                    help="TM-Training: every write-back due at once (eager)")
 
 
+def check_batch(value: int | None, field: str = "") -> None:
+    """``--batch`` must be a batch size, never 0 or below (the same words for every
+    command; ``field`` names the config field it sets, if any)."""
+    if value is not None and value < 1:
+        where = f" ({field})" if field else ""
+        raise TmhwError(f"--batch: {value} is not allowed; an integer >= 1{where}")
+
+
+def _model_in_effect(cfg: Any, args: argparse.Namespace) -> str:
+    """The workload model the overrides will select: --model, else the last
+    ``--set workload.model=...``, else the preset's or config file's."""
+    from tmhw.sim import tomlio
+
+    if args.model:
+        return str(args.model)
+    model = str(cfg.workload.model)
+    for item in args.set:
+        keys, value = tomlio.parse_override(item)
+        if keys == ["workload", "model"]:
+            model = str(value)
+    return model
+
+
+def _check_shape_args(cfg: Any, args: argparse.Namespace) -> None:
+    """--seq and --layers on a model that has no such dimension, in one sentence."""
+    from tmhw.workload.zoo import INFO
+
+    model = _model_in_effect(cfg, args)
+    info = INFO.get(model)
+    if info is None:
+        return
+    seq, layers = getattr(args, "seq", None), getattr(args, "layers", None)
+    if seq and seq > 0 and info.default_seq is None:
+        raise TmhwError(f"--seq: {seq} is not allowed; {model} has no sequence length, "
+                        "so workload.seq must stay 0")
+    if layers and layers > 0 and info.default_layers is None:
+        raise TmhwError(f"--layers: {layers} is not allowed; {model} has a fixed depth, "
+                        "so workload.layers must stay 0")
+
+
+def _check_config_file(path: str) -> None:
+    """An empty config file (nothing but blanks and comments) is a mistake, not "run the
+    preset": refuse it. Files that cannot be read or parsed are left to ``config.load``."""
+    from tmhw.sim import tomlio
+    from tmhw.sim.errors import ConfigError
+
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return
+    if not tomlio.loads(text, str(path)):
+        raise ConfigError("--config", str(path), "the file sets nothing; give at least one "
+                          "key (tmhw config show paper prints them all)")
+
+
 def config_from_args(args: argparse.Namespace) -> Any:
     from tmhw import config as C
 
+    check_batch(getattr(args, "batch", None), "workload.batch")
     base = C.preset(args.preset) if args.preset else C.PAPER
+    if args.config:
+        _check_config_file(args.config)
     cfg = C.load(args.config, base) if args.config else base
+    _check_shape_args(cfg, args)
     sets = list(args.set)
     for flag, key in (("model", "workload.model"), ("batch", "workload.batch"),
                       ("seq", "workload.seq"), ("layers", "workload.layers"),
@@ -84,7 +143,7 @@ def config_from_args(args: argparse.Namespace) -> Any:
     return C.with_overrides(cfg, sets)
 
 
-def _atomic_write(path: Path, data: str) -> None:
+def atomic_write(path: Path, data: str) -> None:
     """Write ``data`` to ``path`` whole or not at all, with the usual permissions."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -99,19 +158,58 @@ def _atomic_write(path: Path, data: str) -> None:
         raise TmhwError(f"{path}: cannot write: {e.strerror}") from None
 
 
+def check_out_dir(path: str | Path, option: str = "--out") -> None:
+    """Refuse an output directory that could not be created or written, before any work
+    starts; creates nothing (it makes and removes one empty probe directory in the
+    nearest folder that exists, the only sure test of writability, even as root)."""
+    p = Path(path)
+    if p.is_symlink() and not p.exists():
+        raise TmhwError(f"{option}: {p} is a broken symbolic link; give a directory")
+    if p.exists() and not p.is_dir():
+        raise TmhwError(f"{option}: {p} exists and is not a directory")
+    anc = p
+    while not anc.exists() and anc != anc.parent:
+        anc = anc.parent
+    if not anc.is_dir():
+        raise TmhwError(f"{option}: cannot create {p}: {anc} is not a directory")
+    try:
+        os.rmdir(tempfile.mkdtemp(dir=anc, prefix=".tmhw-probe-"))
+    except OSError as e:
+        what = "write in" if anc == p else f"create {p} in"
+        raise TmhwError(f"{option}: cannot {what} {anc}: {e.strerror}") from None
+
+
+def check_out_file(path: str | Path, option: str) -> None:
+    """Refuse an output file that could not be written, before any work starts: its
+    folder must exist and the file must be creatable or writable. Leaves an existing
+    file as it is and removes the probe of a new one."""
+    p = Path(path)
+    if p.is_dir():
+        raise TmhwError(f"{option}: {p} is a directory; give a file name")
+    parent = p.parent
+    if not parent.is_dir():
+        raise TmhwError(f"{option}: directory {parent} does not exist")
+    existed = p.exists()
+    try:
+        with open(p, "a"):
+            pass
+    except OSError as e:
+        raise TmhwError(f"{option}: cannot write {p}: {e.strerror}") from None
+    finally:
+        if not existed:
+            try:
+                p.unlink()
+            except OSError:
+                pass
+
+
 def _check_outputs(args: argparse.Namespace) -> None:
     """Refuse unusable output paths before anything is simulated."""
-    out = Path(args.out)
-    if out.exists() and not out.is_dir():
-        raise TmhwError(f"--out: {out} exists and is not a directory")
+    check_out_dir(args.out, "--out")
     for flag in ("trace", "vcd"):
         v = getattr(args, flag, None)
         if v:
-            parent = Path(v).parent
-            if not parent.is_dir():
-                raise TmhwError(f"--{flag}: directory {parent} does not exist")
-            if Path(v).is_dir():
-                raise TmhwError(f"--{flag}: {v} is a directory")
+            check_out_file(v, f"--{flag}")
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -153,7 +251,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                             f"{cfg.policy.name}")
     except OSError as e:
         raise TmhwError(f"{e.filename}: cannot write: {e.strerror}") from None
-    _atomic_write(out / "report.json", json.dumps(rep, indent=1, default=float) + "\n")
+    atomic_write(out / "report.json", json.dumps(rep, indent=1, default=float) + "\n")
     if args.json:
         print(json.dumps(rep, indent=1, default=float))
     else:

@@ -20,7 +20,7 @@ Scenarios (each writes ``summary.csv``, ``summary.md`` and figures as PNG and SV
   component, with each prefetch drawn as an arrow to the op that needs it (green: in
   time, red: late).
 
-Every point is a ``tmhw.sweep`` point (the paper preset with overrides) run in a local
+Every point is a ``tmhw.sweeps`` point (the paper preset with overrides) run in a local
 process pool; a point the system refuses (the policy does not fit the HBM, the ILP is too
 big, the policy is not in this build) is a row with status ``skipped`` and the reason,
 never a failed study. ``--quick`` shrinks the workloads to stand-ins of the same kind
@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tmhw import sweep as SW
+import tmhw.sweeps as SW
 from tmhw.sim.errors import TmhwError
 
 #: Every policy, TM-Training first (the subject), the baselines, then the references:
@@ -812,14 +812,33 @@ def run_scenario(name: str, argv: Sequence[str] | None = None) -> int:
     return _run(name, args)
 
 
-def _run(name: str, args: argparse.Namespace) -> int:
+def _check_options(name: str, args: argparse.Namespace) -> tuple[dict[str, Any], Path]:
+    """Every option of a scenario checked before anything runs or is written: the user's
+    --set overrides (as a config), --workers, --point-timeout and the output folder.
+    Returns the overrides and the output folder."""
+    from tmhw import config as C
+    from tmhw.cli import check_out_dir
     from tmhw.sim import tomlio
 
     if args.workers is not None and args.workers < 1:
         raise TmhwError(f"--workers: {args.workers} is not allowed; an integer >= 1")
+    t = args.point_timeout
+    if t is not None and not (math.isfinite(t) and t >= 0):
+        raise TmhwError(f"--point-timeout: {t} is not allowed; a number of seconds >= 0 "
+                        "(0: never give up)")
+    C.with_overrides(C.preset(Study.preset), list(args.set))
     sets = {".".join(k): v for k, v in (tomlio.parse_override(s) for s in args.set)}
     out = Path(args.out) if args.out else Path("out") / name
-    out.mkdir(parents=True, exist_ok=True)
+    check_out_dir(out, "--out")
+    return sets, out
+
+
+def _run(name: str, args: argparse.Namespace) -> int:
+    sets, out = _check_options(name, args)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise TmhwError(f"--out: cannot create {out}: {e.strerror}") from None
     timeout = args.point_timeout if args.point_timeout is not None else \
         (QUICK_TIMEOUT_S if args.quick else 0.0)
     st = Study(name, bool(args.quick), out, args.workers, sets, not args.quiet, timeout)
@@ -855,19 +874,20 @@ def _cmd(args: argparse.Namespace) -> int:
         return 0
     if name is None:
         raise TmhwError(f"scenario: give a NAME; one of {', '.join(available())}")
+    script = scenarios_dir() / f"{name}.py"
+    if not script.is_file() and name not in SCENARIOS:
+        raise TmhwError(f"scenario: {name!r} is unknown; one of {', '.join(available())}")
+    _check_options(name, args)
     argv = (["--quick"] if args.quick else []) + (["--out", args.out] if args.out else []) \
-        + (["--workers", str(args.workers)] if args.workers else []) \
+        + (["--workers", str(args.workers)] if args.workers is not None else []) \
         + [a for s in args.set for a in ("--set", s)] + (["--quiet"] if args.quiet else []) \
         + (["--point-timeout", str(args.point_timeout)] if args.point_timeout is not None
            else [])
-    script = scenarios_dir() / f"{name}.py"
     if script.is_file():
         mod = _load_script(script)
         if not hasattr(mod, "main"):
             raise TmhwError(f"scenario: {script} has no main(argv)")
         return int(mod.main(argv))
-    if name not in SCENARIOS:
-        raise TmhwError(f"scenario: {name!r} is unknown; one of {', '.join(available())}")
     return _run(name, args)
 
 

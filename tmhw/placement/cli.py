@@ -65,20 +65,25 @@ def cmd_bound(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    from tmhw.cli import config_from_args
+    from tmhw.cli import check_out_file, config_from_args
     from tmhw.sim.errors import TmhwError
     from tmhw.sim.units import fmt_bytes, fmt_time
     from tmhw.system import System
 
     if args.rows < 0:
-        raise TmhwError(f"--rows: {args.rows} must be >= 0")
+        raise TmhwError(f"--rows: {args.rows} is not allowed; an integer >= 0")
     cfg = config_from_args(args)
+    if args.csv:
+        check_out_file(args.csv, "--csv")
     system = System(cfg)
     table, wl = system.table, system.workload
     names = [t.name for t in wl.tensors]
     text = table.to_csv(names, wl.page_size)
     if args.csv:
-        Path(args.csv).write_text(text)
+        try:
+            Path(args.csv).write_text(text)
+        except OSError as e:
+            raise TmhwError(f"--csv: cannot write {args.csv}: {e.strerror}") from None
     lines = text.splitlines()
     header, rows = lines[0].split(","), [r.split(",") for r in lines[1:]]
     shown = rows[: args.rows]

@@ -42,12 +42,20 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def _load(args: argparse.Namespace) -> Workload:
+    from tmhw.cli import check_batch
+
+    check_batch(args.batch)
     if args.model.endswith(".csv") and args.model not in MODELS:
         for opt in ("seq", "layers"):
             if getattr(args, opt) is not None:
                 raise TmhwError(f"{opt}: not applicable to a SCALE-Sim topology")
-        return from_scalesim_csv(args.model, 1 if args.batch is None else args.batch,
-                                 page_size=args.page_size, optimizer=args.optimizer)
+        try:
+            return from_scalesim_csv(args.model, 1 if args.batch is None else args.batch,
+                                     page_size=args.page_size, optimizer=args.optimizer)
+        except UnicodeDecodeError as e:
+            raise TmhwError(f"model: {args.model} is not UTF-8 text (a topology CSV must "
+                            f"be): byte {e.start} is {e.object[e.start:e.start + 1]!r}"
+                            ) from None
     return build(args.model, batch=args.batch, seq=args.seq, page_size=args.page_size,
                  optimizer=args.optimizer, layers=args.layers)
 

@@ -19,9 +19,11 @@ A spec is TOML::
     [[points]]                            # and/or an explicit list of points
     "policy.name" = "tm-training"
 
-With both ``points`` and ``grid``, every point is crossed with the grid. Every point's
-config is built and validated before anything runs, so a bad value fails the whole sweep
-at once with a one-line error.
+With both ``points`` and ``grid``, every point is crossed with the grid; a spec with
+neither, an empty ``[grid]`` or an empty ``points`` is refused (one config is
+``tmhw run``). Every point's config is built and validated, and the output folder
+checked, before anything runs, so a bad value fails the whole sweep at once with a
+one-line error.
 
 Outputs in DIR: ``points/<id>/report.json`` per point (``id`` is a hash of the point's
 whole config, so a point keeps its id when the spec around it changes) and
@@ -148,13 +150,24 @@ def expand_spec(spec: dict[str, Any]) -> list[Point]:
     if not isinstance(base, dict):
         raise TmhwError("sweep spec: [base] must be a table of overrides")
     base_flat = flatten(base)
-    grid = flatten(spec.get("grid", {}))
+    if "grid" not in spec and "points" not in spec:
+        raise TmhwError("sweep spec: nothing to sweep; give a [grid] of value lists and/or "
+                        "[[points]] (tmhw run runs a single config)")
+    raw_grid = spec.get("grid", {})
+    if not isinstance(raw_grid, dict):
+        raise TmhwError("sweep spec: [grid] must be a table of value lists")
+    grid = flatten(raw_grid)
+    if "grid" in spec and not grid:
+        raise TmhwError("sweep spec: [grid] is empty; give each swept key a non-empty list "
+                        "of values, e.g. \"policy.hbm_ratio\" = [0.125, 0.25]")
     for k, v in grid.items():
         if not isinstance(v, list) or not v:
             raise TmhwError(f"sweep spec: grid {k!r} must be a non-empty list of values")
     raw_points = spec.get("points", [{}])
-    if not isinstance(raw_points, list) or not all(isinstance(p, dict) for p in raw_points):
-        raise TmhwError("sweep spec: points must be an array of tables ([[points]])")
+    if not isinstance(raw_points, list) or not raw_points \
+            or not all(isinstance(p, dict) for p in raw_points):
+        raise TmhwError("sweep spec: points must be a non-empty array of tables "
+                        "([[points]])")
     timeout = spec.get("timeout_s")
     if timeout is not None and (isinstance(timeout, bool) or
                                 not isinstance(timeout, int | float) or timeout <= 0):
@@ -173,9 +186,12 @@ def expand_spec(spec: dict[str, Any]) -> list[Point]:
 def load_spec(path: str | Path) -> list[Point]:
     p = Path(path)
     try:
-        spec = tomllib.loads(p.read_text())
+        spec = tomllib.loads(p.read_text(encoding="utf-8"))
     except OSError as e:
         raise TmhwError(f"sweep spec: cannot read {path}: {e.strerror}") from None
+    except UnicodeDecodeError as e:
+        raise TmhwError(f"sweep spec: {path} is not UTF-8 text (TOML must be): byte "
+                        f"{e.start} is {e.object[e.start:e.start + 1]!r}") from None
     except tomllib.TOMLDecodeError as e:
         raise TmhwError(f"sweep spec: {path}: {e}") from None
     return expand_spec(spec)
@@ -440,8 +456,12 @@ def _run_dask(todo: Sequence[Point], address: str,
 # -- the command ---------------------------------------------------------------------------
 def sweep(spec: str | Path, out: str | Path, *, workers: int | None = None,
           cluster: str | None = None, progress: bool = True) -> list[Result]:
-    """Run a spec file into ``out`` (resuming) and write ``out/summary.csv``."""
+    """Run a spec file into ``out`` (resuming) and write ``out/summary.csv``. The spec
+    and ``out`` are checked before any point runs."""
+    from tmhw.cli import check_out_dir
+
     points = load_spec(spec)
+    check_out_dir(out, "--out")
     results = run_points(points, workers=workers, cluster=cluster, out=out,
                          progress=progress, desc=Path(spec).stem)
     write_csv(summary_rows(results), Path(out) / "summary.csv")
