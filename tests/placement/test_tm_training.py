@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from tmhw import config as C
@@ -84,13 +84,17 @@ def test_tm_training_respects_capacity_residency_deadlines_and_conserves_bytes(
 
 @settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(wl=workloads, ratio=st.floats(0.2, 0.9))
+@example(wl=mlp([256, 512, 512, 256], 64, False), ratio=0.8984375)
 def test_plan_moves_exactly_the_traffic_bound_in_steady_state(wl: Workload,
                                                                ratio: float) -> None:
     """The plan's evictions are the bound's: a steady-state iteration moves the fewest
-    bytes any policy can (no emergency eviction adds to them)."""
+    bytes any policy can (no emergency eviction adds to them). Two warm-up iterations:
+    when the first, from the common initial placement, ends with an emergency eviction,
+    the second faults those pages back (an MLP 256-512-512-256 at batch 64 and 89.8%
+    HBM: 2.08 MB fetched in the second iteration, the bound's 0.24 MB from the third)."""
     if not fits(wl, ratio):
         return
-    rep = system(wl, ratio, "policy.monitor=false").run()
+    rep = system(wl, ratio, "policy.monitor=false", "run.warmup_iterations=2").run()
     assert rep["emergency_evictions"] == 0
     assert rep["traffic_bytes"]["inter_tier"] == rep["bounds"]["traffic_bytes"]
 
