@@ -56,7 +56,7 @@ def cmd_bound(args: argparse.Namespace) -> int:
         ("  compute (stall-free)", fmt_time(b["compute_ps"])),
         ("  NPU with all in HBM", fmt_time(b["npu_ps"])),
         ("  link", fmt_time(b["link_ps"])),
-        ("  flash (drained)", fmt_time(b["flash_ps"])),
+        ("  flash (programs, links)", fmt_time(b["flash_ps"])),
         ("  phases (out, then in)", fmt_time(b["phase_ps"])),
     ]
     width = max(len(k) for k, _ in rows)
