@@ -49,19 +49,25 @@ class FastModel(TimingBase):
         self.dpchip = cfg.dies_per_chip
 
     # -- lanes -------------------------------------------------------------------------
-    def _lanes(self, udies: I64, *vals: I64) -> tuple[I64, list[I64]]:
+    def _lanes(self, udies: I64, *vals: I64) -> tuple[I64, I64 | None, list[I64]]:
         """Die values onto lanes: the dies themselves, or under the chip lock their
-        chips, taking the largest value of a chip's dies (they work in parallel)."""
+        chips, taking the largest value of a chip's dies (they work in parallel). Also
+        each die's lane index under the chip lock (None otherwise)."""
         if not self.chip_lock:
-            return udies, list(vals)
-        chips = udies // self.dpchip
-        uc, inv = np.unique(chips, return_inverse=True)
+            return udies, None, list(vals)
+        uc, inv = np.unique(udies // self.dpchip, return_inverse=True)
         out = []
         for v in vals:
             m = np.zeros(uc.size, dtype=np.int64)
             np.maximum.at(m, inv, v)
             out.append(m)
-        return uc, out
+        return uc, inv, out
+
+    @staticmethod
+    def _lane_sum(inv: I64, v: I64) -> I64:
+        """Sum of die values per chip lane (``inv`` from ``_lanes``)."""
+        out: I64 = np.bincount(inv, weights=v).astype(np.int64)
+        return out
 
     # -- reads -------------------------------------------------------------------------
     def read1(self, ppn: int, nbytes: int, earliest: int) -> tuple[int, int]:
@@ -99,11 +105,10 @@ class FastModel(TimingBase):
         cmd = phy.rcmd_a[kp]
         # one command's data-out: setup plus its share of the die's bytes
         x_op = phy.rsetup_a[kp] + bytes_d * phy.page_data // (self.page * ops_d)
-        lanes, (ops_l, cmd_l, x_l, busy_l) = self._lanes(
+        lanes, chip_of, (ops_l, cmd_l, x_l, busy_l) = self._lanes(
             udies, ops_d, cmd, x_op, ops_d * (cmd + x_op))
-        if self.chip_lock:  # the chip's data-outs all cross its channel
-            busy_l = np.bincount(np.unique(udies // self.dpchip, return_inverse=True)[1],
-                                 weights=ops_d * (cmd + x_op)).astype(np.int64)
+        if chip_of is not None:  # the chip's data-outs all cross its channel
+            busy_l = self._lane_sum(chip_of, ops_d * (cmd + x_op))
         dies = self.dies
         uch, starts = self.former.channel_groups(lanes)
         gidx = np.repeat(np.arange(starts.size), np.diff(np.append(starts, lanes.size)))
@@ -115,10 +120,8 @@ class FastModel(TimingBase):
             issue = [earliest] * lanes.size
         lane_l = lanes.tolist()
         masks = None
-        if self.chip_lock:  # the dies each chip's read uses
-            inv = np.unique(udies // self.dpchip, return_inverse=True)[1]
-            masks = np.bincount(inv, weights=1 << (udies % self.dpchip)).astype(
-                np.int64).tolist()
+        if chip_of is not None:  # the dies each chip's read uses
+            masks = self._lane_sum(chip_of, 1 << (udies % self.dpchip)).tolist()
         d_end = np.array(dies.read_many(lane_l, (np.array(issue) + cmd_l).tolist(),
                                         (ops_l * t_r).tolist(), masks,
                                         (earliest + cmd_l).tolist()), dtype=np.int64)
@@ -172,11 +175,10 @@ class FastModel(TimingBase):
         op_busy = phy.pcmd_a[kp] + pages_d * phy.page_data // ops_d
         if self.chip_lock:
             mask = mask << ((udies % self.dpchip) * self.P)
-        lanes, (ops_l, op_busy_l) = self._lanes(udies, ops_d, op_busy)
-        if self.chip_lock:
-            inv = np.unique(udies // self.dpchip, return_inverse=True)[1]
-            mask = np.bincount(inv, weights=mask).astype(np.int64)
-            chan_l = np.bincount(inv, weights=ops_d * op_busy).astype(np.int64)
+        lanes, chip_of, (ops_l, op_busy_l) = self._lanes(udies, ops_d, op_busy)
+        if chip_of is not None:
+            mask = self._lane_sum(chip_of, mask)
+            chan_l = self._lane_sum(chip_of, ops_d * op_busy)
         else:
             chan_l = ops_l * op_busy_l
         uch, starts = self.former.channel_groups(lanes)

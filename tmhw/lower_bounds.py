@@ -47,10 +47,11 @@ def iteration_bounds(system: System) -> dict[str, Any]:
 
     cfg, wl = system.cfg, system.workload
     whole = system.policy.whole_footprint
-    if whole:
+    gp = None if whole else GapPlan(system.ctx)
+    if gp is None:
         rd = wr = 0
     else:
-        tb = traffic_bound(GapPlan(system.ctx), system.capacity_pages)
+        tb = traffic_bound(gp, system.capacity_pages)
         rd, wr = tb.read_bytes, tb.write_bytes
     compute = int(system.executor.op_ps.sum())
     op_alone = npu_alone_ps(system)
@@ -63,8 +64,8 @@ def iteration_bounds(system: System) -> dict[str, Any]:
                    math.ceil(rd * S / (cfg.flash.devices * cfg.flash.host_bytes_per_s)))
     link_ps = time_bound_ps(0, rd, wr, cfg.link.bandwidth, 0)
     port = min(cfg.link.bandwidth, cfg.flash.devices * cfg.flash.host_bytes_per_s)
-    phase_ps = 0 if whole else phase_bound_ps(GapPlan(system.ctx), system.capacity_pages,
-                                              op_alone, port, port, system.streamed)
+    phase_ps = 0 if gp is None else phase_bound_ps(gp, system.capacity_pages, op_alone,
+                                                   port, port, system.streamed)
     return {"traffic_bytes": rd + wr, "read_bytes": rd, "write_bytes": wr,
             "iteration_time_ps": max(phase_ps, time_bound_ps(
                 npu_ps, rd, wr, cfg.link.bandwidth, flash_ps)),
