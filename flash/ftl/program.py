@@ -62,6 +62,8 @@ class Programmer:
                 raise AssertionError(f"FTL: program to a non-erased page in block {blk}")
             row[wp:wp + k] = lpns[i:i + k]
             out[i:i + k] = np.arange(blk * ppb + wp, blk * ppb + wp + k, dtype=np.int64)
+            # mapped now: a block this run fills may be the next victim of make_room
+            self.amap.l2p.set(lpns[i:i + k], out[i:i + k])
             b.valid[blk] += k
             b.seq += k
             b.stamp[blk] = b.seq
@@ -74,7 +76,6 @@ class Programmer:
                 b.gc_blk[plane], b.gc_wp[plane] = blk, wp
             else:
                 b.host_blk[plane], b.host_wp[plane] = blk, wp
-        self.amap.l2p.set(lpns, out)
         return out
 
     def program_planes(self, planes: I64, lpns: I64, jobs: list[GcJob]) -> I64:

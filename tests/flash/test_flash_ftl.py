@@ -202,3 +202,22 @@ def test_a_rewritten_two_stripe_run_maps_every_page_where_it_was_programmed() ->
     f.write(np.arange(2 * f.U))
     out, _ = f.write(np.arange(2 * f.U))
     assert (f.lookup(np.arange(2 * f.U)) == out).all()
+
+
+def test_a_write_that_fills_a_block_and_forces_gc_leaves_its_pages_mapped() -> None:
+    """A run of pages longer than a block, on one plane at the hard GC threshold: the
+    block the run fills is mapped before forced GC may pick it as the victim (it can:
+    the block's older pages may already be stale). Each write keeps valid counts exact."""
+    cfg = small(channels=1, dies_per_chip=1, planes_per_die=1, blocks_per_plane=64,
+                pages_per_block=8)
+    ftl = FTL(cfg)
+    rng = np.random.default_rng(1)
+    shadow: set[int] = set()
+    for _ in range(600):
+        k = int(rng.integers(1, 20))
+        lo = int(rng.integers(0, ftl.n_lpn - k))
+        ftl.write(np.arange(lo, lo + k, dtype=np.int64))
+        shadow.update(range(lo, lo + k))
+        ftl.check()
+        assert int(ftl.valid.sum()) == len(shadow)
+    assert ftl.forced_gc_count > 0
