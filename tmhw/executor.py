@@ -52,7 +52,7 @@ from tmhw.placement import Feedback, PlacementTable, PlanContext, Policy
 from tmhw.placement.table import Action, Move
 from tmhw.residency import Residency
 from tmhw.sim.component import Component
-from tmhw.sim.errors import TmhwError
+from tmhw.sim.errors import DoesNotFit
 from tmhw.sim.transfer import MemoryTarget, Transfer
 from tmhw.sim.transfer import Op as TOp
 from tmhw.sim.units import S
@@ -564,7 +564,7 @@ class Executor(Component):
                 break
             t = res.next_free_time()
             if t is None:
-                raise TmhwError(f"policy.hbm_ratio: cannot free {need} pages for op "
+                raise DoesNotFit(f"policy.hbm_ratio: cannot free {need} pages for op "
                                 f"{self.workload.ops[op_index].name}; HBM holds only the "
                                 f"pages that op needs")
             yield self.env.timeout(max(0, t - now))

@@ -56,7 +56,7 @@ import numpy as np
 from tmhw.placement.base import PlanContext, Policy
 from tmhw.placement.gaps import GapPlan, finish
 from tmhw.placement.table import PlacementTable
-from tmhw.sim.errors import TmhwError
+from tmhw.sim.errors import DoesNotFit, TmhwError
 from tmhw.sim.units import US
 
 
@@ -110,9 +110,10 @@ class AutoTM(Policy):
             repairs = gp.fit(drain=False)
             info.update({"fits_with_writeback_drain": float(drain), "repairs": float(repairs)})
             return finish(gp, self.name, info)
-        raise TmhwError(f"policy.name: autotm ILP with {info.get('ilp_variables', 0):.0f} "
-                        f"variables found no schedule within the HBM capacity; raise the "
-                        f"HBM ratio or use another policy")
+        raise DoesNotFit(f"policy.hbm_ratio: autotm ILP with "
+                         f"{info.get('ilp_variables', 0):.0f} variables found no schedule "
+                         f"within the HBM capacity; raise the HBM ratio or use another "
+                         f"policy")
 
     # -- the program ---------------------------------------------------------------------
     def _options(self, gp: GapPlan, drain: bool) -> list[_Option]:
