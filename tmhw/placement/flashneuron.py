@@ -162,8 +162,8 @@ class FlashNeuron(Policy):
             return f"{pages * gp.ps / MiB:.1f} MiB"
 
         return DoesNotFit(
-            f"policy.hbm_ratio: flashneuron does not fit: with every activation it can "
-            f"offload offloaded, op {wl.ops[i].name} needs {mib(need)} (weights and "
-            f"optimizer state {mib(state)}, weight gradients {mib(grads)}, the rest "
-            f"{mib(need - state - grads)}) but HBM holds {mib(gp.cap)}; flashneuron fits "
-            f"from policy.hbm_ratio = {ratio:g}")
+            f"policy.hbm_ratio: flashneuron keeps weights and optimizer state "
+            f"({mib(state)}) in HBM; with every activation it can offload offloaded, op "
+            f"{wl.ops[i].name} needs {mib(need)} (that state, weight gradients "
+            f"{mib(grads)}, the rest {mib(need - state - grads)}) but HBM holds "
+            f"{mib(gp.cap)}; flashneuron fits from policy.hbm_ratio = {ratio:g}")

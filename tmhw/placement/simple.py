@@ -29,8 +29,20 @@ What it knows, and what it is given beyond a real pager:
   HBM without a write-back and any flash copy is trimmed. With "none", the pager sees
   no frees, as an OS or a UVM driver does: a dead tensor's pages stay in HBM, dirty,
   until eviction writes them back to flash, and they are reallocated (without a fetch)
-  when the next iteration writes the tensor again. Measured on the quick preset at 12.5%
-  HBM (four iterations, two of warm-up): see ``tests/placement/test_demand_frees.py``.
+  when the next iteration writes the tensor again. Every tensor has pages of its own
+  here: no allocator hands a dead tensor's pages to the next tensor within the
+  iteration. So the HBM this pager needs never to evict is every page of the
+  iteration, not the footprint (the peak of live data that ``policy.hbm_ratio`` is a
+  fraction of), and even at ratio 1 it writes dead data back: on the quick preset,
+  338.8 ms per iteration and 1047 MB of dead data written back, against hbm-only's
+  15.4 ms. "none" is thus the pessimistic end. A pager under a caching allocator that
+  reuses freed blocks would keep the reused pages resident and write back only dead
+  pages evicted before their reuse; at ratio 1 it would evict nothing.
+  Measured in the steady state (``tmhw run --preset quick --policy demand --hbm-ratio
+  0.125 --set run.iterations=4 --set run.warmup_iterations=2``): with "runtime" 377.0 ms
+  per iteration, 2263 MB fetched and 2085 MB written back; with "none" 462.6 ms (+23%),
+  2346 MB fetched and 2860 MB written back (+37%), of which 717 MB (684 MiB) is dead
+  data (``traffic_bytes.hbm_to_flash_dead``).
 - **Eviction.** When an allocation or a fault finds HBM full, the executor evicts least
   recently used tensors (``demand``), tail pages first and in batches of one
   write-back chunk, as a pager's watermark would; dirty pages are written back.
