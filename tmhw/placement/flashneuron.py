@@ -33,8 +33,10 @@ with a forward use and a backward use, and at least one op between the two, duri
 which the tensor can be out of HBM. In phase 1 the stopping rule is the occupancy
 profile of the iteration (the gap model of ``tmhw.placement.gaps``): selection stops
 once no op holds more than the HBM capacity, counting a write-back's pages until flash
-has absorbed them (FlashNeuron frees a tensor only once its write has completed). That
-is FlashNeuron's size rule made exact at every op and without the 60% margin. A write
+has absorbed them (FlashNeuron frees a tensor only once its write has completed). If
+even every candidate cannot fit so, selection starts again with pages free at their
+op's end: FlashNeuron's size rule, made exact at every op and without the 60% margin;
+the executor then waits for write-backs where the plan runs ahead of them. A write
 is released at the end of the tensor's last forward use; FlashNeuron issues it when the
 tensor is produced, and the two are the same op or adjacent ones for most activations.
 The prefetch is released at the start of the op before the consumer (one op ahead,
@@ -79,22 +81,24 @@ class FlashNeuron(Policy):
     name = "flashneuron"
 
     def plan(self, ctx: PlanContext) -> PlacementTable:
-        gp = GapPlan(ctx)
-        cands = self.candidates(gp)
-        occ = gp.occupancy(drain=True)
-        chosen: list[tuple[int, int, int, int]] = []
-        # phase 1: from the first layer on, until every op fits
-        for cand in cands:
+        # phase 1: from the first layer on, until every op fits; counting write-backs
+        # until flash has them if that can fit, else with pages free at their op's end
+        # (FlashNeuron's own size rule)
+        for drain in (True, False):
+            gp = GapPlan(ctx)
+            cands = self.candidates(gp)
+            occ = gp.occupancy(drain)
+            chosen: list[tuple[int, int, int, int]] = []
+            for cand in cands:
+                if occ.max() <= gp.cap:
+                    break
+                t, gi, e, r = cand
+                gp.retarget(occ, t, drain, [(gi, e, r)])
+                chosen.append(cand)
             if occ.max() <= gp.cap:
                 break
-            t, gi, e, r = cand
-            gp.retarget(occ, t, True, [(gi, e, r)])
-            chosen.append(cand)
-        drain = bool(occ.max() <= gp.cap)
-        if not drain:
-            free_occ = gp.occupancy(drain=False)
-            if free_occ.max() > gp.cap:
-                raise self._does_not_fit(gp, free_occ)
+        else:
+            raise self._does_not_fit(gp, occ)
         offload_ps, overrun_ps = self.offload_estimate(gp, chosen)
         return finish(gp, self.name, {
             "offload_candidates": float(len(cands)), "offloaded": float(len(chosen)),
