@@ -247,7 +247,6 @@ BAD_INPUTS: list[tuple[str, list[str], str]] = [
     ("bad --hbm-ratio text", ["--hbm-ratio", "abc"], "--hbm-ratio"),
     ("bad --batch text", ["--batch", "x"], "--batch"),
     ("unknown option", ["--bogus"], "--bogus"),
-    ("HBM too small for one op", ["--hbm-ratio", "0.0000001"], "policy.hbm_ratio"),
     ("workload larger than flash", ["--batch", "100000"], "flash"),
     ("flash page not a power of two", ["--set", "flash.page_size=3000"], "flash.page_size"),
     ("flash too large for the FTL", ["--set", "flash.channels=100000"], "flash.channels"),

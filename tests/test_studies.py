@@ -44,7 +44,7 @@ def test_scenario_runs_quick_and_writes_table_csv_and_figures(
     md = (tmp_path / "summary.md").read_text()
     assert md.startswith("# ") and "| " in md and md.splitlines()[0] in out
     rows = _rows(tmp_path / "summary.csv")
-    assert rows and all(r["status"] in ("ok", "skipped", "error") for r in rows)
+    assert rows and all(r["status"] in ("ok", "does-not-fit", "skipped", "error") for r in rows)
     assert not [r for r in rows if r["status"] == "error"], [r["error"] for r in rows]
     pngs = sorted(tmp_path.glob("*.png"))
     assert pngs, "no figure"

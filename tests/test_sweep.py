@@ -73,16 +73,17 @@ def test_a_bad_spec_fails_before_anything_runs(spec: dict[str, Any], msg: str) -
         SW.expand_spec(spec)
 
 
-def test_a_point_the_system_refuses_is_a_skipped_row_with_its_reason(tmp_path: Path) -> None:
+def test_a_point_that_does_not_fit_is_a_row_with_its_reason(tmp_path: Path) -> None:
+    """At 1% of the footprint an op's operands exceed HBM: status ``does-not-fit``."""
     pts = SW.expand_spec(_spec(policy__name=["demand"], policy__hbm_ratio=[0.01, 0.5]))
     res = SW.run_points(pts, workers=1, out=tmp_path, progress=False)
-    assert [r["status"] for r in res] == ["skipped", "ok"]
+    assert [r["status"] for r in res] == ["does-not-fit", "ok"]
     assert "hbm_ratio" in res[0]["error"]
     rows = SW.summary_rows(res)
     SW.write_csv(rows, tmp_path / "summary.csv")
     with (tmp_path / "summary.csv").open() as fh:
         got = list(csv.DictReader(fh))
-    assert [g["status"] for g in got] == ["skipped", "ok"]
+    assert [g["status"] for g in got] == ["does-not-fit", "ok"]
     assert got[0]["error"] == res[0]["error"] and got[0]["iteration_time_ms"] == ""
     assert float(got[1]["iteration_time_ms"]) > 0
     assert not (tmp_path / "points" / pts[0]["id"]).exists()
@@ -123,7 +124,7 @@ def test_sweep_command_writes_summary_and_reports(tmp_path: Path,
     args = ap.parse_args(["sweep", str(spec), "--out", str(tmp_path / "o"), "--workers", "1",
                           "--quiet"])
     assert args.func(args) == 0
-    assert "2 points: 2 ok, 0 skipped, 0 error" in capsys.readouterr().out
+    assert "2 points: 2 ok, 0 do not fit, 0 skipped, 0 error" in capsys.readouterr().out
     with (tmp_path / "o" / "summary.csv").open() as fh:
         rows = list(csv.DictReader(fh))
     assert [r["policy.name"] for r in rows] == ["demand", "hbm-only"]

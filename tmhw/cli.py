@@ -8,7 +8,9 @@
     tmhw npu cycles | dram bench | flash bench | workload show | scenario | sweep | bench
 
 Every error in arguments or config ends with one line on stderr naming the field and
-what is allowed, and exit status 2; nothing is written when a run fails.
+what is allowed, and exit status 2; nothing is written when a run fails. A valid config
+whose policy cannot run in the HBM it is given (``DoesNotFit``) ends with one line
+``tmhw: does not fit: ...`` and exit status 3.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import time
 from pathlib import Path
 from typing import Any, NoReturn
 
-from tmhw.sim.errors import TmhwError
+from tmhw.sim.errors import DoesNotFit, TmhwError
 
 #: Packages that add their own sub-commands through ``register(sub)``.
 COMMAND_MODULES = ("npu.cli", "dram.cli", "flash.cli", "tmhw.workload.cli",
@@ -323,6 +325,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         rc = int(args.func(args))
+    except DoesNotFit as e:
+        sys.stderr.write(f"tmhw: does not fit: {e}\n")
+        return 3
     except TmhwError as e:
         sys.stderr.write(f"tmhw: error: {e}\n")
         return 2

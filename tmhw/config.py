@@ -63,6 +63,8 @@ from tmhw.sim.units import NS, US, MiB
 
 POLICIES = ("hbm-only", "demand", "demand-belady", "tm-training", "flatflash",
             "flashneuron", "sentinel", "autotm")
+#: What a demand pager learns of tensor deaths (``PolicyConfig.demand_frees``).
+DEMAND_FREES = ("runtime", "none")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -188,7 +190,17 @@ class PolicyConfig:
     225.9 ms): the fluid model does not rank these plans reliably, so one round is
     the default. ``sentinel_leads`` (1, 2, 4)
     layers: the migration intervals Sentinel's test-and-trial chooses among (estimate:
-    Sentinel tries a few intervals of whole layers; the paper does not list them)."""
+    Sentinel tries a few intervals of whole layers; the paper does not list them).
+
+    ``demand_frees`` "runtime": whether the demand pagers (``demand``,
+    ``demand-belady``) learn when a tensor dies. "runtime": the framework frees each
+    temporary tensor after its last use in the iteration and the pager hears of it,
+    so its pages leave HBM without a write-back and any flash copy is trimmed.
+    "none": the pager sees page faults and evictions only, as an OS or UVM pager
+    does; a dead tensor's dirty pages stay until evicted and are then written back.
+    The default is the project's reference demand baseline (the more favourable
+    one to demand paging); ``tmhw.placement.simple`` says what each setting
+    costs."""
 
     name: str = "tm-training"
     hbm_ratio: float = 0.125
@@ -210,6 +222,7 @@ class PolicyConfig:
     #: ResNet-50 cell of the TM-Training grid (the slowest, ResNet-50 at 75% on a
     #: 32-channel device, in about 60 s of wall time here).
     ilp_node_limit: int = 5000
+    demand_frees: str = "runtime"
 
     def __post_init__(self) -> None:
         if self.name not in POLICIES:
@@ -229,6 +242,9 @@ class PolicyConfig:
                               "a non-empty list of integers >= 1")
         if not isinstance(self.ilp_node_limit, int) or self.ilp_node_limit < 1:
             raise ConfigError("ilp_node_limit", self.ilp_node_limit, "an integer >= 1")
+        if self.demand_frees not in DEMAND_FREES:
+            raise ConfigError("demand_frees", self.demand_frees,
+                              f"one of {', '.join(map(repr, DEMAND_FREES))}")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -52,7 +52,7 @@ from tmhw.placement import Feedback, PlacementTable, PlanContext, Policy
 from tmhw.placement.table import Action, Move
 from tmhw.residency import Residency
 from tmhw.sim.component import Component
-from tmhw.sim.errors import TmhwError
+from tmhw.sim.errors import DoesNotFit
 from tmhw.sim.transfer import MemoryTarget, Transfer
 from tmhw.sim.transfer import Op as TOp
 from tmhw.sim.units import S
@@ -75,6 +75,9 @@ class IterationRecord:
     monitor_changes: int = 0      # what the policy changed for the next iteration
     npu_hbm_read: int = 0         # bytes the NPU read from HBM
     npu_hbm_write: int = 0
+    #: evictions' write-backs of dead data (a tensor outside its live range in the
+    #: iteration): nonzero only when the table does not free dead tensors
+    dead_writeback_bytes: int = 0
 
     @property
     def time_ps(self) -> int:
@@ -127,6 +130,11 @@ class Executor(Component):
         self.trims = 0
         self.npu_read = 0
         self.npu_write = 0
+        self.dead_writeback_bytes = 0
+        #: per tensor, the ops between which it holds this iteration's data (the
+        #: mini-batch from the iteration's start)
+        self.live_range = wl.live_ranges()
+        self.live_range[[t.id for t in wl.tensors if t.kind == Kind.INPUT], 0] = 0
         self.prefetching: dict[int, DmaRequest] = {}
         #: energy per component at the end of the warm-up (pJ), for steady-state figures
         self.warm_energy: dict[str, float] | None = None
@@ -196,6 +204,7 @@ class Executor(Component):
             start = int(self.env.now)
             faults0, emerg0, streamed0 = self.faults, self.emergency, self.streamed_bytes
             rd0, wr0 = self.npu_read, self.npu_write
+            dead0 = self.dead_writeback_bytes
             self.dma.iteration = it
             if it > 0:
                 yield from self._host_input()
@@ -270,7 +279,7 @@ class Executor(Component):
                 it, start, int(self.env.now), int(self.op_stall.sum()), compute,
                 self.faults - faults0, 0, 0, self.emergency - emerg0, npu_stall,
                 self.streamed_bytes - streamed0, changes, self.npu_read - rd0,
-                self.npu_write - wr0))
+                self.npu_write - wr0, self.dead_writeback_bytes - dead0))
         # What the last iteration released is its traffic too: the engine finishes its
         # write-backs; the prefetches it released for the next iteration (which does
         # not run, so no op frees their space) are counted by the pages they still
@@ -555,7 +564,7 @@ class Executor(Component):
                 break
             t = res.next_free_time()
             if t is None:
-                raise TmhwError(f"policy.hbm_ratio: cannot free {need} pages for op "
+                raise DoesNotFit(f"policy.hbm_ratio: cannot free {need} pages for op "
                                 f"{self.workload.ops[op_index].name}; HBM holds only the "
                                 f"pages that op needs")
             yield self.env.timeout(max(0, t - now))
@@ -604,11 +613,20 @@ class Executor(Component):
             a, b = int(take[0]), int(take[-1]) + 1
             dirty = res.live[a:b] & ~res.in_flash[a:b] & res.in_hbm[a:b]
             if dirty.any():
+                if self._dead(int(t), protect_op):
+                    self.dead_writeback_bytes += int(np.count_nonzero(dirty)) * wl.page_size
                 self.dma.writeback_now(a, b, now, wl.tensors[t].name)
             else:
                 res.release_when_ready(a, b, now)
             freed += len(take)
         return freed
+
+    def _dead(self, t: int, op_index: int) -> bool:
+        """Tensor ``t`` holds no data any op will read at ``op_index``: it does not live
+        across iterations and the op is past its last use, or before its first (what
+        HBM holds of it is the previous iteration's)."""
+        first, last = self.live_range[t]
+        return not self.persistent[t] and not first <= op_index <= last
 
     def _next_use(self, t: int, after: int) -> int:
         uses = self.use_ops[t]
@@ -633,6 +651,7 @@ class Executor(Component):
             return int(sum(getattr(r, name) for r in steady)) // max(1, len(steady))
 
         fetch, wb = mean("fetch_bytes"), mean("writeback_bytes")
+        dead_wb = mean("dead_writeback_bytes")
         out: dict[str, Any] = {
             "iterations": len(records),
             "warmup_iterations": len(records) - len(steady),
@@ -661,6 +680,8 @@ class Executor(Component):
             "traffic_bytes": {
                 "flash_to_hbm": fetch, "hbm_to_flash": wb, "inter_tier": fetch + wb,
                 "npu_hbm_read": mean("npu_hbm_read"), "npu_hbm_write": mean("npu_hbm_write"),
+                # of hbm_to_flash: dead data written back by evictions (no frees seen)
+                "hbm_to_flash_dead": dead_wb,
             },
             "faults": mean("faults"),
             "streamed_bytes": mean("streamed_bytes"),
@@ -671,6 +692,7 @@ class Executor(Component):
                 "streamed_bytes": self.streamed_bytes, "emergency_evictions": self.emergency,
                 "carried_fetch_bytes": self.carried_fetch_bytes,
                 "npu_hbm_read_bytes": self.npu_read, "npu_hbm_write_bytes": self.npu_write,
+                "dead_writeback_bytes": self.dead_writeback_bytes,
             },
             "hbm_peak_occupancy_bytes": int(self.res.level.peak),
             "hbm_mean_occupancy_bytes": self.res.level.mean(end),

@@ -21,9 +21,10 @@ Scenarios (each writes ``summary.csv``, ``summary.md`` and figures as PNG and SV
   time, red: late).
 
 Every point is a ``tmhw.sweeps`` point (the paper preset with overrides) run in a local
-process pool; a point the system refuses (the policy does not fit the HBM, the ILP is too
-big, the policy is not in this build) is a row with status ``skipped`` and the reason,
-never a failed study. ``--quick`` shrinks the workloads to stand-ins of the same kind
+process pool; a point the system refuses is a row with its reason, never a failed
+study: status ``does-not-fit`` where the policy cannot run in the HBM it is given,
+``skipped`` otherwise (the ILP is too big, the policy is not in this build).
+``--quick`` shrinks the workloads to stand-ins of the same kind
 (ResNet-50 at batch 4, BERT-base with 3 layers at seq 512, GPT-2 small at seq 128) so a
 study takes seconds to a few minutes; a quick run is given up after a minute of wall time
 (``--point-timeout``) and AutoTM's ILP after 10 s, each shown as such in the table. The
@@ -737,7 +738,7 @@ def timeline(st: Study) -> str:
                                          f"{on_time} prefetches in time, {late} late)"))
             tracer.write_chrome(st.out / f"timeline_{p}.trace.json")
         except TmhwError as e:
-            res.update(status="skipped", error=str(e))
+            res.update(status=SW.refusal_status(e), error=str(e))
         except SW.PointTimeout:
             res.update(status="skipped", error=SW.timeout_text(st.timeout_s))
         except Exception as e:  # as in a sweep: one broken run must not end the study

@@ -28,8 +28,9 @@ one-line error.
 Outputs in DIR: ``points/<id>/report.json`` per point (``id`` is a hash of the point's
 whole config, so a point keeps its id when the spec around it changes) and
 ``summary.csv``, one row per point in spec order: the varied parameters, the status
-(``ok``; ``skipped`` with the reason when the system refuses the point, e.g. the policy
-does not fit the HBM; ``error`` for anything else) and the headline figures. A sweep that
+(``ok``; ``does-not-fit`` with the reason when the policy cannot run in the HBM it is
+given; ``skipped`` with the reason when the system refuses the point otherwise;
+``error`` for anything else) and the headline figures. A sweep that
 is interrupted resumes: points that already have a report.json are not run again.
 
 ``--cluster`` sends the same points to a Dask distributed scheduler (the ``cluster``
@@ -58,7 +59,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from tmhw.sim.errors import TmhwError
+from tmhw.sim.errors import DoesNotFit, TmhwError
 
 Point = dict[str, Any]
 Result = dict[str, Any]
@@ -230,8 +231,9 @@ class wall_limit:
 
 def run_point(point: Point) -> Result:
     """Run one point in this process. Never raises for a point the system refuses: the
-    result's status is ``skipped`` (a TmhwError, e.g. the policy does not fit, or the
-    point ran past its ``timeout_s`` of wall time) or ``error`` (anything else, with its
+    result's status is ``does-not-fit`` (the policy cannot run in its HBM),
+    ``skipped`` (another TmhwError, or the point ran past its ``timeout_s`` of wall
+    time) or ``error`` (anything else, with its
     type), and ``report`` is None. The timeout needs the main thread of a process (a
     local pool's worker, or this process); on a Dask worker's thread it is not applied."""
     from tmhw import config as C
@@ -250,7 +252,7 @@ def run_point(point: Point) -> Result:
                        "hostname": socket.gethostname(), "pid": os.getpid()}
         res["report"] = rep
     except TmhwError as e:
-        res.update(status="skipped", error=str(e))
+        res.update(status=refusal_status(e), error=str(e))
     except Exception as e:  # a point that crashes must not take the sweep down
         last = traceback.extract_tb(e.__traceback__)[-1:]
         where = f" ({Path(last[0].filename).name}:{last[0].lineno})" if last else ""
@@ -258,6 +260,11 @@ def run_point(point: Point) -> Result:
     except PointTimeout:
         res.update(status="skipped", error=timeout_text(timeout))
     return res
+
+
+def refusal_status(e: TmhwError) -> str:
+    """The status of a point the system refuses with ``e``."""
+    return "does-not-fit" if isinstance(e, DoesNotFit) else "skipped"
 
 
 def timeout_text(seconds: float) -> str:
@@ -474,9 +481,10 @@ def _cmd(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else Path("out") / Path(args.spec).stem
     results = sweep(args.spec, out, workers=args.workers, cluster=args.cluster,
                     progress=not args.quiet)
-    counts = {s: sum(r["status"] == s for r in results) for s in ("ok", "skipped", "error")}
-    print(f"{len(results)} points: {counts['ok']} ok, {counts['skipped']} skipped, "
-          f"{counts['error']} error")
+    counts = {s: sum(r["status"] == s for r in results)
+              for s in ("ok", "does-not-fit", "skipped", "error")}
+    print(f"{len(results)} points: {counts['ok']} ok, {counts['does-not-fit']} do not "
+          f"fit, {counts['skipped']} skipped, {counts['error']} error")
     for r in results:
         if r["status"] != "ok":
             print(f"  {r['id']} {r['status']}: {r['error']}")

@@ -1,46 +1,64 @@
 """AutoTM (Hildebrand et al., "AutoTM: Automatic Tensor Movement in Heterogeneous Memory
 Systems using Integer Linear Programming", ASPLOS'20) as a placement table.
 
-AutoTM profiles the kernels of one training iteration and solves an integer linear
-program that decides, for every tensor, in which memory it lives between its uses and
-where it moves, minimising the iteration's run time under the fast memory's capacity.
-Here the slow tier cannot feed the NPU directly, so every operand is in HBM during its
-op and the program chooses, on the gap model of ``gaps``, per gap between two uses
-of a tensor: stay in HBM, or leave right after the first use (write-back if dirty) and
-come back by a prefetch released at one of a few candidate ops:
+**What the paper built.** AutoTM is a pass of the nGraph compiler for training on DRAM
+plus Intel Optane DC persistent memory (PMM), with a variant for GPU memory backed by
+host DRAM. It profiles every kernel of the compute graph with each placement of its
+inputs and outputs (DRAM or PMM: kernels read and write PMM in place), and measures the
+moves between the two memories. Its integer linear program is formulated on the compute
+graph: per tensor, a network flow through the kernels of its lifetime, with a node per
+kernel and memory and edges for staying put or moving synchronously between kernels
+(asynchronously, overlapped with compute, in the GPU variant). The objective is the
+iteration's time, profiled kernel times under the chosen placements plus move times.
+The constraint is DRAM capacity at every kernel. Solved with Gurobi, the program
+chooses, among other things, which tensors kernels use straight from PMM.
 
-- ``hide``: the latest op from which the profile's compute time until the next use covers
-  the fetch at the flash read bandwidth (the fetch hides entirely if flash is free);
-- ``late``: the op of the next use itself (frees the most capacity, stalls for the
-  whole fetch);
-- ``mid`` (off by default: it doubles the solver's time for a hardly better plan):
-  halfway between (by op index).
+**What differs here.** This is an ILP on our gap model (``tmhw.placement.gaps``), not the
+ASPLOS formulation:
 
-Tensors smaller than ``min_share`` of the capacity (biases, norm gains and their optimizer
-state) stay resident and cost no variables.
+- No use in place: flash behind PCIe is not byte-addressable for an NPU that streams
+  operands from HBM, so every operand is in HBM during its op, and kernel time does not
+  depend on placement (there is nothing to profile per placement).
+- Variables are per gap between two uses of a tensor, not per kernel: stay in HBM, or
+  leave right after the first use (a write-back if dirty) and come back by a prefetch
+  released at one of a few candidate ops:
 
-Objective, in microseconds of estimated stall: the part of each chosen fetch its window
-cannot cover, plus, per op, the flash time demanded beyond the op's duration: chosen
-prefetches spread their fetch evenly over their window and write-backs their drain over
-the ops after the eviction, as shares of the flash's read and write bandwidth that add
-up (one device serves both); a small term per byte moved breaks ties toward less
-traffic. Constraints: at most one choice per gap, and at every op the pages held
-(everything live, less the gaps evicted there, a write-back's pages counted until flash
-has absorbed them) within the capacity. Both running sums (occupancy, flash demand) are
-chained from op to op so that each choice enters only where its window starts and ends:
-the program has O(gaps + ops) non-zeros. It is solved with scipy's ``milp`` (HiGHS)
-within a budget of branch-and-bound nodes (``policy.ilp_node_limit``), so the table, and
-the report, depend on the inputs only, never on how busy the machine is; the best
-solution within the budget is used. No wall-clock limit decides anything: a program too
-large to try (``max_variables``) or without a solution within the budget makes ``plan``
-raise a one-line TmhwError. If the
-drain-aware capacity cannot be met even by evicting every gap, the program is solved
-with write-backs freeing at their op's end.
+  - ``hide``: the latest op from which the profile's compute time until the next use
+    covers the fetch at the flash read bandwidth (the fetch hides entirely if flash
+    is free);
+  - ``late``: the op of the next use itself (frees the most capacity, stalls for the
+    whole fetch), which stands for AutoTM's synchronous move between kernels;
+  - ``mid`` (off by default: it doubles the solver's time for a hardly better plan):
+    halfway between, by op index.
 
-What AutoTM does that we do not: its kernels may read operands in place from the slow
-tier (PMM is byte-addressable; flash behind PCIe is not, for an NPU streaming operands),
-and it models synchronous moves between kernels as a separate choice (here a ``late``
-prefetch is that move).
+  Tensors smaller than ``min_share`` of the capacity (biases, norm gains and their
+  optimizer state) stay resident and cost no variables.
+- The objective is estimated stall, in microseconds, from a fluid model of one flash
+  device, not profiled kernel times. It counts the part of each chosen fetch its window
+  cannot cover, plus, per op, the flash time demanded beyond the op's duration: chosen
+  prefetches spread their fetch evenly over their window and write-backs their drain
+  over the ops after the eviction, as shares of the read and write bandwidth that add
+  up (one device serves both). A small term per byte moved breaks ties toward less
+  traffic.
+- Constraints: at most one choice per gap; at every op the pages held (everything
+  live, less the gaps evicted there, a write-back's pages counted until flash has
+  absorbed them) within the capacity. Both running sums (occupancy, flash demand) are
+  chained from op to op, so each choice enters only where its window starts and ends:
+  the program has O(gaps + ops) non-zeros. If even evicting every gap cannot meet the
+  drain-aware capacity, the program is solved with write-backs freeing at their op's
+  end.
+- The solver is scipy's ``milp`` (HiGHS) within a budget of branch-and-bound nodes
+  (``policy.ilp_node_limit``), and the best solution within the budget is used. The
+  budget is work, not seconds, so the table depends on the inputs only, never on how
+  busy the machine is. AutoTM solved to its solver's optimality.
+
+**Refusals.** A program too large to try (``max_variables``) or without a solution
+within the node budget raises a one-line TmhwError (a sweep shows it as ``skipped``).
+A program infeasible even with write-backs freeing at once raises ``DoesNotFit``.
+
+**Idealised.** The profile (op times) is exact and the same for every placement, and
+the fluid model's flash bandwidths are the device's sustained rates for large
+transfers.
 
 Pure: no SimPy (scipy is imported when a plan is made).
 """
@@ -56,7 +74,7 @@ import numpy as np
 from tmhw.placement.base import PlanContext, Policy
 from tmhw.placement.gaps import GapPlan, finish
 from tmhw.placement.table import PlacementTable
-from tmhw.sim.errors import TmhwError
+from tmhw.sim.errors import DoesNotFit, TmhwError
 from tmhw.sim.units import US
 
 
@@ -110,9 +128,10 @@ class AutoTM(Policy):
             repairs = gp.fit(drain=False)
             info.update({"fits_with_writeback_drain": float(drain), "repairs": float(repairs)})
             return finish(gp, self.name, info)
-        raise TmhwError(f"policy.name: autotm ILP with {info.get('ilp_variables', 0):.0f} "
-                        f"variables found no schedule within the HBM capacity; raise the "
-                        f"HBM ratio or use another policy")
+        raise DoesNotFit(f"policy.hbm_ratio: autotm ILP with "
+                         f"{info.get('ilp_variables', 0):.0f} variables found no schedule "
+                         f"within the HBM capacity; raise the HBM ratio or use another "
+                         f"policy")
 
     # -- the program ---------------------------------------------------------------------
     def _options(self, gp: GapPlan, drain: bool) -> list[_Option]:

@@ -16,7 +16,7 @@ import numpy as np
 
 from tmhw.config import PolicyConfig
 from tmhw.placement.table import Action, Move, PlacementTable
-from tmhw.sim.errors import TmhwError
+from tmhw.sim.errors import DoesNotFit
 from tmhw.workload.graph import Kind, Workload
 
 
@@ -128,7 +128,7 @@ def check_fits(wl: Workload, capacity_pages: int, policy: str,
         need = int(ws[i]) * wl.page_size
         have = capacity_pages * wl.page_size
         how = " or allow data splitting (policy.split)" if policy == "tm-training" else ""
-        raise TmhwError(f"policy.hbm_ratio: op {wl.ops[i].name} needs {need / 2**20:.1f} MiB "
+        raise DoesNotFit(f"policy.hbm_ratio: op {wl.ops[i].name} needs {need / 2**20:.1f} MiB "
                         f"resident at once but HBM holds {have / 2**20:.1f} MiB under "
                         f"{policy}; raise the HBM ratio or lower the batch{how}")
 

@@ -1,44 +1,118 @@
 """FlashNeuron (Bae et al., "FlashNeuron: SSD-Enabled Large-Batch Training of Very Deep
 Neural Networks", FAST'21) as a placement table.
 
-FlashNeuron keeps weights, optimizer state and gradients in device memory and offloads
-the activations that the backward pass needs: each is written to the SSD in the forward
-pass as soon as the forward pass is done with it, and read back during the backward pass
-one layer ahead of the layer that consumes it. Its offloading scheduler, profiled once,
-chooses which activations to offload so that the iteration fits in device memory; here
-the candidates are taken in forward order (the earliest have the longest round trip to
-hide) until the occupancy profile fits the HBM capacity. If it cannot fit even with every
-activation offloaded, FlashNeuron cannot run and ``plan`` says so (``policy.hbm_ratio``).
-What we leave out: FlashNeuron's compression of offloaded tensors and its GPUDirect
-path around the host (the DMA engine here is already a direct path); a "layer" is a
-module of the workload (``Op.layer``: a convolution, linear, norm, activation...).
+**What the paper built.** FlashNeuron trains on a GPU with an NVMe SSD as backing store
+for the activations only: the tensors the forward pass saves for the backward pass.
+Weights, their gradients and the optimizer state stay in GPU memory throughout. Its
+offloading scheduler works in two phases, from one profiling iteration in which every
+saved activation is offloaded and the forward time between offloads is measured
+(authors' code, SNU-ARC/flashneuron, ``FlashNeuronEngine::offloading_scheduler`` in
+``torch/csrc/autograd/saved_variable.cpp``):
 
-The gap model it plans on is ``tmhw.placement.gaps``.
+1. It selects activations in forward order, from the first layer on, until the
+   activations it has not selected fit in the memory left over (60% of the free GPU
+   memory the profiling iteration measured, a safety margin). It then estimates the
+   forward pass with these offloads: one SSD write stream at the profiled write
+   bandwidth, each write starting when its tensor is produced or when the previous
+   write ends, whichever is later. It checks whether the last write ends before the
+   forward pass does.
+2. If not, it swaps selected uncompressed tensors for later tensors it can compress
+   (sparse ReLU outputs in a compressed format, fp32 tensors stored as fp16).
+
+It writes each selected tensor to the SSD as soon as the forward pass saves it, frees
+the GPU copy when the write has completed and the forward pass is done with the
+tensor, and reads it back in the backward pass. Each backward function issues the
+read for the next function's tensors as it is launched, so a tensor is fetched one
+backward op ahead of the op that consumes it. It is freed after its last backward
+use. Reads and writes go over GPUDirect-like peer-to-peer DMA between the SSD and GPU
+memory, bypassing the host, and overlap compute.
+
+**Adapted to an NPU with HBM and flash.** The DMA engine here is already a direct
+path between flash and HBM. The candidates are the workload's ``ACTIVATION`` tensors
+with a forward use and a backward use, and at least one op between the two, during
+which the tensor can be out of HBM. In phase 1 the stopping rule is the occupancy
+profile of the iteration (the gap model of ``tmhw.placement.gaps``): selection stops
+once no op holds more than the HBM capacity, counting a write-back's pages until flash
+has absorbed them (FlashNeuron frees a tensor only once its write has completed). If
+even every candidate cannot fit so, selection starts again with pages free at their
+op's end: FlashNeuron's size rule, made exact at every op and without the 60% margin;
+the executor then waits for write-backs where the plan runs ahead of them. A write
+is released at the end of the tensor's last forward use; FlashNeuron issues it when the
+tensor is produced, and the two are the same op or adjacent ones for most activations.
+The prefetch is released at the start of the op before the consumer (one op ahead,
+as the authors' code does). The phase-1 time estimate is kept as the table's notes
+(``offload_ps``, ``offload_overrun_ps``: how far the estimated last write ends after
+the forward pass). Phase 2 has nothing to swap here: the model does not compress.
+
+**Does not fit.** Where even every candidate offloaded leaves some op over the capacity
+(with writes freeing their pages at their op's end, the most favourable case), the run
+fails with ``DoesNotFit``. The message gives the op, what it needs, how much of that
+is the resident weights, gradients and optimizer state, and the HBM ratio from which
+FlashNeuron fits. The binding op is usually a backward op: by then the weight gradients
+have joined the resident state, and its own operands must be resident too. With mixed
+precision and Adam, the weights and optimizer state are 14 bytes per parameter and the
+gradients 2 more.
+
+**Idealised.** The profile is the stall-free op schedule of the NPU model, exact. The
+capacity check is exact at every op, with no allocator fragmentation and no margin.
+Offloaded tensors are not compressed; the model has no compression to reward, so
+FlashNeuron moves its activations at full size.
 
 Pure: no SimPy.
 """
 
 from __future__ import annotations
 
+import math
+
+import numpy as np
+
 from tmhw.placement.base import PlanContext, Policy
 from tmhw.placement.gaps import GapPlan, finish
 from tmhw.placement.table import PlacementTable
-from tmhw.sim.errors import TmhwError
+from tmhw.sim.errors import DoesNotFit
 from tmhw.sim.units import MiB
 from tmhw.workload.graph import Kind, Phase
 
 
-# -- FlashNeuron --------------------------------------------------------------------------
 class FlashNeuron(Policy):
-    """Activations to flash in the forward pass, back one layer ahead in the backward."""
+    """Activations to flash in the forward pass, back one op ahead in the backward."""
 
     name = "flashneuron"
 
     def plan(self, ctx: PlanContext) -> PlacementTable:
-        gp = GapPlan(ctx)
+        # phase 1: from the first layer on, until every op fits; counting write-backs
+        # until flash has them if that can fit, else with pages free at their op's end
+        # (FlashNeuron's own size rule)
+        for drain in (True, False):
+            gp = GapPlan(ctx)
+            cands = self.candidates(gp)
+            occ = gp.occupancy(drain)
+            chosen: list[tuple[int, int, int, int]] = []
+            for cand in cands:
+                if occ.max() <= gp.cap:
+                    break
+                t, gi, e, r = cand
+                gp.retarget(occ, t, drain, [(gi, e, r)])
+                chosen.append(cand)
+            if occ.max() <= gp.cap:
+                break
+        else:
+            raise self._does_not_fit(gp, occ)
+        offload_ps, overrun_ps = self.offload_estimate(gp, chosen)
+        return finish(gp, self.name, {
+            "offload_candidates": float(len(cands)), "offloaded": float(len(chosen)),
+            "offloaded_bytes": float(sum(int(gp.pages[t]) for t, *_ in chosen) * gp.ps),
+            "offload_ps": float(offload_ps), "offload_overrun_ps": float(overrun_ps),
+            "fits_with_writeback_drain": float(drain)})
+
+    @staticmethod
+    def candidates(gp: GapPlan) -> list[tuple[int, int, int, int]]:
+        """The activations FlashNeuron may offload, in forward order of production:
+        (tensor, its gap from last forward use to first backward use, the op it leaves
+        after, the op whose start releases its prefetch)."""
         wl = gp.wl
-        rid, first, _ = gp.layer_runs()
-        cands: list[tuple[int, int, int]] = []          # (write op, gap, release)
+        out: list[tuple[int, int, int, int, int]] = []
         for t, tt in enumerate(wl.tensors):
             if tt.kind != Kind.ACTIVATION or not gp.of_tensor[t]:
                 continue
@@ -47,30 +121,53 @@ class FlashNeuron(Policy):
             if not fwd or not bwd:
                 continue
             e, c = fwd[-1], bwd[0]
-            gi = next(g for g in gp.of_tensor[t] if gp.gaps[g].a == e)
-            # one layer ahead: the prefetch leaves with the first op of the layer the
-            # backward pass runs just before the consumer's
-            r = int(first[rid[c] - 1]) if rid[c] > 0 else c
+            r = c - 1                  # one backward op ahead of the consumer
             if r <= e + 1:
-                continue  # no op between offload and fetch: nothing to gain
-            cands.append((fwd[0], gi, r))
-        cands.sort()
-        occ = gp.occupancy(drain=True)
-        chosen = 0
-        for _, gi, r in cands:
-            if occ.max() <= gp.cap:
-                break
-            g = gp.gaps[gi]
-            gp.retarget(occ, g.tensor, True, [(gi, g.a, r)])
-            chosen += 1
-        free_occ = gp.occupancy(drain=False)
-        if free_occ.max() > gp.cap:
-            i = int(free_occ.argmax())
-            raise TmhwError(
-                f"policy.hbm_ratio: flashneuron keeps weights, optimizer state and "
-                f"gradients in HBM and needs {free_occ[i] * gp.ps / MiB:.1f} MiB at op "
-                f"{wl.ops[i].name} with every activation offloaded, but HBM holds "
-                f"{gp.cap * gp.ps / MiB:.1f} MiB; raise the HBM ratio or lower the batch")
-        return finish(gp, self.name, {
-            "offload_candidates": float(len(cands)), "offloaded": float(chosen),
-            "fits_with_writeback_drain": float(occ.max() <= gp.cap)})
+                continue               # no op between offload and fetch: nothing to gain
+            gi = next(g for g in gp.of_tensor[t] if gp.gaps[g].a == e)
+            out.append((fwd[0], t, gi, e, r))
+        out.sort()
+        return [(t, gi, e, r) for _, t, gi, e, r in out]
+
+    @staticmethod
+    def offload_estimate(gp: GapPlan, chosen: list[tuple[int, int, int, int]]) -> tuple[
+            int, int]:
+        """FlashNeuron's phase-1 check on the profile: one write stream at the write
+        bandwidth, each write starting at the end of its tensor's last forward use or
+        when the previous write ends. Returns (the writes' total time, how far the last
+        one ends after the forward pass)."""
+        wl = gp.wl
+        fwd = [op.index for op in wl.ops if op.phase == Phase.FORWARD]
+        if not chosen or not fwd:
+            return 0, 0
+        fwd_end = int(gp.end2[fwd[-1]])
+        busy = total = 0
+        for t, _, e, _ in sorted(chosen, key=lambda c: c[2]):
+            w = gp.writeback_ps(t)
+            busy = max(busy, int(gp.end2[e])) + w
+            total += w
+        return total, max(0, busy - fwd_end)
+
+    def _does_not_fit(self, gp: GapPlan, occ: np.ndarray) -> DoesNotFit:
+        wl = gp.wl
+        i = int(occ.argmax())
+        r = wl.live_ranges()
+        state = grads = 0
+        for t, tt in enumerate(wl.tensors):
+            if gp.persistent[t] and gp.of_tensor[t]:
+                state += int(gp.pages[t])
+            elif tt.kind == Kind.WEIGHT_GRAD and r[t, 0] <= i <= r[t, 1]:
+                grads += int(gp.pages[t])
+        foot = -(-wl.peak_live_bytes() // gp.ps)
+        need = int(occ.max())
+        ratio = math.ceil(1000 * need / max(1, foot)) / 1000
+
+        def mib(pages: int) -> str:
+            return f"{pages * gp.ps / MiB:.1f} MiB"
+
+        return DoesNotFit(
+            f"policy.hbm_ratio: flashneuron keeps weights and optimizer state "
+            f"({mib(state)}) in HBM; with every activation it can offload offloaded, op "
+            f"{wl.ops[i].name} needs {mib(need)} (that state, weight gradients "
+            f"{mib(grads)}, the rest {mib(need - state - grads)}) but HBM holds "
+            f"{mib(gp.cap)}; flashneuron fits from policy.hbm_ratio = {ratio:g}")

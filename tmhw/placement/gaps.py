@@ -44,7 +44,7 @@ import numpy as np
 
 from tmhw.placement.base import PlanContext, drop_moves, input_mask
 from tmhw.placement.table import Action, Move, PlacementTable
-from tmhw.sim.errors import TmhwError
+from tmhw.sim.errors import DoesNotFit
 from tmhw.sim.units import MiB, S
 from tmhw.workload.graph import Kind, Workload
 
@@ -241,7 +241,7 @@ class GapPlan:
         """Evict (or delay prefetches) until no op holds more than the capacity: at each
         op over capacity, the tensors held there but not used there leave right after
         their previous access and come back at the op after, furthest next access first
-        (Belady). Returns the gaps changed; raises TmhwError if the op's own operands do
+        (Belady). Returns the gaps changed; raises DoesNotFit if the op's own operands do
         not fit."""
         n, cap = self.n, self.cap
         occ = self.occupancy(drain)
@@ -269,7 +269,7 @@ class GapPlan:
                 self.retarget(occ, g.tensor, drain, [(gi, g.a, r)])
                 changed += 1
             if occ[o] > cap:
-                raise TmhwError(
+                raise DoesNotFit(
                     f"policy.hbm_ratio: op {self.wl.ops[o].name} needs more than the "
                     f"{self.cap * self.ps / MiB:.1f} MiB of HBM for its own tensors; raise "
                     f"the HBM ratio or lower the batch")

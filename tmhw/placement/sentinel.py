@@ -1,33 +1,53 @@
 """Sentinel (Ren et al., "Sentinel: Efficient Tensor Migration and Allocation on
 Heterogeneous Memory Systems for Deep Learning", HPCA'21) as a placement table.
 
-Sentinel profiles one training step, measures how hot each page is, keeps hot data in
-fast memory and cold data in slow memory, allocates tensors of like lifetime together so
-that no page mixes hot short-lived data with cold long-lived data, and migrates at layer
-boundaries: before a layer runs, what it needs is brought in; after it, what the next
-layers do not need goes out. Here, on the gap model of ``gaps``:
+**What the paper built.** Sentinel is a runtime for TensorFlow training on
+heterogeneous memory: DRAM with Intel Optane persistent memory on a CPU, and GPU memory
+with host memory behind it. It relies on training repeating one step. It profiles a
+step dynamically, coordinating OS-level page-access profiling
+with the runtime's tensor allocations, which gives access counts per tensor. It then
+re-allocates tensors so that tensors of like lifetime and access frequency share
+pages: no page mixes hot short-lived data with cold long-lived data ("page-level false
+sharing"), which would cause needless migration. The many short-lived tensors (produced
+and consumed within a few layers) are hot and stay in fast memory. Long-lived tensors
+migrate at layer boundaries: before a layer runs, what it needs is brought into fast
+memory; after it, what the next layers do not need goes out. The migration interval,
+how many layers ahead data is brought in, is chosen by test-and-trial over a few
+training steps. On the CPU, slow memory is byte-addressable: cold data can also be used
+where it lies.
 
-- Hotness is accesses per byte per second of lifetime: every op reads or writes each byte
-  of its tensors once, so a tensor's accesses per byte per iteration are its number of
-  uses, over the time from its first to its last use in the stall-free profile (the whole
-  iteration for weights, master copies and optimizer state). Short-lived tensors (those
-  produced and consumed within a few layers) are the hottest, as Sentinel observes.
-- Co-location: tensors whose lifetimes start and end in the same layers form one group
-  and are placed together (hot or cold as a whole); page runs are per tensor here, so no
-  page ever holds two tensors and Sentinel's page-level false sharing cannot arise.
-- Cold tensors leave HBM at the end of the layer of their last use before a gap
-  (write-back if dirty, drop if flash has them) and their prefetch is released at the
-  first op of the layer ``lead`` layers before the next use; gaps too short for that stay
-  resident. Hot groups stay resident throughout, hottest first, while the occupancy
-  profile (write-backs counted until flash absorbs them) stays within the capacity at
-  every op.
-- ``lead`` is chosen as Sentinel's test-and-trial chooses its migration interval: each
-  candidate of ``policy.sentinel_leads`` is planned and the one with the least
-  estimated stall (then least traffic) wins.
+**Adapted to an NPU with HBM and flash**, on the gap model of ``tmhw.placement.gaps``:
 
-A layer is a module of the workload (``Op.layer``). Where even the all-cold plan does
-not fit, the ops over capacity evict what they do not use and delay its prefetch (the
-``repairs`` note counts these changes), which is where Sentinel would stall on migration.
+- Flash is not byte-addressable for an NPU that streams its operands from HBM, so every
+  operand is in HBM during its op; "cold" means migrated out between uses, never used
+  in place.
+- Hotness is accesses per byte per second of lifetime. Every op reads or writes each
+  byte of its tensors once, so a tensor's accesses per byte per iteration are its
+  number of uses, over the time from its first to its last use in the stall-free
+  profile (the whole iteration for weights, master copies and optimizer state).
+  Short-lived tensors come out hottest, as Sentinel observes.
+- Co-location: tensors whose lifetimes start and end in the same layers form one
+  group and are placed together, hot or cold as a whole. Page runs are per tensor here,
+  so no page ever holds two tensors and false sharing cannot arise; the groups keep
+  Sentinel's all-or-nothing treatment of like tensors.
+- Migration: every gap long enough to migrate across goes cold. The tensor leaves HBM
+  at the end of the layer of its last use before the gap (a write-back if dirty, a
+  drop if flash has it). Its prefetch is released at the first op of the layer
+  ``lead`` layers before the next use. Hot groups are then pinned resident, hottest
+  first, while the occupancy profile stays within the capacity at every op
+  (write-backs counted until flash absorbs them).
+- ``lead`` (the migration interval) is chosen as the test-and-trial does: each
+  candidate of ``policy.sentinel_leads`` is planned, and the one with the least
+  estimated stall (then least traffic) on the fluid model of ``gaps.predict_starts``
+  wins. Sentinel tries candidates on real training steps; this plan tries them on the
+  model. A layer is a module of the workload (``Op.layer``).
+
+**Idealised.** The profile is exact and free: the stall-free op times of the NPU model
+and the exact access counts of the op list, with none of the page-fault profiling
+overhead Sentinel pays in its profiling steps. Where even the all-cold plan does not fit,
+the ops over capacity evict what they do not use and delay its prefetch (the
+``repairs`` note counts these changes); that is where Sentinel would stall on
+migration. If no plan fits at all, planning raises ``DoesNotFit``.
 
 Pure: no SimPy.
 """

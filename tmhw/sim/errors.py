@@ -20,3 +20,10 @@ class ConfigError(TmhwError, ValueError):
 
 class ElaborationError(TmhwError):
     """A component could not be wired: unbound port, inconsistent sizes. Names the path."""
+
+
+class DoesNotFit(TmhwError):
+    """The configuration is valid, but the policy cannot run in the HBM it is given: an
+    op's operands, or what the policy must keep resident, exceed the capacity. A result,
+    not a mistake: sweeps and studies record it as status ``does-not-fit`` with this
+    message, and ``tmhw`` prints one line and exits with status 3."""
