@@ -26,8 +26,13 @@ def _numbers(vals: Sequence[Value]) -> list[float]:
     return [v if isinstance(v, int | float) else math.nan for v in vals]
 
 
-def _log_ticks(axis: Any) -> None:
-    axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+def _log_ticks(axis: Any, lo: float, hi: float) -> None:
+    """Ticks at 1-2-5 per decade, denser where the axis spans under two decades, and at
+    every integer multiple where it spans under one (so a narrow axis still has three)."""
+    decades = math.log10(hi / lo) if hi > 0 and lo > 0 else 3.0
+    subs = tuple(float(i) for i in range(1, 10)) if decades < 0.7 else \
+        (1.0, 1.5, 2.0, 3.0, 5.0, 7.0) if decades < 2 else (1.0, 2.0, 5.0)
+    axis.set_major_locator(LogLocator(base=10, subs=subs))
     axis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:,.6g}"))
     axis.set_minor_formatter(NullFormatter())
 
@@ -48,7 +53,10 @@ def _grouped(ax: Any, categories: Sequence[str],
     width = 0.8 / k
     for j, (name, vals) in enumerate(series.items()):
         xs = [i + (j - (k - 1) / 2) * width for i in range(len(categories))]
-        ax.bar(xs, _numbers(vals), width=width, label=name)
+        missing = {v for v in vals if isinstance(v, str)}
+        label = f"{name} ({missing.pop()})" if len(missing) == 1 and all(
+            isinstance(v, str) for v in vals) else name
+        ax.bar(xs, _numbers(vals), width=width, label=label)
         _label_gaps(ax, xs, vals)
     ax.set_xticks(range(len(categories)))
 
@@ -58,7 +66,7 @@ def _finish(fig: Any, ax: Any, stem: str | Path, ylabel: str, title: str,
     ax.set_ylabel(ylabel)
     if log:
         ax.set_yscale("log")
-        _log_ticks(ax.yaxis)
+        _log_ticks(ax.yaxis, *ax.get_ylim())
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
     if title:
         ax.set_title(title)
