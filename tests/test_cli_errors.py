@@ -156,10 +156,8 @@ def test_placement_csv_is_checked_before_the_table_is_built(
 # -- 5. scenario options -------------------------------------------------------------------
 SCENARIO_OPTIONS: list[Case] = [
     ("workers 0", ["scenario", "ablation", "--quick", "--workers", "0"], ("--workers", "0")),
-    ("negative point timeout", ["scenario", "ablation", "--quick", "--point-timeout", "-1"],
-     ("--point-timeout", "-1")),
-    ("nan point timeout", ["scenario", "ablation", "--quick", "--point-timeout", "nan"],
-     ("--point-timeout", "nan")),
+    ("negative workers", ["scenario", "ablation", "--quick", "--workers", "-2"],
+     ("--workers", "-2")),
     ("hbm ratio 2", ["scenario", "ablation", "--quick", "--set", "policy.hbm_ratio=2"],
      ("policy.hbm_ratio", "2")),
     ("unknown --set key", ["scenario", "capacity_sweep", "--quick", "--out", "o", "--set",

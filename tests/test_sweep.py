@@ -67,6 +67,8 @@ def test_section_preset_in_a_point_changes_the_device() -> None:
     ({"grid": {"policy.name": []}}, "non-empty list"),
     ({"grid": {"policy.hbm_ratio": [0.0]}}, "hbm_ratio"),
     ({"grid": {"flash.channels_typo": [4]}}, "channels_typo"),
+    # a wall-clock limit would make a point's result depend on the machine's load
+    ({"timeout_s": 60, "grid": {"policy.name": ["demand"]}}, "timeout_s is not supported"),
 ])
 def test_a_bad_spec_fails_before_anything_runs(spec: dict[str, Any], msg: str) -> None:
     with pytest.raises(TmhwError, match=msg):

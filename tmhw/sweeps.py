@@ -6,7 +6,6 @@ in a local process pool or on a Dask distributed cluster.
 A spec is TOML::
 
     preset = "quick"                      # the base system preset (default "paper")
-    timeout_s = 600                       # optional: give up a point after this long
 
     [base]                                # overrides every point shares
     "workload.layers" = 12                # dotted keys or nested tables, as in --set
@@ -48,10 +47,8 @@ import itertools
 import json
 import math
 import os
-import signal
 import socket
 import sys
-import threading
 import time
 import tomllib
 import traceback
@@ -64,7 +61,7 @@ from tmhw.sim.errors import DoesNotFit, TmhwError
 Point = dict[str, Any]
 Result = dict[str, Any]
 
-SPEC_KEYS = ("preset", "base", "grid", "points", "timeout_s")
+SPEC_KEYS = ("preset", "base", "grid", "points")
 
 #: summary.csv figure columns: name -> (path into the report, scale).
 FIGURES: dict[str, tuple[tuple[str, ...], float]] = {
@@ -124,22 +121,23 @@ def config_dict(preset: str, overrides: dict[str, Any]) -> dict[str, Any]:
 
 
 def make_point(preset: str, overrides: dict[str, Any],
-               params: dict[str, Any] | None = None,
-               timeout_s: float | None = None) -> Point:
-    """A self-contained point: its params (for the CSV), its whole config, its id, and
-    optionally a wall-time limit after which it is given up (status ``skipped``)."""
+               params: dict[str, Any] | None = None) -> Point:
+    """A self-contained point: its params (for the CSV), its whole config and its id.
+    A point runs to its end: no wall-clock limit decides a result (a solver inside a
+    policy stops on a budget of work, e.g. ``policy.ilp_node_limit``)."""
     cfg = config_dict(preset, overrides)
     blob = json.dumps(cfg, sort_keys=True, default=str).encode()
     pid = hashlib.sha256(blob).hexdigest()[:12]
     p: Point = {"id": pid, "params": dict(params if params is not None else overrides),
                 "config": cfg}
-    if timeout_s:
-        p["timeout_s"] = float(timeout_s)
     return p
 
 
 def expand_spec(spec: dict[str, Any]) -> list[Point]:
     """The points of a parsed spec, in order (see the module docstring)."""
+    if "timeout_s" in spec:
+        raise TmhwError("sweep spec: timeout_s is not supported: a wall-clock limit would "
+                        "make results depend on the machine's load; remove it")
     unknown = sorted(set(spec) - set(SPEC_KEYS))
     if unknown:
         raise TmhwError(f"sweep spec: unknown key {unknown[0]!r}; allowed: "
@@ -169,18 +167,13 @@ def expand_spec(spec: dict[str, Any]) -> list[Point]:
             or not all(isinstance(p, dict) for p in raw_points):
         raise TmhwError("sweep spec: points must be a non-empty array of tables "
                         "([[points]])")
-    timeout = spec.get("timeout_s")
-    if timeout is not None and (isinstance(timeout, bool) or
-                                not isinstance(timeout, int | float) or timeout <= 0):
-        raise TmhwError(f"sweep spec: timeout_s must be a number of seconds > 0, "
-                        f"got {timeout!r}")
     points: list[Point] = []
     keys = list(grid)
     for p in raw_points:
         pflat = flatten(p)
         for combo in itertools.product(*(grid[k] for k in keys)):
             params = {**pflat, **dict(zip(keys, combo, strict=True))}
-            points.append(make_point(preset, {**base_flat, **params}, params, timeout))
+            points.append(make_point(preset, {**base_flat, **params}, params))
     return points
 
 
@@ -199,55 +192,21 @@ def load_spec(path: str | Path) -> list[Point]:
 
 
 # -- running one point ---------------------------------------------------------------------
-class PointTimeout(BaseException):
-    """A point ran past its ``timeout_s`` (a BaseException, so that no handler inside the
-    model mistakes it for an error of its own)."""
-
-
-def _alarm(_signum: int, _frame: Any) -> None:
-    raise PointTimeout()
-
-
-class wall_limit:
-    """``with wall_limit(s):`` raises PointTimeout in the block after ``s`` seconds of wall
-    time; a no-op for ``s`` <= 0 or off the main thread (signals go to the main thread)."""
-
-    def __init__(self, seconds: float) -> None:
-        self.seconds = seconds
-        self.armed = seconds > 0 and threading.current_thread() is threading.main_thread()
-        self.old: Any = None
-
-    def __enter__(self) -> wall_limit:
-        if self.armed:
-            self.old = signal.signal(signal.SIGALRM, _alarm)
-            signal.setitimer(signal.ITIMER_REAL, self.seconds)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self.armed:
-            signal.setitimer(signal.ITIMER_REAL, 0)
-            signal.signal(signal.SIGALRM, self.old)
-
-
 def run_point(point: Point) -> Result:
     """Run one point in this process. Never raises for a point the system refuses: the
-    result's status is ``does-not-fit`` (the policy cannot run in its HBM),
-    ``skipped`` (another TmhwError, or the point ran past its ``timeout_s`` of wall
-    time) or ``error`` (anything else, with its
-    type), and ``report`` is None. The timeout needs the main thread of a process (a
-    local pool's worker, or this process); on a Dask worker's thread it is not applied."""
+    result's status is ``does-not-fit`` (the policy cannot run in its HBM), ``skipped``
+    (another TmhwError) or ``error`` (anything else, with its type), and ``report`` is
+    None."""
     from tmhw import config as C
     from tmhw.system import System
 
     t0 = time.perf_counter()
     res: Result = {"id": point["id"], "params": point["params"], "status": "ok",
                    "error": "", "report": None}
-    timeout = float(point.get("timeout_s") or 0.0)
     try:
         cfg = C.from_dict(point["config"], C.PAPER)
-        with wall_limit(timeout):
-            system = System(cfg)
-            rep = system.run()
+        system = System(cfg)
+        rep = system.run()
         rep["host"] = {"wall_s": time.perf_counter() - t0, "events": system.env.events,
                        "hostname": socket.gethostname(), "pid": os.getpid()}
         res["report"] = rep
@@ -257,18 +216,12 @@ def run_point(point: Point) -> Result:
         last = traceback.extract_tb(e.__traceback__)[-1:]
         where = f" ({Path(last[0].filename).name}:{last[0].lineno})" if last else ""
         res.update(status="error", error=f"{type(e).__name__}: {e}{where}")
-    except PointTimeout:
-        res.update(status="skipped", error=timeout_text(timeout))
     return res
 
 
 def refusal_status(e: TmhwError) -> str:
     """The status of a point the system refuses with ``e``."""
     return "does-not-fit" if isinstance(e, DoesNotFit) else "skipped"
-
-
-def timeout_text(seconds: float) -> str:
-    return f"did not finish within its timeout of {seconds:g} s (wall time)"
 
 
 def _get(rep: dict[str, Any], path: tuple[str, ...]) -> Any:

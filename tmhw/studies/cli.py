@@ -1,0 +1,132 @@
+"""The command line of a study: ``tmhw scenario NAME`` and ``python scenarios/NAME.py``.
+
+Both take the same options and run the same function, the ``study(st)`` that the script
+``scenarios/NAME.py`` defines. Every option is checked before the output folder exists
+or any point runs; a bad one is one line on stderr and exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from tmhw.sim.errors import TmhwError
+from tmhw.studies.study import Study
+
+StudyFn = Callable[[Study], str]
+
+
+def scenarios_dir() -> Path:
+    """The repository's scenarios/ folder beside the package (it does not exist when the
+    package is installed from a wheel)."""
+    return Path(__file__).resolve().parent.parent.parent / "scenarios"
+
+
+def available() -> list[str]:
+    """The scenario scripts: every scenarios/NAME.py not starting with ``_``."""
+    d = scenarios_dir()
+    return [f.stem for f in sorted(d.glob("*.py")) if not f.name.startswith("_")] \
+        if d.is_dir() else []
+
+
+def load_study(name: str) -> StudyFn:
+    """The ``study`` function of scenarios/NAME.py."""
+    path = scenarios_dir() / f"{name}.py"
+    if not path.is_file():
+        names = ", ".join(available()) or f"none: there is no {scenarios_dir()}"
+        raise TmhwError(f"scenario: {name!r} is unknown; one of {names}")
+    spec = importlib.util.spec_from_file_location(f"tmhw_scenario_{name}", path)
+    if spec is None or spec.loader is None:
+        raise TmhwError(f"scenario: cannot load {path}")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    fn = getattr(mod, "study", None)
+    if not callable(fn):
+        raise TmhwError(f"scenario: {path} defines no study(st) function")
+    return fn  # type: ignore[no-any-return]
+
+
+def add_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--quick", action="store_true",
+                   help="small stand-in workloads: seconds per run")
+    p.add_argument("--out", help="output directory (default out/<scenario>)")
+    p.add_argument("--workers", type=int, help="local processes (default: CPU count)")
+    p.add_argument("--set", action="append", default=[], metavar="PATH=VALUE",
+                   help="override a config field in every run (repeatable)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def check_options(name: str, args: argparse.Namespace) -> tuple[dict[str, Any], Path]:
+    """Every option checked before anything runs or is written: the user's --set
+    overrides (as a config), --workers and the output folder. Returns the overrides and
+    the output folder."""
+    from tmhw import config as C
+    from tmhw.cli import check_out_dir
+    from tmhw.sim import tomlio
+
+    if args.workers is not None and args.workers < 1:
+        raise TmhwError(f"--workers: {args.workers} is not allowed; an integer >= 1")
+    C.with_overrides(C.preset(Study.preset), list(args.set))
+    sets = {".".join(k): v for k, v in (tomlio.parse_override(s) for s in args.set)}
+    out = Path(args.out) if args.out else Path("out") / name
+    check_out_dir(out, "--out")
+    return sets, out
+
+
+def run(name: str, study: StudyFn, args: argparse.Namespace) -> int:
+    """Run ``study`` with the parsed options; print its markdown table."""
+    sets, out = check_options(name, args)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise TmhwError(f"--out: cannot create {out}: {e.strerror}") from None
+    st = Study(name, bool(args.quick), out, args.workers, sets, not args.quiet)
+    text = study(st)
+    print(text, end="")
+    print(f"\n{name}: {time.perf_counter() - st.started:.1f} s; outputs in {out}/")
+    return 0
+
+
+def script_main(study: StudyFn, argv: Sequence[str] | None = None) -> int:
+    """``python scenarios/NAME.py [options]``: run the script's own ``study``; errors end
+    with one line and status 2."""
+    from tmhw.cli import Parser
+
+    name = Path(study.__code__.co_filename).stem
+    p = Parser(prog=f"scenarios/{name}.py",
+                                description=(study.__doc__ or f"The {name} study.")
+                                .strip().split("\n\n")[0])
+    add_options(p)
+    args = p.parse_args(list(argv) if argv is not None else None)
+    try:
+        return run(name, study, args)
+    except TmhwError as e:
+        sys.stderr.write(f"{name}: error: {e}\n")
+        return 2
+
+
+def _cmd(args: argparse.Namespace) -> int:
+    if args.list:
+        for n in available():
+            print(n)
+        return 0
+    if args.name is None:
+        raise TmhwError(f"scenario: give a NAME; one of {', '.join(available())}")
+    study = load_study(args.name)
+    return run(args.name, study, args)
+
+
+def register(sub: Any) -> None:
+    """Add ``tmhw scenario`` to the top-level sub-parsers."""
+    p = sub.add_parser("scenario", help="run a study that reproduces the paper's figures",
+                       description="Run the study scenarios/NAME.py: "
+                                   + ", ".join(available()) + ".")
+    p.add_argument("name", nargs="?", metavar="NAME", help="the scenario to run")
+    p.add_argument("--list", action="store_true", help="list the scenarios")
+    add_options(p)
+    p.set_defaults(func=_cmd)

@@ -1,0 +1,174 @@
+"""A study's charts (PNG and SVG): grouped and stacked bars, and panels of lines or bars.
+
+A value is a number, or a short label (``"does not fit"``) drawn where its bar or point
+would be, so that a policy that did not run is never a silent gap beside its legend
+entry. Log axes carry 1-2-5 ticks written as plain numbers, so that a range within one
+decade still has labels.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import matplotlib.pyplot as plt
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+from matplotlib.transforms import blended_transform_factory
+
+from tmhw.plots import _save  # (importing tmhw.plots also selects the Agg backend)
+
+Value = float | str
+
+
+def _numbers(vals: Sequence[Value]) -> list[float]:
+    return [v if isinstance(v, int | float) else math.nan for v in vals]
+
+
+def _log_ticks(axis: Any, lo: float, hi: float) -> None:
+    """Ticks at 1-2-5 per decade, denser where the axis spans under two decades, and at
+    every integer multiple where it spans under one (so a narrow axis still has three)."""
+    decades = math.log10(hi / lo) if hi > 0 and lo > 0 else 3.0
+    subs = tuple(float(i) for i in range(1, 10)) if decades < 0.7 else \
+        (1.0, 1.5, 2.0, 3.0, 5.0, 7.0) if decades < 2 else (1.0, 2.0, 5.0)
+    axis.set_major_locator(LogLocator(base=10, subs=subs))
+    axis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:,.6g}"))
+    axis.set_minor_formatter(NullFormatter())
+
+
+def _label_gaps(ax: Any, xs: Sequence[float], vals: Sequence[Value]) -> None:
+    """Write each label of ``vals`` upright at its x, from the bottom of the axes."""
+    at_bottom = blended_transform_factory(ax.transData, ax.transAxes)
+    for x, v in zip(xs, vals, strict=True):
+        if isinstance(v, str):
+            ax.text(x, 0.02, v, transform=at_bottom, rotation=90, ha="center",
+                    va="bottom", fontsize=7, color="#555555")
+
+
+def _grouped(ax: Any, categories: Sequence[str],
+             series: dict[str, Sequence[Value]]) -> None:
+    """One group of bars per category, one bar per series, side by side."""
+    k = max(1, len(series))
+    width = 0.8 / k
+    for j, (name, vals) in enumerate(series.items()):
+        xs = [i + (j - (k - 1) / 2) * width for i in range(len(categories))]
+        missing = {v for v in vals if isinstance(v, str)}
+        label = f"{name} ({missing.pop()})" if len(missing) == 1 and all(
+            isinstance(v, str) for v in vals) else name
+        ax.bar(xs, _numbers(vals), width=width, label=label)
+        _label_gaps(ax, xs, vals)
+    ax.set_xticks(range(len(categories)))
+
+
+def _finish(fig: Any, ax: Any, stem: str | Path, ylabel: str, title: str,
+            log: bool) -> list[Path]:
+    ax.set_ylabel(ylabel)
+    if log:
+        ax.set_yscale("log")
+        _log_ticks(ax.yaxis, *ax.get_ylim())
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
+    if title:
+        ax.set_title(title)
+    return _save(fig, Path(stem))
+
+
+def grouped_bars(categories: Sequence[str], series: dict[str, Sequence[Value]],
+                 stem: str | Path, ylabel: str, title: str = "",
+                 log: bool = False) -> list[Path]:
+    """Grouped bars: one group per category, one bar per series key."""
+    fig, ax = plt.subplots(figsize=(max(6, 1.4 * len(categories)), 4))
+    _grouped(ax, categories, series)
+    ax.set_xticklabels(categories)
+    return _finish(fig, ax, stem, ylabel, title, log)
+
+
+def stacked_bars(categories: Sequence[str], series: dict[str, Sequence[Value]],
+                 stem: str | Path, ylabel: str, title: str = "") -> list[Path]:
+    """Stacked bars: one bar per category, one segment per series key; a category whose
+    first series holds a label is drawn as that label."""
+    fig, ax = plt.subplots(figsize=(max(6, 1.1 * len(categories)), 4))
+    xs = list(range(len(categories)))
+    bottom = [0.0] * len(categories)
+    for name, vals in series.items():
+        nums = [0.0 if math.isnan(v) else v for v in _numbers(vals)]
+        ax.bar(xs, nums, bottom=bottom, label=name)
+        bottom = [b + v for b, v in zip(bottom, nums, strict=True)]
+    first = next(iter(series.values()), [])
+    _label_gaps(ax, xs, first)
+    ax.set_xticks(xs)
+    ax.set_xticklabels(categories, rotation=30, ha="right")
+    return _finish(fig, ax, stem, ylabel, title, False)
+
+
+def _panel_grid(n: int, max_cols: int, panel_in: tuple[float, float]) -> tuple[Any, Any]:
+    """A grid of ``n`` panels, at most ``max_cols`` wide, each ``panel_in`` inches."""
+    cols = min(max_cols, n)
+    rows = -(-n // cols)
+    return plt.subplots(rows, cols, figsize=(panel_in[0] * cols, panel_in[1] * rows),
+                        squeeze=False)
+
+
+def _finish_panels(fig: Any, axes: Any, n: int, title: str, stem: str | Path) -> list[Path]:
+    """Hide unused panels, put one legend under the grid, title, save."""
+    for ax in list(axes.flat)[n:]:
+        ax.set_visible(False)
+    handles, labels = axes.flat[0].get_legend_handles_labels()
+    if handles:
+        fig.legend(handles, labels, loc="lower center", ncol=min(4, len(labels)),
+                   fontsize=8, bbox_to_anchor=(0.5, -0.02))
+    if title:
+        fig.suptitle(title)
+    rows = -(-len(labels) // 4) if handles else 0
+    fig.tight_layout(rect=(0, 0.03 + 0.03 * rows, 1, 1))
+    return _save(fig, Path(stem))
+
+
+def _line_label(name: str, xlabels: Sequence[str], vals: Sequence[Value]) -> str:
+    """A line's legend entry, saying where it has no points and why."""
+    gaps: dict[str, list[str]] = {}
+    for x, v in zip(xlabels, vals, strict=True):
+        if isinstance(v, str):
+            gaps.setdefault(v, []).append(x)
+    if not gaps:
+        return name
+    if len(gaps) == 1 and len(next(iter(gaps.values()))) == len(vals):
+        return f"{name} ({next(iter(gaps))})"
+    return name + " (" + "; ".join(f"{why} at {', '.join(xs)}"
+                                   for why, xs in gaps.items()) + ")"
+
+
+def line_panels(xs: Sequence[float], panels: dict[str, dict[str, Sequence[Value]]],
+                stem: str | Path, xlabel: str, title: str = "", logx: bool = False,
+                xticklabels: Sequence[str] | None = None) -> list[Path]:
+    """One small line plot per panel (panel title -> series name -> values), sharing the
+    x axis: sweep curves of several figures side by side."""
+    n = max(1, len(panels))
+    fig, axes = _panel_grid(n, 3, (4.2, 3.2))
+    xl = list(xticklabels) if xticklabels is not None else [f"{x:g}" for x in xs]
+    for ax, (ptitle, series) in zip(axes.flat, panels.items(), strict=False):
+        for name, ys in series.items():
+            ax.plot(xs, _numbers(ys), marker="o", ms=3, label=_line_label(name, xl, ys))
+        ax.set_title(ptitle, fontsize=9)
+        ax.set_xlabel(xlabel, fontsize=8)
+        if logx:
+            ax.set_xscale("log")
+        ax.minorticks_off()   # a log axis's minor labels would overprint these
+        ax.set_xticks(list(xs))
+        ax.set_xticklabels(xl, fontsize=7)
+        ax.tick_params(labelsize=7)
+    return _finish_panels(fig, axes, n, title, stem)
+
+
+def bar_panels(panels: dict[str, tuple[Sequence[str], dict[str, Sequence[Value]]]],
+               stem: str | Path, ylabel: str, title: str = "") -> list[Path]:
+    """Grouped bars in several panels: panel title -> (categories, series -> values)."""
+    n = max(1, len(panels))
+    fig, axes = _panel_grid(n, 2, (5.5, 3.4))
+    for ax, (ptitle, (cats, series)) in zip(axes.flat, panels.items(), strict=False):
+        _grouped(ax, cats, series)
+        ax.set_xticklabels(cats, fontsize=7)
+        ax.set_title(ptitle, fontsize=9)
+        ax.set_ylabel(ylabel, fontsize=8)
+        ax.tick_params(labelsize=7)
+    return _finish_panels(fig, axes, n, title, stem)

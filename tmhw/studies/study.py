@@ -1,0 +1,139 @@
+"""A study's run: its workloads, its points, and where its table and figures go.
+
+Every point is a ``tmhw.sweeps`` point (the paper preset with overrides) run in a local
+process pool. The overrides of a point are applied in this order: the study's run
+length, the quick studies' ILP budget, the workload, the user's ``--set``, then the
+values the study sweeps (so a study's own grid always wins).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import tmhw.sweeps as SW
+
+#: Every policy, TM-Training first (the subject), the baselines, then the references:
+#: demand paging, its oracle (Belady's eviction) and HBM-only.
+POLICIES = ("tm-training", "flatflash", "flashneuron", "sentinel", "autotm", "demand",
+            "demand-belady", "hbm-only")
+#: The prior systems the paper compares against (its "prior work").
+BASELINES = ("flatflash", "flashneuron", "sentinel", "autotm")
+#: The AutoTM ILP's branch-and-bound node budget in quick studies: a budget of work, so
+#: that the result never depends on the machine's load.
+QUICK_ILP_NODES = 500
+
+
+@dataclass(frozen=True)
+class Model:
+    """A workload of a study: what it stands for, what runs, its overrides."""
+
+    stands_for: str
+    label: str
+    sets: dict[str, Any]
+
+
+def workload(model: str, batch: int, seq: int = 0, layers: int = 0,
+             **more: Any) -> dict[str, Any]:
+    """The ``workload.*`` overrides of one model (0: the model's default)."""
+    return {"workload.model": model, "workload.batch": batch, "workload.seq": seq,
+            "workload.layers": layers, **{f"workload.{k}": v for k, v in more.items()}}
+
+
+FULL_MODELS = (
+    Model("ResNet-50", "resnet50 b32", workload("resnet50", 32)),
+    Model("BERT-large", "bert-large s512 b32", workload("bert-large", 32, 512)),
+    Model("GPT-3 block", "gpt3-block s2048 b4 1 layer", workload("gpt3-block", 4, 2048, 1)),
+)
+#: Stand-ins small enough for seconds per run, each still at least 8x its largest op so
+#: that 12.5% HBM can hold every op's operands (the Adam update of BERT's word
+#: embeddings is 143 MiB, so BERT-base needs 3 layers at seq 512 to reach 1.4 GB).
+QUICK_MODELS = (
+    Model("ResNet-50", "resnet50 b4", workload("resnet50", 4)),
+    Model("BERT-large", "bert-base 3 layers s512 b8", workload("bert-base", 8, 512, 3)),
+    Model("GPT-3 block", "gpt2-small s128 b4", workload("gpt2-small", 4, 128, 12)),
+)
+
+
+@dataclass
+class Study:
+    """One scenario's run: options, output folder, and the helpers every study uses.
+
+    ``models`` are the workloads of multi-model studies and ``one`` (``model``) the
+    workload of single-model studies; by default FULL_MODELS and BERT-large, or when
+    quick QUICK_MODELS and the cheapest stand-in (ResNet-50 at batch 4)."""
+
+    name: str
+    quick: bool
+    out: Path
+    workers: int | None = None
+    user_sets: dict[str, Any] = field(default_factory=dict)
+    progress: bool = True
+    models: tuple[Model, ...] = ()
+    one: Model | None = None
+    preset: str = "paper"
+    started: float = field(default_factory=time.perf_counter)
+    figures: list[Path] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if not self.models:
+            self.models = QUICK_MODELS if self.quick else FULL_MODELS
+        if self.one is None:
+            self.one = self.models[0 if self.quick or len(self.models) == 1 else 1]
+
+    @property
+    def model(self) -> Model:
+        assert self.one is not None
+        return self.one
+
+    @property
+    def iterations(self) -> int:
+        return 1 if self.quick else 2
+
+    # -- points --------------------------------------------------------------------------
+    def point(self, base: dict[str, Any], params: dict[str, Any],
+              swept: dict[str, Any]) -> SW.Point:
+        """``base`` overrides, then the user's ``--set``, then the swept values."""
+        quick = {"policy.ilp_node_limit": QUICK_ILP_NODES} if self.quick else {}
+        overrides = {"run.iterations": self.iterations, **quick, **base, **self.user_sets,
+                     **swept}
+        return SW.make_point(self.preset, overrides, params)
+
+    def run(self, points: Sequence[SW.Point]) -> list[SW.Result]:
+        return SW.run_points(points, workers=self.workers, progress=self.progress,
+                             desc=self.name)
+
+    # -- outputs -------------------------------------------------------------------------
+    def write_csv(self, results: Sequence[SW.Result],
+                  extra: Callable[[SW.Result], dict[str, Any]] | None = None) -> None:
+        rows = SW.summary_rows(results)
+        if extra is not None:
+            for row, r in zip(rows, results, strict=True):
+                row.update(extra(r))
+        SW.write_csv(rows, self.out / "summary.csv")
+
+    def fig(self, paths: list[Path]) -> None:
+        self.figures.extend(p for p in paths if p.suffix == ".png")
+
+    def write_md(self, title: str, intro: str, sections: Sequence[str],
+                 iterations: int | None = None) -> str:
+        sizes = "quick stand-in sizes" if self.quick else "full sizes"
+        limits = f"; AutoTM's ILP explores at most {QUICK_ILP_NODES} nodes" \
+            if self.quick else ""
+        sets = ", ".join(f"`{k}={json.dumps(v)}`" for k, v in self.user_sets.items())
+        parts = [f"# {title}", "", intro, "",
+                 f"Scenario `{self.name}`, {sizes}, {iterations or self.iterations} "
+                 "iteration(s) per run" + (f", with {sets}" if sets else "")
+                 + limits + ".", ""]
+        for s in sections:
+            parts += [s, ""]
+        if self.figures:
+            parts.append("Figures: " + ", ".join(
+                f"[{p.stem}]({p.name}) (+ .svg)" for p in self.figures) + ".")
+        text = "\n".join(parts).rstrip() + "\n"
+        (self.out / "summary.md").write_text(text)
+        return text
