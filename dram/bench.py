@@ -27,6 +27,7 @@ from dram.controller import DetailedModel
 from dram.fast import RANDOM_ACCESS_BYTES, FastModel
 from dram.target import DramTarget
 from tmhw.sim.errors import TmhwError
+from tmhw.sim.progress import progress as bar
 from tmhw.sim.transfer import Op, Pattern, Transfer
 from tmhw.sim.units import NS, S, fmt_bytes
 
@@ -101,42 +102,58 @@ def workload(cfg: DramConfig, pattern: str, size: int, count: int,
 
 
 def run_requests(cfg: DramConfig, requests: list[Request], model: str = "detailed",
-                 log: bool = False) -> tuple[DramTarget, int, np.ndarray]:
+                 log: bool = False, progress: bool = False
+                 ) -> tuple[DramTarget, int, np.ndarray]:
     """Serve ``requests`` (all arriving at 0); return the finalized target, the makespan
-    (ps) and the per-request latencies (ps)."""
+    (ps) and the per-request latencies (ps). ``progress``: a bar of requests on a
+    terminal's stderr (detailed: queued, then served unit by unit)."""
     env = simpy.Environment()
     target = DramTarget(env, "dram", None, cfg, model=model)
     impl = target.impl
-    if isinstance(impl, DetailedModel):
-        if log:
-            for c in impl.ctrls:
-                c.log = []
-        for w, a, n, p in requests:
-            impl.submit(w, a, n, p, cfg.controller_delay)
-        impl.run()
-        end = impl.last_end
-        lat = np.array([e - s for _, s, e in impl.completed], dtype=np.int64)
-    else:
-        assert isinstance(impl, FastModel)
-        ends = []
-        lats = []
-        for w, a, n, p in requests:
-            e = target.transport(Transfer(Op.WRITE if w else Op.READ, a, n, p), 0)
-            ends.append(e)
-            lats.append(e - impl.last_start)
-        end = max(ends)
-        lat = np.array(lats, dtype=np.int64)
+    n = len(requests)
+    step = max(1, min(n // 100, 1 << 14))      # the bar moves every 1% (16 Ki at most)
+    with bar(n, "dram bench", "req", disable=not progress) as shown:
+        if isinstance(impl, DetailedModel):
+            if log:
+                for c in impl.ctrls:
+                    c.log = []
+            shown.set_description("dram bench: queue")
+            for i, (w, a, nb, p) in enumerate(requests, 1):
+                impl.submit(w, a, nb, p, cfg.controller_delay)
+                if i % step == 0:
+                    shown.update(step)
+            shown.reset(n)
+            shown.set_description("dram bench: serve")
+            for c in impl.ctrls:     # DetailedModel.run, one unit at a time
+                c.run()
+                shown.update(len(impl.completed) - shown.n)
+            end = impl.last_end
+            lat = np.array([e - s for _, s, e in impl.completed], dtype=np.int64)
+        else:
+            assert isinstance(impl, FastModel)
+            ends = []
+            lats = []
+            for i, (w, a, nb, p) in enumerate(requests, 1):
+                e = target.transport(Transfer(Op.WRITE if w else Op.READ, a, nb, p), 0)
+                ends.append(e)
+                lats.append(e - impl.last_start)
+                if i % step == 0:
+                    shown.update(step)
+            end = max(ends)
+            lat = np.array(lats, dtype=np.int64)
     target.finalize(end)
     return target, end, lat
 
 
 def run_bench(cfg: DramConfig, pattern: str, size: int, count: int,
-              model: str = "detailed", write: bool = False) -> dict[str, Any]:
+              model: str = "detailed", write: bool = False,
+              progress: bool = False) -> dict[str, Any]:
     """The figures of ``tmhw dram bench`` for one configuration (``check_bench`` first:
-    nothing is allocated for a bench that could not run)."""
+    nothing is allocated for a bench that could not run). ``progress``: a bar on a
+    terminal's stderr."""
     check_bench(cfg, pattern, size, count, model)
     reqs = workload(cfg, pattern, size, count, write)
-    target, end, lat = run_requests(cfg, reqs, model)
+    target, end, lat = run_requests(cfg, reqs, model, progress=progress)
     rep = target.report()
     moved = rep["bytes_read"] + rep["bytes_written"]
     return {

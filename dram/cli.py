@@ -47,7 +47,8 @@ def _bench(args: argparse.Namespace) -> int:
                             "of two")
         cfg = replace(cfg, channels=args.channels)
     size = parse_request_size(args.size)
-    res = run_bench(cfg, args.pattern, size, args.count, args.model, args.write)
+    res = run_bench(cfg, args.pattern, size, args.count, args.model, args.write,
+                    progress=True)
     out: dict[str, Any] = {k: res[k] for k in BENCH_KEYS}
     if args.json:
         print(json.dumps(out, indent=2))

@@ -86,7 +86,7 @@ Presets (sources; "estimate" marks a value without a public figure):
   tRFCpb 200 ns (its density table for a 4 Gb pseudo-channel), tRREFD 8 ns. Rows
   32768 x 1 KiB pages per pseudo-channel (16 GiB stack; estimate). 64 B interleave (a
   64 B access stays in one pseudo-channel). Energy 4.0 pJ/bit all-inclusive: estimate,
-  the middle of the 3-5 pJ/bit range PARAMETERS.md gives for HBM3.
+  the middle of the 3-5 pJ/bit range docs/PARAMETERS.md gives for HBM3.
 - ``ddr4-3200``: DRAMsim3 ``configs/DDR4_8Gb_x8_3200.ini``: one 64-bit channel of x8
   devices (8 per rank), 4 x 4 banks, 65536 rows, 1024 columns, BL8; CL 22, CWL 16,
   tRCD 22, tRP 22, tRAS 52, tRC 74, tRFC 560, tREFI 12480, tRRD_S/L 4/8, tWTR_S/L 4/12,

@@ -19,6 +19,7 @@ import simpy
 from flash.config import FlashConfig
 from flash.target import FlashTarget
 from tmhw.sim import Op, Pattern, TmhwError, Transfer
+from tmhw.sim.progress import progress as bar
 from tmhw.sim.units import US, S
 
 PATTERNS = ("seqread", "randread", "seqwrite", "randwrite", "mix")
@@ -29,9 +30,11 @@ def run_bench(cfg: FlashConfig, *, pattern: str, size: int, qd: int, count: int,
               precondition: float = 0.0, model: str = "fast", seed: int = 0,
               age: float = 0.0,
               env: simpy.Environment | None = None,
-              target: FlashTarget | None = None) -> dict[str, Any]:
+              target: FlashTarget | None = None,
+              progress: bool = False) -> dict[str, Any]:
     """Run ``count`` requests of ``size`` bytes at queue depth ``qd``; return figures
-    (the keys of ``tmhw flash bench --json``) plus the target's report under ``report``."""
+    (the keys of ``tmhw flash bench --json``) plus the target's report under ``report``.
+    ``progress``: a bar of requests issued on a terminal's stderr (``tmhw.sim.progress``)."""
     if pattern not in PATTERNS:
         raise TmhwError(f"pattern: {pattern!r} is not one of {PATTERNS}")
     if size < 1 or size > cfg.capacity:
@@ -58,11 +61,15 @@ def run_bench(cfg: FlashConfig, *, pattern: str, size: int, qd: int, count: int,
     addr = offsets.tolist()
     lat = np.zeros(count, dtype=np.int64)
     nxt = [0]
+    shown = bar(count, f"flash bench {pattern}", "req", disable=not progress)
+    step = max(1, min(count // 100, 1 << 14))   # the bar moves every 1% (16 Ki at most)
 
     def worker() -> Generator[simpy.Event, Any, None]:
         while nxt[0] < count:
             i = nxt[0]
             nxt[0] += 1
+            if nxt[0] % step == 0:
+                shown.update(step)
             start = int(env.now)
             end = dev.transport(Transfer(ops[i], addr[i], size, kind), start)
             lat[i] = end - start
@@ -70,7 +77,8 @@ def run_bench(cfg: FlashConfig, *, pattern: str, size: int, qd: int, count: int,
 
     for _ in range(min(qd, count)):
         env.process(worker())
-    env.run()
+    with shown:
+        env.run()
     elapsed = int(env.now)
     dev.finalize(elapsed)
     rep = dev.report()

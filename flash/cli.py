@@ -72,7 +72,7 @@ def bench_cmd(args: argparse.Namespace) -> int:
     cfg = with_sets(cfg, args.set)
     r = run_bench(cfg, pattern=args.pattern, size=size, qd=args.qd, count=args.count,
                   precondition=args.precondition, model=args.model, seed=args.seed,
-                  age=args.age)
+                  age=args.age, progress=True)
     out = {k: r[k] for k in JSON_KEYS}
     if args.json:
         print(json.dumps(out, indent=2))

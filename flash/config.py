@@ -83,12 +83,12 @@ Presets (sources; "estimate" where no public figure exists):
   4096 blocks/plane, 256 pages/block, 16 KiB pages; tR 40 us, tPROG 400 us, tBERS 4 ms;
   2400 MT/s x 8 bit; PCIe x4 at 2 GB/s per lane; OP 10%; GC at 5% free. PE limit 3000
   and hard GC threshold 0.5% are estimates (typical TLC; MQSim's default hard threshold).
-- ``mqsim-default``: MQSim's default ``ssdconfig.xml`` as given in PARAMETERS.md: MLC,
+- ``mqsim-default``: MQSim's default ``ssdconfig.xml`` as given in docs/PARAMETERS.md: MLC,
   8 ch x 4 chips x 2 dies x 2 planes x 2048 blocks x 256 pages x 8 KiB; tR 75 us,
   tPROG 750 us, tBERS 3.8 ms; PE 10,000; 333 MT/s x 8 bit; OP 7%; GC 5% / hard 0.5%;
   PCIe 4 lanes x 1 GB/s.
 - ``pm1743``: Samsung PM1743-like PCIe 5 device. Datasheet: 13 GB/s sequential read,
-  6.6 GB/s sequential write (PARAMETERS.md). Geometry and cell timing are estimates
+  6.6 GB/s sequential write (docs/PARAMETERS.md). Geometry and cell timing are estimates
   chosen to reproduce those figures: TLC, 16 ch x 2 chips x 2 dies x 4 planes x 4096
   blocks x 256 pages x 16 KiB (4 TiB raw); tR 45 us, tPROG 640 us (64 dies x 4 planes x
   16 KiB / 640 us = 6.55 GB/s), tBERS 3.5 ms; 1600 MT/s channels; PCIe 5.0 x4 with
@@ -113,7 +113,7 @@ MQSim's ``IO_Queue_Depth``. ``stripe_bytes`` 512 KiB is Linux md's default RAID-
 ``Device_Level_Data_Caching_Mode`` TURNED_OFF in the reference runs.
 
 Energy (all presets unless noted): NAND active 3.3 V x 25 mA = 82.5 mW per busy die
-(SimpleSSD/SSDsim, PARAMETERS.md), so a 40 us read costs 3.3 uJ; channel I/O 4 pJ/bit
+(SimpleSSD/SSDsim, docs/PARAMETERS.md), so a 40 us read costs 3.3 uJ; channel I/O 4 pJ/bit
 (32 pJ/byte) is an estimate for a 1.2 V NV-DDR interface; controller active power
 2 W is an estimate; idle 55 mW is Samsung's 990 PRO figure.
 """

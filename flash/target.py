@@ -8,7 +8,7 @@ becomes one contiguous range on each device it touches, served in parallel, and
 completes when the last of them does. ``transport`` returns that time and creates no
 SimPy event. With a tracer on, each transfer is one span on the target's lane.
 
-Two timing models behind one protocol (``flash.ssd.TimingModel``; DESIGN.md, "Event
+Two timing models behind one protocol (``flash.ssd.TimingModel``; docs/ARCHITECTURE.md, "The event
 economy"): ``fast`` (``flash.fast``) books each transaction with one reservation per
 touched die and channel, ``detailed`` (``flash.detailed``) books every command. A read
 of data never written costs a read where sequential preconditioning would have put it

@@ -22,7 +22,7 @@ work. ``NPU.execute(task)`` is a process body (``yield from npu.execute(task)``)
 
 Operands are read from ``[hbm_address, hbm_address + reads)`` and outputs written after
 them; a system that places tensors elsewhere sets ``hbm_address`` per op. Booking HBM
-reservations ahead of simulated time is the loosely timed approximation of DESIGN.md: a
+reservations ahead of simulated time is the loosely timed approximation of docs/ARCHITECTURE.md: a
 transfer another initiator issues meanwhile queues behind them.
 
 Energy: per MAC, per scratchpad byte (array-side operand reads and output writes, plus the

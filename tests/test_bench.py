@@ -1,5 +1,5 @@
 """``tmhw bench``: a small version of each case runs and keeps its event budget (counts,
-not times: DESIGN.md's event economy)."""
+not times: docs/ARCHITECTURE.md's event economy)."""
 
 from __future__ import annotations
 

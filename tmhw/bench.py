@@ -390,13 +390,20 @@ def _cmd(args: argparse.Namespace) -> int:
         cases = list(dict.fromkeys(args.case))
     if not args.json:
         print(HEADER, flush=True)
+    from tmhw.sim.progress import progress
 
-    def show(m: Measure) -> None:
-        if not args.json and m["name"] != "kernel":
-            print(_row({**m, "kernel_ratio": None}), flush=True)
+    # every case but the kernel, then the kernel sized to the busiest
+    total = sum(c != "kernel" for c in cases) + 1
+    with progress(total, "bench", "case") as bar:
 
-    res = run_suite(cases, small=args.small, repeat=args.repeat, policy=args.policy,
-                    timeout=args.timeout, progress=show)
+        def show(m: Measure) -> None:
+            if not args.json and m["name"] != "kernel":
+                bar.write(_row({**m, "kernel_ratio": None}), file=sys.stdout)
+                sys.stdout.flush()
+            bar.update(1)
+
+        res = run_suite(cases, small=args.small, repeat=args.repeat, policy=args.policy,
+                        timeout=args.timeout, progress=show)
     if args.json:
         print(json.dumps({"cases": [{**{k: m.get(k) for k in FIELDS},
                                      **{k: v for k, v in m.items() if k not in FIELDS}}

@@ -47,13 +47,22 @@ def add_config_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--set", action="append", default=[], metavar="PATH=VALUE",
                    help="override one field, e.g. flash.channels=16 (repeatable)")
     p.add_argument("--model", help="workload model, e.g. bert-large, resnet50")
-    p.add_argument("--batch", type=int)
-    p.add_argument("--seq", type=int)
-    p.add_argument("--layers", type=int)
+    p.add_argument("--batch", type=int,
+                   help="samples per iteration (default: the model's own, as "
+                        "tmhw workload list shows)")
+    p.add_argument("--seq", type=int,
+                   help="sequence length, transformers only (default: the model's own)")
+    p.add_argument("--layers", type=int,
+                   help="transformer layers, to build a deeper or shallower model "
+                        "(default: the model's own)")
     p.add_argument("--policy", help="hbm-only, demand, tm-training, flatflash, ...")
     p.add_argument("--hbm-ratio", type=float, help="HBM capacity / footprint, in (0, 1]")
-    p.add_argument("--iterations", type=int)
-    p.add_argument("--seed", type=int)
+    p.add_argument("--iterations", type=int,
+                   help="training iterations to simulate, warm-up included "
+                        "(run.iterations; the figures are the mean of those after "
+                        "run.warmup_iterations)")
+    p.add_argument("--seed", type=int, help="seed of every random choice (run.seed); "
+                   "the same config and seed give the same report")
     p.add_argument("--no-split", action="store_true", help="TM-Training without splitting")
     p.add_argument("--no-monitor", action="store_true", help="without the timing monitor")
     p.add_argument("--no-prefetch", action="store_true", help="demand fetch on the table")
@@ -205,22 +214,48 @@ def check_out_file(path: str | Path, option: str) -> None:
                 pass
 
 
-def _check_outputs(args: argparse.Namespace) -> None:
+def run_folder(cfg: Any) -> Path:
+    """Where ``tmhw run`` writes when no ``--out`` is given: a folder of its own under
+    ``out/``, named after the model, policy and HBM ratio plus the first 8 hex digits of
+    the SHA-256 of the whole config, so two configs never share a folder, the same config
+    always finds its own again, and a scenario's ``out/summary.md`` is never touched."""
+    import hashlib
+
+    from tmhw.sim import tomlio
+
+    text = json.dumps(tomlio.to_dict(cfg), sort_keys=True, default=str)
+    digest = hashlib.sha256(text.encode()).hexdigest()[:8]
+    return Path("out") / (f"run-{cfg.workload.model}-{cfg.policy.name}-"
+                          f"{cfg.policy.hbm_ratio:g}-{digest}")
+
+
+def _check_outputs(args: argparse.Namespace, out: Path) -> None:
     """Refuse unusable output paths before anything is simulated."""
-    check_out_dir(args.out, "--out")
+    check_out_dir(out, "--out")
     for flag in ("trace", "vcd"):
         v = getattr(args, flag, None)
         if v:
             check_out_file(v, f"--{flag}")
 
 
+def iteration_marks(rep: dict[str, Any]) -> list[tuple[int, str]]:
+    """Where each iteration starts (ps) and its label, from the report: iterations run
+    back to back from time 0, each ``per_iteration[i].time_ps`` long."""
+    marks, t = [], 0
+    for it in rep["per_iteration"]:
+        marks.append((t, f"it {it['index']}" + (" (warm-up)" if it["warmup"] else "")))
+        t += int(it["time_ps"])
+    return marks
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from tmhw.report import summary_table
+    from tmhw.sim.progress import progress
     from tmhw.system import System
 
     cfg = config_from_args(args)
-    _check_outputs(args)
-    out = Path(args.out)
+    out = Path(args.out) if args.out else run_folder(cfg)
+    _check_outputs(args, out)
     tracer = None
     if args.trace or args.plot or args.vcd:
         from tmhw.sim.trace import Tracer
@@ -228,19 +263,16 @@ def cmd_run(args: argparse.Namespace) -> int:
         tracer = Tracer()
     t0 = time.perf_counter()
     system = System(cfg, tracer=tracer)
-    bar = None
-    if not args.quiet:
-        from tqdm import tqdm
-
-        bar = tqdm(total=len(system.workload.ops) * cfg.run.iterations, unit="op",
-                   desc=f"{cfg.workload.model}/{cfg.policy.name}", file=sys.stderr,
-                   leave=False)
-    system.progress = bar
-    rep = system.run()
-    if bar is not None:
-        bar.close()
+    with progress(len(system.workload.ops) * cfg.run.iterations, unit="op",
+                  desc=f"{cfg.workload.model}/{cfg.policy.name}", disable=args.quiet) as bar:
+        system.progress = bar
+        rep = system.run()
     rep["host"] = {"wall_s": time.perf_counter() - t0, "events": system.env.events}
+    summary = summary_table(rep)
     try:
+        if tracer is not None:
+            for t, label in iteration_marks(rep):
+                tracer.mark(t, label)
         if args.trace and tracer is not None:
             tracer.write_chrome(args.trace)
         if args.vcd and tracer is not None:
@@ -250,14 +282,16 @@ def cmd_run(args: argparse.Namespace) -> int:
 
             out.mkdir(parents=True, exist_ok=True)
             timeline_figure(tracer, out / "timeline", title=f"{cfg.workload.model} / "
-                            f"{cfg.policy.name}")
+                            f"{cfg.policy.name}, HBM {cfg.policy.hbm_ratio:.4g} of the "
+                            "footprint (dashed: iteration starts)")
     except OSError as e:
         raise TmhwError(f"{e.filename}: cannot write: {e.strerror}") from None
     atomic_write(out / "report.json", json.dumps(rep, indent=1, default=float) + "\n")
+    atomic_write(out / "summary.txt", summary + "\n")
     if args.json:
         print(json.dumps(rep, indent=1, default=float))
     else:
-        print(summary_table(rep))
+        print(summary)
         print(f"report: {out / 'report.json'}")
     for w in rep.get("warnings", []):
         sys.stderr.write(f"tmhw: warning: {w}\n")
@@ -291,8 +325,11 @@ def build_parser() -> Parser:
 
     r = sub.add_parser("run", help="simulate training iterations and write report.json")
     add_config_args(r)
-    r.add_argument("--out", default="out", help="output directory (default out/)")
-    r.add_argument("--plot", action="store_true", help="write a timeline figure")
+    r.add_argument("--out", default=None,
+                   help="output directory (default: a folder of the run's own, "
+                        "out/run-MODEL-POLICY-RATIO-HASH/, HASH from the whole config)")
+    r.add_argument("--plot", action="store_true",
+                   help="write timeline.png and .svg into the output directory")
     r.add_argument("--trace", metavar="FILE.json", help="write a Perfetto/Chrome trace")
     r.add_argument("--vcd", metavar="FILE.vcd", help="write busy signals as VCD")
     r.add_argument("--quiet", action="store_true", help="no progress bar")

@@ -14,7 +14,7 @@ Sections (``tmhw config show NAME`` prints every field)::
 
 Defaults of the system-level sections and their sources:
 
-- ``dma.chunk_bytes`` 2 MiB: the top of the 256 KiB-2 MiB range DESIGN.md gives; each
+- ``dma.chunk_bytes`` 2 MiB: an estimate, chosen by measurement; each
   chunk is one transaction to each tier (128 flash pages of 16 KiB, so one chunk spans
   every die of an 8-channel x 16-die device). Against 1 MiB on BERT-large at 12.5% HBM
   it halves the simulator's work per byte and, by evicting in larger batches, cuts the
@@ -38,7 +38,7 @@ Defaults of the system-level sections and their sources:
   2024, ~$60/TB; the 990 PRO 2 TB retails near $0.08/GB); ``npu_usd`` 10000 (estimate: no
   public TPUv4 price; a fixed figure reported apart from the memory cost).
 - ``workload``: BERT-large at its zoo defaults, seq 512, batch 32 (TM-Training's public
-  tooling, see PARAMETERS.md); 4 KiB pages (ibid.). ``batch``/``seq``/``layers`` 0 take
+  tooling, see docs/PARAMETERS.md); 4 KiB pages (ibid.). ``batch``/``seq``/``layers`` 0 take
   the model's defaults (``tmhw workload list``).
 - ``policy.hbm_ratio`` 0.125: the paper's 12.5% capacity configuration (HBM = 1/8 of the
   training footprint, the peak live bytes of one iteration).

@@ -1,7 +1,7 @@
 """The executor: the closed loop that runs training iterations on the machine.
 
 A Component that owns the HBM residency (``tmhw.residency``), the DMA engine, eviction
-and the per-op loop DESIGN.md describes. The NPU core process walks the ops; before each
+and the per-op loop docs/ARCHITECTURE.md describes. The NPU core process walks the ops; before each
 op it releases the placement table's prefetches, allocates the op's new outputs in HBM,
 faults in whatever operand is still missing, and waits until the op may start (that
 wait is the stall charged to the memory system); then the NPU runs the op's tiles

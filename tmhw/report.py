@@ -96,42 +96,62 @@ def write_json(rep: dict[str, Any], path: str | Path) -> None:
     Path(path).write_text(json.dumps(rep, indent=1, sort_keys=False, default=float) + "\n")
 
 
+def steady_text(rep: dict[str, Any]) -> str:
+    """Which iterations the headline figures are the mean of, in words."""
+    n, warm = rep["iterations"], rep["warmup_iterations"]
+    if not rep.get("steady_state", True) or warm == 0:
+        which = "iteration 0" if n == 1 else f"iterations 0-{n - 1}"
+        return (f"{n}; mean of {which}" + ("" if rep.get("steady_state", True) else
+                                          " (no iteration after the warm-up)"))
+    warm_it = "iteration 0" if warm == 1 else f"iterations 0-{warm - 1}"
+    steady = f"iteration {warm}" if n - warm == 1 else f"iterations {warm}-{n - 1}"
+    return f"{n}: {warm_it} warm-up, {steady} steady state (the figures below are their mean)"
+
+
 def summary_table(rep: dict[str, Any]) -> str:
-    """A short text summary for stdout (the steady state, then any warnings)."""
+    """A short text summary for stdout: every figure per steady-state iteration (the
+    report's ``energy_pj`` sums the steady iterations, so it is divided here), then any
+    warnings."""
     from tmhw.sim.units import fmt_bytes, fmt_time
 
     t = rep["traffic_bytes"]
-    e = rep["energy_pj"]
     w = rep["workload"]
     p = rep["policy"]
+    per_it = max(1, rep["iterations"] - rep["warmup_iterations"])
+    e = {k: v / per_it for k, v in rep["energy_pj"].items()}
     rows = [
         ("model", f"{w['model']} batch {w['batch']}" + (f" seq {w['seq']}" if w["seq"] else "")),
         ("policy", f"{p['name']} (HBM {fmt_bytes(p['hbm_capacity_bytes'])}, "
                    f"{p['hbm_capacity_bytes'] / max(1, w['footprint_bytes']):.1%} of "
                    f"{fmt_bytes(w['footprint_bytes'])} footprint)"),
-        ("iterations", f"{rep['iterations']} ({rep['warmup_iterations']} warm-up)"),
+        ("iterations", steady_text(rep)),
+        ("per iteration:", ""),
         ("iteration time", fmt_time(rep["iteration_time_ps"])),
         ("  compute", fmt_time(rep["compute_ps"])),
         ("    of which HBM-bound", fmt_time(rep["npu_hbm_stall_ps"])),
         ("  memory stall", fmt_time(rep["stall_ps"])),
-        ("throughput", f"{rep['samples_per_s']:.2f} samples/s"),
         ("flash -> HBM", fmt_bytes(t["flash_to_hbm"])),
         ("HBM -> flash", fmt_bytes(t["hbm_to_flash"])),
         ("NPU <-> HBM", fmt_bytes(t["npu_hbm_read"] + t["npu_hbm_write"])),
-        ("HBM peak occupancy", fmt_bytes(rep["hbm_peak_occupancy_bytes"])),
         ("energy", f"{e['total'] * 1e-12:.3f} J (npu {e['npu'] / e['total']:.0%}, "
                    f"hbm {e['hbm'] / e['total']:.0%}, flash {e['flash'] / e['total']:.0%}, "
                    f"dma {e['dma'] / e['total']:.0%})" if e["total"] else "0 J"),
+        ("rates:", ""),
+        ("throughput", f"{rep['samples_per_s']:.2f} samples/s"),
         ("average power", f"{rep['avg_power_mw'] / 1e3:.1f} W"),
         ("throughput per watt", f"{rep['samples_per_joule']:.3f} samples/J"),
-        ("memory cost", f"${rep['cost']['memory_usd']:.0f}"),
+        ("other:", ""),
+        ("HBM peak occupancy", fmt_bytes(rep["hbm_peak_occupancy_bytes"]) + " (whole run)"),
+        ("memory cost", f"${rep['cost']['memory_usd']:.0f} (HBM and flash tier)"),
     ]
     b = rep.get("bounds")
     if b:
-        rows.insert(4, ("  lower bound", f"{fmt_time(b['iteration_time_ps'])} "
+        rows.insert(5, ("  lower bound", f"{fmt_time(b['iteration_time_ps'])} "
                         f"(x{b['time_ratio']:.2f})" if b.get("time_ratio") else
                         fmt_time(b["iteration_time_ps"])))
-        rows.append(("traffic lower bound", fmt_bytes(b["traffic_bytes"])))
+        inter = rows.index(("NPU <-> HBM", fmt_bytes(t["npu_hbm_read"] + t["npu_hbm_write"])))
+        rows.insert(inter, ("  traffic lower bound", f"{fmt_bytes(b['traffic_bytes'])} "
+                            "(flash <-> HBM)"))
     rows += [("warning", w) for w in rep.get("warnings", [])]
     width = max(len(k) for k, _ in rows)
-    return "\n".join(f"{k:<{width}}  {v}" for k, v in rows)
+    return "\n".join(f"{k:<{width}}  {v}".rstrip() for k, v in rows)

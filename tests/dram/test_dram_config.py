@@ -54,7 +54,7 @@ def test_hbm2_matches_dramsim3_hbm2_8gb_x128_in_cycles() -> None:
 
 
 def test_hbm3_unloaded_row_miss_latency_is_48_1_ns() -> None:
-    # PARAMETERS.md: (nRP + nRCD + nCL) x tCK = (26 + 31 + 20) x 0.625 ns.
+    # docs/PARAMETERS.md: (nRP + nRCD + nCL) x tCK = (26 + 31 + 20) x 0.625 ns.
     assert HBM3.t_rp + HBM3.t_rcd + HBM3.t_cl == 48_125
 
 

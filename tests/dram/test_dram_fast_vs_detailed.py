@@ -1,5 +1,5 @@
 """The fast chunk-level model against the detailed controller: the time to serve the same
-requests agrees within 5% (DESIGN.md: tests pin the fast model to the detailed one)."""
+requests agrees within 5% (docs/ARCHITECTURE.md: tests pin the fast model to the detailed one)."""
 
 from __future__ import annotations
 

@@ -61,7 +61,7 @@ def test_a_16_bit_channel_halves_the_transfer() -> None:
 
 
 def test_page_read_energy_is_v_times_i_times_tr() -> None:
-    # 3.3 V x 25 mA x 40 us = 3.3 uJ (PARAMETERS.md)
+    # 3.3 V x 25 mA x 40 us = 3.3 uJ (docs/PARAMETERS.md)
     assert PRESETS["990pro"].read_page_pj() == pytest.approx(3.3e6)
     assert PRESETS["990pro"].erase_block_pj() == pytest.approx(3.3 * 25 * 4000 * 1e3)
 

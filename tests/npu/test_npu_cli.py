@@ -26,7 +26,7 @@ def test_json_lists_each_layer_with_scalesim_cycles(capsys: pytest.CaptureFixtur
                 "32x32", "--dataflow", "ws", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
     assert [r["name"] for r in rows] == ["conv7", "conv14"]
-    assert [r["cycles"] for r in rows] == [77111, 4283]  # scalesim 3.0.0, PARAMETERS.md
+    assert [r["cycles"] for r in rows] == [77111, 4283]  # scalesim 3.0.0, docs/PARAMETERS.md
     for r in rows:
         assert {"name", "cycles", "utilization", "mapping_efficiency"} <= set(r)
         assert 0 < r["utilization"] <= 1 and 0 < r["mapping_efficiency"] <= 1

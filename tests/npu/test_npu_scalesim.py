@@ -68,16 +68,16 @@ def test_reference_covers_every_dataflow_array_and_the_parameters_layers() -> No
 ])
 def test_parameters_md_layers_on_32x32(layer: tuple[int, int, int],
                                        expected: tuple[int, int, int]) -> None:
-    """The table of PARAMETERS.md (scalesim 3.0.0, 32x32, 64 KiB SRAMs, CALC)."""
+    """The table of docs/PARAMETERS.md (scalesim 3.0.0, 32x32, 64 KiB SRAMs, CALC)."""
     got = tuple(compute_cycles(*layer, 32, 32, df, "scalesim") for df in ("os", "ws", "is"))
     assert got == expected
 
 
 def test_ws_partial_sums_written_once_per_row_fold_as_parameters_md_states() -> None:
-    """PARAMETERS.md: conv 7,7,3,3,192,384 on 32x32 writes about 518 k ofmap words in WS vs
+    """docs/PARAMETERS.md: conv 7,7,3,3,192,384 on 32x32 writes about 518 k ofmap words in WS vs
     9,600 in OS. The SRAM count is 25 pixels * 384 filters * 54 row folds = 518,400 (the
     committed SCALE-Sim run reports exactly that; its DRAM OFMAP Writes, 518,431, is the
-    PARAMETERS.md figure); OS writes each of the 9,600 outputs once."""
+    docs/PARAMETERS.md figure); OS writes each of the 9,600 outputs once."""
     m, n, k = conv_to_gemm(7, 7, 3, 3, 192, 384)
     assert gemm_traffic(m, n, k, 32, 32, "ws").sram_ofmap_writes == 25 * 384 * 54 == 518400
     assert gemm_traffic(m, n, k, 32, 32, "os").sram_ofmap_writes == 9600

@@ -8,6 +8,7 @@ import json
 from collections import defaultdict
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -233,3 +234,77 @@ def test_numpy_numbers_in_spans_and_counters_are_written_as_numbers(tmp_path: Pa
     x = next(e for e in ev if e["ph"] == "X")
     assert (x["ts"], x["dur"], x["args"]) == (2.0, 3.0, {"pages": 3, "ratio": 0.5})
     assert next(e for e in ev if e["ph"] == "C")["args"] == {"hbm.occupancy": 4096}
+
+
+# -- busy intervals: what the VCD wires and the timeline bars are made of ----------------
+
+#: spans of at least 1 ps (a zero-length span is an instant: it may end an interval)
+raw = st.lists(st.tuples(st.integers(0, 400), st.integers(1, 30)), max_size=60)
+
+
+@settings(max_examples=200, deadline=None)
+@given(raw, st.integers(0, 25))
+def test_busy_intervals_cover_every_span_and_only_close_gaps_under_min_gap(sp, gap) -> None:
+    from tmhw.sim.trace import busy_intervals
+
+    starts = np.array([s for s, _ in sp], dtype=np.int64)
+    ends = np.array([s + d for s, d in sp], dtype=np.int64)
+    s, e = busy_intervals(starts, ends, gap)
+    assert len(s) == len(e) <= len(sp)
+    assert np.all(e >= s)
+    # sorted and disjoint, each gap between two intervals at least min_gap (and > 0)
+    between = s[1:] - e[:-1]
+    assert np.all(between >= max(gap, 1))
+    # every span lies inside one interval
+    for a, b in zip(starts.tolist(), ends.tolist(), strict=True):
+        k = int(np.searchsorted(s, a, side="right")) - 1
+        assert k >= 0 and s[k] <= a and b <= e[k]
+    # the intervals' length is the spans' union plus the gaps closed, each < min_gap
+    cover = np.zeros(500, dtype=bool)
+    for a, b in zip(starts.tolist(), ends.tolist(), strict=True):
+        cover[a:b] = True
+    union = int(cover.sum())
+    drawn = int((e - s).sum())
+    closed = _idle_gaps(cover, s, e)
+    assert drawn == union + sum(closed)
+    assert all(0 < g < max(gap, 1) for g in closed)
+    if sp:
+        assert e[-1] == ends.max()          # the last span's end is kept
+
+
+def _idle_gaps(cover: np.ndarray, s: np.ndarray, e: np.ndarray) -> list[int]:
+    """The idle stretches of ``cover`` that lie inside an interval (closed gaps)."""
+    gaps = []
+    for a, b in zip(s.tolist(), e.tolist(), strict=True):
+        run = 0
+        for t in range(a, b):
+            if cover[t]:
+                if run:
+                    gaps.append(run)
+                run = 0
+            else:
+                run += 1
+        assert run == 0                     # an interval ends on a busy instant
+    return gaps
+
+
+def test_busy_intervals_merge_touching_spans_and_keep_the_last_end() -> None:
+    from tmhw.sim.trace import busy_intervals
+
+    s, e = busy_intervals([30, 0, 10, 12, 55], [40, 10, 20, 14, 56])
+    assert list(zip(s.tolist(), e.tolist(), strict=True)) == [(0, 20), (30, 40), (55, 56)]
+    # a 10 ps gap closes under an 11 ps pixel, a 15 ps one stays
+    s, e = busy_intervals([30, 0, 10, 12, 55], [40, 10, 20, 14, 56], min_gap=11)
+    assert list(zip(s.tolist(), e.tolist(), strict=True)) == [(0, 40), (55, 56)]
+
+
+def test_marks_are_global_instants_in_the_chrome_trace() -> None:
+    tr = Tracer()
+    tr.span("npu.compute", 0, 2_000_000, "fc1")
+    tr.mark(0, "it 0 (warm-up)")
+    tr.mark(2_000_000, "it 1")
+    inst = [e for e in tr.chrome_events() if e["ph"] == "i"]
+    assert [(e["name"], e["ts"], e["s"]) for e in inst] == [("it 0 (warm-up)", 0.0, "g"),
+                                                             ("it 1", 2.0, "g")]
+    NULL_TRACER.mark(0, "x")
+    assert NULL_TRACER.marks == []

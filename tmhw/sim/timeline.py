@@ -4,7 +4,7 @@ A ``Timeline`` models one hardware resource that serves one thing at a time (a f
 channel, a die, a DRAM bank, the systolic array). ``reserve(earliest, duration)`` books
 the resource for ``duration`` ps starting at ``max(earliest, busy_until)`` and returns the
 end time; the caller yields one timeout to the end of its whole fan-out, never one per
-reservation (DESIGN.md, "Event economy").
+reservation (docs/ARCHITECTURE.md, "The event economy").
 """
 
 from __future__ import annotations

@@ -1,9 +1,14 @@
-"""Tracing: spans (a lane was busy from t0 to t1 doing X) and counters (a level changed).
+"""Tracing: spans (a lane was busy from t0 to t1 doing X), counters (a level changed),
+flows (an arrow from one lane to another) and marks (a labelled instant, such as the
+start of an iteration).
 
 ``Tracer`` records into memory and writes Chrome/Perfetto trace-event JSON (``X`` complete
-events, one thread per lane, ``C`` counter events) or a VCD through pyvcd (one 1-bit busy
-wire per lane and one integer variable per counter). ``NULL_TRACER`` is the no-op used
-when tracing is off: its methods do nothing, so the hot path pays one call.
+events, one thread per lane, ``C`` counter events, global ``i`` instants for marks) or a
+VCD through pyvcd (one 1-bit busy wire per lane and one real variable per counter). Every
+span is written; nothing is capped. ``busy_intervals`` merges a lane's spans into the
+intervals it was busy (the VCD's wires, the timeline figure's bars).
+``NULL_TRACER`` is the no-op used when tracing is off: its methods do nothing, so the hot
+path pays one call.
 """
 
 from __future__ import annotations
@@ -11,6 +16,31 @@ from __future__ import annotations
 import json
 from pathlib import Path
 from typing import Any
+
+import numpy as np
+
+
+def busy_intervals(starts: Any, ends: Any, min_gap: float = 0) -> tuple[np.ndarray,
+                                                                         np.ndarray]:
+    """The union of the spans ``[starts[i], ends[i])`` as sorted, disjoint intervals
+    ``(s, e)``: overlapping and touching spans become one, and so do two intervals whose
+    gap is shorter than ``min_gap`` (0: only those that touch or overlap). Every span
+    lies inside one interval; the intervals' total length exceeds the spans' union by
+    the gaps closed, each shorter than ``min_gap``."""
+    s = np.asarray(starts)
+    e = np.asarray(ends)
+    if s.size == 0:
+        return s[:0].copy(), e[:0].copy()
+    order = np.argsort(s, kind="stable")
+    s, e = s[order], e[order]
+    reach = np.maximum.accumulate(e)        # the furthest end of any span so far
+    new = np.empty(s.size, dtype=bool)
+    new[0] = True
+    gap = s[1:] - reach[:-1]                # > 0: the lane idles before span i
+    new[1:] = gap >= min_gap if min_gap > 0 else gap > 0
+    first = np.flatnonzero(new)
+    last = np.append(first[1:] - 1, s.size - 1)
+    return s[first], reach[last]
 
 
 class Tracer:
@@ -22,6 +52,7 @@ class Tracer:
         self.spans: list[tuple[str, int, int, str, dict[str, Any] | None]] = []
         self.counters: list[tuple[str, int, float]] = []
         self.flows: list[tuple[str, int, str, int, str]] = []
+        self.marks: list[tuple[int, str]] = []
 
     def span(self, lane: str, start: int, end: int, name: str,
              args: dict[str, Any] | None = None) -> None:
@@ -37,11 +68,26 @@ class Tracer:
         """An arrow from one lane at one time to another (a prefetch meeting its op)."""
         self.flows.append((src_lane, t_src, dst_lane, t_dst, name))
 
+    def mark(self, t: int, label: str) -> None:
+        """A labelled instant across every lane (an iteration starts)."""
+        self.marks.append((t, label))
+
     def lanes(self) -> list[str]:
         seen: dict[str, None] = {}
         for lane, *_ in self.spans:
             seen.setdefault(lane, None)
         return list(seen)
+
+    def busy(self, min_gap: float = 0) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        """Each lane's spans merged into busy intervals (``busy_intervals``), in ps."""
+        per: dict[str, tuple[list[int], list[int]]] = {lane: ([], []) for lane in self.lanes()}
+        for lane, s, e, _n, _a in self.spans:
+            ss, ee = per[lane]
+            ss.append(s)
+            ee.append(e)
+        return {lane: busy_intervals(np.array(ss, dtype=np.int64),
+                                     np.array(ee, dtype=np.int64), min_gap)
+                for lane, (ss, ee) in per.items()}
 
     # -- writers -----------------------------------------------------------------------
     def chrome_events(self) -> list[dict[str, Any]]:
@@ -62,6 +108,9 @@ class Tracer:
             if args:
                 d["args"] = args
             ev.append(d)
+        for t, label in self.marks:
+            ev.append({"ph": "i", "s": "g", "name": label, "pid": 1, "tid": 0,
+                       "ts": t / 1e6})
         for name, t, v in sorted(self.counters, key=lambda x: (x[0], x[1])):
             ev.append({"ph": "C", "name": name, "pid": 1, "ts": t / 1e6, "args": {name: v}})
         for k, (sl, ts, dl, td, name) in enumerate(self.flows):
@@ -79,27 +128,19 @@ class Tracer:
     def write_vcd(self, path: str | Path) -> None:
         """Busy wires per lane (1 while any span is open) and counter values, 1 ps scale.
 
-        Every edge at one time is netted first, so back-to-back spans keep the wire high
-        instead of writing a 0 and a 1 at the same instant; names are made VCD-safe and
+        Each wire follows its lane's busy intervals, so back-to-back spans keep the wire
+        high instead of writing a 0 and a 1 at the same instant; names are made VCD-safe and
         unique (two lanes may sanitise to the same identifier, a counter may share a
         lane's name)."""
         from vcd import VCDWriter
 
         changes: list[tuple[int, int, str, int | float]] = []
-        edges: dict[str, dict[int, int]] = {}
-        for lane, s, e, _name, _a in self.spans:
-            d = edges.setdefault(lane, {})
-            d[s] = d.get(s, 0) + 1
-            d[e] = d.get(e, 0) - 1
-        for lane, d in edges.items():
-            open_n = 0
-            last = 0
-            for t in sorted(d):
-                open_n += d[t]
-                v = 1 if open_n > 0 else 0
-                if v != last:
-                    changes.append((t, 0, lane, v))
-                    last = v
+        busy = self.busy()
+        for lane, (starts, ends) in busy.items():
+            for t0, t1 in zip(starts.tolist(), ends.tolist(), strict=True):
+                if t1 > t0:   # a zero-length span never raises the wire
+                    changes.append((t0, 0, lane, 1))
+                    changes.append((t1, 0, lane, 0))
         # The last value recorded at one time is the counter's value at that time.
         final: dict[tuple[str, int], float] = {}
         for name, t, val in self.counters:
@@ -123,7 +164,7 @@ class Tracer:
                 else:
                     vars_[(1, name)] = w.register_var(scope, ident, "real", init=0.0)
 
-            for lane in edges:
+            for lane in busy:
                 register(0, lane)
             for name in dict.fromkeys(c[0] for c in self.counters):
                 register(1, name)
@@ -156,6 +197,9 @@ class NullTracer(Tracer):
         return None
 
     def flow(self, src_lane: str, t_src: int, dst_lane: str, t_dst: int, name: str) -> None:
+        return None
+
+    def mark(self, t: int, label: str) -> None:
         return None
 
 

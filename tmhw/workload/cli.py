@@ -87,7 +87,16 @@ def format_footprint(f: Footprint) -> str:
 
 
 def _show(args: argparse.Namespace) -> int:
-    f = footprint(_load(args))
+    from tmhw.sim.progress import progress
+
+    # Two steps, each linear in the layers: build the iteration's ops, then measure it
+    # (a hundred thousand layers take about a minute).
+    with progress(2, f"workload show {args.model}: build", "step") as bar:
+        wl = _load(args)
+        bar.set_description(f"workload show {args.model}: footprint")
+        bar.update(1)
+        f = footprint(wl)
+        bar.update(1)
     print(json.dumps(f.as_dict(), indent=2) if args.json else format_footprint(f))
     return 0
 

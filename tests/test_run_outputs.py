@@ -1,0 +1,90 @@
+"""What ``tmhw run`` writes and prints: a folder of its own under ``out/`` (named from
+the config, never a scenario's files), a summary whose figures are per steady-state
+iteration and which says which iterations those are, and help for every option."""
+
+from __future__ import annotations
+
+import argparse
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tmhw import config as C
+from tmhw.cli import build_parser, config_from_args, run_folder
+
+#: A two-layer BERT-base on HBM only: every steady iteration is the same.
+SMALL = ["run", "--preset", "quick", "--policy", "hbm-only", "--set", "workload.layers=2",
+         "--quiet"]
+
+
+def _energy_j(summary: str) -> float:
+    m = re.search(r"^energy\s+([0-9.]+) J", summary, re.M)
+    assert m, summary
+    return float(m.group(1))
+
+
+def test_run_writes_its_own_folder_and_leaves_a_scenarios_summary(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tmhw: Callable) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "summary.md").write_text("a scenario's summary\n")
+    r = tmhw(*SMALL)
+    assert r.rc == 0, r.err
+    runs = sorted(p.name for p in (tmp_path / "out").iterdir() if p.is_dir())
+    assert len(runs) == 1 and runs[0].startswith("run-bert-base-hbm-only-")
+    folder = tmp_path / "out" / runs[0]
+    assert {p.name for p in folder.iterdir()} == {"report.json", "summary.txt"}
+    assert (tmp_path / "out" / "summary.md").read_text() == "a scenario's summary\n"
+    assert not (tmp_path / "out" / "report.json").exists()
+    assert f"report: {Path('out') / runs[0] / 'report.json'}" in r.out
+    # the file holds what was printed
+    assert (folder / "summary.txt").read_text() in r.out
+    # another config finds another folder; the same config its own again
+    r2 = tmhw(*SMALL, "--seed", "7")
+    assert r2.rc == 0
+    assert len([p for p in (tmp_path / "out").iterdir() if p.is_dir()]) == 2
+
+
+def test_the_folder_name_is_a_function_of_the_whole_config() -> None:
+    p = build_parser()
+    a = run_folder(config_from_args(p.parse_args(["run", "--preset", "quick"])))
+    b = run_folder(config_from_args(p.parse_args(["run", "--preset", "quick"])))
+    c = run_folder(config_from_args(p.parse_args(["run", "--preset", "quick",
+                                                  "--set", "flash.channels=16"])))
+    q = C.preset("quick")
+    assert a == b != c
+    assert a.parent == Path("out")
+    assert a.name.startswith(f"run-{q.workload.model}-{q.policy.name}-{q.policy.hbm_ratio:g}-")
+
+
+def test_summary_figures_are_per_steady_iteration(tmp_path: Path, tmhw: Callable) -> None:
+    two = tmhw(*SMALL, "--iterations", "2", "--out", str(tmp_path / "two"))
+    three = tmhw(*SMALL, "--iterations", "3", "--out", str(tmp_path / "three"))
+    assert two.rc == 0 and three.rc == 0
+    assert "iteration 0 warm-up, iteration 1 steady state" in two.out
+    assert "iteration 0 warm-up, iterations 1-2 steady state" in three.out
+    # HBM-only repeats one iteration exactly: per iteration, two steady iterations
+    # cost what one does (the report's energy_pj sums them).
+    assert _energy_j(three.out) == pytest.approx(_energy_j(two.out), rel=1e-3)
+    for name in ("iteration time", "flash -> HBM", "NPU <-> HBM"):
+        line2 = next(ln for ln in two.out.splitlines() if ln.startswith(name))
+        line3 = next(ln for ln in three.out.splitlines() if ln.startswith(name))
+        assert line2 == line3
+
+
+def test_without_warm_up_the_summary_says_which_iterations_it_averages(
+        tmp_path: Path, tmhw: Callable) -> None:
+    r = tmhw(*SMALL, "--iterations", "2", "--set", "run.warmup_iterations=0",
+             "--out", str(tmp_path / "o"))
+    assert r.rc == 0, r.err
+    assert re.search(r"^iterations\s+2; mean of iterations 0-1$", r.out, re.M)
+
+
+def test_every_run_option_has_help() -> None:
+    sub = next(a for a in build_parser()._actions
+               if isinstance(a, argparse._SubParsersAction))
+    run = sub.choices["run"]
+    missing = [a.option_strings for a in run._actions if not a.help]
+    assert missing == []
