@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
-"""Paper headline: every policy on three models at 12.5% HBM, beside the paper's figures.
+"""Paper headline: every policy on three models at 12.5% HBM in steady state, beside the
+paper's figures and the conditions under which the model reproduces them.
 
 ResNet-50, BERT-large and a GPT-3 block (quick: ResNet-50 b4, BERT-base 3 layers, GPT-2
-small) at 12.5% HBM under every policy. The headline compares TM-Training's inter-tier
-traffic and throughput per watt with each prior system, and its memory cost with
+small), 3 iterations per run (the first is warm-up). TM-Training's traffic and samples
+per joule against each prior system and the best of them, and its memory cost against
 HBM-only, beside the paper's -64%, +55% and -87% (TM-Training, ACM ToS 21(4), 2025,
-abstract, doi:10.1145/3721484). Also writes ``report.json``: the TM-Training run of the
-first model (the first run that completed if that one did not).
+abstract, doi:10.1145/3721484); then each of those figures computed under other
+conditions. ``report.json`` is the TM-Training run of the first model.
 
     .venv/bin/python scenarios/paper_headline.py [--quick] [--out DIR] [--set a.b=v ...]
 """
@@ -14,6 +15,7 @@ first model (the first run that completed if that one did not).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import tmhw
 import tmhw.sweeps as SW
@@ -21,12 +23,13 @@ from tmhw.studies import (
     BASELINES,
     POLICIES,
     Study,
+    best_of,
     by_params,
     cell,
-    fig_of,
+    change,
     figure_values,
     md_table,
-    mean_pct,
+    nand_bytes,
     pct,
     script_main,
     status_text,
@@ -35,99 +38,128 @@ from tmhw.studies import (
 from tmhw.studies.figures import grouped_bars
 
 HBM_RATIO = 0.125
-#: The paper's headline figures (abstract): traffic and memory cost reductions, and the
-#: gain in samples per joule, each against the prior systems.
-PAPER_TRAFFIC_REDUCTION = 0.64
-PAPER_SPJ_GAIN = 0.55
-PAPER_COST_REDUCTION = 0.87
-
-
-def change(new: SW.Result, old: SW.Result, name: str) -> float | None:
-    """The relative change of figure ``name`` from ``old`` to ``new`` (None if missing)."""
-    a, b = fig_of(new, name), fig_of(old, name)
-    return a / b - 1 if a is not None and b else None
+ITERATIONS = 3
+#: The paper's headline figures (abstract), each against the prior systems.
+PAPER = {"traffic": -0.64, "samples/J": 0.55, "memory cost": -0.87}
+#: The conditions' extra runs: (variant, overrides, policies).
+NO_FREES = "demand without runtime frees"
+VARIANTS = ((NO_FREES, {"policy.demand_frees": "none"}, ("demand",)),
+            ("2 SSDs", {"flash.devices": 2}, ("tm-training", *BASELINES)),
+            ("4 SSDs", {"flash.devices": 4}, ("tm-training", *BASELINES)))
+COLUMNS = {"iteration ms": ("iteration_time_ms", 1.0), "stall ms": ("stall_ms", 1.0),
+           "flash->HBM GiB": ("flash_to_hbm_bytes", 2**-30),
+           "HBM->flash GiB": ("hbm_to_flash_bytes", 2**-30),
+           "samples/J": ("samples_per_joule", 1.0), "memory $": ("memory_usd", 1.0),
+           "time / bound": ("time_bound_ratio", 1.0),
+           "traffic / bound": ("traffic_bound_ratio", 1.0)}
 
 
 def study(st: Study) -> str:
     """Every policy on three models at 12.5% HBM, beside the paper's headline figures."""
-    # -- the grid: models x policies -----------------------------------------------------
-    points = [st.point(m.sets, {"model": m.stands_for, "workload": m.label, "policy": p},
-                       {"policy.name": p, "policy.hbm_ratio": HBM_RATIO})
-              for m in st.models for p in POLICIES]
+    # -- the grid (models x policies), and the conditions' variants ----------------------
+    def point(m: Any, p: str, variant: str = "", sets: Any = None) -> SW.Point:
+        return st.point({**m.sets, "run.iterations": ITERATIONS},
+                        {"model": m.stands_for, "workload": m.label, "policy": p,
+                         "variant": variant},
+                        {"policy.name": p, "policy.hbm_ratio": HBM_RATIO, **(sets or {})})
+    points = [point(m, p) for m in st.models for p in POLICIES]
+    points += [point(m, p, v, sets) for m in st.models for v, sets, ps in VARIANTS for p in ps]
     results = st.run(points)
     st.write_csv(results)
-    got = by_params(results, "model", "policy")
-
-    # -- per model: every policy's figures -----------------------------------------------
-    per_model = []
-    for m in st.models:
-        rows = [[p, cell(r, "iteration_time_ms"), cell(r, "stall_ms"),
-                 cell(r, "inter_tier_bytes", 2**-30), cell(r, "samples_per_s"),
-                 cell(r, "samples_per_joule"), cell(r, "memory_usd", digits=4),
-                 status_text(r)]
-                for p in POLICIES for r in [got[(m.stands_for, p)]]]
-        per_model.append(f"## {m.stands_for} ({m.label}), HBM 12.5% of the footprint\n\n"
-                         + md_table(["policy", "iteration ms", "stall ms", "inter-tier GiB",
-                                     "samples/s", "samples/J", "memory $", "status"], rows))
-
-    # -- the headline: TM-Training against each baseline ----------------------------------
-    def vs(m: str, name: str, b: str) -> float | None:
-        return change(got[(m, "tm-training")], got[(m, b)], name)
-
-    def col(m: str, name: str) -> list[str]:
-        return [pct(v) if v is not None else why_missing(got[(m, b)])
-                for b in BASELINES for v in [vs(m, name, b)]]
-
-    head_rows = []
-    for m in (mm.stands_for for mm in st.models):
-        traffic = [vs(m, "inter_tier_bytes", b) for b in BASELINES]
-        spj = [vs(m, "samples_per_joule", b) for b in BASELINES]
-        head_rows.append([m, *col(m, "inter_tier_bytes"), mean_pct(traffic),
-                          *col(m, "samples_per_joule"), mean_pct(spj),
-                          pct(vs(m, "memory_usd", "hbm-only"))])
-    head_rows.append(["**paper**", *["" for _ in BASELINES],
-                      f"-{PAPER_TRAFFIC_REDUCTION:.0%}", *["" for _ in BASELINES],
-                      f"+{PAPER_SPJ_GAIN:.0%}", f"-{PAPER_COST_REDUCTION:.0%}"])
-    headers = (["model"] + [f"traffic vs {b}" for b in BASELINES] + ["traffic vs prior (mean)"]
-               + [f"samples/J vs {b}" for b in BASELINES] + ["samples/J vs prior (mean)"]
-               + ["memory cost vs hbm-only"])
-    headline = ("## Headline: TM-Training against each policy\n\n"
-                "Inter-tier traffic change (negative: less traffic), throughput-per-watt "
-                "change (positive: better) and memory cost change against HBM-only; the "
-                "paper's figures are in the last row. 'does not fit' where the baseline "
-                "cannot run at this HBM capacity, '-' where a run is missing (see the "
-                "status column below); the means are over the baselines that ran.\n\n"
-                + md_table(headers, head_rows))
-
-    # -- figures -------------------------------------------------------------------------
+    got = by_params(results, "model", "policy", "variant")
     models = [m.stands_for for m in st.models]
 
-    def series(name: str, policies: Sequence[str], scale: float = 1.0
+    def tm(m: str, variant: str = "") -> SW.Result | None:
+        return got.get((m, "tm-training", variant))
+
+    def best(m: str, name: str, variant: str = "", lower: bool = True,
+             value: Any = None) -> SW.Result | None:
+        return best_of([got.get((m, b, variant)) for b in BASELINES], name, lower, value)
+
+    # -- per model: every policy's steady-state figures ----------------------------------
+    per_model = [f"## {m.stands_for} ({m.label}), HBM 12.5% of the footprint\n\n" + md_table(
+        ["policy", *COLUMNS, "status"],
+        [[p, *[cell(r, n, k, digits=4 if n == "memory_usd" else 3)
+               for n, k in COLUMNS.values()], status_text(r)]
+         for p in POLICIES for r in [got[(m.stands_for, p, "")]]]) for m in st.models]
+
+    # -- the headline: TM-Training against each prior system and the best of them ---------
+    def against(m: str, name: str, lower: bool) -> list[str]:
+        cols = [pct(v) if (v := change(tm(m), got[(m, b, "")], name)) is not None
+                else why_missing(got[(m, b, "")]) for b in BASELINES]
+        top = best(m, name, lower=lower)
+        return [*cols, "-" if top is None else
+                f"{pct(change(tm(m), top, name))} ({top['params']['policy']})"]
+
+    head = [[m, *against(m, "inter_tier_bytes", True), *against(m, "samples_per_joule", False),
+             pct(change(tm(m), got[(m, "hbm-only", "")], "memory_usd"))] for m in models]
+    blank = [""] * len(BASELINES)
+    head.append(["**paper**", *blank, pct(PAPER["traffic"]), *blank,
+                 pct(PAPER["samples/J"]), pct(PAPER["memory cost"])])
+    headline = ("## Headline: TM-Training against each prior system and the best of them\n\n"
+                "Steady-state change in inter-tier traffic (negative: less) and in samples "
+                "per joule (positive: better); 'best' is the prior system with the least "
+                "traffic or the most samples per joule on that model (named); memory cost "
+                "against HBM-only. 'does not fit': the baseline cannot run at this HBM "
+                "capacity.\n\n" + md_table(
+                    ["model", *[f"traffic vs {b}" for b in BASELINES], "traffic vs best",
+                     *[f"samples/J vs {b}" for b in BASELINES], "samples/J vs best",
+                     "memory cost vs hbm-only"], head))
+
+    # -- the paper's figures under other conditions, computed ----------------------------
+    def row(figure: str, condition: str, vals: list[float | None]) -> list[str]:
+        return [figure, condition, *[pct(v) for v in vals], pct(PAPER[figure])]
+
+    cond = [row("traffic", "link bytes, vs the best prior system",
+                [change(tm(m), best(m, "inter_tier_bytes"), "inter_tier_bytes")
+                 for m in models]),
+            row("traffic", "vs demand paging without runtime frees",
+                [change(tm(m), got[(m, "demand", NO_FREES)], "inter_tier_bytes")
+                 for m in models]),
+            row("traffic", "NAND page bytes, vs the best prior system in NAND bytes",
+                [change(tm(m), best(m, "", value=nand_bytes), "", nand_bytes)
+                 for m in models]),
+            row("samples/J", "vs demand paging without runtime frees",
+                [change(tm(m), got[(m, "demand", NO_FREES)], "samples_per_joule")
+                 for m in models])]
+    cond += [row("samples/J", f"{v or '1 SSD'}, vs the best prior system",
+                 [change(tm(m, v), best(m, "samples_per_joule", v, lower=False),
+                         "samples_per_joule") for m in models])
+             for v in ("", *[name for name, _, _ in VARIANTS[1:]])]
+    cond += [row("memory cost", f"{what}, vs HBM-only holding the footprint",
+                 [change(tm(m), got[(m, "hbm-only", "")], name) for m in models])
+             for what, name in (("memory alone", "memory_usd"),
+                                ("the whole system, NPU included", "system_usd"))]
+    conditions = ("## The paper's figures under other conditions (computed)\n\n"
+                  "TM-Training's change under each condition, per model, beside the "
+                  "paper's figure.\n\n" + md_table(["figure", "condition", *models, "paper"],
+                                                   cond))
+
+    # -- figures -------------------------------------------------------------------------
+    def series(name: str, policies: tuple[str, ...], scale: float = 1.0
                ) -> dict[str, Sequence[float | str]]:
-        return {p: figure_values([got[(m, p)] for m in models], name, scale)
+        return {p: figure_values([got[(m, p, "")] for m in models], name, scale)
                 for p in policies}
 
     st.fig(grouped_bars(models, series("inter_tier_bytes", POLICIES[:-1], 2**-30),
-                        st.out / "inter_tier_traffic",
-                        "inter-tier traffic per iteration (GiB)",
-                        "Flash <-> HBM traffic at 12.5% HBM"))
+                        st.out / "inter_tier_traffic", "inter-tier traffic per iteration (GiB)",
+                        "Flash <-> HBM traffic at 12.5% HBM (steady state)"))
     st.fig(grouped_bars(models, series("samples_per_joule", POLICIES),
                         st.out / "throughput_per_watt", "samples per joule",
-                        "Throughput per watt at 12.5% HBM", log=True))
+                        "Throughput per watt at 12.5% HBM (steady state)", log=True))
     st.fig(grouped_bars(models, series("memory_usd", ("tm-training", "hbm-only")),
                         st.out / "memory_cost", "memory cost (US$)",
                         "Memory hardware cost: 12.5% HBM + flash vs HBM-only", log=True))
 
-    # -- one whole report ----------------------------------------------------------------
-    first = next((r for r in results if r["report"] is not None), None)
-    note = "No run completed, so no report.json was written."
-    if first is not None:
+    first = tm(models[0])
+    note = "The TM-Training run of the first model did not complete: no report.json."
+    if first is not None and first["report"] is not None:
         tmhw.Report(first["report"]).save(st.out)
-        note = (f"`report.json` is the {first['params']['policy']} run of "
-                f"{first['params']['workload']}.")
+        note = f"`report.json` is the TM-Training run of {first['params']['workload']}."
     intro = ("TM-Training against FlatFlash, FlashNeuron, Sentinel, AutoTM, demand paging "
              "and HBM-only at 12.5% HBM (HBM = 1/8 of the training footprint). " + note)
-    return st.write_md("Paper headline", intro, [headline] + per_model)
+    return st.write_md("Paper headline", intro, [headline, conditions, *per_model],
+                       iterations=ITERATIONS)
 
 
 if __name__ == "__main__":

@@ -80,6 +80,8 @@ FIGURES: dict[str, tuple[tuple[str, ...], float]] = {
     "energy_dma_j": (("energy_pj", "dma"), 1e-12),
     "avg_power_w": (("avg_power_mw",), 1e-3),
     "samples_per_joule": (("samples_per_joule",), 1.0),
+    "time_bound_ratio": (("bounds", "time_ratio"), 1.0),
+    "traffic_bound_ratio": (("bounds", "traffic_ratio"), 1.0),
     "footprint_bytes": (("workload", "footprint_bytes"), 1.0),
     "hbm_capacity_bytes": (("policy", "hbm_capacity_bytes"), 1.0),
     "hbm_peak_bytes": (("hbm_peak_occupancy_bytes",), 1.0),

@@ -37,15 +37,17 @@ from tmhw.studies.study import (
 from tmhw.studies.tables import (
     DOES_NOT_FIT,
     bar,
+    best_of,
     by_params,
     cell,
+    change,
     does_not_fit,
     fig_of,
     figure_values,
     gib,
     last_iteration,
     md_table,
-    mean_pct,
+    nand_bytes,
     num,
     pct,
     status_text,
@@ -53,7 +55,7 @@ from tmhw.studies.tables import (
 )
 
 __all__ = ["BASELINES", "DOES_NOT_FIT", "FULL_MODELS", "POLICIES", "QUICK_ILP_NODES",
-           "QUICK_MODELS", "Model", "Study", "available", "bar", "by_params", "cell",
-           "does_not_fit", "fig_of", "figure_values", "gib", "last_iteration",
-           "load_study", "md_table", "mean_pct", "num", "pct", "register",
+           "QUICK_MODELS", "Model", "Study", "available", "bar", "best_of", "by_params",
+           "cell", "change", "does_not_fit", "fig_of", "figure_values", "gib", "last_iteration",
+           "load_study", "md_table", "nand_bytes", "num", "pct", "register",
            "scenarios_dir", "script_main", "status_text", "why_missing", "workload"]

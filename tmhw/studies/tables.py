@@ -9,7 +9,7 @@ otherwise (see the status column).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import tmhw.sweeps as SW
@@ -52,10 +52,37 @@ def pct(v: float | None) -> str:
     return "-" if v is None else f"{v:+.0%}"
 
 
-def mean_pct(vals: Sequence[float | None]) -> str:
-    """The mean of the changes that exist, as a percentage."""
-    got = [v for v in vals if v is not None]
-    return pct(sum(got) / len(got)) if got else "-"
+Figure = Callable[[SW.Result | None, str], float | None]
+
+
+def change(new: SW.Result | None, old: SW.Result | None, name: str,
+           value: Figure | None = None) -> float | None:
+    """The relative change of figure ``name`` (or ``value(result, name)``) from ``old`` to
+    ``new``; None where either is missing."""
+    get = value or fig_of
+    a, b = get(new, name), get(old, name)
+    return a / b - 1 if a is not None and b else None
+
+
+def nand_bytes(r: SW.Result | None, _name: str = "") -> float | None:
+    """Inter-tier bytes per iteration counted as the NAND pages they cost: scaled by the
+    run's NAND page bytes (read and programmed, GC included) per host byte."""
+    moved = fig_of(r, "inter_tier_bytes")
+    if r is None or r["report"] is None or moved is None:
+        return None
+    f, page = r["report"]["system"]["flash"], r["report"]["config"]["flash"]["page_size"]
+    host = f["bytes_read"] + f["bytes_written"]
+    return moved * (f["pages_read"] + f["pages_programmed"]) * page / host if host else None
+
+
+def best_of(results: Sequence[SW.Result | None], name: str, lower: bool = True,
+            value: Figure | None = None) -> SW.Result | None:
+    """The result with the lowest (or highest) figure ``name`` among those that have it."""
+    get = value or fig_of
+    ran = [(v, r) for r in results if r is not None and (v := get(r, name)) is not None]
+    if not ran:
+        return None
+    return (min if lower else max)(ran, key=lambda vr: vr[0])[1]
 
 
 def gib(v: Any) -> Any:
