@@ -299,3 +299,18 @@ def test_bad_commands_are_one_line_and_exit_status_2(argv: list[str], field: str
 def test_config_error_message_names_path_value_and_what_is_allowed() -> None:
     e = ConfigError("flash.channels", 0, "a positive integer")
     assert str(e) == "flash.channels = 0: a positive integer"
+
+
+# -- policy names: one list, the registry's --------------------------------------------
+def test_policy_names_come_from_the_registry_only(monkeypatch: pytest.MonkeyPatch,
+                                                  tmhw: Callable[..., typing.Any]) -> None:
+    """A name added to ``tmhw.placement.registry.POLICIES`` (the one place the README's
+    "Add a policy" names) is valid in the config and listed by ``--policy``'s help."""
+    from tmhw.placement import registry
+
+    with pytest.raises(ConfigError, match="policy.name = 'mine'|name = 'mine'"):
+        C.PolicyConfig(name="mine")
+    monkeypatch.setitem(registry.POLICIES, "mine", "tmhw.placement.simple:Demand")
+    assert C.PolicyConfig(name="mine").name == "mine"
+    r = tmhw("run", "--help")
+    assert "mine" in r.out.replace("\n", " ")

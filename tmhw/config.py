@@ -61,9 +61,6 @@ from tmhw.sim import tomlio
 from tmhw.sim.errors import ConfigError
 from tmhw.sim.units import NS, US, MiB
 
-POLICIES = ("hbm-only", "demand", "demand-belady", "tm-training", "flatflash",
-            "flashneuron", "sentinel", "autotm")
-
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DmaConfig:
@@ -212,6 +209,10 @@ class PolicyConfig:
     ilp_node_limit: int = 5000
 
     def __post_init__(self) -> None:
+        # the registry is the one list of policy names; imported here, not at the top,
+        # because the policies' base module imports this one
+        from tmhw.placement.registry import POLICIES
+
         if self.name not in POLICIES:
             raise ConfigError("name", self.name, f"one of {', '.join(POLICIES)}")
         if not (0.0 < self.hbm_ratio <= 1.0):
