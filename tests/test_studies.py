@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tmhw import studies
-from tmhw.config import POLICIES
+from tmhw.placement.registry import POLICIES
 
 ROOT = Path(__file__).resolve().parent.parent
 #: Each scenario at --quick is sized to take well under a minute on an idle 2-core
