@@ -11,7 +11,7 @@ import json
 from typing import Any
 
 from npu.dataflow import CONVENTIONS, DATAFLOWS, gemm_cycles
-from npu.topology import read_topology
+from npu.topology import FORMS, read_topology
 from tmhw.sim.errors import TmhwError
 
 
@@ -33,13 +33,8 @@ def layer_rows(topology: str, array: str, dataflow: str, convention: str,
     and SCALE-Sim's compute utilisation."""
     rows, cols = parse_array(array)
     out: list[dict[str, Any]] = []
-    try:
-        layers = read_topology(topology, form)
-    except UnicodeDecodeError as e:
-        raise TmhwError(f"topology: {topology} is not UTF-8 text (a topology CSV must be): "
-                        f"byte {e.start} is {e.object[e.start:e.start + 1]!r}") from None
-    for layer in layers:
-        m, n, k = layer.gemm
+    for layer in read_topology(topology, form):
+        m, n, k = layer.mnk
         g = gemm_cycles(m, n, k, rows, cols, dataflow, convention)
         out.append({"name": layer.name, "m": m, "n": n, "k": k, "macs": g.macs,
                     "folds": g.folds, "cycles": g.cycles, "utilization": g.utilization,
@@ -76,7 +71,7 @@ def register(sub: Any) -> None:
     cyc.add_argument("--dataflow", default="ws", choices=DATAFLOWS)
     cyc.add_argument("--convention", default="scalesim", choices=CONVENTIONS,
                      help="scalesim: as scalesim 3.0.0 computes; paper: 2R + C + T - 2")
-    cyc.add_argument("--form", default="auto", choices=("auto", "conv", "gemm"),
-                     help="CSV form (auto: GEMM if rows have fewer than 8 fields)")
+    cyc.add_argument("--form", default="auto", choices=FORMS,
+                     help="CSV form (auto: GEMM if the header's second column is M)")
     cyc.add_argument("--json", action="store_true", help="print a JSON list")
     cyc.set_defaults(func=_cycles)

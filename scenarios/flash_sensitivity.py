@@ -41,8 +41,7 @@ def variants(quick: bool) -> list[tuple[str, str, dict[str, Any]]]:
     out += [("channels", str(c), {"flash.channels": c}) for c in channels]
     out += [("channel rate (MT/s)", str(r), {"flash.channel_rate_mtps": r}) for r in rates]
     out += [("device", d, {"flash.preset": d}) for d in presets]
-    out += [("PCIe", g, {"flash.pcie_lane_gbps": PCIE_GEN[g],
-                         "link.gb_per_s_per_lane": PCIE_GEN[g]}) for g in gens]
+    out += [("PCIe", g, {"flash.pcie_lane_gbps": PCIE_GEN[g]}) for g in gens]
     return out
 
 

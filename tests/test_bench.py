@@ -117,3 +117,33 @@ def test_unknown_case_is_a_one_line_error() -> None:
     args = ap.parse_args(["bench", "--case", "nope"])
     with pytest.raises(TmhwError, match="--case"):
         args.func(args)
+
+
+def test_wall_clock_targets_are_reported_figures_of_their_cases() -> None:
+    """The targets the suite once asserted (zoo build < 0.5 s, ResNet-50 cycles and
+    plans < 1 s, an 8 GiB fast-HBM read < 0.5 s) are figures of ``tmhw bench``."""
+    for case, target, keys in (("npu-resnet50", 1.0, {"formula_s", "plan_s"}),
+                               ("zoo-build", 0.5, {"bert-large_s", "resnet50_s"}),
+                               ("hbm-8gib", 0.5, {"transfer_s"})):
+        m = bench.run_case(case, small=True)
+        x = m["extra"]
+        assert x["target_s"] == target and keys <= set(x), (case, x)
+        assert x["within_target"] == all(x[k] < target for k in keys)
+        assert m["events"] == 0 and m["wall_s"] > 0
+    assert bench.run_case("npu-resnet50", small=True)["extra"]["formula_evaluations"] == 972
+
+
+def test_bench_prints_its_table_once_and_help_has_no_rst_markup(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    ap = argparse.ArgumentParser()
+    bench.register(ap.add_subparsers(dest="cmd", required=True))
+    args = ap.parse_args(["bench", "--small", "--case", "npu-cycles"])
+    assert args.func(args) == 0
+    out, err = capsys.readouterr()
+    lines = out.splitlines()
+    assert lines[0] == bench.HEADER and len(lines) == 3   # header, npu-cycles, kernel
+    assert sum(ln.startswith("npu-cycles") for ln in lines) == 1
+    assert "bench: npu-cycles:" in err
+    with pytest.raises(SystemExit):
+        ap.parse_args(["bench", "--help"])
+    assert "``" not in capsys.readouterr().out

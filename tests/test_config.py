@@ -240,7 +240,8 @@ BAD_INPUTS: list[tuple[str, list[str], str]] = [
     ("unknown section preset", ["--set", "flash.preset=nope"], "flash.preset"),
     ("top-level preset as an override", ["--set", "preset=paper"], "--preset"),
     ("zero link lanes", ["--set", "link.lanes=0"], "link.lanes"),
-    ("link bandwidth nan", ["--set", "link.gb_per_s_per_lane=nan"], "link.gb_per_s_per_lane"),
+    ("the link's lane rate is the SSDs'", ["--set", "link.gb_per_s_per_lane=4"],
+     "link.gb_per_s_per_lane"),
     ("negative cost", ["--set", "cost.npu_usd=-1"], "cost.npu_usd"),
     ("negative hbm timing", ["--set", "hbm.t_rcd=-1"], "hbm.t_rcd"),
     ("zero array rows", ["--set", "npu.array_rows=0"], "npu.array_rows"),
@@ -298,3 +299,34 @@ def test_bad_commands_are_one_line_and_exit_status_2(argv: list[str], field: str
 def test_config_error_message_names_path_value_and_what_is_allowed() -> None:
     e = ConfigError("flash.channels", 0, "a positive integer")
     assert str(e) == "flash.channels = 0: a positive integer"
+
+
+# -- policy names: one list, the registry's --------------------------------------------
+def test_policy_names_come_from_the_registry_only(monkeypatch: pytest.MonkeyPatch,
+                                                  tmhw: Callable[..., typing.Any]) -> None:
+    """A name added to ``tmhw.placement.registry.POLICIES`` (the one place the README's
+    "Add a policy" names) is valid in the config and listed by ``--policy``'s help."""
+    from tmhw.placement import registry
+
+    with pytest.raises(ConfigError, match="policy.name = 'mine'|name = 'mine'"):
+        C.PolicyConfig(name="mine")
+    monkeypatch.setitem(registry.POLICIES, "mine", "tmhw.placement.simple:Demand")
+    assert C.PolicyConfig(name="mine").name == "mine"
+    r = tmhw("run", "--help")
+    assert "mine" in r.out.replace("\n", " ")
+
+
+# -- the PCIe link: one lane rate for the system -----------------------------------------
+@pytest.mark.parametrize("preset,lane_gbps", [("paper", 2.0), ("paper-pm1743", 3.25),
+                                              ("paper-slc", 0.985)])
+def test_the_ports_lanes_run_at_the_ssds_lane_rate(preset: str, lane_gbps: float) -> None:
+    """The lane rate is stated once, ``flash.pcie_lane_gbps`` (each device preset's, with
+    its source); the NPU's port is ``link.lanes`` of them, so a PCIe-generation study
+    changes one field."""
+    cfg = C.preset(preset)
+    assert cfg.flash.pcie_lane_gbps == lane_gbps
+    assert cfg.link_bytes_per_s == cfg.link.lanes * lane_gbps * 1e9
+    gen5 = C.with_overrides(cfg, ["flash.pcie_lane_gbps=3.938"])
+    assert gen5.link_bytes_per_s == 16 * 3.938e9
+    assert gen5.flash.host_bytes_per_s == gen5.flash.pcie_lanes * 3.938e9
+    assert not hasattr(cfg.link, "gb_per_s_per_lane")

@@ -16,7 +16,7 @@ import simpy
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tmhw.config import DmaConfig, LinkConfig
+from tmhw.config import PAPER, DmaConfig, LinkConfig
 from tmhw.dma import FETCH, WRITEBACK, DmaEngine, DmaRequest
 from tmhw.residency import Residency
 from tmhw.sim.component import Component
@@ -75,7 +75,8 @@ class Rig:
         self.res = CheckedResidency(npages, capacity, PAGE)
         self.dma = DmaEngine(self.env, "dma", self.root,
                              DmaConfig(chunk_bytes=chunk_bytes, max_outstanding=outstanding),
-                             LinkConfig(), self.hbm, self.flash, self.res, PAGE)
+                             LinkConfig(), PAPER.link_bytes_per_s, self.hbm, self.flash,
+                             self.res, PAGE)
         self.root.elaborate()
         self.root.start()
 
@@ -220,7 +221,7 @@ def test_link_is_full_duplex_each_direction_on_its_own_timeline() -> None:
     out booked at the same instant both end one transfer time later."""
     rig = Rig(64, 64)
     n = 1 << 20
-    t = transfer_ps(n, rig.dma.link_cfg.bandwidth) + rig.dma.link_cfg.latency_ps
+    t = transfer_ps(n, rig.dma.link_bw) + rig.dma.link_cfg.latency_ps
     assert rig.dma._link(rig.dma.link_in, 0, n) == t
     assert rig.dma._link(rig.dma.link_out, 0, n) == t
     # the same direction twice queues

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from tmhw import studies
-from tmhw.config import POLICIES
+from tmhw.placement.registry import POLICIES
 from tmhw.sim.errors import TmhwError
 from tmhw.studies import study as study_mod
 

@@ -42,6 +42,8 @@ class Parser(argparse.ArgumentParser):
 
 def add_config_args(p: argparse.ArgumentParser) -> None:
     """The options that build a SystemConfig (shared by run, placement, sweep)."""
+    from tmhw.placement.registry import POLICIES
+
     p.add_argument("--preset", help="system preset (tmhw presets lists them)")
     p.add_argument("--config", help="TOML file over the preset")
     p.add_argument("--set", action="append", default=[], metavar="PATH=VALUE",
@@ -55,7 +57,7 @@ def add_config_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--layers", type=int,
                    help="transformer layers, to build a deeper or shallower model "
                         "(default: the model's own)")
-    p.add_argument("--policy", help="hbm-only, demand, tm-training, flatflash, ...")
+    p.add_argument("--policy", help=f"placement policy: {', '.join(POLICIES)}")
     p.add_argument("--hbm-ratio", type=float, help="HBM capacity / footprint, in (0, 1]")
     p.add_argument("--iterations", type=int,
                    help="training iterations to simulate, warm-up included "

@@ -28,8 +28,13 @@ Defaults of the system-level sections and their sources:
   4 planes of 16 KiB pages in flight). ``dma.pj_per_byte`` 1.0 pJ/B
   (estimate: a descriptor-driven copy engine's datapath and SRAM buffering, of the order
   of on-chip SRAM access energy, Horowitz ISSCC'14: ~1 pJ per byte for a 32 KB SRAM).
-- ``link``: PCIe 4.0, 16 GT/s per lane with 128b/130b coding = 1.969 GB/s per lane per
-  direction (PCI-SIG PCIe 4.0 base specification); 16 lanes; ``pj_per_bit`` 5.0
+- ``link``: the NPU's PCIe port, 16 lanes. Its lane rate is not a field of its own: the
+  system has one PCIe generation, stated once as the SSDs' ``flash.pcie_lane_gbps``
+  (each flash preset cites its source: 990pro 2.0 GB/s per lane, PCIe 4.0, whose 16 GT/s
+  with 128b/130b coding is 1.969 GB/s per PCI-SIG's base specification), so the port
+  carries ``link.lanes x flash.pcie_lane_gbps`` per direction
+  (``SystemConfig.link_bytes_per_s``) and a study of PCIe generations changes one
+  field. ``pj_per_bit`` 5.0
   (estimate: published PCIe 4/5 SerDes PHYs report 4-7 pJ/bit); ``latency`` 1 us per
   transaction (estimate of a switch + root-complex round trip).
 - ``cost``: ``hbm_usd_per_gb`` 15.0 (estimate: industry reports of 2024 HBM3 pricing at
@@ -61,8 +66,6 @@ from tmhw.sim import tomlio
 from tmhw.sim.errors import ConfigError
 from tmhw.sim.units import NS, US, MiB
 
-POLICIES = ("hbm-only", "demand", "demand-belady", "tm-training", "flatflash",
-            "flashneuron", "sentinel", "autotm")
 #: What a demand pager learns of tensor deaths (``PolicyConfig.demand_frees``).
 DEMAND_FREES = ("runtime", "none")
 
@@ -90,25 +93,21 @@ class DmaConfig:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class LinkConfig:
-    """The NPU's port to the SSD: PCIe lanes (sources in the module docstring)."""
+    """The NPU's port to the SSD: PCIe lanes, at the SSDs' lane rate
+    (``flash.pcie_lane_gbps``; sources in the module docstring)."""
 
     lanes: int = 16
-    gb_per_s_per_lane: float = 1.969    # PCIe 4.0: 16 GT/s x 128/130 / 8
     pj_per_bit: float = 5.0             # estimate
     latency_ps: int = 1 * US            # estimate
 
     def __post_init__(self) -> None:
         if self.lanes < 1:
             raise ConfigError("lanes", self.lanes, "an integer >= 1")
-        if not 0 < self.gb_per_s_per_lane < math.inf:
-            raise ConfigError("gb_per_s_per_lane", self.gb_per_s_per_lane,
-                              "a finite number > 0")
         _nonneg(self, "pj_per_bit", "latency_ps")
 
-    @property
-    def bandwidth(self) -> float:
-        """Bytes per second per direction."""
-        return self.lanes * self.gb_per_s_per_lane * 1e9
+    def bandwidth(self, lane_gbps: float) -> float:
+        """Bytes per second per direction with lanes of ``lane_gbps`` GB/s each."""
+        return self.lanes * lane_gbps * 1e9
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -225,6 +224,10 @@ class PolicyConfig:
     demand_frees: str = "runtime"
 
     def __post_init__(self) -> None:
+        # the registry is the one list of policy names; imported here, not at the top,
+        # because the policies' base module imports this one
+        from tmhw.placement.registry import POLICIES
+
         if self.name not in POLICIES:
             raise ConfigError("name", self.name, f"one of {', '.join(POLICIES)}")
         if not (0.0 < self.hbm_ratio <= 1.0):
@@ -311,6 +314,12 @@ class SystemConfig:
     workload: WorkloadConfig = field(default_factory=WorkloadConfig)
     policy: PolicyConfig = field(default_factory=PolicyConfig)
     run: RunConfig = field(default_factory=RunConfig)
+
+    @property
+    def link_bytes_per_s(self) -> float:
+        """The NPU's port, bytes per second per direction: ``link.lanes`` lanes at the
+        SSDs' lane rate, the system's one statement of its PCIe generation."""
+        return self.link.bandwidth(self.flash.pcie_lane_gbps)
 
 
 #: The paper's machine: a TPUv4-like core (four 128x128 bf16 WS arrays at 1050 MHz),

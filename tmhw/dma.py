@@ -112,16 +112,19 @@ class DmaEngine(Component):
     """Executes fetches and write-backs against two MemoryTargets over a duplex link."""
 
     def __init__(self, env: simpy.Environment, name: str, parent: Component | None,
-                 cfg: DmaConfig, link: LinkConfig, hbm: MemoryTarget, flash: MemoryTarget,
-                 residency: Residency, page_size: int, client: DmaClient | None = None,
-                 record_order: bool = False) -> None:
-        """``client`` may be None only where no urgent fetch can lack space and no
-        write-back can go stale (a test rig); ``record_order`` keeps, per booked chunk,
-        its request's key and the earliest key then queued that could have been booked
-        (``order_log``), for the deadline-order property."""
+                 cfg: DmaConfig, link: LinkConfig, link_bytes_per_s: float, hbm: MemoryTarget,
+                 flash: MemoryTarget, residency: Residency, page_size: int,
+                 client: DmaClient | None = None, record_order: bool = False) -> None:
+        """``link_bytes_per_s`` is the port's rate per direction
+        (``SystemConfig.link_bytes_per_s``). ``client`` may be None only where no urgent
+        fetch can lack space and no write-back can go stale (a test rig);
+        ``record_order`` keeps, per booked chunk, its request's key and the earliest key
+        then queued that could have been booked (``order_log``), for the deadline-order
+        property."""
         super().__init__(env, name, parent)
         self.cfg = cfg
         self.link_cfg = link
+        self.link_bw = link_bytes_per_s
         self.hbm = hbm
         self.flash = flash
         self.res = residency
@@ -388,10 +391,10 @@ class DmaEngine(Component):
         self._small_bytes = 0
 
     def _link_ps(self, nbytes: int) -> int:
-        return transfer_ps(nbytes, self.link_cfg.bandwidth) + self.link_cfg.latency_ps
+        return transfer_ps(nbytes, self.link_bw) + self.link_cfg.latency_ps
 
     def _link(self, line: Timeline, src_end: int, nbytes: int) -> int:
-        dur = transfer_ps(nbytes, self.link_cfg.bandwidth)
+        dur = transfer_ps(nbytes, self.link_bw)
         end = line.reserve(max(0, src_end - dur), dur, "xfer")
         self.link_energy_pj += nbytes * 8 * self.link_cfg.pj_per_bit
         return max(end, src_end) + self.link_cfg.latency_ps

@@ -103,8 +103,9 @@ class Executor(Component):
         self.capacity_pages = capacity_pages
         self.progress: Any = None
         self.res = Residency(wl.npages, capacity_pages, wl.page_size, owner=wl.page_tensor())
-        self.dma = DmaEngine(env, "dma", parent, cfg.dma, cfg.link, hbm, flash, self.res,
-                             wl.page_size, client=self, record_order=record_dma_order)
+        self.dma = DmaEngine(env, "dma", parent, cfg.dma, cfg.link, cfg.link_bytes_per_s, hbm,
+                             flash, self.res, wl.page_size, client=self,
+                             record_order=record_dma_order)
         self.tasks = [self._task(op) for op in wl.ops]
         self.streamed = np.zeros(len(wl.ops), dtype=bool) if streamed is None else streamed
         #: stall-free compute time of each op, from the NPU model

@@ -62,13 +62,13 @@ def iteration_bounds(system: System) -> dict[str, Any]:
                                  precondition=wl.npages * wl.page_size
                                  / cfg.flash.total_capacity),
                    math.ceil(rd * S / (cfg.flash.devices * cfg.flash.host_bytes_per_s)))
-    link_ps = time_bound_ps(0, rd, wr, cfg.link.bandwidth, 0)
-    port = min(cfg.link.bandwidth, cfg.flash.devices * cfg.flash.host_bytes_per_s)
+    link_ps = time_bound_ps(0, rd, wr, cfg.link_bytes_per_s, 0)
+    port = min(cfg.link_bytes_per_s, cfg.flash.devices * cfg.flash.host_bytes_per_s)
     phase_ps = 0 if gp is None else phase_bound_ps(gp, system.capacity_pages, op_alone,
                                                    port, port, system.streamed)
     return {"traffic_bytes": rd + wr, "read_bytes": rd, "write_bytes": wr,
             "iteration_time_ps": max(phase_ps, time_bound_ps(
-                npu_ps, rd, wr, cfg.link.bandwidth, flash_ps)),
+                npu_ps, rd, wr, cfg.link_bytes_per_s, flash_ps)),
             "compute_ps": compute, "npu_ps": npu_ps, "link_ps": link_ps,
             "flash_ps": flash_ps, "phase_ps": phase_ps}
 

@@ -95,8 +95,8 @@ class System:
         ends = np.cumsum(dur)
         self.profile_start = ends - dur
         self.profile_end = ends
-        fetch_bw = min(cfg.flash.read_bandwidth_bound(), cfg.link.bandwidth)
-        wb_bw = min(cfg.flash.write_bandwidth_bound(), cfg.link.bandwidth)
+        fetch_bw = min(cfg.flash.read_bandwidth_bound(), cfg.link_bytes_per_s)
+        wb_bw = min(cfg.flash.write_bandwidth_bound(), cfg.link_bytes_per_s)
         self.ctx = PlanContext(wl, cap_pages, self.profile_start, self.profile_end,
                                fetch_bw, wb_bw, cfg.policy, cfg.run.seed, self.streamed)
         self.table: PlacementTable = self.policy.plan(self.ctx)

@@ -3,7 +3,6 @@ chunk, one event per transaction for the initiator, a report shaped like the con
 
 from __future__ import annotations
 
-import time
 from collections.abc import Generator
 from dataclasses import replace
 
@@ -54,13 +53,11 @@ def test_events_per_transaction_are_bounded(model: str, chunk: int) -> None:
     assert env.events <= n + 3
 
 
-def test_a_large_chunk_costs_o1_work_in_the_fast_model() -> None:
+def test_an_8_gib_chunk_streams_at_peak_less_refresh_in_the_fast_model() -> None:
+    """(Its cost in wall time is ``tmhw bench --case hbm-8gib``'s figure.)"""
     cfg = PRESETS["hbm3"]
     hbm = DramTarget(simpy.Environment(), "hbm", None, cfg)
-    t0 = time.perf_counter()
     end = hbm.transport(Transfer(Op.READ, 0, 8 * GiB), 0)
-    wall = time.perf_counter() - t0
-    assert wall < 0.5
     # 8 GiB at the streaming rate: peak less the refresh windows.
     fm = hbm.impl
     assert hasattr(fm, "t_ref_block")

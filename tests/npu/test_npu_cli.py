@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -56,3 +58,27 @@ def test_text_table_has_a_row_per_layer_and_a_total(capsys: pytest.CaptureFixtur
 def test_bad_array_is_a_one_line_error() -> None:
     with pytest.raises(TmhwError, match="array"):
         run(["npu", "cycles", "--topology", str(REF / "params_gemm.csv"), "--array", "32"])
+
+
+HEADER = "Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, Channels, " \
+         "Num Filter, Strides,\n"
+
+
+@pytest.mark.parametrize("text,words", [
+    (HEADER + "fc, 64, 128, 32,\n", ("t.csv:2", "a conv row is", "got 4 field(s)")),
+    ("", ("t.csv", "no layer rows")),
+    (HEADER, ("t.csv", "no layer rows")),
+    (HEADER + "c, -4, 8, 3, 3, 1, 1, 0,\n", ("t.csv:2", "IFMAP Height -4")),
+])
+@pytest.mark.parametrize("cmd", [["npu", "cycles", "--topology"], ["workload", "show"]])
+def test_npu_cycles_and_workload_show_refuse_the_same_files(
+        tmp_path: Path, tmhw: Callable[..., Any], cmd: list[str], text: str,
+        words: tuple[str, ...]) -> None:
+    """One reader: a 4-field row under a conv header, an empty file and a header alone are
+    one line and exit 2 in both commands."""
+    p = tmp_path / "t.csv"
+    p.write_text(text)
+    r = tmhw(*cmd, str(p))
+    assert r.rc == 2 and r.out == ""
+    (line,) = r.err.strip().splitlines()
+    assert all(w in line for w in words), line

@@ -36,7 +36,7 @@ def test_cycles_and_utilisation_equal_scalesim_3_0_0(row: tuple) -> None:  # typ
     (topo, form, rows, cols, df, name, cycles, stall, util, map_eff, comp_util,
      sram_ifmap, sram_filter, sram_ofmap) = row
     assert stall == 0  # the reference is stall-free, so Total Cycles is the formula
-    m, n, k = _layer(topo, form, name).gemm
+    m, n, k = _layer(topo, form, name).mnk
     g = gemm_cycles(m, n, k, rows, cols, df, "scalesim")
     assert g.cycles == cycles
     assert g.utilization * 100 == pytest.approx(util, rel=1e-12)

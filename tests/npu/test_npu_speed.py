@@ -1,9 +1,10 @@
-"""The timing model is cheap enough to sweep: a whole ResNet-50 training iteration's GEMMs
-cost milliseconds of formula arithmetic (figures: ``npu.bench.bench_resnet50``)."""
+"""The ResNet-50 training GEMMs the speed figures time: how fast their cycles are
+computed is a figure of ``tmhw bench --case npu-resnet50`` (``npu.bench.bench_resnet50``),
+not an assertion here."""
 
 from __future__ import annotations
 
-from npu.bench import bench_resnet50, resnet50_training_gemms
+from npu.bench import resnet50_training_gemms
 
 
 def test_resnet50_has_162_training_gemms_and_3_86_gmac_forward_per_image() -> None:
@@ -16,9 +17,3 @@ def test_resnet50_has_162_training_gemms_and_3_86_gmac_forward_per_image() -> No
     for name, m, n, k in gemms:
         by_layer.setdefault(name.split(".")[0], []).append(m * n * k)
     assert len(set(by_layer["conv2_2b"])) == 1
-
-
-def test_cycles_of_every_resnet50_training_gemm_take_well_under_a_second() -> None:
-    figures = bench_resnet50(batch=32, repeat=1)
-    assert figures["formula_s"] < 1.0  # 972 GEMM evaluations (3 dataflows x 2 conventions)
-    assert figures["plan_s"] < 1.0  # 162 ops tiled on a TPUv4-like core

@@ -1,4 +1,7 @@
-"""SCALE-Sim topology CSVs are read as scalesim 3.0.0's topology_utils reads them."""
+"""SCALE-Sim topology CSVs are read as scalesim 3.0.0 reads them: ``topology_utils.py``
+(``load_arrays_conv``, ``load_arrays_gemm``, ``topo_calc_hyperparams``) of the scalesim
+3.0.0 wheel on PyPI, identical to scalesim-project/scale-sim-v3's. The same reader serves
+``tmhw npu cycles`` and ``tmhw workload show`` (tests/workload/test_scalesim.py)."""
 
 from __future__ import annotations
 
@@ -6,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from npu.topology import detect_form, parse_conv, parse_gemm, read_topology
+from npu.topology import detect_form, parse_conv, parse_gemm, read_rows, read_topology
 from tmhw.sim import TmhwError
 
 HEADER = "Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, Channels, " \
@@ -16,8 +19,8 @@ HEADER = "Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, Ch
 def test_conv_row_fields_map_to_layer_and_gemm() -> None:
     (lay,) = parse_conv([HEADER, "c1, 15, 17, 3, 5, 7, 19, 2,"])
     assert (lay.name, lay.ifmap_h, lay.ifmap_w, lay.filt_h, lay.filt_w) == ("c1", 15, 17, 3, 5)
-    assert (lay.channels, lay.num_filters, lay.stride_h, lay.stride_w) == (7, 19, 2, 2)
-    assert lay.gemm == (7 * 7, 19, 3 * 5 * 7)
+    assert (lay.channels, lay.num_filters, lay.stride) == (7, 19, 2)
+    assert lay.mnk == (7 * 7, 19, 3 * 5 * 7)
 
 
 def test_first_line_is_a_header_whatever_it_holds_and_blank_lines_are_skipped() -> None:
@@ -26,13 +29,24 @@ def test_first_line_is_a_header_whatever_it_holds_and_blank_lines_are_skipped() 
 
 
 def test_the_last_field_is_dropped_so_rows_need_a_trailing_comma() -> None:
-    with pytest.raises(TmhwError, match="trailing comma"):
+    """SCALE-Sim: ``elems = row.split(',')[:-1]``. Without the trailing comma the stride
+    is lost (SCALE-Sim then stops on ``elems[7]``, an IndexError)."""
+    with pytest.raises(TmhwError, match="end the row with one"):
         parse_conv([HEADER, "c, 8, 8, 3, 3, 1, 1, 1"])
     # with 9 fields and no trailing comma, SCALE-Sim silently loses the 9th (sparsity)
     (lay,) = parse_conv([HEADER, "c, 8, 8, 3, 3, 1, 1, 1, 2:4"])
     assert (lay.sparsity_n, lay.sparsity_m) == (1, 1)
-    (lay,) = parse_conv([HEADER, "c, 8, 8, 3, 3, 1, 1, 1, 2:4,"])
-    assert (lay.sparsity_n, lay.sparsity_m) == (2, 4)
+
+
+def test_the_ninth_conv_field_is_sparsity_and_strides_serve_both_axes() -> None:
+    """``load_arrays_conv`` copies the 8th field into the column stride, then pops the
+    last field as the N:M sparsity (scale-sim-v3 topologies/sparsity/conv.csv heads it
+    "Sparsity"). A 9th number is no column stride: 20 x 20, 3 x 3, stride 1 gives 18 x 18."""
+    (lay,) = parse_conv([HEADER + " Sparsity,", "c, 20, 20, 3, 3, 4, 8, 1, 2:4,"])
+    assert (lay.sparsity_n, lay.sparsity_m, lay.stride) == (2, 4, 1)
+    assert (lay.ofmap_h, lay.ofmap_w) == (18, 18)
+    with pytest.raises(TmhwError, match=r"Sparsity '2' is not of the form N:M"):
+        parse_conv([HEADER, "c, 20, 20, 3, 3, 4, 8, 1, 2,"])
 
 
 def test_output_size_is_scalesims_ceil_form_with_a_partial_window() -> None:
@@ -45,39 +59,71 @@ def test_output_size_is_scalesims_ceil_form_with_a_partial_window() -> None:
     assert (lay.ofmap_h, lay.ofmap_w) == (7, 7)
 
 
-def test_dp_in_the_name_makes_one_single_channel_layer_per_channel() -> None:
-    layers = parse_conv([HEADER, "DPconv, 10, 10, 3, 3, 3, 1, 1,"])
+def test_dp_in_the_name_makes_one_single_channel_layer_per_channel(tmp_path: Path) -> None:
+    p = tmp_path / "dw.csv"
+    p.write_text(HEADER + "\nDPconv, 10, 10, 3, 3, 3, 1, 1,\n")
+    (row,) = read_rows(p)
+    assert row.depthwise and row.mnk == (8 * 8, 1, 9) and row.macs == 3 * 8 * 8 * 9
+    layers = read_topology(p)
     assert [lay.name for lay in layers] == ["DPconvChannel_0", "DPconvChannel_1",
                                             "DPconvChannel_2"]
-    assert all(lay.channels == 1 for lay in layers)
+    assert all(lay.channels == 1 and lay.mnk == row.mnk for lay in layers)
 
 
-def test_filter_larger_than_input_is_an_error() -> None:
-    with pytest.raises(TmhwError, match="filter height"):
-        parse_conv([HEADER, "c, 2, 8, 3, 3, 1, 1, 1,"])
+@pytest.mark.parametrize("row,words", [
+    ("c, 2, 8, 3, 3, 1, 1, 1,", "filter 3x3 larger than IFMAP 2x8"),
+    ("c, -4, 8, 3, 3, 1, 1, 0,", "IFMAP Height -4 is not allowed"),
+    ("c, 8, 8, 3, 3, 1, 1, 0,", "Strides 0 is not allowed"),
+    ("c, 8, eight, 3, 3, 1, 1, 1,", "IFMAP Width 'eight' is not an integer"),
+    ("c, 8, 8, 3, 3, 1, 1, 1, 1:1, 5,", "at most 9 fields"),
+])
+def test_bad_conv_rows_name_the_line_field_and_value(row: str, words: str) -> None:
+    with pytest.raises(TmhwError, match="t.csv:2") as e:
+        parse_conv([HEADER, row], "t.csv")
+    assert words in str(e.value) and "\n" not in str(e.value)
 
 
 def test_gemm_rows_become_an_m_by_k_input_with_a_1_by_k_filter() -> None:
     (lay,) = parse_gemm(["Layer, M, N, K,", "fc, 37, 91, 53,"])
     assert (lay.ifmap_h, lay.ifmap_w, lay.filt_h, lay.filt_w, lay.channels,
-            lay.num_filters) == (37, 53, 1, 53, 1, 91)
-    assert lay.gemm == (37, 91, 53)
-    with pytest.raises(TmhwError, match="trailing comma"):
+            lay.num_filters, lay.form) == (37, 53, 1, 53, 1, 91, "gemm")
+    assert lay.mnk == (37, 91, 53)
+    (lay,) = parse_gemm(["Layer, M, N, K, Sparsity,", "fc, 37, 91, 53, 1:4,"])
+    assert (lay.sparsity_n, lay.sparsity_m) == (1, 4)
+    with pytest.raises(TmhwError, match="end the row with one"):
         parse_gemm(["Layer, M, N, K,", "fc, 37, 91, 53"])
 
 
-def test_form_detection_and_non_integer_fields(tmp_path: Path) -> None:
-    assert detect_form(["Layer, M, N, K,", "fc, 1, 2, 3,"]) == "gemm"
-    assert detect_form([HEADER, "c, 8, 8, 3, 3, 1, 1, 1,"]) == "conv"
-    bad = tmp_path / "bad.csv"
-    bad.write_text(HEADER + "\nc, 8, eight, 3, 3, 1, 1, 1,\n")
-    with pytest.raises(TmhwError, match="bad.csv:2"):
-        read_topology(bad)
+def test_form_comes_from_the_header(tmp_path: Path) -> None:
+    """A GEMM topology's header has M as its second column (every GEMM file SCALE-Sim
+    ships); anything else is conv, so a 4-field row under a conv header is refused."""
+    assert detect_form(["Layer,M,N,K,", "fc, 1, 2, 3,"]) == "gemm"
+    assert detect_form(["L, m, n, k,", "fc, 1, 2, 3,"]) == "gemm"
+    assert detect_form([HEADER, "fc, 1, 2, 3,"]) == "conv"
+    p = tmp_path / "four.csv"
+    p.write_text(HEADER + "\nfc, 1, 2, 3,\n")
+    with pytest.raises(TmhwError, match="four.csv:2: a conv row is .* M as its header's "
+                       "second column"):
+        read_topology(p)
+    assert read_topology(p, "gemm")[0].mnk == (1, 2, 3)
+
+
+def test_missing_empty_and_binary_files_are_one_line_errors(tmp_path: Path) -> None:
     with pytest.raises(TmhwError, match="cannot read"):
         read_topology(tmp_path / "missing.csv")
+    for text in ("", HEADER + "\n\n"):
+        (tmp_path / "e.csv").write_text(text)
+        with pytest.raises(TmhwError, match="e.csv has no layer rows"):
+            read_topology(tmp_path / "e.csv")
+    (tmp_path / "b.csv").write_bytes(b"\xff\xfe\x00Layer\n\x80")
+    with pytest.raises(TmhwError, match="b.csv is not UTF-8 text"):
+        read_topology(tmp_path / "b.csv")
+    with pytest.raises(TmhwError, match="one of auto, conv, gemm"):
+        read_topology(tmp_path / "b.csv", "csv")
 
 
 def test_crlf_files_read_like_unix_files(tmp_path: Path) -> None:
-    p = tmp_path / "t.csv"
-    p.write_bytes(b"Layer, M, N, K,\r\nfc, 4, 5, 6,\r\n")
-    assert read_topology(p)[0].gemm == (4, 5, 6)
+    """scale-sim-v3's topologies/GEMM_mnk/gpt2.csv, first rows, verbatim (CRLF)."""
+    p = tmp_path / "gpt2.csv"
+    p.write_bytes(b"Layer,M,N,K,\r\nQKT,1024,1024,64,\r\nQKTV,1024,64,1024,\r\n")
+    assert [lay.mnk for lay in read_topology(p)] == [(1024, 1024, 64), (1024, 64, 1024)]

@@ -133,15 +133,25 @@ def test_no_write_back_of_overwritten_data_and_no_prefetch_into_a_pure_write() -
 
 
 def test_splitting_keeps_heads_resident_and_streams_tails() -> None:
-    """On the quick preset at 12.5% the plan keeps the head of some tensors resident
-    over a gap (a split) and their tails stream into the op that reads them; with
-    splitting off nothing is split and nothing streams."""
-    rep = System(C.with_overrides(C.QUICK, ["policy.hbm_ratio=0.125"])).run()
-    assert rep["policy"]["notes"]["split_gaps"] > 0
+    """On the quick preset at 12.5% (where no op is larger than HBM, so nothing runs
+    streamed whole) the plan splits gaps: it prefetches only the tail of a tensor, marked
+    to stream, and keeps the head resident (the executor checks every operand but a
+    streamed tail is resident when its op starts); the tails arrive while their ops run.
+    With splitting off no prefetch is a tail and nothing streams. Fails if nothing
+    splits."""
+    on = System(C.with_overrides(C.QUICK, ["policy.hbm_ratio=0.125"]))
+    assert not on.streamed.any()
+    tensors = on.workload.tensors
+    tails = [m for m in on.table.moves if m.action == Action.PREFETCH and m.stream]
+    assert tails and on.table.notes["split_gaps"] > 0
+    assert all(m.p1 == tensors[m.tensor].page_end for m in tails)
+    assert any(m.p0 > tensors[m.tensor].page_start for m in tails), "no head kept in HBM"
+    rep = on.run()
     assert rep["streamed_bytes"] > 0
     off = System(C.with_overrides(C.QUICK, ["policy.hbm_ratio=0.125",
                                             "policy.split=false"]))
     assert off.table.notes["split_gaps"] == 0
+    assert not any(m.stream for m in off.table.moves)
     assert off.run()["streamed_bytes"] == 0
 
 

@@ -41,7 +41,7 @@ def test_show_prints_a_table(capsys: pytest.CaptureFixture[str]) -> None:
 def test_show_imports_a_scalesim_topology(tmp_path: Path,
                                           capsys: pytest.CaptureFixture[str]) -> None:
     p = tmp_path / "mlp.csv"
-    p.write_text("Layer,M,N,K\nfc1,64,128,32\nfc2,64,16,128\n")
+    p.write_text("Layer,M,N,K,\nfc1,64,128,32,\nfc2,64,16,128,\n")
     assert _run(["workload", "show", str(p), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["params"] == 32 * 128 + 128 * 16
 

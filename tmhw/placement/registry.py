@@ -1,12 +1,20 @@
 """Policy names to classes, imported on first use so that a policy's dependencies (the
-ILP solver of ``autotm``) load only when it runs."""
+ILP solver of ``autotm``) load only when it runs.
+
+``POLICIES`` is the one list of policy names: the config's validation, the command line
+and the docs take the names from it. It imports no policy (the policies' base module
+imports the config, which validates names against this table).
+"""
 
 from __future__ import annotations
 
 import importlib
+from typing import TYPE_CHECKING
 
-from tmhw.placement.base import Policy
 from tmhw.sim.errors import TmhwError
+
+if TYPE_CHECKING:
+    from tmhw.placement.base import Policy
 
 #: name -> "module:Class"
 POLICIES: dict[str, str] = {

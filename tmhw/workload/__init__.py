@@ -3,8 +3,8 @@
 from tmhw.workload.builder import WorkloadBuilder
 from tmhw.workload.footprint import Footprint, footprint
 from tmhw.workload.graph import Gemm, Kind, Op, Phase, Tensor, Workload
-from tmhw.workload.scalesim import from_scalesim_csv, read_topology
+from tmhw.workload.scalesim import from_scalesim_csv
 from tmhw.workload.zoo import INFO, MODELS, build
 
 __all__ = ["Footprint", "Gemm", "INFO", "Kind", "MODELS", "Op", "Phase", "Tensor", "Workload",
-           "WorkloadBuilder", "build", "footprint", "from_scalesim_csv", "read_topology"]
+           "WorkloadBuilder", "build", "footprint", "from_scalesim_csv"]

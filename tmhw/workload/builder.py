@@ -148,15 +148,15 @@ class WorkloadBuilder:
 
     def conv(self, layer: str, x: int, h: int, w_: int, c: int, r: int, s: int, n: int,
              stride: int = 1, pad: int = 0, bias: bool = False,
-             groups: int = 1, stride_w: int | None = None) -> tuple[int, int, int]:
+             groups: int = 1, ofmap: tuple[int, int] | None = None) -> tuple[int, int, int]:
         """2-D convolution of a (batch, h, w_, c) input with n filters of r x s x c/groups
-        (plus n biases with ``bias``); ``stride`` along both axes unless ``stride_w``
-        gives the column stride.
+        (plus n biases with ``bias``), ``stride`` along both axes. The output is
+        (h + 2 pad - r) // stride + 1 by (w_ + 2 pad - s) // stride + 1 unless ``ofmap``
+        gives it (a SCALE-Sim topology counts a partial window, ``npu.topology``).
 
         Returns (output tensor, output height, output width)."""
-        sw = stride if stride_w is None else stride_w
-        ho = (h + 2 * pad - r) // stride + 1
-        wo = (w_ + 2 * pad - s) // sw + 1
+        ho, wo = ofmap if ofmap is not None else \
+            ((h + 2 * pad - r) // stride + 1, (w_ + 2 * pad - s) // stride + 1)
         if ho <= 0 or wo <= 0:
             raise ValueError(f"{layer}: filter {r}x{s} larger than padded input {h}x{w_}")
         if groups < 1 or c % groups or n % groups:
@@ -170,7 +170,7 @@ class WorkloadBuilder:
         op = self._op(f"{layer}.fwd", Phase.FORWARD, layer,
                       (Gemm(out_px, ng, r * s * cg, groups),), reads=(x, wt), writes=(y,))
         in_px = self.batch * h * w_
-        if stride == 1 and sw == 1 and ho == h and wo == w_:
+        if stride == 1 and ho == h and wo == w_:
             dgrad = Gemm(in_px, cg, r * s * ng, groups)
         else:
             dgrad = Gemm(out_px, r * s * cg, ng, groups)

@@ -49,13 +49,8 @@ def _load(args: argparse.Namespace) -> Workload:
         for opt in ("seq", "layers"):
             if getattr(args, opt) is not None:
                 raise TmhwError(f"{opt}: not applicable to a SCALE-Sim topology")
-        try:
-            return from_scalesim_csv(args.model, 1 if args.batch is None else args.batch,
-                                     page_size=args.page_size, optimizer=args.optimizer)
-        except UnicodeDecodeError as e:
-            raise TmhwError(f"model: {args.model} is not UTF-8 text (a topology CSV must "
-                            f"be): byte {e.start} is {e.object[e.start:e.start + 1]!r}"
-                            ) from None
+        return from_scalesim_csv(args.model, 1 if args.batch is None else args.batch,
+                                 page_size=args.page_size, optimizer=args.optimizer)
     return build(args.model, batch=args.batch, seq=args.seq, page_size=args.page_size,
                  optimizer=args.optimizer, layers=args.layers)
 
