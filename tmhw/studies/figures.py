@@ -172,3 +172,55 @@ def bar_panels(panels: dict[str, tuple[Sequence[str], dict[str, Sequence[Value]]
         ax.set_ylabel(ylabel, fontsize=8)
         ax.tick_params(labelsize=7)
     return _finish_panels(fig, axes, n, title, stem)
+
+
+def heatmaps(panels: dict[str, list[list[Value]]], rows: Sequence[str], cols: Sequence[str],
+             stem: str | Path, ylabel: str, xlabel: str, title: str = "",
+             boundary: list[list[bool]] | None = None, cbar: str = "") -> list[Path]:
+    """One heatmap per panel (title -> rows x cols of values, a label where a cell has no
+    number), sharing a diverging colour scale centred on 0, each cell written out.
+    ``boundary`` (rows x cols) marks a region: a thick line is drawn along every cell
+    edge between a marked and an unmarked cell."""
+    n = max(1, len(panels))
+    fig, axes = _panel_grid(n, 2, (0.9 * len(cols) + 2.2, 0.5 * len(rows) + 1.6))
+    nums = [v for grid in panels.values() for r in grid for v in _numbers(r)
+            if not math.isnan(v)]
+    lim = max([abs(v) for v in nums] + [1e-9])
+    image = None
+    for ax, (ptitle, grid) in zip(axes.flat, panels.items(), strict=False):
+        data = [_numbers(r) for r in grid]
+        image = ax.imshow(data, cmap="RdBu", vmin=-lim, vmax=lim, aspect="auto")
+        for i, r in enumerate(grid):
+            for j, v in enumerate(r):
+                text = v if isinstance(v, str) else f"{v:+.0%}"
+                ax.text(j, i, text, ha="center", va="center",
+                        fontsize=7 if isinstance(v, str) else 8)
+        if boundary is not None:
+            _region_edges(ax, boundary)
+        ax.set_xticks(range(len(cols)))
+        ax.set_xticklabels(cols, fontsize=7)
+        ax.set_yticks(range(len(rows)))
+        ax.set_yticklabels(rows, fontsize=7)
+        ax.set_xlabel(xlabel, fontsize=8)
+        ax.set_ylabel(ylabel, fontsize=8)
+        ax.set_title(ptitle, fontsize=9)
+    for ax in list(axes.flat)[n:]:
+        ax.set_visible(False)
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    if image is not None and cbar:
+        fig.colorbar(image, ax=list(axes.flat)[:n], shrink=0.8, label=cbar,
+                     format=FuncFormatter(lambda v, _pos: f"{v:+.0%}"))
+    return _save(fig, Path(stem))
+
+
+def _region_edges(ax: Any, marked: list[list[bool]]) -> None:
+    """Thick lines along the cell edges between marked and unmarked cells."""
+    nr, nc = len(marked), len(marked[0]) if marked else 0
+    for i in range(nr):
+        for j in range(nc):
+            if j + 1 < nc and marked[i][j] != marked[i][j + 1]:
+                ax.plot([j + 0.5, j + 0.5], [i - 0.5, i + 0.5], color="black", lw=2.5)
+            if i + 1 < nr and marked[i][j] != marked[i + 1][j]:
+                ax.plot([j - 0.5, j + 0.5], [i + 0.5, i + 0.5], color="black", lw=2.5)
