@@ -1,9 +1,12 @@
 """``tmhw dram ...``: the DRAM package's commands.
 
 ``tmhw dram bench --preset hbm3 --pattern stream|random|mix --size 64 --count N
-[--model detailed|fast] [--write] [--json]`` runs ``dram.bench.run_bench`` and prints
-bandwidth, latency, row-buffer hit rate, refresh share and energy per bit. ``--size``
-takes a unit as the flash bench does (``4KiB`` is 4096 bytes, ``4KB`` 4000).
+[--model detailed|fast] [--write] [--config FILE] [--set dram.FIELD=VALUE ...] [--json]``
+runs ``dram.bench.run_bench`` and prints bandwidth, latency, row-buffer hit rate, refresh
+share and energy per bit. ``--size`` takes a unit as the flash bench does (``4KiB`` is
+4096 bytes, ``4KB`` 4000). The device is the preset, then the ``[dram]`` table of
+``--config`` (any field of ``DramConfig``; ``preset = NAME`` there starts from another
+preset), then each ``--set``, then ``--channels``.
 ``tmhw dram presets`` lists the presets with their peak bandwidth and capacity.
 """
 
@@ -15,8 +18,9 @@ from dataclasses import replace
 from typing import Any
 
 from dram.bench import PATTERNS, run_bench
-from dram.config import PRESETS, preset
+from dram.config import PRESETS, DramConfig, preset
 from dram.target import MODELS
+from tmhw.sim import tomlio
 from tmhw.sim.errors import TmhwError
 from tmhw.sim.units import parse_size
 
@@ -40,7 +44,8 @@ def parse_request_size(text: str) -> int:
 
 
 def _bench(args: argparse.Namespace) -> int:
-    cfg = preset(args.preset)
+    cfg = tomlio.section_config(DramConfig, preset(args.preset), "dram", args.config,
+                                args.set, PRESETS)
     if args.channels is not None:
         if args.channels <= 0 or args.channels & (args.channels - 1):
             raise TmhwError(f"channels: {args.channels} is not allowed; a positive power "
@@ -95,6 +100,7 @@ def register(sub: Any) -> None:
                    "(stream, random)")
     b.add_argument("--channels", type=int, default=None,
                    help="override the preset's channel count (a power of two)")
+    tomlio.add_section_options(b, "dram", "dram.ranks=1 or dram.refresh=off")
     b.add_argument("--json", action="store_true")
     b.set_defaults(func=_bench)
     ls = dsub.add_parser("presets", help="list the presets")

@@ -92,7 +92,12 @@ Presets (sources; "estimate" marks a value without a public figure):
   tRCD 22, tRP 22, tRAS 52, tRC 74, tRFC 560, tREFI 12480, tRRD_S/L 4/8, tWTR_S/L 4/12,
   tFAW 34, tWR 24, tRTP 12, tCCD_S/L 4/8, tRTRS 1 (cycles); tCK 0.625 ns (DRAMsim3
   writes 0.63); VDD 1.2 V, IDD0 57, IDD2N 37, IDD3N 52, IDD4R 168, IDD4W 150, IDD5AB 250.
-  One rank (8 GiB).
+  Two ranks (16 GiB), as DRAMsim3 derives them (``Config::CalculateSize``): a rank of
+  eight x8 devices of 65536 rows x 1 KiB pages x 16 banks holds 8192 MB, and the file's
+  ``channel_size = 16384`` makes two; its ``RANK_LEVEL_STAGGERED`` refresh lets the ranks
+  take turns every tREFI / 2, as here. The address mapping is the project's default
+  (``RoRaBaCoBgPcCh``: bank groups below the column, so a stream rotates them), not the
+  file's ``rochrababgco``; random traffic does not depend on it.
 - ``ddr5-4800``: JESD79-5 speed bin DDR5-4800B with 16 Gb x8 devices: two 32-bit
   sub-channels of 4 devices, 8 x 4 banks, 65536 rows, 1 KiB device pages, BL16; tCK
   416 ps (416.7 rounded down); CL 40, CWL 38, tRCD 40, tRP 40, tRAS 32 ns (77), tRC 117,
@@ -243,6 +248,13 @@ class DramConfig:
             raise ConfigError("t_rrd_l", self.t_rrd_l, f"at least t_rrd_s ({self.t_rrd_s})")
         if self.t_rfc >= self.t_refi:
             raise ConfigError("t_rfc", self.t_rfc, f"less than t_refi ({self.t_refi} ps)")
+        ref_slot = self.t_rtp + self.t_rp + self.t_rfc + self.t_rcd
+        if self.refresh == "all-bank" and self.ranks * ref_slot >= self.t_refi:
+            raise ConfigError(
+                "ranks", self.ranks,
+                f"at most {max(1, (self.t_refi - 1) // ref_slot)} with all-bank refresh: a "
+                f"unit's ranks refresh in turn, each for tRTP + tRP + tRFC + tRCD "
+                f"({ref_slot} ps), within t_refi ({self.t_refi} ps)")
         if self.refresh not in REFRESH_MODES:
             raise ConfigError("refresh", self.refresh, f"one of {', '.join(REFRESH_MODES)}")
         if self.refresh == "per-bank":
@@ -365,7 +377,7 @@ HBM3 = DramConfig(
 
 _D4 = 625  # DDR4-3200 tCK, ps
 DDR4_3200 = DramConfig(
-    name="ddr4-3200", standard="ddr4", channels=1, pseudo_channels=1, ranks=1,
+    name="ddr4-3200", standard="ddr4", channels=1, pseudo_channels=1, ranks=2,
     bank_groups=4, banks_per_group=4, rows=65536, columns=1024, bus_width_bits=64,
     burst_length=8, data_rate=2, devices_per_rank=8, dual_command_bus=False, tck=_D4,
     t_cl=22 * _D4, t_cwl=16 * _D4, t_rcd=22 * _D4, t_rcd_wr=22 * _D4, t_rp=22 * _D4,

@@ -17,9 +17,13 @@ activations are worked out once too. A 1 MiB stream chunk costs about 12 us with
   the controller hides row switches behind other banks' bursts, as the detailed model
   does.
 - RANDOM (and STRIDED): 64 B accesses, each a row miss. A unit serves one access per
-  ``max(tRRD_S, tFAW / 4, data bursts, bank cycle / busy banks)``: the bank cycle is tRC
-  for reads and tRCD_WR + CWL + data + tWR + tRP for writes; the busy banks are the
-  expected distinct banks among the accesses a full controller queue holds
+  ``max(max(tRRD_S, tFAW / 4) / ranks, commands x tCK, data bursts + (1 - 1/ranks)
+  tRTRS, bank cycle / busy banks)``: tRRD_S and tFAW bind each rank, so ranks take turns
+  activating; the command bus carries ACT, the column accesses and PRE (HBM's separate
+  row and column buses each their own); the data bus is shared by the ranks, and a burst
+  from another rank than the last waits tRTRS more; the bank cycle is tRC for reads and
+  tRCD_WR + CWL + data + tWR + tRP for writes; the busy banks are the expected distinct
+  banks of all ranks among the accesses a full controller queue holds
   (``read_queue / bursts per access``), ``n (1 - (1 - 1/n)^Q)``.
 - An idle unit first pays the unloaded latency: [tRP if another row is open] + tRCD +
   CL (tRCD_WR + CWL for writes), from a per-unit, per-bank open-row table kept like the
@@ -31,6 +35,10 @@ activations are worked out once too. A 1 MiB stream chunk costs about 12 us with
 - Refresh: the unit's bus idles for tRTP + tRP + tRFC + tRCD - t_burst every tREFI
   (all-bank: last RD, PREA, REF, ACT, first RD), from the same per-unit staggered phase
   as the detailed controller; work is stretched over those windows in closed form.
+  With several ranks, which refresh in turn every tREFI / ranks, random accesses stall
+  through every rank's window (the queue fills with the refreshing rank's accesses),
+  while a stream, which stays in one rank for a row period, meets one window per tREFI
+  on average.
   Per-bank refresh costs streams nothing (the controller refreshes banks the traffic
   has left) and random accesses the banks that are refreshing on average.
 
@@ -39,7 +47,10 @@ Agreement with the detailed controller (tests/dram/test_dram_fast_vs_detailed.py
 generated chunk mixes. The weak spots, all optimistic: 2:1 mixes of single 64 B
 requests and runs of a microsecond or two that switch direction often (up to 5-7%),
 because the controller's write buffering and row reopening at each switch are averaged
-here; random traffic under per-bank refresh (9-14%).
+here; random traffic under per-bank refresh (9-14%); streams on HBM2 with two ranks (5-7%),
+where the stream locks to the ranks' refresh turns and meets nearly every one. One is
+pessimistic: random writes on HBM3 with two ranks (12%), where the controller keeps more
+distinct banks busy than a random draw from its write queue would.
 """
 
 from __future__ import annotations
@@ -91,6 +102,8 @@ class FastModel:
         self.last_dir = [-1] * u
         self.first_use = [-1] * u
         self.data_ps = [0] * u
+        #: Per unit, the ranks its random accesses have opened rows in (at most ranks).
+        self.rand_ranks = [0] * u
         #: Open row of each bank, flat (``unit * banks_per_unit + bank``); -1 precharged.
         self.open_rows = [-1] * (u * self.amap.banks_per_unit)
         self.bursts_read = 0
@@ -110,8 +123,19 @@ class FastModel:
         self.rand_bursts = max(1, min(RANDOM_ACCESS_BYTES, c.interleave_bytes) // c.burst_bytes)
         self.rand_units = max(1, RANDOM_ACCESS_BYTES // c.interleave_bytes)
         nb = self.amap.banks_per_unit
-        t_act = float(max(c.t_rrd_s, c.t_faw / 4))
-        data = float(self.rand_bursts * max(c.t_burst, c.t_ccd_s))
+        ranks = c.ranks
+        # tRRD_S and tFAW bind each rank: the controller alternates ACTs over the ranks.
+        t_act = max(c.t_rrd_s, c.t_faw / 4) / ranks
+        # The data bus is the unit's: a burst from another rank than the last waits tRTRS
+        # more, which a random access pays with probability 1 - 1/ranks.
+        data = (self.rand_bursts * max(c.t_burst, c.t_ccd_s)
+                + (1 - 1 / ranks) * c.t_rtrs)
+        # Commands of one access (ACT, its column accesses, and PRE unless they
+        # auto-precharge), one per tCK per command bus.
+        pre = 0 if c.page_policy == "closed" else 1
+        cmds = (max(1 + pre, self.rand_bursts) if c.dual_command_bus
+                else 1 + pre + self.rand_bursts)
+        t_act = max(t_act, float(cmds * c.tck))
         wr_cycle = max(c.t_rc, c.t_rcd_wr + c.t_cwl + self.rand_bursts * c.t_burst + c.t_wr
                        + c.t_rp)
         if c.refresh == "per-bank":
@@ -147,6 +171,16 @@ class FastModel:
             self.t_ref_block = c.t_rtp + c.t_rp + c.t_rfc + c.t_rcd - c.t_burst
         self.ref_offsets = [ref_phase(c, i) % self.t_ref_period if self.t_ref_period else 0
                             for i in range(u)]
+        # Random accesses stall through every rank's refresh: the in-order front end fills
+        # the queue with the refreshing rank's accesses within a few dozen accesses, and
+        # drains them at one rank's pace afterwards (the detailed controller loses about
+        # the whole window per rank refresh). So with several ranks their windows come
+        # every tREFI / ranks, as the ranks take turns (``ref_phase``). A stream stays in
+        # one rank for a whole row period, so it meets one rank's refresh in ``ranks`` on
+        # average: one window per tREFI, as with one rank.
+        self.t_ref_period_rand = self.t_ref_period // ranks
+        self.ref_offsets_rand = [o % self.t_ref_period_rand if self.t_ref_period_rand else 0
+                                 for o in self.ref_offsets]
         self._ref_off = np.array(self.ref_offsets, dtype=np.int64)
         # Bursts of one row-block (consecutive bursts sharing a row) and of one row per
         # bank per unit: enough of a chunk's tail to know which rows it leaves open.
@@ -179,13 +213,19 @@ class FastModel:
         self._c_tail: dict[tuple[int, int], list[tuple[int, list[int]]]] = {}
 
     # -- timing ------------------------------------------------------------------------
-    def _stretch(self, unit: int, start: int, work: int) -> tuple[int, int]:
+    def _stretch(self, unit: int, start: int, work: int,
+                 random: bool = False) -> tuple[int, int]:
         """(start, end) of ``work`` ps of bus time beginning no earlier than ``start`` and
-        skipping unit ``unit``'s refresh windows [off + k period, + block), k >= 0."""
-        period, block = self.t_ref_period, self.t_ref_block
+        skipping unit ``unit``'s refresh windows [off + k period, + block), k >= 0 (those
+        random accesses meet when ``random``)."""
+        block = self.t_ref_block
+        if random:
+            period, off = self.t_ref_period_rand, self.ref_offsets_rand[unit]
+        else:
+            period, off = self.t_ref_period, self.ref_offsets[unit]
         if period == 0 or work == 0:
             return start, start + work
-        off = self.ref_offsets[unit] - period  # the window at k = 0 as "the first" below
+        off -= period  # the window at k = 0 as "the first" below
         x = start - off
         if x < period:  # before the first window
             s0 = start
@@ -251,7 +291,7 @@ class FastModel:
             work = work_idle
         if t0 - head < self.last_start:
             self.last_start = t0 - head
-        s, e = self._stretch(unit, t0, work)
+        s, e = self._stretch(unit, t0, work, random)
         self.busy_until[unit] = e
         self.busy_ps[unit] += e - s
         self.data_ps[unit] += work
@@ -722,9 +762,12 @@ class FastModel:
             per, extra = divmod(n_acc, u)
             t_acc = self.t_rand_wr if write else self.t_rand_rd
             st = 1 if closed else 2
+            rk = self.rand_ranks
             for k in range(min(u, n_acc)):
                 unit = (first + k) % u
                 n = per + (1 if k < extra else 0)
+                if rk[unit] < n:
+                    rk[unit] = min(n, c.ranks)
                 idle = (n - 1) * t_acc + self.rand_bursts * c.t_burst
                 end = max(end, self._book(unit, write, start, st, n * t_acc, idle,
                                           random=True))
@@ -750,19 +793,28 @@ class FastModel:
         c = self.cfg
         if c.refresh == "off":
             return 0
-        period = c.t_refi if c.refresh == "all-bank" else c.t_refi // self.nb
-        return sum((now - off) // period + 1 for off in
-                   (ref_phase(c, i) for i in range(c.units)) if now > off)
+        if c.refresh == "all-bank":
+            period = c.t_refi
+            phases = [ref_phase(c, i, r) for i in range(c.units) for r in range(c.ranks)]
+        else:
+            period = c.t_refi // self.nb
+            phases = [ref_phase(c, i) for i in range(c.units)]
+        return sum((now - off) // period + 1 for off in phases if now > off)
 
     def active_ps(self, now: int) -> list[int]:
-        """Per unit, time with a bank open (open page: from first use; closed: busy)."""
+        """Per unit, time with a bank open, summed over its ranks (open page: from the
+        unit's first use, in each rank that holds an open row; closed: busy)."""
         out = []
+        nbk = self.cfg.banks
         for i in range(self.cfg.units):
             fu = int(self.first_use[i])
             if fu < 0:
                 out.append(0)
             elif self.cfg.page_policy == "open":
-                out.append(max(0, now - fu))
+                rows = self.open_rows[i * self.nb:(i + 1) * self.nb]
+                ranks = sum(1 for r in range(self.cfg.ranks)
+                            if any(x != -1 for x in rows[r * nbk:(r + 1) * nbk]))
+                out.append(max(0, now - fu) * max(1, ranks, self.rand_ranks[i]))
             else:
                 out.append(min(now, int(self.busy_ps[i])))
         return out

@@ -134,8 +134,9 @@ class DramTarget(Component):
             "row_hits": impl.row_hits,
             "row_hit_rate": impl.row_hits / bursts if bursts else 0.0,
             "refreshes": refs,
-            "refresh_share": refs * t_ref / (elapsed * cfg.units)
-            / (cfg.banks * cfg.ranks if cfg.refresh == "per-bank" else 1),
+            # Share of each rank's (per-bank: each bank's) time spent refreshing.
+            "refresh_share": refs * t_ref / (elapsed * cfg.units * cfg.ranks)
+            / (cfg.banks if cfg.refresh == "per-bank" else 1),
             "busy_ps": int(max(busy)) if busy else 0,
             "utilization": float(sum(busy)) / (elapsed * cfg.units) if busy else 0.0,
             "bandwidth_gbps": moved / (elapsed / S) / 1e9 if now else 0.0,

@@ -167,11 +167,14 @@ def rules(cfg: DramConfig) -> list[Rule]:
 def ref_phase(cfg: DramConfig, unit: int, rank: int = 0) -> int:
     """When unit ``unit`` (rank ``rank``) first refreshes, ps. Units and ranks are
     staggered evenly over one interval (all-bank: tREFI; per-bank: tREFI / banks), at the
-    middle of their slot, so that a run of any length sees tRFC/tREFI on average."""
-    period = cfg.t_refi if cfg.refresh != "per-bank" else cfg.t_refi // (cfg.ranks * cfg.banks)
-    slots = cfg.units * (cfg.ranks if cfg.refresh != "per-bank" else 1)
-    slot = unit * (cfg.ranks if cfg.refresh != "per-bank" else 1) + rank
-    return ((2 * slot + 1) * period) // (2 * slots)
+    middle of their slot, so that a run of any length sees tRFC/tREFI on average. A unit's
+    ranks take turns every tREFI / ranks (DRAMsim3's ``RANK_LEVEL_STAGGERED``), the units
+    sitting between them: rank ``r`` of unit ``u`` has slot ``r x units + u``."""
+    if cfg.refresh == "per-bank":
+        period = cfg.t_refi // (cfg.ranks * cfg.banks)
+        return ((2 * unit + 1) * period) // (2 * cfg.units)
+    slot = rank * cfg.units + unit
+    return ((2 * slot + 1) * cfg.t_refi) // (2 * cfg.units * cfg.ranks)
 
 
 def align(t: int, tck: int) -> int:

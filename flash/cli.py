@@ -2,9 +2,12 @@
 
 ``tmhw flash bench --preset 990pro --pattern randread --size 16KiB --qd 64 --count N
 [--precondition 0.9] [--age 2] [--model detailed|fast] [--mqsim-xml FILE]
-[--set flash.FIELD=VALUE ...] [--json]`` runs
-``flash.bench.run_bench`` and prints IOPS, bandwidth, latency (mean, p50, p99), command
-counts, GC count, write amplification and energy per byte.
+[--config FILE] [--set flash.FIELD=VALUE ...] [--json]`` runs ``flash.bench.run_bench``
+and prints IOPS, bandwidth, latency (mean, p50, p99), command counts, GC count, write
+amplification and energy per byte. The device is the preset (or the MQSim file), then
+the ``[flash]`` table of ``--config`` (any field of ``FlashConfig``; ``preset = NAME``
+there starts from another preset), then each ``--set``.
+``tmhw flash presets`` lists the device presets.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from flash.config import PRESETS, FlashConfig
 from flash.mqsim import load_mqsim_xml
 from flash.ssd import MODELS
 from tmhw.sim import TmhwError, tomlio
-from tmhw.sim.units import parse_size
+from tmhw.sim.units import US, parse_size
 
 JSON_KEYS = ("iops", "bandwidth_mbps", "mean_latency_us", "p50_latency_us",
              "p99_latency_us", "commands", "gc_count", "waf", "energy_pj_per_byte")
@@ -44,22 +47,30 @@ def register(sub: Any) -> None:
                         "multiple of them (reaches the random-write steady state)")
     b.add_argument("--model", default="fast", choices=MODELS)
     b.add_argument("--seed", type=int, default=0)
-    b.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
-                   help="change a device field, e.g. flash.compat=mqsim or "
-                        "flash.write_buffer_bytes=0 (repeatable)")
+    tomlio.add_section_options(b, "flash", "flash.compat=mqsim or flash.write_buffer_bytes=0")
     b.add_argument("--json", action="store_true", help="print the figures as JSON")
     b.set_defaults(func=bench_cmd)
+    ls = fsub.add_parser("presets", help="list the device presets")
+    ls.add_argument("--json", action="store_true")
+    ls.set_defaults(func=presets_cmd)
 
 
-def with_sets(cfg: FlashConfig, items: list[str]) -> FlashConfig:
-    """``cfg`` with ``flash.FIELD=VALUE`` (or ``FIELD=VALUE``) overrides applied."""
-    if not items:
-        return cfg
-    over = []
-    for item in items:
-        keys, value = tomlio.parse_override(item)
-        over.append((keys[1:] if keys[0] == "flash" and len(keys) > 1 else keys, value))
-    return tomlio.from_dict(FlashConfig, tomlio.nest(over), "flash", base=cfg)
+def presets_cmd(args: argparse.Namespace) -> int:
+    rows: dict[str, dict[str, Any]] = {
+        name: {"cell_type": c.cell_type, "capacity_bytes": c.total_capacity,
+               "channels": c.channels, "dies": c.dies, "page_size": c.page_size,
+               "channel_rate_mtps": c.channel_rate_mtps, "t_r_us": c.t_r / US,
+               "t_prog_us": c.t_prog / US}
+        for name, c in PRESETS.items()}
+    if args.json:
+        print(json.dumps(rows, indent=2))
+    else:
+        for name, r in rows.items():
+            print(f"{name:14s} {r['cell_type']:4s} {r['capacity_bytes'] / 2**30:8.0f} GiB  "
+                  f"{r['channels']:2d} ch x {r['dies'] // r['channels']:2d} dies  "
+                  f"{r['page_size'] // 1024:3d} KiB pages  {r['channel_rate_mtps']:5d} MT/s  "
+                  f"tR {r['t_r_us']:.0f} us  tPROG {r['t_prog_us']:.0f} us")
+    return 0
 
 
 def bench_cmd(args: argparse.Namespace) -> int:
@@ -69,7 +80,7 @@ def bench_cmd(args: argparse.Namespace) -> int:
         raise TmhwError(f"size: {e}") from None
     cfg: FlashConfig = (load_mqsim_xml(args.mqsim_xml) if args.mqsim_xml
                         else PRESETS[args.preset])
-    cfg = with_sets(cfg, args.set)
+    cfg = tomlio.section_config(FlashConfig, cfg, "flash", args.config, args.set, PRESETS)
     r = run_bench(cfg, pattern=args.pattern, size=size, qd=args.qd, count=args.count,
                   precondition=args.precondition, model=args.model, seed=args.seed,
                   age=args.age, progress=True)

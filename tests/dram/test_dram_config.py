@@ -18,7 +18,7 @@ from tmhw.sim.units import GiB
     ("hbm2", 256.0, 4 * GiB),        # 8 x 128 bit x 2 Gb/s
     ("hbm2e", 409.6, 16 * GiB),      # 8 x 128 bit x 3.2 Gb/s
     ("hbm3", 819.2, 16 * GiB),       # 16 x 64 bit x 6.4 Gb/s
-    ("ddr4-3200", 25.6, 8 * GiB),    # 64 bit x 3.2 Gb/s
+    ("ddr4-3200", 25.6, 16 * GiB),   # 64 bit x 3.2 Gb/s, 2 ranks of 8 x 8 Gb
     ("lpddr5-6400", 51.2, 8 * GiB),  # 4 x 16 bit x 6.4 Gb/s
 ])
 def test_peak_bandwidth_and_capacity_follow_the_organisation(name: str, gbps: float,

@@ -237,3 +237,66 @@ def merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
         else:
             out[k] = v
     return out
+
+
+def read_toml(path: str, option: str = "--config") -> dict[str, Any]:
+    """The TOML file at ``path`` as plain data; an unreadable, non-UTF-8 or malformed file
+    is a one-line ConfigError naming ``option`` and the path."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except OSError as e:
+        raise ConfigError(option, path, f"cannot read file: {e.strerror}") from None
+    except UnicodeDecodeError as e:
+        raise ConfigError(option, path, f"not UTF-8 text (TOML must be): byte {e.start} "
+                          f"is {e.object[e.start:e.start + 1]!r}") from None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(option, path, f"malformed TOML: {e}") from None
+
+
+def section_config(cls: type[T], base: T, section: str, config: str | None,
+                   sets: list[str], presets: dict[str, T] | None = None) -> T:
+    """``base`` (a device preset of class ``cls``), then the ``[section]`` table of the TOML
+    file ``config`` (its ``preset = NAME`` key, if any, starts from ``presets[NAME]``),
+    then each ``section.FIELD=VALUE`` of ``sets`` (a bare ``FIELD=VALUE`` too). Every
+    error is one ConfigError naming the field and the value; nothing runs before."""
+    cfg = base
+    if config is not None:
+        data = read_toml(config)
+        table = data.get(section)
+        if not isinstance(table, dict):
+            found = ", ".join(f"[{k}]" for k, v in data.items() if isinstance(v, dict))
+            raise ConfigError("--config", config, f"needs a [{section}] table (it has "
+                              f"{found or 'none'})")
+        table = dict(table)
+        if "preset" in table and presets is not None:
+            name = table.pop("preset")
+            if name not in presets:
+                raise ConfigError(f"{section}.preset", name, f"one of {', '.join(presets)}")
+            cfg = presets[name]
+        if not table and cfg is base:
+            raise ConfigError("--config", config, f"its [{section}] table sets no field")
+        cfg = from_dict(cls, table, section, base=cfg)
+    if sets:
+        over = []
+        for item in sets:
+            keys, value = parse_override(item)
+            if keys[0] == section and len(keys) > 1:
+                keys = keys[1:]
+            over.append((keys, value))
+        cfg = from_dict(cls, nest(over), section, base=cfg)
+    return cfg
+
+
+def add_section_options(parser: Any, section: str, example: str) -> None:
+    """``--config FILE`` and ``--set section.FIELD=VALUE`` on an argparse parser, for
+    ``section_config`` (``example``: an override or two to show in the help)."""
+    parser.add_argument("--config", default=None, metavar="FILE",
+                        help=f"a TOML file whose [{section}] table changes fields of the "
+                             "preset (preset = NAME in the table picks another)")
+    parser.add_argument("--set", action="append", default=[],
+                        metavar=f"{section}.FIELD=VALUE",
+                        help=f"change one field, e.g. {example} (repeatable; after "
+                             "--config)")
