@@ -126,6 +126,9 @@ def summary_table(rep: dict[str, Any]) -> str:
         ("throughput per watt", f"{rep['samples_per_joule']:.3f} samples/J"),
         ("memory cost", f"${rep['cost']['memory_usd']:.0f}"),
     ]
+    if t.get("flash_to_npu"):
+        rows.insert(rows.index(("HBM -> flash", fmt_bytes(t["hbm_to_flash"]))) + 1,
+                    ("flash -> NPU in place", fmt_bytes(t["flash_to_npu"])))
     b = rep.get("bounds")
     if b:
         rows.insert(4, ("  lower bound", f"{fmt_time(b['iteration_time_ps'])} "
