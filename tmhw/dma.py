@@ -506,6 +506,8 @@ class DmaEngine(Component):
         return {
             "fetch_bytes": self.bytes[FETCH].value,
             "writeback_bytes": self.bytes[WRITEBACK].value,
+            "inplace_bytes": self.bytes[INPLACE].value,
+            "inplace_reads": self.inplace_reads.value,
             "chunks": self.chunks.value,
             "requests": self.requests.value,
             "wakeups": self.wakeups.value,
