@@ -213,7 +213,8 @@ class PolicyConfig:
     #: FlatFlash (``tmhw.placement.flatflash``): in-place accesses to a flash page
     #: (ops that read it from the SSD) after which it is promoted to HBM. Estimate
     #: standing in for the paper's adaptive threshold: the best fixed one of 1, 2, 3,
-    #: 4, 8 on the quick preset at 12.5% HBM (the FlatFlash module docstring).
+    #: 4, 8 on the quick preset at 12.5% HBM (the FlatFlash module docstring; never
+    #: promoting is faster still there).
     flatflash_promote_after: int = 4
     #: Bytes the NPU reads per in-place access: one CPU cache line, as FlatFlash's
     #: MMIO loads (Abulila et al., ASPLOS'19: 64 B lines).

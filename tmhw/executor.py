@@ -38,8 +38,9 @@ and finds (partly) missing from HBM is not faulted in: when the op starts, each 
 its missing pages is read through the SSD's BAR in cache lines (``DmaEngine.
 inplace_read``: one flash request per run), and the op cannot end before the last line
 has arrived. Each such read counts one access on its pages; a page whose count reaches
-``policy.flatflash_promote_after`` is promoted: a background fetch into HBM, after the
-op, that an access finds missing until it is booked (and then reads in place again).
+``policy.flatflash_promote_after`` is promoted: a background fetch into HBM, released
+as the op starts, behind its in-place reads; an access that finds the pages missing
+until the fetch is booked reads them in place again.
 An operand the op also writes is faulted in as usual (the NPU writes into HBM).
 """
 

@@ -41,13 +41,17 @@ What is idealised or left out:
   operand from its source would read it in place again; the NPU is taken to stream
   each operand once through its scratchpad.
 - The threshold is fixed (``policy.flatflash_promote_after``, default 4), not
-  adapted; the default is the best fixed one, as the paper's adaptation would seek.
-  On the quick preset at 12.5% HBM (``tmhw run --preset quick --policy flatflash
-  --hbm-ratio 0.125 --set run.iterations=4 --set run.warmup_iterations=2 --set
+  adapted: the default is the best of the thresholds tried. On the quick preset at
+  12.5% HBM (``tmhw run --preset quick --policy flatflash --hbm-ratio 0.125 --set
+  run.iterations=4 --set run.warmup_iterations=2 --set
   policy.flatflash_promote_after=K``), ms per steady iteration: K=1 486.1, 2 464.5,
-  3 451.9, 4 442.9, 8 448.6; never promoting (K=1000) 429.3. Training reads most
-  pages a few times per iteration before it overwrites or evicts them, so a promotion
-  rarely earns back its second crossing of the link.
+  3 451.9, 4 442.9, 8 448.6; never promoting (K=1000) is faster still, 429.3.
+  Training reads most pages a few times per iteration before it overwrites or evicts
+  them, so a promotion rarely earns back its second crossing of the link; promotion
+  is half of the design, so the default keeps one.
+- The NPU model still draws an in-place operand's tile traffic from HBM (its time
+  and energy inside the op); on the quick preset that traffic is a few ms of an
+  iteration of hundreds.
 - A page being promoted is waited for once its fetch is booked, not read in place
   (the look-aside buffer would redirect the access; the fetch is already under way).
 - In-place writes (stores to SSD pages through the BAR) are not modelled: a written
