@@ -10,6 +10,11 @@ flash timing, wired in MQSim's order (``flash.host`` -> ``flash.cache`` -> ``fla
   never written is read where sequential preconditioning would have put it, counted as
   ``unmapped_reads``) and read by the timing model; the data leaves over
   the host link as it comes off the channels (cut-through);
+- byte-addressed read (``wire_bytes`` > 0: MMIO through the PCIe BAR, FlatFlash's
+  in-place access): the host reads cache lines, which the controller serves from its
+  DRAM, so every NAND page the read brings stays in the read cache whole (a later line
+  of it costs no NAND read), and the data occupies the link for ``wire_bytes`` (each
+  line a completion with its own framing; ``mmio_reads`` counts such reads);
 - write: the data crosses the link once the write buffer has room, the FTL maps the
   pages (collecting synchronously under the hard threshold), the timing model programs
   them, and the write completes when its data is in the buffer (or, written through,
@@ -86,11 +91,12 @@ class Ssd:
         self.bytes_read = 0
         self.bytes_written = 0
         self.transfers = 0
+        self.mmio_reads = 0
         self._active_until = 0
         self.active_ps = 0
 
     # -- serving -----------------------------------------------------------------------
-    def read(self, address: int, nbytes: int, earliest: int) -> int:
+    def read(self, address: int, nbytes: int, earliest: int, wire_bytes: int = 0) -> int:
         page = self.page
         lo = address // page
         hi = (address + nbytes + page - 1) // page
@@ -105,7 +111,10 @@ class Ssd:
         if miss:
             x_start, x_end = self._nand_read(miss, address, nbytes, t0)
             start = x_start if start < 0 or x_start < start else start
-            if self.cache.read_pages:
+            if wire_bytes and self.cache.read_pages:
+                # in place: the controller serves lines from DRAM, so the page stays
+                self.cache.filled(miss)
+            elif self.cache.read_pages:
                 # the read cache keeps the NAND pages the host read only part of (only
                 # the first and the last page of a read can be partial)
                 end_b = address + nbytes
@@ -115,7 +124,9 @@ class Ssd:
                     self.cache.filled(part)
         if self.store_forward and miss:
             start = x_end  # MQSim: the request's data crosses once all of it is read
-        end = self.host.to_host(start, nbytes)
+        if wire_bytes:
+            self.mmio_reads += 1
+        end = self.host.to_host(start, wire_bytes or nbytes)
         if x_end > end:
             end = x_end
         self._finish(t0, end)

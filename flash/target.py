@@ -12,7 +12,9 @@ Two timing models behind one protocol (``flash.ssd.TimingModel``; docs/ARCHITECT
 economy"): ``fast`` (``flash.fast``) books each transaction with one reservation per
 touched die and channel, ``detailed`` (``flash.detailed``) books every command. A read
 of data never written costs a read where sequential preconditioning would have put it
-(data present before time 0), counted as ``unmapped_reads``.
+(data present before time 0), counted as ``unmapped_reads``. A read with ``wire_bytes``
+is byte-addressed (MMIO through the BAR, ``flash.ssd``): each device's share of the
+wire overhead is proportional to its share of the data.
 """
 
 from __future__ import annotations
@@ -121,7 +123,7 @@ class FlashTarget(Component):
         if self._one is not None:  # one device: no striping
             op = t.op
             if op is Op.READ:
-                end = self._one.read(t.address, t.nbytes, earliest)
+                end = self._one.read(t.address, t.nbytes, earliest, t.wire_bytes)
             elif op is Op.WRITE:
                 end = self._one.write(t.address, t.nbytes, earliest)
             else:
@@ -133,7 +135,9 @@ class FlashTarget(Component):
         end = earliest
         for dev, address, nbytes in self._split(t.address, t.nbytes):
             if t.op is Op.READ:
-                e = dev.read(address, nbytes, earliest)
+                # an MMIO read's wire overhead is per cache line: each device's share
+                wire = -(-nbytes * t.wire_bytes // t.nbytes) if t.wire_bytes else 0
+                e = dev.read(address, nbytes, earliest, wire)
             elif t.op is Op.WRITE:
                 e = dev.write(address, nbytes, earliest)
             else:

@@ -222,6 +222,20 @@ class PolicyConfig:
     #: 32-channel device, in about 60 s of wall time here).
     ilp_node_limit: int = 5000
     demand_frees: str = "runtime"
+    #: FlatFlash (``tmhw.placement.flatflash``): in-place accesses to a flash page
+    #: (ops that read it from the SSD) after which it is promoted to HBM. Estimate
+    #: standing in for the paper's adaptive threshold: the best fixed one of 1, 2, 3,
+    #: 4, 8 on the quick preset at 12.5% HBM (the FlatFlash module docstring; never
+    #: promoting is faster still there).
+    flatflash_promote_after: int = 4
+    #: Bytes the NPU reads per in-place access: one CPU cache line, as FlatFlash's
+    #: MMIO loads (Abulila et al., ASPLOS'19: 64 B lines).
+    flatflash_line_bytes: int = 64
+    #: PCIe framing of each line's read completion: a 3-DW TLP header (12 B), LCRC
+    #: (4 B) and the Gen3+ STP framing token with the sequence number (4 B), from the
+    #: PCI Express Base Specification 3.0 (sections 2.2 and 4.2.2); ACK and flow-control
+    #: DLLPs are left out. 64 B lines so use 76% of the link.
+    flatflash_line_overhead_bytes: int = 20
 
     def __post_init__(self) -> None:
         # the registry is the one list of policy names; imported here, not at the top,
@@ -238,6 +252,15 @@ class PolicyConfig:
             raise ConfigError("lookahead_ops", self.lookahead_ops, "an integer >= 0")
         if self.plan_rounds < 1:
             raise ConfigError("plan_rounds", self.plan_rounds, "an integer >= 1")
+        if self.flatflash_promote_after < 1:
+            raise ConfigError("flatflash_promote_after", self.flatflash_promote_after,
+                              "an integer >= 1")
+        if self.flatflash_line_bytes < 1:
+            raise ConfigError("flatflash_line_bytes", self.flatflash_line_bytes,
+                              "an integer >= 1")
+        if self.flatflash_line_overhead_bytes < 0:
+            raise ConfigError("flatflash_line_overhead_bytes",
+                              self.flatflash_line_overhead_bytes, "an integer >= 0")
         if not (0.0 <= self.prefetch_reserve < 1.0):
             raise ConfigError("prefetch_reserve", self.prefetch_reserve, "a fraction in [0, 1)")
         if not self.sentinel_leads or min(self.sentinel_leads) < 1:

@@ -23,6 +23,11 @@ issued when a slot of its direction frees. The engine books at most one window o
 chunks per wake-up and then sleeps until half the window of a direction with queued
 requests has drained, about ``2 / max_outstanding`` events per chunk.
 
+In-place reads (``inplace_read``, FlatFlash) are not requests: the NPU reads a run of
+flash pages through the SSD's PCIe BAR in cache lines, straight into its scratchpad,
+as one booking on the flash and on the link (with each line's framing), and nothing
+lands in HBM. Their bytes are counted as ``inplace`` traffic.
+
 The link is PCIe: full duplex, one timeline per direction, and cut-through (a
 reservation ends no earlier than its source tier's). A write-back's data crosses the
 NPU's port and the SSD's own link together, at the slower one's rate; its HBM pages and
@@ -57,6 +62,7 @@ SMALL_TRANSFER = 64 * 1024
 
 FETCH = "fetch"
 WRITEBACK = "writeback"
+INPLACE = "inplace"
 
 Key = tuple[int, int, int, int, int]
 
@@ -149,7 +155,8 @@ class DmaEngine(Component):
         self.meter = EnergyMeter(EnergyTable({"byte": cfg.pj_per_byte}, idle_mw=cfg.idle_mw))
         self.energy = self.meter
         self.link_energy_pj = 0.0
-        self.bytes = {FETCH: Counter(), WRITEBACK: Counter()}
+        self.bytes = {FETCH: Counter(), WRITEBACK: Counter(), INPLACE: Counter()}
+        self.inplace_reads = Counter()
         #: (kind, iteration that released the request) -> bytes moved
         self.bytes_by_origin: dict[tuple[str, int], int] = {}
         self.chunks = Counter()
@@ -226,6 +233,24 @@ class DmaEngine(Component):
             freed += before - self.res.held
         self._head(self._writebacks)
         return freed
+
+    def inplace_read(self, p0: int, p1: int, now: int, line_bytes: int,
+                     line_overhead_bytes: int, tag: str = "") -> int:
+        """Read pages [p0, p1) in place through the SSD's BAR from ``now`` on: one
+        flash read whose data crosses the SSD's link and the NPU's port as cache lines
+        of ``line_bytes``, each with ``line_overhead_bytes`` of framing; returns when
+        the last line has arrived. HBM is not touched."""
+        n = (p1 - p0) * self.page_size
+        wire = n + -(-n // line_bytes) * line_overhead_bytes
+        f_end = self.flash.transport(Transfer(Op.READ, p0 * self.page_size, n,
+                                              Pattern.STREAM, tag, wire_bytes=wire), now)
+        end = self._link(self.link_in, f_end, wire)
+        self.inplace_reads.add()
+        self.bytes[INPLACE].add(n)
+        key = (INPLACE, self.iteration)
+        self.bytes_by_origin[key] = self.bytes_by_origin.get(key, 0) + n
+        self.tracer.span(f"{self.path}.{INPLACE}", now, end, tag or INPLACE, {"bytes": n})
+        return end
 
     def unfinished(self) -> list[DmaRequest]:
         """Requests not yet completely booked."""
@@ -484,6 +509,8 @@ class DmaEngine(Component):
         return {
             "fetch_bytes": self.bytes[FETCH].value,
             "writeback_bytes": self.bytes[WRITEBACK].value,
+            "inplace_bytes": self.bytes[INPLACE].value,
+            "inplace_reads": self.inplace_reads.value,
             "chunks": self.chunks.value,
             "requests": self.requests.value,
             "wakeups": self.wakeups.value,

@@ -32,6 +32,16 @@ queued, then evicts by itself: reactive policies by their rule (least recently u
 Belady's furthest next use for ``demand-belady``), static ones the tensor used furthest
 in the future. Such evictions are counted per iteration as ``emergency_evictions``: a
 sound static plan needs none in steady state, and the report warns when one does.
+
+**In-place reads** (a table with ``in_place``, FlatFlash). An operand an op only reads
+and finds (partly) missing from HBM is not faulted in: when the op starts, each run of
+its missing pages is read through the SSD's BAR in cache lines (``DmaEngine.
+inplace_read``: one flash request per run), and the op cannot end before the last line
+has arrived. Each such read counts one access on its pages; a page whose count reaches
+``policy.flatflash_promote_after`` is promoted: a background fetch into HBM, released
+as the op starts, behind its in-place reads; an access that finds the pages missing
+until the fetch is booked reads them in place again.
+An operand the op also writes is faulted in as usual (the NPU writes into HBM).
 """
 
 from __future__ import annotations
@@ -47,10 +57,10 @@ import simpy
 
 from npu import NPU, ComputeTask, Gemm
 from tmhw.config import SystemConfig
-from tmhw.dma import FETCH, WRITEBACK, DmaEngine, DmaRequest
+from tmhw.dma import FETCH, INPLACE, WRITEBACK, DmaEngine, DmaRequest
 from tmhw.placement import Feedback, PlacementTable, PlanContext, Policy
 from tmhw.placement.table import Action, Move
-from tmhw.residency import Residency
+from tmhw.residency import Residency, runs
 from tmhw.sim.component import Component
 from tmhw.sim.errors import DoesNotFit
 from tmhw.sim.transfer import MemoryTarget, Transfer
@@ -78,6 +88,7 @@ class IterationRecord:
     #: evictions' write-backs of dead data (a tensor outside its live range in the
     #: iteration): nonzero only when the table does not free dead tensors
     dead_writeback_bytes: int = 0
+    inplace_bytes: int = 0        # flash pages the NPU read in place (never in HBM)
 
     @property
     def time_ps(self) -> int:
@@ -137,6 +148,12 @@ class Executor(Component):
         self.live_range = wl.live_ranges()
         self.live_range[[t.id for t in wl.tensors if t.kind == Kind.INPUT], 0] = 0
         self.prefetching: dict[int, DmaRequest] = {}
+        #: in-place reads (FlatFlash): accesses per page since it was last promoted or
+        #: died, promotions released, in-place requests, and each tensor's promotion
+        self.access_count = np.zeros(wl.npages, dtype=np.int32)
+        self.promotions = 0
+        self.inplace_reads = 0
+        self.promoting: dict[int, DmaRequest] = {}
         #: energy per component at the end of the warm-up (pJ), for steady-state figures
         self.warm_energy: dict[str, float] | None = None
         self.warm_end_ps = 0
@@ -298,6 +315,7 @@ class Executor(Component):
         for rec in self.records:
             rec.fetch_bytes = self.dma.bytes_by_origin.get((FETCH, rec.index), 0)
             rec.writeback_bytes = self.dma.bytes_by_origin.get((WRITEBACK, rec.index), 0)
+            rec.inplace_bytes = self.dma.bytes_by_origin.get((INPLACE, rec.index), 0)
         if self.records:
             self.records[-1].fetch_bytes += carried
         self.carried_fetch_bytes = carried
@@ -350,9 +368,14 @@ class Executor(Component):
                 res.hold(slice(p0, p1), now, now)
         tails = self._tails(op)
         reqs = []
+        in_place = self.table.in_place
+        cold: list[int] = []
         for t in op.reads:
             p0, p1 = self.ranges[t]
             if res.count_missing(p0, p1):
+                if in_place and t not in op.writes:
+                    cold.append(t)
+                    continue
                 pending = self.prefetching.get(t)
                 if pending is not None and not pending.done:
                     # Released but not yet booked: a late prefetch, boosted to the front.
@@ -361,11 +384,13 @@ class Executor(Component):
                     self.faults += 1
                 reqs.append(self._fetch_now(t, p0, p1, op.index))
         yield from self._booked(reqs)
-        ready, tail_due = self._ready(op, tails)
+        ready, tail_due = self._ready(op, tails, cold)
         t_want = int(env.now)
         if ready > t_want:
             yield env.timeout(ready - t_want)
-        self._check_operands(op, tails)
+        self._check_operands(op, tails, cold)
+        if cold:
+            tail_due = max(tail_due, self._read_in_place(op, cold))
         self._clock += 1
         for t in op.tensors:
             self.last_use[t] = self._clock
@@ -397,7 +422,42 @@ class Executor(Component):
         return {m.tensor: m for m in self.table.due_at(op.index)
                 if m.stream and m.p1 > m.p0 and m.tensor in op.reads}
 
-    def _ready(self, op: Op, tails: dict[int, Move]) -> tuple[int, int]:
+    def _read_in_place(self, op: Op, cold: list[int]) -> int:
+        """Read the missing pages of ``cold`` operands in place from now on (one flash
+        request per run), count the access and release the promotions it triggers.
+        Returns when the last line has arrived."""
+        res, wl, pol = self.res, self.workload, self.cfg.policy
+        now = int(self.env.now)
+        end = now
+        for t in cold:
+            p0, p1 = self.ranges[t]
+            for a, b in runs(res.missing(p0, p1)):
+                end = max(end, self.dma.inplace_read(
+                    a, b, now, pol.flatflash_line_bytes, pol.flatflash_line_overhead_bytes,
+                    wl.tensors[t].name))
+                self.inplace_reads += 1
+                self.access_count[a:b] += 1
+        for t in cold:
+            pending = self.promoting.get(t)
+            if pending is not None and not pending.done:
+                continue
+            p0, p1 = self.ranges[t]
+            hot = np.flatnonzero((self.access_count[p0:p1] >= pol.flatflash_promote_after)
+                                 & ~res.in_hbm[p0:p1])
+            if len(hot) == 0:
+                continue
+            # One promotion per tensor and op: the hot pages' span (pages already in
+            # HBM inside it are skipped by the fetch).
+            a, b = p0 + int(hot[0]), p0 + int(hot[-1]) + 1
+            self.access_count[a:b] = 0
+            self.make_room(res.count_missing(a, b) - res.free_pages(now), now, op.index)
+            self.promotions += 1
+            self.promoting[t] = self.dma.submit(DmaRequest(
+                FETCH, a, b, op.index, wl.tensors[t].name, tensor=t))
+        return end
+
+    def _ready(self, op: Op, tails: dict[int, Move],
+               cold: list[int] | None = None) -> tuple[int, int]:
         """(when ``op`` may start, when it may end at the earliest given its streamed
         tails). The op starts when every operand page is complete in HBM, except a
         streamed tail: a tail page ``f`` of the way into its tensor is needed ``f`` of
@@ -408,6 +468,12 @@ class Executor(Component):
         ready = tail_due = 0
         for t in op.tensors:
             p0, p1 = self.ranges[t]
+            if cold and t in cold:
+                # read in place: only the pages held in HBM must be there
+                held = res.in_hbm[p0:p1]
+                if held.any():
+                    ready = max(ready, int(res.ready_at[p0:p1][held].max()))
+                continue
             m = tails.get(t)
             if m is None:
                 ready = max(ready, res.ready_time(p0, p1))
@@ -420,12 +486,20 @@ class Executor(Component):
             self.streamed_bytes += (m.p1 - m.p0) * self.workload.page_size
         return ready, tail_due
 
-    def _check_operands(self, op: Op, tails: dict[int, Move]) -> None:
+    def _check_operands(self, op: Op, tails: dict[int, Move],
+                        cold: list[int] | None = None) -> None:
         """Invariant: every page an op touches is held in HBM when it starts, complete
-        except a streamed tail (which the op waits for before it ends)."""
+        except a streamed tail (which the op waits for before it ends), or read in
+        place (``cold``)."""
         res, now = self.res, int(self.env.now)
         for t in op.tensors:
             p0, p1 = self.ranges[t]
+            if cold and t in cold:
+                held = res.in_hbm[p0:p1]
+                if held.any() and res.ready_at[p0:p1][held].max() > now:
+                    raise AssertionError(f"op {op.name} starts before the resident part "
+                                         f"of {self.workload.tensors[t].name} has arrived")
+                continue
             if p1 > p0 and not res.in_hbm[p0:p1].all():
                 raise AssertionError(f"op {op.name} starts without all of "
                                      f"{self.workload.tensors[t].name} in HBM")
@@ -542,6 +616,10 @@ class Executor(Component):
         dead = m.dead or ((not self.persistent[tid]) and bool(uses)
                           and uses[-1] <= self._current_op)
         if dead:
+            pending = self.promoting.pop(tid, None)
+            if pending is not None:
+                self.dma.cancel(pending)
+            self.access_count[p0:p1] = 0
             res.live[p0:p1] = False
             if res.in_flash[p0:p1].any():
                 self.flash.transport(Transfer(TOp.TRIM, p0 * res.page_size,
@@ -652,7 +730,7 @@ class Executor(Component):
             return int(sum(getattr(r, name) for r in steady)) // max(1, len(steady))
 
         fetch, wb = mean("fetch_bytes"), mean("writeback_bytes")
-        dead_wb = mean("dead_writeback_bytes")
+        dead_wb, inplace = mean("dead_writeback_bytes"), mean("inplace_bytes")
         out: dict[str, Any] = {
             "iterations": len(records),
             "warmup_iterations": len(records) - len(steady),
@@ -675,11 +753,14 @@ class Executor(Component):
                  "faults": r.faults, "streamed_bytes": r.streamed_bytes,
                  "flash_to_hbm_bytes": r.fetch_bytes,
                  "hbm_to_flash_bytes": r.writeback_bytes,
+                 "flash_to_npu_bytes": r.inplace_bytes,
                  "emergency_evictions": r.emergency_evictions,
                  "monitor_changes": r.monitor_changes}
                 for r in records],
             "traffic_bytes": {
-                "flash_to_hbm": fetch, "hbm_to_flash": wb, "inter_tier": fetch + wb,
+                # flash_to_npu: read in place through the SSD's BAR (FlatFlash)
+                "flash_to_hbm": fetch, "hbm_to_flash": wb, "flash_to_npu": inplace,
+                "inter_tier": fetch + wb + inplace,
                 "npu_hbm_read": mean("npu_hbm_read"), "npu_hbm_write": mean("npu_hbm_write"),
                 # of hbm_to_flash: dead data written back by evictions (no frees seen)
                 "hbm_to_flash_dead": dead_wb,
@@ -707,4 +788,5 @@ class Executor(Component):
         return {"faults": self.faults, "late_prefetches": self.late_prefetches,
                 "cancelled_prefetches": self.cancelled_prefetches,
                 "streamed_bytes": self.streamed_bytes,
-                "emergency_evictions": self.emergency, "trims": self.trims}
+                "emergency_evictions": self.emergency, "trims": self.trims,
+                "inplace_reads": self.inplace_reads, "promotions": self.promotions}

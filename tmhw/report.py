@@ -144,6 +144,9 @@ def summary_table(rep: dict[str, Any]) -> str:
         ("HBM peak occupancy", fmt_bytes(rep["hbm_peak_occupancy_bytes"]) + " (whole run)"),
         ("memory cost", f"${rep['cost']['memory_usd']:.0f} (HBM and flash tier)"),
     ]
+    if t.get("flash_to_npu"):
+        rows.insert(rows.index(("HBM -> flash", fmt_bytes(t["hbm_to_flash"]))) + 1,
+                    ("flash -> NPU in place", fmt_bytes(t["flash_to_npu"])))
     b = rep.get("bounds")
     if b:
         rows.insert(5, ("  lower bound", f"{fmt_time(b['iteration_time_ps'])} "

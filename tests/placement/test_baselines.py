@@ -175,10 +175,11 @@ def test_table_replay_catches_a_drop_of_live_dirty_data() -> None:
 
 @SETTINGS
 @given(wl=workloads(), frac=st.floats(0.0, 1.0))
-def test_flatflash_is_page_granular_demand_paging(wl: Workload, frac: float) -> None:
+def test_flatflash_reads_in_place_and_plans_only_the_frameworks_drops(
+        wl: Workload, frac: float) -> None:
     ctx = context(wl, frac)
     tab = make_policy("flatflash").plan(ctx)
-    assert tab.reactive and tab.fault_chunk_pages == 1
+    assert tab.reactive and tab.in_place and tab.fault_chunk_pages == 0
     assert np.array_equal(tab.initial, input_mask(wl))
     key = [(m.action, m.tensor, m.p0, m.p1, m.issue_op) for m in tab.moves]
     assert key == [(m.action, m.tensor, m.p0, m.p1, m.issue_op) for m in drop_moves(wl)]
@@ -295,12 +296,13 @@ def test_run_stays_within_capacity_and_moves_what_was_asked(
     # no request moves more than it named; flash saw exactly the bytes the DMA moved
     assert all(r.pages_moved <= r.p1 - r.p0 for r in reqs)
     fl = rep["system"]["flash"]
-    assert (fl["bytes_read"], fl["bytes_written"]) == (fetched, written)
+    # flash also served the bytes read in place (FlatFlash; none for the others)
+    assert (fl["bytes_read"], fl["bytes_written"]) == (fetched + t["inplace_bytes"], written)
     if name == "flatflash":
-        faults = [r for r in reqs if r.kind == FETCH]
-        assert all(r.urgent and r.chunk_pages == 1 for r in faults)
-        # every byte fetched was a page-sized fault
-        assert sum(r.pages_moved for r in faults) * ps == rep["system"]["dma"]["fetch_bytes"]
+        # the fetches are faults of operands an op writes, and promotions
+        promoted = [r for r in reqs if r.kind == FETCH and not r.urgent]
+        assert len(promoted) == rep["system"]["executor"]["promotions"]
+        assert t["inplace_reads"] == rep["system"]["executor"]["inplace_reads"]
     else:
         # a static table asks for its prefetches each iteration; the rest are faults
         table_fetch = [r for r in reqs if r.kind == FETCH and not r.urgent]
@@ -345,13 +347,11 @@ def test_cli_flashneuron_on_bert_base_at_a_quarter_says_it_does_not_fit(
 @pytest.mark.parametrize("name", ["flashneuron", "flatflash"])
 def test_cli_runs_where_the_policy_fits_in_seconds(
         name: str, tmhw: Callable[..., Any], tmp_path: Path) -> None:
-    """FlashNeuron where the weights and optimizer state fit; FlatFlash on a model small
-    enough (and pages large enough) that faulting in every page one at a time takes
-    seconds."""
+    """FlashNeuron where the weights and optimizer state fit; FlatFlash on a small
+    model."""
     args = {"flashneuron": ["--model", "bert-base", "--batch", "8", "--seq", "128",
                             "--hbm-ratio", "0.9"],
-            "flatflash": ["--model", "resnet18", "--batch", "1", "--hbm-ratio", "0.5",
-                          "--set", "workload.page_size=65536"]}[name]
+            "flatflash": ["--model", "resnet18", "--batch", "1", "--hbm-ratio", "0.5"]}[name]
     res = tmhw("run", *args, "--iterations", "2", "--quiet", "--policy", name,
                "--out", str(tmp_path))
     assert res.rc == 0, res.err

@@ -1,32 +1,63 @@
 """FlatFlash (Abulila et al., "FlatFlash: Exploiting the Byte-Accessibility of SSDs within
 a Unified Memory-Storage Hierarchy", ASPLOS'19) as a reactive policy.
 
-FlatFlash puts DRAM and the SSD in one address space and pages on demand between them:
-nothing is planned ahead; a page an access finds missing is promoted from the SSD, and
-when DRAM is full the least recently used pages are evicted, dirty ones written back.
-Here that is the executor's fault path with a table that holds no moves but the drops of
-dead tensors: the run starts from the executor's common initial placement, every operand
-page an op finds missing is a
-fault served page by page (``fault_chunk_pages = 1``: each fault becomes page-sized flash
-requests, which is what sets FlatFlash apart from the coarser ``demand`` policy), and the
-executor evicts least recently used tensors, page ranges at a time, writing back dirty
-pages.
+What the paper built. FlatFlash maps the SSD into the host's physical address space
+through a PCIe BAR, so the CPU reaches a page that lives on the SSD in place with
+ordinary loads and stores at cache-line granularity (MMIO) instead of paging it into
+DRAM. The SSD controller's DRAM serves those lines as a page cache (the SSD-Cache): a
+miss brings the whole NAND page into it first. Per page, the SSD-Cache counts
+accesses; a page whose count crosses a promotion threshold is promoted to host DRAM by
+DMA in the background, and accesses made while it moves are redirected to the SSD
+(the promotion look-aside buffer in the host bridge), so promotion is off the critical
+path. The threshold adapts at run time, so that pages with little reuse stay on the
+SSD and do not displace DRAM pages. When DRAM is full the OS evicts least recently
+used pages to the SSD, writing back dirty ones. The paper also gives byte-granular
+persistence and the consistency machinery that needs.
 
-What FlatFlash does that we do not, and why:
+How it is built here, on an NPU with HBM and flash. HBM plays the host DRAM, the NPU
+the CPU, and the flash tier the SSD with its controller DRAM (``flash.cache``). The
+table holds no moves but the drops of dead tensors (the framework frees them); the run
+starts from the executor's common initial placement. Before an op runs, an operand it
+only reads whose pages are missing from HBM is read in place: each run of its missing
+pages is one flash request (``DmaEngine.inplace_read``), whose NAND pages stay in the
+SSD's read cache, and whose data crosses the SSD's link and the NPU's port in
+``policy.flatflash_line_bytes`` lines, each with ``policy.flatflash_line_overhead_bytes``
+of PCIe framing; the op streams it into its scratchpad without taking HBM space and
+cannot end before the last line is in. Each in-place read counts one access on its
+pages; at ``policy.flatflash_promote_after`` accesses the pages are promoted by a
+background DMA fetch into HBM (room is made by LRU eviction, as the OS allocates a
+frame); an op that needs them before that fetch is booked reads them in place again.
+Outputs are allocated in HBM, and an operand an op also writes (the optimizer's
+update of weights and moments) is faulted in as demand paging does, the whole missing
+range as one request: the NPU writes results into HBM. Eviction is the executor's
+least-recently-used rule with write-back of dirty pages.
 
-- Byte-addressable access to cold pages: FlatFlash maps the SSD into the host's physical
-  address space over PCIe MMIO, so a cache line of a cold page is read in place without
-  moving the page. The NPU here streams every operand from HBM through its scratchpad;
-  there is no path from the systolic arrays to the SSD, and an op reads every byte of
-  its operands, so in-place cache-line reads would move the whole tensor anyway, at
-  PCIe transaction granularity and without the page's reuse.
-- Promotion by access counting: FlatFlash promotes a page to DRAM only once its access
-  count passes a threshold and serves colder pages in place. Since an op touches every
-  line of each operand page many times (each tile of a GEMM re-reads its operands),
-  every page an op uses would pass any threshold during that op, so promotion on first
-  access is what the counter policy becomes here.
-- FlatFlash's persistence and the SSD-cache consistency machinery do not bear on
-  training throughput and are left out.
+What is idealised or left out:
+
+- Faults are served per op: the in-place accesses an op makes to one operand are one
+  batched request booked when the op starts, with compute overlapping the stream
+  (the op ends at the later of its compute and the last line), not one PCIe round
+  trip per line. An access counts once per op, although a GEMM that re-reads an
+  operand from its source would read it in place again; the NPU is taken to stream
+  each operand once through its scratchpad.
+- The threshold is fixed (``policy.flatflash_promote_after``, default 4), not
+  adapted: the default is the best of the thresholds tried. On the quick preset at
+  12.5% HBM (``tmhw run --preset quick --policy flatflash --hbm-ratio 0.125 --set
+  run.iterations=4 --set run.warmup_iterations=2 --set
+  policy.flatflash_promote_after=K``), ms per steady iteration: K=1 486.1, 2 464.5,
+  3 451.9, 4 442.9, 8 448.6; never promoting (K=1000) is faster still, 429.3.
+  Training reads most pages a few times per iteration before it overwrites or evicts
+  them, so a promotion rarely earns back its second crossing of the link; promotion
+  is half of the design, so the default keeps one.
+- The NPU model still draws an in-place operand's tile traffic from HBM (its time
+  and energy inside the op); on the quick preset that traffic is a few ms of an
+  iteration of hundreds.
+- A page being promoted is waited for once its fetch is booked, not read in place
+  (the look-aside buffer would redirect the access; the fetch is already under way).
+- In-place writes (stores to SSD pages through the BAR) are not modelled: a written
+  operand is faulted in. Persistence and the consistency machinery do not bear on
+  training throughput and are left out. The SSD-Cache is the flash model's LRU read
+  cache (``flash.read_cache_bytes``), not the paper's RRIP-managed one.
 
 Pure: no SimPy.
 """
@@ -38,7 +69,7 @@ from tmhw.placement.table import PlacementTable
 
 
 class FlatFlash(Policy):
-    """Demand paging at page granularity with LRU eviction (the executor's fault path)."""
+    """In-place reads of cold operands, promotion after a count, LRU eviction."""
 
     name = "flatflash"
     reactive = True
@@ -46,6 +77,6 @@ class FlatFlash(Policy):
     def plan(self, ctx: PlanContext) -> PlacementTable:
         wl = ctx.workload
         t = PlacementTable(self.name, len(wl.ops), input_mask(wl), drop_moves(wl),
-                           reactive=True, fault_chunk_pages=1)
+                           reactive=True, in_place=True)
         t.index()
         return t

@@ -77,6 +77,10 @@ class PlacementTable:
     #: (the tensor whose next use is furthest away: the offline optimum's rule)
     eviction: str = "lru"
     fault_chunk_pages: int = 0               # 0: fetch a fault's pages as one request
+    #: reactive policies: an op reads the missing pages of an operand it does not write
+    #: in place from flash instead of faulting them in (FlatFlash; the executor's
+    #: module docstring)
+    in_place: bool = False
     notes: dict[str, float] = field(default_factory=dict)
     _at_start: list[list[Move]] | None = None
     _at_end: list[list[Move]] | None = None

@@ -34,17 +34,25 @@ class Pattern(Enum):
 class Transfer:
     """One transaction. ``address`` is a byte address in the target's space (for flash:
     a logical byte address; pages are ``address // page_size``). ``tag`` is free-form
-    (tensor name, op index) and only used for tracing."""
+    (tensor name, op index) and only used for tracing.
+
+    ``wire_bytes`` > 0 marks a byte-addressed read through the target's PCIe BAR (MMIO)
+    rather than a block (DMA) transfer: ``nbytes`` of data cross the link as
+    ``wire_bytes`` (each cache line a completion with its own framing), and a flash
+    device keeps every NAND page such a read brings in its DRAM cache."""
 
     op: Op
     address: int
     nbytes: int
     pattern: Pattern = Pattern.STREAM
     tag: str = ""
+    wire_bytes: int = 0
 
     def __post_init__(self) -> None:
         if self.nbytes < 0 or self.address < 0:
             raise ValueError(f"Transfer with negative address/size: {self}")
+        if self.wire_bytes and self.wire_bytes < self.nbytes:
+            raise ValueError(f"Transfer with fewer wire bytes than data bytes: {self}")
 
 
 @runtime_checkable
