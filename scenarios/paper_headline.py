@@ -46,6 +46,7 @@ NO_FREES = "demand without runtime frees"
 VARIANTS = ((NO_FREES, {"policy.demand_frees": "none"}, ("demand",)),
             ("2 SSDs", {"flash.devices": 2}, ("tm-training", *BASELINES)),
             ("4 SSDs", {"flash.devices": 4}, ("tm-training", *BASELINES)))
+QUICK_VARIANTS = (VARIANTS[0], VARIANTS[2])
 COLUMNS = {"iteration ms": ("iteration_time_ms", 1.0), "stall ms": ("stall_ms", 1.0),
            "flash->HBM GiB": ("flash_to_hbm_bytes", 2**-30),
            "HBM->flash GiB": ("hbm_to_flash_bytes", 2**-30),
@@ -62,8 +63,9 @@ def study(st: Study) -> str:
                         {"model": m.stands_for, "workload": m.label, "policy": p,
                          "variant": variant},
                         {"policy.name": p, "policy.hbm_ratio": HBM_RATIO, **(sets or {})})
+    variants = QUICK_VARIANTS if st.quick else VARIANTS
     points = [point(m, p) for m in st.models for p in POLICIES]
-    points += [point(m, p, v, sets) for m in st.models for v, sets, ps in VARIANTS for p in ps]
+    points += [point(m, p, v, sets) for m in st.models for v, sets, ps in variants for p in ps]
     results = st.run(points)
     st.write_csv(results)
     got = by_params(results, "model", "policy", "variant")
@@ -125,7 +127,7 @@ def study(st: Study) -> str:
     cond += [row("samples/J", f"{v or '1 SSD'}, vs the best prior system",
                  [change(tm(m, v), best(m, "samples_per_joule", v, lower=False),
                          "samples_per_joule") for m in models])
-             for v in ("", *[name for name, _, _ in VARIANTS[1:]])]
+             for v in ("", *[name for name, _, _ in variants[1:]])]
     cond += [row("memory cost", f"{what}, vs HBM-only holding the footprint",
                  [change(tm(m), got[(m, "hbm-only", "")], name) for m in models])
              for what, name in (("memory alone", "memory_usd"),

@@ -1,9 +1,10 @@
 """The comparison TM-Training must win: on the quick preset (BERT-base, seq 128, batch 8)
-at HBM ratios 0.125, 0.25, 0.5 and 0.75, on the paper's flash device and on one with 32
+at HBM ratios 0.125 and 0.5 (the suite's share of the grid over 0.125-0.75 that
+``tmhw run`` reproduces cell by cell), on the paper's flash device and on one with 32
 channels behind 16 PCIe lanes, TM-Training's steady-state iteration (the default run:
-one warm-up iteration, one measured) takes at most 1.01 times that of demand paging,
-demand paging with Belady's eviction, Sentinel and AutoTM, and moves at most 1.10 times
-the traffic bound.
+one warm-up iteration, one measured) takes no longer than that of demand paging, demand
+paging with Belady's eviction, Sentinel, AutoTM and FlatFlash, and moves at most 1.10
+times the traffic bound.
 
 Reproduce one cell with ``tmhw run --preset quick --policy P --hbm-ratio R`` (add
 ``--set flash.channels=32 --set flash.pcie_lanes=16`` for the fast device)."""
@@ -19,9 +20,9 @@ import pytest
 from tmhw import config as C
 from tmhw.system import System
 
-RATIOS = (0.125, 0.25, 0.5, 0.75)
+RATIOS = (0.125, 0.5)
 FLASH = {"paper": (), "fast": ("flash.channels=32", "flash.pcie_lanes=16")}
-RIVALS = ("demand", "demand-belady", "sentinel", "autotm")
+RIVALS = ("demand", "demand-belady", "sentinel", "autotm", "flatflash")
 
 
 def _run(point: tuple[str, float, str]) -> tuple[tuple[str, float, str], dict[str, Any]]:
@@ -49,5 +50,5 @@ def test_tm_training_is_never_slower_than_a_rival_and_moves_the_fewest_bytes(
     tm = grid[(flash, ratio, "tm-training")]
     for rival in RIVALS:
         other = grid[(flash, ratio, rival)]
-        assert tm["time"] <= 1.01 * other["time"], (rival, tm["time"], other["time"])
+        assert tm["time"] <= other["time"], (rival, tm["time"], other["time"])
     assert tm["traffic"] <= 1.10 * tm["bound"]
