@@ -153,6 +153,8 @@ class Executor(Component):
         self.access_count = np.zeros(wl.npages, dtype=np.int32)
         self.promotions = 0
         self.inplace_reads = 0
+        #: the operands the op now starting or computing reads in place (FlatFlash)
+        self.in_place_operands: list[int] = []
         self.promoting: dict[int, DmaRequest] = {}
         #: energy per component at the end of the warm-up (pJ), for steady-state figures
         self.warm_energy: dict[str, float] | None = None
@@ -383,6 +385,7 @@ class Executor(Component):
                 else:
                     self.faults += 1
                 reqs.append(self._fetch_now(t, p0, p1, op.index))
+        self.in_place_operands = cold
         yield from self._booked(reqs)
         ready, tail_due = self._ready(op, tails, cold)
         t_want = int(env.now)
