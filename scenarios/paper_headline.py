@@ -18,23 +18,9 @@ from collections.abc import Sequence
 from typing import Any
 
 import tmhw
+import tmhw.studies.tables as T
 import tmhw.sweeps as SW
-from tmhw.studies import (
-    BASELINES,
-    POLICIES,
-    Study,
-    best_of,
-    by_params,
-    cell,
-    change,
-    figure_values,
-    md_table,
-    nand_bytes,
-    pct,
-    script_main,
-    status_text,
-    why_missing,
-)
+from tmhw.studies import BASELINES, POLICIES, Study, script_main
 from tmhw.studies.figures import grouped_bars
 
 HBM_RATIO = 0.125
@@ -68,7 +54,7 @@ def study(st: Study) -> str:
     points += [point(m, p, v, sets) for m in st.models for v, sets, ps in variants for p in ps]
     results = st.run(points)
     st.write_csv(results)
-    got = by_params(results, "model", "policy", "variant")
+    got = T.by_params(results, "model", "policy", "variant")
     models = [m.stands_for for m in st.models]
 
     def tm(m: str, variant: str = "") -> SW.Result | None:
@@ -76,71 +62,71 @@ def study(st: Study) -> str:
 
     def best(m: str, name: str, variant: str = "", lower: bool = True,
              value: Any = None) -> SW.Result | None:
-        return best_of([got.get((m, b, variant)) for b in BASELINES], name, lower, value)
+        return T.best_of([got.get((m, b, variant)) for b in BASELINES], name, lower, value)
 
     # -- per model: every policy's steady-state figures ----------------------------------
-    per_model = [f"## {m.stands_for} ({m.label}), HBM 12.5% of the footprint\n\n" + md_table(
+    per_model = [f"## {m.stands_for} ({m.label}), HBM 12.5% of the footprint\n\n" + T.md_table(
         ["policy", *COLUMNS, "status"],
-        [[p, *[cell(r, n, k, digits=4 if n == "memory_usd" else 3)
-               for n, k in COLUMNS.values()], status_text(r)]
+        [[p, *[T.cell(r, n, k, digits=4 if n == "memory_usd" else 3)
+               for n, k in COLUMNS.values()], T.status_text(r)]
          for p in POLICIES for r in [got[(m.stands_for, p, "")]]]) for m in st.models]
 
     # -- the headline: TM-Training against each prior system and the best of them ---------
     def against(m: str, name: str, lower: bool) -> list[str]:
-        cols = [pct(v) if (v := change(tm(m), got[(m, b, "")], name)) is not None
-                else why_missing(got[(m, b, "")]) for b in BASELINES]
+        cols = [T.pct(v) if (v := T.change(tm(m), got[(m, b, "")], name)) is not None
+                else T.why_missing(got[(m, b, "")]) for b in BASELINES]
         top = best(m, name, lower=lower)
         return [*cols, "-" if top is None else
-                f"{pct(change(tm(m), top, name))} ({top['params']['policy']})"]
+                f"{T.pct(T.change(tm(m), top, name))} ({top['params']['policy']})"]
 
     head = [[m, *against(m, "inter_tier_bytes", True), *against(m, "samples_per_joule", False),
-             pct(change(tm(m), got[(m, "hbm-only", "")], "memory_usd"))] for m in models]
+             T.pct(T.change(tm(m), got[(m, "hbm-only", "")], "memory_usd"))] for m in models]
     blank = [""] * len(BASELINES)
-    head.append(["**paper**", *blank, pct(PAPER["traffic"]), *blank,
-                 pct(PAPER["samples/J"]), pct(PAPER["memory cost"])])
+    head.append(["**paper**", *blank, T.pct(PAPER["traffic"]), *blank,
+                 T.pct(PAPER["samples/J"]), T.pct(PAPER["memory cost"])])
     headline = ("## Headline: TM-Training against each prior system and the best of them\n\n"
                 "Steady-state change in inter-tier traffic (negative: less) and in samples "
                 "per joule (positive: better); 'best' is the prior system with the least "
                 "traffic or the most samples per joule on that model (named); memory cost "
                 "against HBM-only. 'does not fit': the baseline cannot run at this HBM "
-                "capacity.\n\n" + md_table(
+                "capacity.\n\n" + T.md_table(
                     ["model", *[f"traffic vs {b}" for b in BASELINES], "traffic vs best",
                      *[f"samples/J vs {b}" for b in BASELINES], "samples/J vs best",
                      "memory cost vs hbm-only"], head))
 
     # -- the paper's figures under other conditions, computed ----------------------------
     def row(figure: str, condition: str, vals: list[float | None]) -> list[str]:
-        return [figure, condition, *[pct(v) for v in vals], pct(PAPER[figure])]
+        return [figure, condition, *[T.pct(v) for v in vals], T.pct(PAPER[figure])]
 
     cond = [row("traffic", "link bytes, vs the best prior system",
-                [change(tm(m), best(m, "inter_tier_bytes"), "inter_tier_bytes")
+                [T.change(tm(m), best(m, "inter_tier_bytes"), "inter_tier_bytes")
                  for m in models]),
             row("traffic", "vs demand paging without runtime frees",
-                [change(tm(m), got[(m, "demand", NO_FREES)], "inter_tier_bytes")
+                [T.change(tm(m), got[(m, "demand", NO_FREES)], "inter_tier_bytes")
                  for m in models]),
             row("traffic", "NAND page bytes, vs the best prior system in NAND bytes",
-                [change(tm(m), best(m, "", value=nand_bytes), "", nand_bytes)
+                [T.change(tm(m), best(m, "", value=T.nand_bytes), "", T.nand_bytes)
                  for m in models]),
             row("samples/J", "vs demand paging without runtime frees",
-                [change(tm(m), got[(m, "demand", NO_FREES)], "samples_per_joule")
+                [T.change(tm(m), got[(m, "demand", NO_FREES)], "samples_per_joule")
                  for m in models])]
     cond += [row("samples/J", f"{v or '1 SSD'}, vs the best prior system",
-                 [change(tm(m, v), best(m, "samples_per_joule", v, lower=False),
+                 [T.change(tm(m, v), best(m, "samples_per_joule", v, lower=False),
                          "samples_per_joule") for m in models])
              for v in ("", *[name for name, _, _ in variants[1:]])]
     cond += [row("memory cost", f"{what}, vs HBM-only holding the footprint",
-                 [change(tm(m), got[(m, "hbm-only", "")], name) for m in models])
+                 [T.change(tm(m), got[(m, "hbm-only", "")], name) for m in models])
              for what, name in (("memory alone", "memory_usd"),
                                 ("the whole system, NPU included", "system_usd"))]
     conditions = ("## The paper's figures under other conditions (computed)\n\n"
                   "TM-Training's change under each condition, per model, beside the "
-                  "paper's figure.\n\n" + md_table(["figure", "condition", *models, "paper"],
+                  "paper's figure.\n\n" + T.md_table(["figure", "condition", *models, "paper"],
                                                    cond))
 
     # -- figures -------------------------------------------------------------------------
     def series(name: str, policies: tuple[str, ...], scale: float = 1.0
                ) -> dict[str, Sequence[float | str]]:
-        return {p: figure_values([got[(m, p, "")] for m in models], name, scale)
+        return {p: T.figure_values([got[(m, p, "")] for m in models], name, scale)
                 for p in policies}
 
     st.fig(grouped_bars(models, series("inter_tier_bytes", POLICIES[:-1], 2**-30),
