@@ -36,6 +36,7 @@ QUICK_VARIANTS = (VARIANTS[0], VARIANTS[2])
 COLUMNS = {"iteration ms": ("iteration_time_ms", 1.0), "stall ms": ("stall_ms", 1.0),
            "flash->HBM GiB": ("flash_to_hbm_bytes", 2**-30),
            "HBM->flash GiB": ("hbm_to_flash_bytes", 2**-30),
+           "flash->NPU GiB (in place)": ("flash_to_npu_bytes", 2**-30),
            "samples/J": ("samples_per_joule", 1.0), "memory $": ("memory_usd", 1.0),
            "time / bound": ("time_bound_ratio", 1.0),
            "traffic / bound": ("traffic_bound_ratio", 1.0)}

@@ -72,6 +72,7 @@ FIGURES: dict[str, tuple[tuple[str, ...], float]] = {
     "inter_tier_bytes": (("traffic_bytes", "inter_tier"), 1.0),
     "flash_to_hbm_bytes": (("traffic_bytes", "flash_to_hbm"), 1.0),
     "hbm_to_flash_bytes": (("traffic_bytes", "hbm_to_flash"), 1.0),
+    "flash_to_npu_bytes": (("traffic_bytes", "flash_to_npu"), 1.0),
     "faults": (("faults",), 1.0),
     "energy_j": (("energy_pj", "total"), 1e-12),
     "energy_npu_j": (("energy_pj", "npu"), 1e-12),
