@@ -113,8 +113,8 @@ def study(st: Study) -> str:
                         st.out / f"regime_map_{key.replace(' ', '_').lower()}",
                         "HBM / footprint", "SSDs (flash bandwidth)",
                         f"{m.label}: TM-Training's gain over the best prior system "
-                        "(thick line: compute-bound on one side)", boundary=bound,
-                        cbar="gain"))
+                        "(thick line: where its time bound turns from flash to compute)",
+                        boundary=bound, boundary_label="compute-bound", cbar="gain"))
         for metric, grid in grids.items():
             body = [[r, *[v if isinstance(v, str) else pct(v) for v in g]]
                     for r, g in zip(rows, grid, strict=True)]

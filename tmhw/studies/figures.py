@@ -176,13 +176,16 @@ def bar_panels(panels: dict[str, tuple[Sequence[str], dict[str, Sequence[Value]]
 
 def heatmaps(panels: dict[str, list[list[Value]]], rows: Sequence[str], cols: Sequence[str],
              stem: str | Path, ylabel: str, xlabel: str, title: str = "",
-             boundary: list[list[bool]] | None = None, cbar: str = "") -> list[Path]:
+             boundary: list[list[bool]] | None = None, boundary_label: str = "",
+             cbar: str = "") -> list[Path]:
     """One heatmap per panel (title -> rows x cols of values, a label where a cell has no
     number), sharing a diverging colour scale centred on 0, each cell written out.
-    ``boundary`` (rows x cols) marks a region: a thick line is drawn along every cell
-    edge between a marked and an unmarked cell."""
+    ``boundary`` (rows x cols) marks a region: its cells carry ``boundary_label`` and a
+    thick line is drawn along every cell edge between a marked and an unmarked cell."""
     n = max(1, len(panels))
-    fig, axes = _panel_grid(n, 2, (0.9 * len(cols) + 2.2, 0.5 * len(rows) + 1.6))
+    fig, axes = plt.subplots(1, n, figsize=(n * (0.9 * len(cols) + 1.6) + 1.2,
+                                            0.5 * len(rows) + 1.9),
+                             squeeze=False, constrained_layout=True)
     nums = [v for grid in panels.values() for r in grid for v in _numbers(r)
             if not math.isnan(v)]
     lim = max([abs(v) for v in nums] + [1e-9])
@@ -192,25 +195,28 @@ def heatmaps(panels: dict[str, list[list[Value]]], rows: Sequence[str], cols: Se
         image = ax.imshow(data, cmap="RdBu", vmin=-lim, vmax=lim, aspect="auto")
         for i, r in enumerate(grid):
             for j, v in enumerate(r):
-                text = v if isinstance(v, str) else f"{v:+.0%}"
-                ax.text(j, i, text, ha="center", va="center",
-                        fontsize=7 if isinstance(v, str) else 8)
+                dark = not isinstance(v, str) and abs(v) > 0.6 * lim
+                ax.text(j, i, v if isinstance(v, str) else f"{v:+.0%}", ha="center",
+                        va="center", fontsize=7 if isinstance(v, str) else 8,
+                        color="white" if dark else "black")
         if boundary is not None:
             _region_edges(ax, boundary)
+            for i, r in enumerate(boundary):
+                for j, marked in enumerate(r):
+                    if marked:
+                        ax.text(j, i + 0.32, boundary_label, ha="center", va="center",
+                                fontsize=6, color="#444444")
         ax.set_xticks(range(len(cols)))
-        ax.set_xticklabels(cols, fontsize=7)
+        ax.set_xticklabels(cols, fontsize=7, rotation=30, ha="right")
         ax.set_yticks(range(len(rows)))
         ax.set_yticklabels(rows, fontsize=7)
         ax.set_xlabel(xlabel, fontsize=8)
         ax.set_ylabel(ylabel, fontsize=8)
         ax.set_title(ptitle, fontsize=9)
-    for ax in list(axes.flat)[n:]:
-        ax.set_visible(False)
     if title:
-        fig.suptitle(title)
-    fig.tight_layout()
+        fig.suptitle(title, fontsize=10)
     if image is not None and cbar:
-        fig.colorbar(image, ax=list(axes.flat)[:n], shrink=0.8, label=cbar,
+        fig.colorbar(image, ax=list(axes.flat), shrink=0.8, label=cbar,
                      format=FuncFormatter(lambda v, _pos: f"{v:+.0%}"))
     return _save(fig, Path(stem))
 
