@@ -201,8 +201,8 @@ def heatmaps(panels: dict[str, list[list[Value]]], rows: Sequence[str], cols: Se
                         color="white" if dark else "black")
         if boundary is not None:
             _region_edges(ax, boundary)
-            for i, r in enumerate(boundary):
-                for j, marked in enumerate(r):
+            for i, marks in enumerate(boundary):
+                for j, marked in enumerate(marks):
                     if marked:
                         ax.text(j, i + 0.32, boundary_label, ha="center", va="center",
                                 fontsize=6, color="#444444")
