@@ -126,17 +126,25 @@ class TrafficBound:
     solve_s: float
 
 
-def write_epochs(gp: GapPlan) -> tuple[np.ndarray, np.ndarray, int]:
+def write_epochs(gp: GapPlan, inputs: bool = False) -> tuple[np.ndarray, np.ndarray, int]:
     """Per gap: the id of the write epoch it lies in (-1: the tensor has none, so flash
     always holds it) and its position in that epoch (0 for the gap right after the
     write that opens it); and the number of epochs. Gap ``j`` of a tensor follows its
-    access ``j``; a persistent tensor's epochs are cyclic (see the module docstring)."""
+    access ``j``; a persistent tensor's epochs are cyclic (see the module docstring).
+    With ``inputs``, the mini-batch, which arrives in HBM as the iteration starts (flash
+    has no copy), is one epoch opened then."""
     ng = len(gp.gaps)
     epoch = np.full(ng, -1, dtype=np.int64)
     pos = np.zeros(ng, dtype=np.int64)
     count = 0
     for t, gis in enumerate(gp.of_tensor):
-        if not gis or gp.is_input[t]:
+        if not gis:
+            continue
+        if gp.is_input[t]:
+            if inputs:
+                epoch[gis] = count
+                pos[gis] = np.arange(len(gis))
+                count += 1
             continue
         uses = gp.uses[t]
         k = len(uses)
@@ -170,8 +178,9 @@ def _covered_ops(ga: np.ndarray, gb: np.ndarray, n: int) -> tuple[np.ndarray, np
     return rows, cols
 
 
-def traffic_bound(gp: GapPlan, capacity_pages: int, *,
-                  node_limit: int = 20000, prefer: np.ndarray | None = None) -> TrafficBound:
+def traffic_bound(gp: GapPlan, capacity_pages: int, *, node_limit: int = 20000,
+                  prefer: np.ndarray | None = None,
+                  movable_input: bool = False) -> TrafficBound:
     """The fewest bytes any policy moves between the tiers in one steady-state
     iteration of ``gp``'s workload with ``capacity_pages`` pages of HBM, and a per-gap
     plan that moves exactly that (module docstring). ``node_limit`` bounds the MILP,
@@ -180,15 +189,18 @@ def traffic_bound(gp: GapPlan, capacity_pages: int, *,
     ``prefer x pages evicted`` (a second LP with the traffic held at its minimum); a
     planner passes each gap's duration, so that data leaves over the longest gaps,
     where its fetch has the most time to hide. Used only where its rounded solution
-    moves no more than the first."""
+    moves no more than the first. ``movable_input``: the mini-batch may leave HBM too
+    (written back, as flash has no copy, and fetched again), as the executor lets any
+    policy do; planners that keep it resident leave this off, and a lower bound over
+    every policy turns it on."""
     t0 = time.perf_counter()
     n, ps, ng = gp.n, gp.ps, len(gp.gaps)
     ga, gb = gp.ga, gp.gb
     tens = np.array([g.tensor for g in gp.gaps], dtype=np.int64)
     pure = np.array([g.pure_write for g in gp.gaps], dtype=bool)
     pages = gp.pages[tens]
-    # the mini-batch stays; a gap between adjacent ops holds no op
-    var = np.flatnonzero((gb - ga >= 2) & ~gp.is_input[tens])
+    # a gap between adjacent ops holds no op; the mini-batch stays unless movable
+    var = np.flatnonzero((gb - ga >= 2) & (movable_input | ~gp.is_input[tens]))
     nv = len(var)
     vp = pages[var]
 
@@ -201,7 +213,7 @@ def traffic_bound(gp: GapPlan, capacity_pages: int, *,
     active = np.flatnonzero(rhs > 0)
 
     # costs: a fetch per page unless the gap ends in a pure write; write epochs
-    epoch, pos, _ = write_epochs(gp)
+    epoch, pos, _ = write_epochs(gp, inputs=movable_input)
     ve = epoch[var]
     costly = ~pure[var]
     in_ep = costly & (ve >= 0)
