@@ -405,15 +405,7 @@ def from_dict(data: dict[str, Any], base: SystemConfig | None = None) -> SystemC
 
 
 def load(path: str | Path, base: SystemConfig | None = None) -> SystemConfig:
-    p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as e:
-        raise ConfigError("--config", str(path), f"cannot read file: {e.strerror}") from None
-    except UnicodeDecodeError as e:
-        raise ConfigError("--config", str(path), f"not UTF-8 text (TOML must be): byte "
-                          f"{e.start} is {e.object[e.start:e.start + 1]!r}") from None
-    return from_dict(tomlio.loads(text, str(path)), base)
+    return from_dict(tomlio.loads(tomlio.read_text(str(path)), str(path)), base)
 
 
 def dumps(cfg: SystemConfig) -> str:

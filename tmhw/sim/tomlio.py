@@ -239,17 +239,23 @@ def merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def read_toml(path: str, option: str = "--config") -> dict[str, Any]:
-    """The TOML file at ``path`` as plain data; an unreadable, non-UTF-8 or malformed file
-    is a one-line ConfigError naming ``option`` and the path."""
+def read_text(path: str, option: str = "--config") -> str:
+    """The text of the TOML file at ``path``; an unreadable or non-UTF-8 file is a
+    one-line ConfigError naming ``option`` and the path."""
     try:
         with open(path, encoding="utf-8") as f:
-            text = f.read()
+            return f.read()
     except OSError as e:
         raise ConfigError(option, path, f"cannot read file: {e.strerror}") from None
     except UnicodeDecodeError as e:
         raise ConfigError(option, path, f"not UTF-8 text (TOML must be): byte {e.start} "
                           f"is {e.object[e.start:e.start + 1]!r}") from None
+
+
+def read_toml(path: str, option: str = "--config") -> dict[str, Any]:
+    """The TOML file at ``path`` as plain data; an unreadable, non-UTF-8 or malformed file
+    is a one-line ConfigError naming ``option`` and the path."""
+    text = read_text(path, option)
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
