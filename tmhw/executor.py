@@ -113,7 +113,7 @@ class Executor(Component):
         self.flash = flash
         self.capacity_pages = capacity_pages
         self.progress: Any = None
-        self.res = Residency(wl.npages, capacity_pages, wl.page_size, owner=wl.page_tensor())
+        self.res = Residency(wl.npages, capacity_pages, wl.page_size, starts=wl.page_starts())
         self.dma = DmaEngine(env, "dma", parent, cfg.dma, cfg.link, cfg.link_bytes_per_s, hbm,
                              flash, self.res, wl.page_size, client=self,
                              record_order=record_dma_order)
@@ -149,8 +149,9 @@ class Executor(Component):
         self.live_range[[t.id for t in wl.tensors if t.kind == Kind.INPUT], 0] = 0
         self.prefetching: dict[int, DmaRequest] = {}
         #: in-place reads (FlatFlash): accesses per page since it was last promoted or
-        #: died, promotions released, in-place requests, and each tensor's promotion
-        self.access_count = np.zeros(wl.npages, dtype=np.int32)
+        #: died (allocated on the first in-place read: 4 bytes a page), promotions
+        #: released, in-place requests, and each tensor's promotion
+        self._access_count: np.ndarray | None = None
         self.promotions = 0
         self.inplace_reads = 0
         #: the operands the op now starting or computing reads in place (FlatFlash)
@@ -432,6 +433,9 @@ class Executor(Component):
         res, wl, pol = self.res, self.workload, self.cfg.policy
         now = int(self.env.now)
         end = now
+        if self._access_count is None:
+            self._access_count = np.zeros(wl.npages, dtype=np.int32)
+        access_count = self._access_count
         for t in cold:
             p0, p1 = self.ranges[t]
             for a, b in runs(res.missing(p0, p1)):
@@ -439,20 +443,20 @@ class Executor(Component):
                     a, b, now, pol.flatflash_line_bytes, pol.flatflash_line_overhead_bytes,
                     wl.tensors[t].name))
                 self.inplace_reads += 1
-                self.access_count[a:b] += 1
+                access_count[a:b] += 1
         for t in cold:
             pending = self.promoting.get(t)
             if pending is not None and not pending.done:
                 continue
             p0, p1 = self.ranges[t]
-            hot = np.flatnonzero((self.access_count[p0:p1] >= pol.flatflash_promote_after)
+            hot = np.flatnonzero((access_count[p0:p1] >= pol.flatflash_promote_after)
                                  & ~res.in_hbm[p0:p1])
             if len(hot) == 0:
                 continue
             # One promotion per tensor and op: the hot pages' span (pages already in
             # HBM inside it are skipped by the fetch).
             a, b = p0 + int(hot[0]), p0 + int(hot[-1]) + 1
-            self.access_count[a:b] = 0
+            access_count[a:b] = 0
             self.make_room(res.count_missing(a, b) - res.free_pages(now), now, op.index)
             self.promotions += 1
             self.promoting[t] = self.dma.submit(DmaRequest(
@@ -622,7 +626,8 @@ class Executor(Component):
             pending = self.promoting.pop(tid, None)
             if pending is not None:
                 self.dma.cancel(pending)
-            self.access_count[p0:p1] = 0
+            if self._access_count is not None:
+                self._access_count[p0:p1] = 0
             res.live[p0:p1] = False
             if res.in_flash[p0:p1].any():
                 self.flash.transport(Transfer(TOp.TRIM, p0 * res.page_size,

@@ -25,8 +25,8 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Generator
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Generator
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 import simpy
@@ -39,6 +39,23 @@ from tmhw.sim.units import S
 
 if TYPE_CHECKING:
     from tmhw.system import System
+
+T = TypeVar("T")
+#: the parts of the bounds already computed in this process, by what each depends on
+#: (``System.memo_key``); at most ``MEMO_SIZE`` of them, the oldest dropped first
+MEMO: dict[tuple[str, str], Any] = {}
+MEMO_SIZE = 64
+
+
+def _memo(kind: str, key: str | None, fn: Callable[[], T]) -> T:
+    if key is None:
+        return fn()
+    if (kind, key) not in MEMO:
+        if len(MEMO) >= MEMO_SIZE:
+            MEMO.pop(next(iter(MEMO)))
+        MEMO[(kind, key)] = fn()
+    out: T = MEMO[(kind, key)]
+    return out
 
 
 def iteration_bounds(system: System) -> dict[str, Any]:
@@ -55,16 +72,21 @@ def iteration_bounds(system: System) -> dict[str, Any]:
         rd = wr = 0
     else:
         # any policy may evict the mini-batch (AutoTM does, on ResNet-50 b32 at 12.5%)
-        tb = traffic_bound(gp, system.capacity_pages, movable_input=True)
+        tb = _memo("traffic", system.memo_key("capacity", "npu", "link", "flash"),
+                   lambda: traffic_bound(gp, system.capacity_pages, movable_input=True))
         rd, wr = tb.read_bytes, tb.write_bytes
     compute = int(system.executor.op_ps.sum())
-    op_alone = npu_alone_ps(system)
+    op_alone = _memo("npu", system.memo_key("npu", "hbm", "hbm_model"),
+                     lambda: npu_alone_ps(system))
     npu_ps = int(op_alone.sum())
     # Every write is programmed (drained), but a read may be served from the write
     # buffer, so only the SSDs' links are sure to carry the reads.
-    flash_ps = max(batch_time_ps(cfg.flash, 0, wr, seed=cfg.run.seed, drain=True,
-                                 precondition=wl.npages * wl.page_size
-                                 / cfg.flash.total_capacity),
+    fkey = system.memo_key("flash", "seed")
+    flash_ps = max(_memo("flash", None if fkey is None else f"{fkey} {wr}",
+                         lambda: batch_time_ps(cfg.flash, 0, wr, seed=cfg.run.seed,
+                                               drain=True,
+                                               precondition=wl.npages * wl.page_size
+                                               / cfg.flash.total_capacity)),
                    math.ceil(rd * S / (cfg.flash.devices * cfg.flash.host_bytes_per_s)))
     link_ps = time_bound_ps(0, rd, wr, cfg.link_bytes_per_s, 0)
     port = min(cfg.link_bytes_per_s, cfg.flash.devices * cfg.flash.host_bytes_per_s)

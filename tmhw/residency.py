@@ -36,13 +36,15 @@ class Residency:
     """Page state of one workload's address space against an HBM capacity in pages."""
 
     def __init__(self, npages: int, capacity_pages: int, page_size: int,
-                 owner: np.ndarray | None = None) -> None:
-        """``owner`` maps each page to a group (the tensor it belongs to); when given,
-        ``held_by_owner`` counts held pages per group, kept up to date incrementally."""
+                 starts: np.ndarray | None = None) -> None:
+        """``starts``: the first page of each group (the tensors, in page order), and
+        ``npages`` after the last; when given, ``held_by_owner`` counts held pages per
+        group, kept up to date incrementally. (A group per page would cost 4 bytes a
+        page: 450 MB on eight GPT-3 blocks.)"""
         self.npages = npages
-        self.owner = owner
-        self.held_by_owner = np.zeros(int(owner.max()) + 1 if owner is not None and
-                                      len(owner) else 0, dtype=np.int64)
+        self.starts = None if starts is None else np.asarray(starts, dtype=np.int64)
+        self.held_by_owner = np.zeros(len(self.starts) - 1 if self.starts is not None
+                                      else 0, dtype=np.int64)
         self.capacity = capacity_pages
         self.page_size = page_size
         self.in_hbm = np.zeros(npages, dtype=bool)
@@ -117,7 +119,7 @@ class Residency:
         self.settle(now)
         if self.occupied_pages + new > self.capacity:
             raise CapacityError(f"{new} pages over {self.capacity - self.occupied_pages} free")
-        if self.owner is not None and new:
+        if self.starts is not None and new:
             self._count(pages, ~sel, +1)
         self.in_hbm[pages] = True
         self.ready_at[pages] = ready
@@ -131,7 +133,7 @@ class Residency:
         n = int(np.count_nonzero(sel))
         if n == 0:
             return 0
-        if self.owner is not None:
+        if self.starts is not None:
             self._count(pages, sel, -1)
         self.in_hbm[pages] = False
         self.held -= n
@@ -157,16 +159,26 @@ class Residency:
         for a, b in runs(np.flatnonzero(clean) + p0):
             self.release_when_ready(a, b, now)
 
+    def owner_of(self, pages: np.ndarray) -> np.ndarray:
+        """The group of each page in ``pages``."""
+        assert self.starts is not None
+        return np.searchsorted(self.starts, pages, side="right") - 1
+
     def _count(self, pages: np.ndarray | slice, mask: np.ndarray, sign: int) -> None:
-        assert self.owner is not None
-        own = self.owner[pages][mask]
-        if len(own) == 0:
+        n = int(np.count_nonzero(mask))
+        if n == 0:
             return
-        if own[0] == own[-1]:
-            # A run inside one tensor, the common case: no histogram needed.
-            self.held_by_owner[own[0]] += sign * len(own)
+        if isinstance(pages, slice):
+            ends = self.owner_of(np.array((pages.start, pages.stop - 1)))
+            if ends[0] == ends[1]:
+                # A run inside one tensor, the common case: no histogram needed.
+                self.held_by_owner[ends[0]] += sign * n
+                return
+            sel = np.arange(pages.start, pages.stop)[mask]
         else:
-            self.held_by_owner += sign * np.bincount(own, minlength=len(self.held_by_owner))
+            sel = np.asarray(pages)[mask]
+        self.held_by_owner += sign * np.bincount(self.owner_of(sel),
+                                                 minlength=len(self.held_by_owner))
 
     def ready_time(self, p0: int, p1: int) -> int:
         """When every page of [p0, p1) is complete in HBM (all must be held)."""
@@ -180,8 +192,9 @@ class Residency:
         held = int(np.count_nonzero(self.in_hbm))
         if held != self.held:
             raise AssertionError(f"held counter {self.held} != bitmap {held}")
-        if self.owner is not None:
-            per = np.bincount(self.owner[self.in_hbm], minlength=len(self.held_by_owner))
+        if self.starts is not None:
+            per = np.bincount(self.owner_of(np.flatnonzero(self.in_hbm)),
+                              minlength=len(self.held_by_owner))
             if not np.array_equal(per, self.held_by_owner):
                 raise AssertionError("per-owner held counts disagree with the bitmap")
         if self.occupied_pages > self.capacity:

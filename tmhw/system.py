@@ -31,9 +31,6 @@ from tmhw.sim.trace import NULL_TRACER, Tracer
 from tmhw.workload.graph import Workload
 from tmhw.workload.zoo import build as build_workload
 
-#: bounds by machine, workload and capacity (``System.bounds``), in this process
-_BOUNDS: dict[str, dict[str, Any]] = {}
-
 
 class System:
     """One machine running one workload under one placement policy."""
@@ -116,20 +113,22 @@ class System:
         """The lower bounds of this workload at this capacity (``placement.bounds``):
         the fewest inter-tier bytes of a steady-state iteration, and the shortest
         iteration (``tmhw.lower_bounds``). They do not depend on the policy, so a process
-        computes them once per machine, workload and capacity (a sweep's policies share
-        them)."""
+        computes each part once per what it depends on (``tmhw.lower_bounds.MEMO``): a
+        sweep's policies share them, and its capacities and flash devices share the
+        NPU's own times."""
+        return iteration_bounds(self)
+
+    def memo_key(self, *parts: str) -> str | None:
+        """A key naming the config sections ``parts`` (``"capacity"`` for the HBM
+        capacity in pages) and the workload, for results that depend on those alone;
+        None when the workload was handed in rather than built from the config."""
+        if not self._zoo_workload:
+            return None
         cfg = self.cfg
-        key = None if not self._zoo_workload else repr(
-            (cfg.workload, cfg.npu, cfg.flash, cfg.link, cfg.run.seed, self.capacity_pages,
-             self.policy.whole_footprint))
-        if key is not None and key in _BOUNDS:
-            return dict(_BOUNDS[key])
-        out = iteration_bounds(self)
-        if key is not None:
-            if len(_BOUNDS) >= 64:
-                _BOUNDS.pop(next(iter(_BOUNDS)))
-            _BOUNDS[key] = dict(out)
-        return out
+        named = {"capacity": self.capacity_pages, "whole": self.policy.whole_footprint,
+                 "seed": cfg.run.seed, "hbm_model": cfg.run.hbm_model}
+        return repr([cfg.workload, *(named[p] if p in named else getattr(cfg, p)
+                                     for p in parts)])
 
     def run(self) -> dict[str, Any]:
         """Elaborate, simulate every iteration, finalize; return the report dict."""

@@ -417,12 +417,12 @@ def test_a_preference_picks_among_the_cheapest_plans_without_moving_more() -> No
 def test_bounds_do_not_depend_on_the_policy_or_on_which_ran_first() -> None:
     """The same machine, workload and capacity give the same bounds under every policy,
     computed afresh or from the process's cache."""
-    import tmhw.system as system_module
     from tmhw import config as C
+    from tmhw import lower_bounds
     from tmhw.system import System
 
     def fresh(policy: str) -> dict[str, Any]:
-        system_module._BOUNDS.clear()
+        lower_bounds.MEMO.clear()
         return System(C.with_overrides(C.QUICK, ["policy.hbm_ratio=0.25",
                                                  f'policy.name="{policy}"'])).bounds()
 

@@ -186,6 +186,12 @@ class Workload:
         lb = self.live_bytes()
         return int(lb.max()) if len(lb) else 0
 
+    def page_starts(self) -> np.ndarray:
+        """Each tensor's first page, in tensor order, then the page count (tensors hold
+        consecutive page ranges in id order)."""
+        counts = np.array([t.npages for t in self.tensors], dtype=np.int64)
+        return np.concatenate(([0], np.cumsum(counts)))
+
     def page_tensor(self) -> np.ndarray:
         """Per page, the id of the tensor it belongs to."""
         counts = np.array([t.npages for t in self.tensors], dtype=np.int64)
