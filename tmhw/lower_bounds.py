@@ -76,7 +76,8 @@ def iteration_bounds(system: System) -> dict[str, Any]:
                    lambda: traffic_bound(gp, system.capacity_pages, movable_input=True))
         rd, wr = tb.read_bytes, tb.write_bytes
     compute = int(system.executor.op_ps.sum())
-    op_alone = _memo("npu", system.memo_key("npu", "hbm", "hbm_model"),
+    # (the tasks' HBM addresses wrap at the capacity, so the times depend on it)
+    op_alone = _memo("npu", system.memo_key("capacity", "npu", "hbm", "hbm_model"),
                      lambda: npu_alone_ps(system))
     npu_ps = int(op_alone.sum())
     # Every write is programmed (drained), but a read may be served from the write

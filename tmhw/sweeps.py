@@ -342,6 +342,7 @@ def run_points(points: Sequence[Point], *, workers: int | None = None,
         if on_result is not None:
             on_result(r)
 
+    todo = longest_first(todo)
     try:
         if cluster is not None:
             _run_dask(todo, cluster, collect)
@@ -352,6 +353,38 @@ def run_points(points: Sequence[Point], *, workers: int | None = None,
             bar.close()
     by_id = [results[p["id"]] for p in points]
     return [{**r, "params": p["params"]} for r, p in zip(by_id, points, strict=True)]
+
+
+def point_size(point: Point) -> int:
+    """How much a point simulates, for ordering: its workload's pages times its
+    iterations (a run's work grows with both); 0 when its config does not build."""
+    from tmhw import config as C
+    from tmhw.workload.zoo import build
+
+    try:
+        cfg = C.from_dict(point["config"], C.PAPER)
+        wc = cfg.workload
+        wl = build(wc.model, batch=wc.batch or None, seq=wc.seq or None,
+                   page_size=wc.page_size, optimizer=wc.optimizer, layers=wc.layers or None)
+    except Exception:  # the point itself will report why
+        return 0
+    return wl.npages * cfg.run.iterations
+
+
+def longest_first(points: Sequence[Point]) -> list[Point]:
+    """``points`` largest first (``point_size``), ties in their given order: workers
+    take points in this order, so the long ones do not start last and leave one worker
+    running alone at the end (longest-processing-time-first list scheduling)."""
+    sizes: dict[str, int] = {}
+
+    def size(p: Point) -> int:
+        cfg = p["config"]
+        key = json.dumps([cfg.get("workload", {}), cfg.get("run", {})], sort_keys=True)
+        if key not in sizes:
+            sizes[key] = point_size(p)
+        return sizes[key]
+
+    return sorted(points, key=lambda p: -size(p))
 
 
 def _load_done(p: Point, out: str | Path | None) -> Result | None:
@@ -409,7 +442,7 @@ def _run_dask(todo: Sequence[Point], address: str,
             return
         futures = client.map(run_point, list(todo), pure=False)
         try:
-            for fut in as_completed(futures):  # type: ignore[no-untyped-call]
+            for fut in as_completed(futures, loop=client.loop):  # type: ignore[no-untyped-call]
                 collect(fut.result())
         except BaseException:
             client.cancel(futures)  # type: ignore[no-untyped-call]

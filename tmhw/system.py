@@ -114,8 +114,7 @@ class System:
         the fewest inter-tier bytes of a steady-state iteration, and the shortest
         iteration (``tmhw.lower_bounds``). They do not depend on the policy, so a process
         computes each part once per what it depends on (``tmhw.lower_bounds.MEMO``): a
-        sweep's policies share them, and its capacities and flash devices share the
-        NPU's own times."""
+        sweep's policies share them, and its SSD counts share the NPU's own times."""
         return iteration_bounds(self)
 
     def memo_key(self, *parts: str) -> str | None:

@@ -449,3 +449,24 @@ def test_a_policy_that_evicts_the_mini_batch_still_moves_no_less_than_the_bound(
     rep = system.run()
     moved = rep["traffic_bytes"]["inter_tier"]
     assert rep["bounds"]["traffic_bytes"] == movable.total_bytes <= moved < kept.total_bytes
+
+
+def test_bounds_do_not_depend_on_what_the_process_computed_before() -> None:
+    """A sweep's worker computes bounds for one point after another. The NPU-alone times
+    depend on the HBM capacity (the tasks' HBM addresses wrap at it, which moves per-op
+    times while keeping their sum), so a memo shared across capacities would hand a point
+    another capacity's phase bound: bounds after another capacity's equal fresh ones."""
+    from tmhw import config as C
+    from tmhw import lower_bounds
+    from tmhw.system import System
+
+    def bounds(ratio: float) -> dict[str, Any]:
+        return System(C.with_overrides(C.PAPER, [
+            'workload.model="resnet18"', "workload.batch=2", "workload.seq=0",
+            'policy.name="demand"', f"policy.hbm_ratio={ratio}"])).bounds()
+
+    lower_bounds.MEMO.clear()
+    fresh = bounds(0.25)
+    lower_bounds.MEMO.clear()
+    bounds(0.5)
+    assert bounds(0.25) == fresh
