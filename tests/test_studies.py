@@ -138,3 +138,19 @@ def test_every_scenario_script_is_listed_and_runs_directly() -> None:
 def test_unknown_scenario_is_a_one_line_error() -> None:
     with pytest.raises(TmhwError, match="unknown"):
         _scenario(["no_such_study", "--quick"])
+
+
+@pytest.mark.usefixtures("tiny_quick")
+def test_a_study_bench_case_counts_what_the_study_simulated() -> None:
+    """``tmhw bench --case study-NAME``: the ops, bytes and events of every point that
+    ran, once each, within the event economy's budget (counts, not times: at most one
+    event per op and iteration, on average, with a few per DMA chunk)."""
+    from tmhw import bench
+
+    m = bench.case_study("endurance", small=True, workers=1)
+    x = m["extra"]
+    assert x["points"] == x["ok"] + x["does_not_fit"] and x["failed"] == 0
+    assert x["ok"] > 0 and x["ops"] > 0 and x["inter_tier_gib"] > 0
+    assert m["events"] == x["events"] and m["unit"] == "simulated ops/s"
+    assert x["wall_per_op_ms"] > 0 and x["max_point_s"] <= x["points_s"]
+    assert m["events"] <= 4 * x["ops"] + 2 * x["inter_tier_gib"] * 2**30 / (2 << 20)

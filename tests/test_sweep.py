@@ -158,9 +158,11 @@ def test_dask_cluster_gives_the_local_reports_and_survives_a_killed_worker(
             distributed.Client(cluster) as ctl:
         addr = cluster.scheduler_address
         assert addr.startswith("tcp://127.0.0.1:")
-        # A clean run through the scheduler.
+        # A clean run through the scheduler, its points spread over both workers (all
+        # submitted at once: nothing makes one wait for another).
         remote = SW.run_points(pts, cluster=addr, out=tmp_path / "a", progress=False)
         pids: dict[str, int] = ctl.run(os.getpid)
+        assert {r["report"]["host"]["pid"] for r in remote} == set(pids.values())
         killed: list[tuple[str, list[str]]] = []
         stop = threading.Event()
 
@@ -189,3 +191,4 @@ def test_dask_cluster_gives_the_local_reports_and_survives_a_killed_worker(
         assert _same(a["report"], b["report"]) and _same(a["report"], c["report"])
     assert len(list((tmp_path / "b" / "points").glob("*/report.json"))) == len(pts)
     assert killed[0][0] in pids
+

@@ -78,6 +78,9 @@ class Study:
     preset: str = "paper"
     started: float = field(default_factory=time.perf_counter)
     figures: list[Path] = field(default_factory=list)
+    #: every point's result, in the order the study ran them (``tmhw bench``'s study
+    #: cases read their simulated ops, bytes and wall times from here)
+    results: list[SW.Result] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if not self.models:
@@ -104,8 +107,10 @@ class Study:
         return SW.make_point(self.preset, overrides, params)
 
     def run(self, points: Sequence[SW.Point]) -> list[SW.Result]:
-        return SW.run_points(points, workers=self.workers, progress=self.progress,
-                             desc=self.name)
+        out = SW.run_points(points, workers=self.workers, progress=self.progress,
+                            desc=self.name)
+        self.results.extend(out)
+        return out
 
     # -- outputs -------------------------------------------------------------------------
     def write_csv(self, results: Sequence[SW.Result],
