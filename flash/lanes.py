@@ -106,13 +106,71 @@ class DieLanes:
     def read1(self, i: int, earliest: int, duration: int) -> int:
         """Book a read of ``duration`` on die ``i`` no earlier than ``earliest``; return
         its end."""
-        r = self._rd[i]
-        s = earliest if earliest > r else r
-        q = self._q[i]
-        while q and q[0][1] <= s:
+        return self.read_many([i], [earliest], [duration])[0]
+
+    def read_many(self, lanes: list[int], earliest: list[int], durations: list[int],
+                  dies: list[int] | None = None,
+                  arrive: list[int] | None = None) -> list[int]:
+        """A read on each of distinct ``lanes`` (``read1``); their ends. One loop over
+        the lanes: a lane with no program or erase left to run past the read's start
+        (the common case of a chunk's reads) takes the short path.
+
+        ``dies``: on lanes that are chips (MQSim's chip lock), the bit mask of the dies
+        each read uses. A chip takes a new command only when all its dies are idle, and
+        then issues every waiting read of a die not already reading together (MQSim's
+        die-interleaved read): a read issued before the chip's latest batch of reads
+        starts joins it if its dies are free in it (``arrive``: when each read reached
+        the scheduler, before any wait for its chip; default ``earliest``)."""
+        rd, until, qs = self._rd, self._until, self._q
+        busy, count, spans = self._busy, self._count, self.spans
+        out = []
+        for k, (i, e, d) in enumerate(zip(lanes, earliest, durations, strict=True)):
+            q = qs[i]
+            if dies is not None and not q:
+                m = dies[k]
+                bs = self._bstart[i]
+                a = e if arrive is None else arrive[k]
+                if a <= bs and not self._bmask[i] & m:   # joins the waiting batch
+                    end = bs + d
+                    self._bmask[i] |= m
+                    if end > self._bend[i]:
+                        busy[i] += end - self._bend[i]
+                        if spans is not None:
+                            spans[i].append((self._bend[i], end))
+                        self._bend[i] = end
+                    if rd[i] < end:
+                        rd[i] = end
+                    if until[i] < end:
+                        until[i] = end
+                    out.append(end)
+                    continue
+            r = rd[i]
+            s = e if e > r else r
+            if q:
+                if q[-1][1] > s:  # work left to run: queue ahead of it, or suspend it
+                    out.append(self._read_queued(i, q, s, d))
+                    continue
+                q.clear()
+            end = s + d
+            rd[i] = end
+            if until[i] < end:
+                until[i] = end
+            busy[i] += d
+            count[i] += 1
+            if spans is not None:
+                spans[i].append((s, end))
+            if dies is not None:  # this read opens the chip's next batch
+                self._bstart[i], self._bmask[i], self._bend[i] = s, dies[k], end
+            out.append(end)
+        return out
+
+    def _read_queued(self, i: int, q: deque[list[int]], s: int, duration: int) -> int:
+        """A read from ``s`` on die ``i`` whose queue ``q`` still has work ending after
+        ``s`` (``read_many``'s long path); return its end."""
+        while q[0][1] <= s:
             q.popleft()
         lat = 0
-        if not q or s < q[0][0]:
+        if s < q[0][0]:
             start = s  # ahead of every waiting program and erase
         else:
             op = q[0]
@@ -149,61 +207,6 @@ class DieLanes:
         self._book(i, start - lat, end, duration + lat)
         return end
 
-    def read_many(self, lanes: list[int], earliest: list[int], durations: list[int],
-                  dies: list[int] | None = None,
-                  arrive: list[int] | None = None) -> list[int]:
-        """``read1`` on distinct lanes; their ends. Lanes with no program or erase left
-        to run take a short path (the common case of a chunk's reads).
-
-        ``dies``: on lanes that are chips (MQSim's chip lock), the bit mask of the dies
-        each read uses. A chip takes a new command only when all its dies are idle, and
-        then issues every waiting read of a die not already reading together (MQSim's
-        die-interleaved read): a read issued before the chip's latest batch of reads
-        starts joins it if its dies are free in it (``arrive``: when each read reached
-        the scheduler, before any wait for its chip; default ``earliest``)."""
-        rd, until, qs = self._rd, self._until, self._q
-        busy, count, spans = self._busy, self._count, self.spans
-        out = []
-        for k, (i, e, d) in enumerate(zip(lanes, earliest, durations, strict=True)):
-            q = qs[i]
-            if dies is not None and not q:
-                m = dies[k]
-                bs = self._bstart[i]
-                a = e if arrive is None else arrive[k]
-                if a <= bs and not self._bmask[i] & m:   # joins the waiting batch
-                    end = bs + d
-                    self._bmask[i] |= m
-                    if end > self._bend[i]:
-                        busy[i] += end - self._bend[i]
-                        if spans is not None:
-                            spans[i].append((self._bend[i], end))
-                        self._bend[i] = end
-                    if rd[i] < end:
-                        rd[i] = end
-                    if until[i] < end:
-                        until[i] = end
-                    out.append(end)
-                    continue
-            r = rd[i]
-            s = e if e > r else r
-            if q:
-                if q[-1][1] > s:
-                    out.append(self.read1(i, e, d))
-                    continue
-                q.clear()
-            end = s + d
-            rd[i] = end
-            if until[i] < end:
-                until[i] = end
-            busy[i] += d
-            count[i] += 1
-            if spans is not None:
-                spans[i].append((s, end))
-            if dies is not None:  # this read opens the chip's next batch
-                self._bstart[i], self._bmask[i], self._bend[i] = s, dies[k], end
-            out.append(end)
-        return out
-
     def hold_many(self, lanes: list[int], times: list[int]) -> None:
         """``hold1`` on each of ``lanes``."""
         rd, until = self._rd, self._until
@@ -224,24 +227,55 @@ class DieLanes:
         scheduler), the page joins the newest such program at no die time. The search
         stops at the newest waiting program of the die that already programs one of
         these planes."""
-        q = self._q[i]
-        if planes and q:
-            P = self.P
-            die = (planes.bit_length() - 1) // P
-            # the die's newest waiting program, among the last few commands of the lane
-            for k in range(len(q) - 1, max(-1, len(q) - 5), -1):
-                op = q[k]
-                if op[0] < ready or op[2] != PROG:
-                    break
-                if op[3] and (op[3].bit_length() - 1) // P == die:
-                    if op[3] & planes:
+        return self.prog_many([i], [ready], [duration], [planes], [page])
+
+    def prog_many(self, lanes: list[int], ready: list[int], durations: list[int],
+                  planes: list[int], pages: list[int]) -> int:
+        """``prog1`` on each lane in turn, in one loop; the latest end."""
+        qs, until = self._q, self._until
+        busy, count, spans = self._busy, self._count, self.spans
+        P = self.P
+        last = 0
+        for i, r, d, m, page in zip(lanes, ready, durations, planes, pages, strict=True):
+            q = qs[i]
+            if m and q:
+                die = (m.bit_length() - 1) // P
+                # the die's newest waiting program, among the last few commands of the lane
+                k = len(q) - 1
+                stop = k - 4 if k > 3 else -1
+                joined = -1
+                while k > stop:
+                    op = q[k]
+                    if op[0] < r or op[2] != PROG:
                         break
-                    if op[5] != page:
-                        continue  # an older waiting program may be at this offset
-                    op[3] |= planes
-                    self.merged += 1
-                    return op[1]
-        return self._append(i, ready, duration, PROG, planes, page)
+                    if op[3] and (op[3].bit_length() - 1) // P == die:
+                        if op[3] & m:
+                            break
+                        if op[5] == page:
+                            op[3] |= m
+                            self.merged += 1
+                            joined = op[1]
+                            break
+                        # an older waiting program may be at this offset
+                    k -= 1
+                if joined >= 0:
+                    if joined > last:
+                        last = joined
+                    continue
+            b = until[i]
+            s = r if r > b else b
+            end = s + d
+            until[i] = end
+            busy[i] += d
+            count[i] += 1
+            idx = -1
+            if spans is not None:
+                spans[i].append((s, end))
+                idx = len(spans[i]) - 1
+            q.append([s, end, PROG, m, idx, page])
+            if end > last:
+                last = end
+        return last
 
     def work1(self, i: int, earliest: int, duration: int, erase: bool = False) -> int:
         """Book garbage-collection work on die ``i``: a relocation, or an erase."""
