@@ -50,7 +50,9 @@ class DieLanes:
     (multi-plane command forming, ``prog1``). ``hold1`` keeps a die from its next
     command until its cache register drains.
 
-    State is kept in Python lists: a booking is a few list operations."""
+    State is kept in Python lists: a booking is a few list operations, and a chunk's
+    bookings are one call (``read_many``, ``prog_many``, ``hold_many``), one loop over
+    its dies; ``read1`` and ``prog1`` are one lane of those."""
 
     def __init__(self, prefix: str, n: int, rule: SuspendRule | None = None,
                  record: bool = False, planes_per_die: int = 1) -> None:
@@ -148,7 +150,51 @@ class DieLanes:
             s = e if e > r else r
             if q:
                 if q[-1][1] > s:  # work left to run: queue ahead of it, or suspend it
-                    out.append(self._read_queued(i, q, s, d))
+                    while q[0][1] <= s:
+                        q.popleft()
+                    lat = 0
+                    op = q[0]
+                    if s < op[0]:
+                        start = s  # ahead of every waiting program and erase
+                    else:
+                        rule = self.rule
+                        erasing = op[2] == ERASE
+                        if (rule is not None and (rule.erase if erasing else rule.program)
+                                and op[2] != GC and op[1] - s >= rule.min_remaining
+                                and op[1] - s > (rule.t_erase if erasing else rule.t_program)):
+                            lat = rule.t_erase if erasing else rule.t_program
+                            self.suspends["erase" if erasing else "program"] += 1
+                            if spans is not None:  # the part done before the suspend
+                                spans[i][op[4]] = (op[0], s)
+                                spans[i].append((s, op[1]))
+                                op[4] = len(spans[i]) - 1
+                            op[0] = s  # the rest runs after the read
+                            start = s + lat
+                        else:
+                            start = op[1]  # after the running one
+                            q.popleft()
+                    end = start + d
+                    rd[i] = end
+                    t = end
+                    for op in q:  # the work behind moves later, in order
+                        if op[0] >= t:
+                            break
+                        sh = t - op[0]
+                        op[0] += sh
+                        op[1] += sh
+                        t = op[1]
+                        if spans is not None:
+                            spans[i][op[4]] = (op[0], op[1])
+                    if q:
+                        u = q[-1][1]
+                        until[i] = u if u > end else end
+                    elif until[i] < end:
+                        until[i] = end
+                    busy[i] += d + lat
+                    count[i] += 1
+                    if spans is not None:
+                        spans[i].append((start - lat, end))
+                    out.append(end)
                     continue
                 q.clear()
             end = s + d
@@ -163,49 +209,6 @@ class DieLanes:
                 self._bstart[i], self._bmask[i], self._bend[i] = s, dies[k], end
             out.append(end)
         return out
-
-    def _read_queued(self, i: int, q: deque[list[int]], s: int, duration: int) -> int:
-        """A read from ``s`` on die ``i`` whose queue ``q`` still has work ending after
-        ``s`` (``read_many``'s long path); return its end."""
-        while q[0][1] <= s:
-            q.popleft()
-        lat = 0
-        if s < q[0][0]:
-            start = s  # ahead of every waiting program and erase
-        else:
-            op = q[0]
-            rule = self.rule
-            erasing = op[2] == ERASE
-            if (rule is not None and (rule.erase if erasing else rule.program)
-                    and op[2] != GC and op[1] - s >= rule.min_remaining
-                    and op[1] - s > (rule.t_erase if erasing else rule.t_program)):
-                lat = rule.t_erase if erasing else rule.t_program
-                self.suspends["erase" if erasing else "program"] += 1
-                if self.spans is not None:  # the part done before the suspend
-                    self.spans[i][op[4]] = (op[0], s)
-                    self.spans[i].append((s, op[1]))
-                    op[4] = len(self.spans[i]) - 1
-                op[0] = s  # the rest runs after the read
-                start = s + lat
-            else:
-                start = op[1]  # after the running one
-                q.popleft()
-        end = start + duration
-        self._rd[i] = end
-        t = end
-        for op in q:  # the work behind moves later, in order
-            if op[0] >= t:
-                break
-            d = t - op[0]
-            op[0] += d
-            op[1] += d
-            t = op[1]
-            if self.spans is not None:
-                self.spans[i][op[4]] = (op[0], op[1])
-        u = q[-1][1] if q else end
-        self._until[i] = max(u, end, self._until[i] if not q else 0)
-        self._book(i, start - lat, end, duration + lat)
-        return end
 
     def hold_many(self, lanes: list[int], times: list[int]) -> None:
         """``hold1`` on each of ``lanes``."""
