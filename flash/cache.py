@@ -67,10 +67,9 @@ class DataCache:
         end, lpns = self._fifo.popleft()
         self._used -= len(lpns)
         b = self._buffered
-        for lpn in lpns:
-            e = b.get(lpn)
-            if e is not None and e <= end:
-                del b[lpn]
+        after = end + 1
+        for lpn in [lpn for lpn in lpns if b.get(lpn, after) <= end]:
+            del b[lpn]
         return end
 
     def buffered(self, lpns: range, ends: list[int] | int) -> None:
@@ -92,29 +91,31 @@ class DataCache:
         """Drop the read-cache copies of ``lpns`` (they were rewritten or trimmed)."""
         lru = self._lru
         if lru:
-            for lpn in lpns:
-                lru.pop(lpn, None)
+            # membership tests in C, over the smaller of the two
+            dead = [k for k in lru if k in lpns] if len(lru) < len(lpns) else lru.keys() & lpns
+            for lpn in dead:
+                del lru[lpn]
 
     def split_read(self, lpns: range, now: int) -> list[bool]:
-        """Per page of ``lpns``: True if DRAM holds it (write buffer or read cache)."""
+        """Per page of ``lpns`` (consecutive): True if DRAM holds it (write buffer or
+        read cache). Only the pages either holds are visited, in order."""
         b, lru = self._buffered, self._lru
+        out = [False] * len(lpns)
         if not b and not lru:
-            return [False] * len(lpns)
-        out = []
-        for lpn in lpns:
+            return out
+        lo = lpns.start
+        for lpn in sorted(b.keys() & lpns | lru.keys() & lpns):
             end = b.get(lpn)
             if end is not None:
                 if end > now:
                     self.buffer_read_hits += 1
-                    out.append(True)
+                    out[lpn - lo] = True
                     continue
                 del b[lpn]  # programmed: the buffer copy is gone
             if lpn in lru:
                 lru.move_to_end(lpn)
                 self.cache_read_hits += 1
-                out.append(True)
-            else:
-                out.append(False)
+                out[lpn - lo] = True
         return out
 
     def filled(self, lpns: range | list[int]) -> None:

@@ -98,9 +98,8 @@ class FastModel(TimingBase):
         """Pages ``ppns`` with ``nb`` bytes wanted of each: (start of the first data-out,
         end of the last)."""
         phy = self.phy
-        udies, inv, _pages_d, ops_d, kp, _ = self.former.die_groups(ppns)
+        udies, bytes_d, _pages_d, ops_d, kp, _ = self.former.die_groups(ppns, nb)
         self.c.read_cmds += int(ops_d.sum())
-        bytes_d = np.bincount(inv, weights=nb).astype(np.int64)
         t_r = self.t_r
         cmd = phy.rcmd_a[kp]
         # one command's data-out: setup plus its share of the die's bytes
@@ -110,21 +109,20 @@ class FastModel(TimingBase):
         if chip_of is not None:  # the chip's data-outs all cross its channel
             busy_l = self._lane_sum(chip_of, ops_d * (cmd + x_op))
         dies = self.dies
-        uch, starts = self.former.channel_groups(lanes)
-        gidx = np.repeat(np.arange(starts.size), np.diff(np.append(starts, lanes.size)))
+        uch, starts, gidx = self.former.channel_groups(lanes)
+        arrive = (earliest + cmd_l).tolist()
         if self.convoy:  # a command needs idle channel time, between drains
             chs = self.channels.lanes
-            issue = [chs[c].fit(max(earliest, dies.read_free(ln)), k) for c, ln, k in
+            issue = [chs[c].fit(max(earliest, dies.read_free(ln)), k) + k for c, ln, k in
                      zip(uch[gidx].tolist(), lanes.tolist(), cmd_l.tolist(), strict=True)]
         else:
-            issue = [earliest] * lanes.size
+            issue = arrive
         lane_l = lanes.tolist()
         masks = None
         if chip_of is not None:  # the dies each chip's read uses
             masks = self._lane_sum(chip_of, 1 << (udies % self.dpchip)).tolist()
-        d_end = np.array(dies.read_many(lane_l, (np.array(issue) + cmd_l).tolist(),
-                                        (ops_l * t_r).tolist(), masks,
-                                        (earliest + cmd_l).tolist()), dtype=np.int64)
+        d_end = np.array(dies.read_many(lane_l, issue, (ops_l * t_r).tolist(), masks,
+                                        arrive), dtype=np.int64)
         busy_c = np.add.reduceat(busy_l, starts)
         ready = d_end - (ops_l - 1) * t_r - cmd_l
         need = d_end + x_l
@@ -135,8 +133,8 @@ class FastModel(TimingBase):
         # each lane's data leaves in lane order within its channel's span: the lane
         # holds its last command's data until that data-out starts (cache read), or
         # under MQSim's rules until it ends
-        cum = np.cumsum(busy_l)
-        before = cum - busy_l - (cum - busy_l)[starts][gidx]
+        before = np.cumsum(busy_l) - busy_l
+        before -= before[starts][gidx]
         out_end = c_start[gidx] + before + busy_l
         free = out_end if self.convoy else out_end - x_l
         dies.hold_many(lane_l, free.tolist())
@@ -181,17 +179,15 @@ class FastModel(TimingBase):
             chan_l = self._lane_sum(chip_of, ops_d * op_busy)
         else:
             chan_l = ops_l * op_busy_l
-        uch, starts = self.former.channel_groups(lanes)
+        uch, starts, cidx = self.former.channel_groups(lanes)
         busy_c = np.add.reduceat(chan_l, starts)
         c_ends = self.channels.reserve(uch, np.maximum(first_in, l_end - busy_c), busy_c)
         c_start = c_ends - busy_c
         # a lane programs once its first command's data is in, and its last command
         # cannot start before the channel has delivered everything
-        cidx = np.repeat(np.arange(starts.size), np.diff(np.append(starts, lanes.size)))
         t_prog = self.t_prog
         e0 = np.maximum(c_start[cidx] + op_busy_l, c_ends[cidx] - (ops_l - 1) * t_prog)
         dies = self.dies
-        end = 0
         merged = dies.merged
         # a lane's first page gives the page offset its command programs
         if self.same_offset:
@@ -201,11 +197,9 @@ class FastModel(TimingBase):
                 offs = offs[np.searchsorted(udies // self.dpchip, lanes)]
         else:
             offs = np.full(lanes.size, -1, dtype=np.int64)
-        for ln, r, k, m, off in zip(lanes.tolist(), e0.tolist(), ops_l.tolist(),
-                                    mask.tolist(), offs.tolist(), strict=True):
-            e = dies.prog1(ln, r, k * t_prog, m if k == 1 else 0, off)
-            if e > end:
-                end = e
+        # a lane of several commands programs no page into a waiting one
+        end = dies.prog_many(lanes.tolist(), e0.tolist(), (ops_l * t_prog).tolist(),
+                             np.where(ops_l == 1, mask, 0).tolist(), offs.tolist())
         self.c.program_cmds -= dies.merged - merged
         return end
 

@@ -50,7 +50,9 @@ class DieLanes:
     (multi-plane command forming, ``prog1``). ``hold1`` keeps a die from its next
     command until its cache register drains.
 
-    State is kept in Python lists: a booking is a few list operations."""
+    State is kept in Python lists: a booking is a few list operations, and a chunk's
+    bookings are one call (``read_many``, ``prog_many``, ``hold_many``), one loop over
+    its dies; ``read1`` and ``prog1`` are one lane of those."""
 
     def __init__(self, prefix: str, n: int, rule: SuspendRule | None = None,
                  record: bool = False, planes_per_die: int = 1) -> None:
@@ -106,54 +108,14 @@ class DieLanes:
     def read1(self, i: int, earliest: int, duration: int) -> int:
         """Book a read of ``duration`` on die ``i`` no earlier than ``earliest``; return
         its end."""
-        r = self._rd[i]
-        s = earliest if earliest > r else r
-        q = self._q[i]
-        while q and q[0][1] <= s:
-            q.popleft()
-        lat = 0
-        if not q or s < q[0][0]:
-            start = s  # ahead of every waiting program and erase
-        else:
-            op = q[0]
-            rule = self.rule
-            erasing = op[2] == ERASE
-            if (rule is not None and (rule.erase if erasing else rule.program)
-                    and op[2] != GC and op[1] - s >= rule.min_remaining
-                    and op[1] - s > (rule.t_erase if erasing else rule.t_program)):
-                lat = rule.t_erase if erasing else rule.t_program
-                self.suspends["erase" if erasing else "program"] += 1
-                if self.spans is not None:  # the part done before the suspend
-                    self.spans[i][op[4]] = (op[0], s)
-                    self.spans[i].append((s, op[1]))
-                    op[4] = len(self.spans[i]) - 1
-                op[0] = s  # the rest runs after the read
-                start = s + lat
-            else:
-                start = op[1]  # after the running one
-                q.popleft()
-        end = start + duration
-        self._rd[i] = end
-        t = end
-        for op in q:  # the work behind moves later, in order
-            if op[0] >= t:
-                break
-            d = t - op[0]
-            op[0] += d
-            op[1] += d
-            t = op[1]
-            if self.spans is not None:
-                self.spans[i][op[4]] = (op[0], op[1])
-        u = q[-1][1] if q else end
-        self._until[i] = max(u, end, self._until[i] if not q else 0)
-        self._book(i, start - lat, end, duration + lat)
-        return end
+        return self.read_many([i], [earliest], [duration])[0]
 
     def read_many(self, lanes: list[int], earliest: list[int], durations: list[int],
                   dies: list[int] | None = None,
                   arrive: list[int] | None = None) -> list[int]:
-        """``read1`` on distinct lanes; their ends. Lanes with no program or erase left
-        to run take a short path (the common case of a chunk's reads).
+        """A read on each of distinct ``lanes`` (``read1``); their ends. One loop over
+        the lanes: a lane with no program or erase left to run past the read's start
+        (the common case of a chunk's reads) takes the short path.
 
         ``dies``: on lanes that are chips (MQSim's chip lock), the bit mask of the dies
         each read uses. A chip takes a new command only when all its dies are idle, and
@@ -187,8 +149,52 @@ class DieLanes:
             r = rd[i]
             s = e if e > r else r
             if q:
-                if q[-1][1] > s:
-                    out.append(self.read1(i, e, d))
+                if q[-1][1] > s:  # work left to run: queue ahead of it, or suspend it
+                    while q[0][1] <= s:
+                        q.popleft()
+                    lat = 0
+                    op = q[0]
+                    if s < op[0]:
+                        start = s  # ahead of every waiting program and erase
+                    else:
+                        rule = self.rule
+                        erasing = op[2] == ERASE
+                        if (rule is not None and (rule.erase if erasing else rule.program)
+                                and op[2] != GC and op[1] - s >= rule.min_remaining
+                                and op[1] - s > (rule.t_erase if erasing else rule.t_program)):
+                            lat = rule.t_erase if erasing else rule.t_program
+                            self.suspends["erase" if erasing else "program"] += 1
+                            if spans is not None:  # the part done before the suspend
+                                spans[i][op[4]] = (op[0], s)
+                                spans[i].append((s, op[1]))
+                                op[4] = len(spans[i]) - 1
+                            op[0] = s  # the rest runs after the read
+                            start = s + lat
+                        else:
+                            start = op[1]  # after the running one
+                            q.popleft()
+                    end = start + d
+                    rd[i] = end
+                    t = end
+                    for op in q:  # the work behind moves later, in order
+                        if op[0] >= t:
+                            break
+                        sh = t - op[0]
+                        op[0] += sh
+                        op[1] += sh
+                        t = op[1]
+                        if spans is not None:
+                            spans[i][op[4]] = (op[0], op[1])
+                    if q:
+                        u = q[-1][1]
+                        until[i] = u if u > end else end
+                    elif until[i] < end:
+                        until[i] = end
+                    busy[i] += d + lat
+                    count[i] += 1
+                    if spans is not None:
+                        spans[i].append((start - lat, end))
+                    out.append(end)
                     continue
                 q.clear()
             end = s + d
@@ -224,24 +230,55 @@ class DieLanes:
         scheduler), the page joins the newest such program at no die time. The search
         stops at the newest waiting program of the die that already programs one of
         these planes."""
-        q = self._q[i]
-        if planes and q:
-            P = self.P
-            die = (planes.bit_length() - 1) // P
-            # the die's newest waiting program, among the last few commands of the lane
-            for k in range(len(q) - 1, max(-1, len(q) - 5), -1):
-                op = q[k]
-                if op[0] < ready or op[2] != PROG:
-                    break
-                if op[3] and (op[3].bit_length() - 1) // P == die:
-                    if op[3] & planes:
+        return self.prog_many([i], [ready], [duration], [planes], [page])
+
+    def prog_many(self, lanes: list[int], ready: list[int], durations: list[int],
+                  planes: list[int], pages: list[int]) -> int:
+        """``prog1`` on each lane in turn, in one loop; the latest end."""
+        qs, until = self._q, self._until
+        busy, count, spans = self._busy, self._count, self.spans
+        P = self.P
+        last = 0
+        for i, r, d, m, page in zip(lanes, ready, durations, planes, pages, strict=True):
+            q = qs[i]
+            if m and q:
+                die = (m.bit_length() - 1) // P
+                # the die's newest waiting program, among the last few commands of the lane
+                k = len(q) - 1
+                stop = k - 4 if k > 3 else -1
+                joined = -1
+                while k > stop:
+                    op = q[k]
+                    if op[0] < r or op[2] != PROG:
                         break
-                    if op[5] != page:
-                        continue  # an older waiting program may be at this offset
-                    op[3] |= planes
-                    self.merged += 1
-                    return op[1]
-        return self._append(i, ready, duration, PROG, planes, page)
+                    if op[3] and (op[3].bit_length() - 1) // P == die:
+                        if op[3] & m:
+                            break
+                        if op[5] == page:
+                            op[3] |= m
+                            self.merged += 1
+                            joined = op[1]
+                            break
+                        # an older waiting program may be at this offset
+                    k -= 1
+                if joined >= 0:
+                    if joined > last:
+                        last = joined
+                    continue
+            b = until[i]
+            s = r if r > b else b
+            end = s + d
+            until[i] = end
+            busy[i] += d
+            count[i] += 1
+            idx = -1
+            if spans is not None:
+                spans[i].append((s, end))
+                idx = len(spans[i]) - 1
+            q.append([s, end, PROG, m, idx, page])
+            if end > last:
+                last = end
+        return last
 
     def work1(self, i: int, earliest: int, duration: int, erase: bool = False) -> int:
         """Book garbage-collection work on die ``i``: a relocation, or an erase."""

@@ -59,7 +59,7 @@ class CommandFormer:
     """Groups a transaction's physical pages into commands for ``cfg``'s geometry."""
 
     __slots__ = ("ppp", "P", "multi", "dpc", "lanes_per_channel", "chip_lock", "dies_per_chip",
-                 "lanes")
+                 "lanes", "dies", "planes", "_bits")
 
     def __init__(self, cfg: FlashConfig) -> None:
         self.ppp = cfg.blocks_per_plane * cfg.pages_per_block
@@ -71,6 +71,10 @@ class CommandFormer:
         #: die lanes: one per die, or one per chip under the chip lock
         self.lanes = cfg.dies // cfg.dies_per_chip if self.chip_lock else cfg.dies
         self.lanes_per_channel = self.lanes // cfg.channels
+        self.dies = cfg.dies
+        self.planes = cfg.dies * self.P
+        #: plane bit of each plane of a die
+        self._bits = np.left_shift(1, np.arange(self.P, dtype=np.int64))
 
     def die_of(self, ppn: int) -> int:
         return ppn // self.ppp // self.P
@@ -79,34 +83,45 @@ class CommandFormer:
         """The lane a die's commands are booked on (its chip under the chip lock)."""
         return die // self.dies_per_chip if self.chip_lock else die
 
-    def die_groups(self, ppns: I64) -> tuple[I64, I64, I64, I64, I64, I64]:
-        """Dies touched (sorted), each page's die group, pages and commands per die,
-        planes per command, and each die's plane bit mask (same-die pages on distinct
-        planes share a multi-plane command)."""
+    def die_groups(self, ppns: I64, weights: I64 | None = None
+                   ) -> tuple[I64, I64, I64, I64, I64, I64]:
+        """Dies touched (sorted), the sum of ``weights`` over each die's pages (pages
+        when None), pages and commands per die, planes per command, and each die's
+        plane bit mask (same-die pages on distinct planes share a multi-plane command).
+        Counted over the device's planes (``bincount``), a few numpy calls whatever the
+        number of pages."""
+        P = self.P
         planes = ppns // self.ppp
-        dies = planes // self.P
-        udies, inv = np.unique(dies, return_inverse=True)
-        pages_d = np.bincount(inv)
-        pl = planes % self.P
+        per_plane = np.bincount(planes, minlength=self.planes).reshape(-1, P)
+        pages_all = per_plane.sum(axis=1) if P > 1 else per_plane[:, 0]
+        udies = np.flatnonzero(pages_all)
+        pages_d = pages_all[udies]
+        if weights is None:
+            w_d = pages_d
+        else:
+            w_d = np.bincount(planes // P, weights=weights,
+                              minlength=self.dies).astype(np.int64)[udies]
         if self.multi:
-            per_plane = np.bincount(inv * self.P + pl,
-                                    minlength=udies.size * self.P).reshape(-1, self.P)
-            ops_d = per_plane.max(axis=1)
-            mask = ((per_plane > 0) << np.arange(self.P, dtype=np.int64)).sum(axis=1)
+            pp = per_plane[udies]
+            ops_d = pp.max(axis=1)
+            mask = (pp > 0).astype(np.int64) @ self._bits
+            kp = np.minimum(P, -(-pages_d // ops_d))
         else:
             ops_d = pages_d
             mask = np.zeros(udies.size, dtype=np.int64)
-        kp = np.minimum(self.P, -(-pages_d // ops_d))
-        return udies, inv, pages_d, ops_d, kp, mask
+            kp = np.ones(udies.size, dtype=np.int64)
+        return udies, w_d, pages_d, ops_d, kp, mask
 
-    def channel_groups(self, lanes: I64) -> tuple[I64, I64]:
-        """Channels of sorted lanes and where each channel's run of lanes starts."""
+    def channel_groups(self, lanes: I64) -> tuple[I64, I64, I64]:
+        """Channels of sorted lanes, where each channel's run of lanes starts, and each
+        lane's index among those channels."""
         ch = lanes // self.lanes_per_channel
         edge = np.empty(ch.size, dtype=bool)
         edge[0] = True
         np.not_equal(ch[1:], ch[:-1], out=edge[1:])
         starts = np.flatnonzero(edge)
-        return ch[starts], starts
+        gidx = np.cumsum(edge) - 1
+        return ch[starts], starts, gidx
 
     def groups_small(self, ppns: list[int]) -> dict[int, list[int]]:
         """``die_groups`` for a few pages in Python scalars: per die (ascending)

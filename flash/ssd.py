@@ -132,6 +132,13 @@ class Ssd:
         self._finish(t0, end)
         return end
 
+    def serve_many(self, read: bool, addresses: list[int], nbytes: int,
+                   earliest: int) -> list[int]:
+        """``read`` (or ``write``) of ``nbytes`` at each of ``addresses`` in turn, from
+        ``earliest``; their completion times."""
+        f = self.read if read else self.write
+        return [f(a, nbytes, earliest) for a in addresses]
+
     def _nand_read(self, miss: list[int], address: int, nbytes: int,
                    t0: int) -> tuple[int, int]:
         """Read the missing logical pages from NAND: (first data-out start, last end)."""

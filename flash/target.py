@@ -6,7 +6,9 @@ identical SSDs in ``flash.stripe_bytes`` units (stripe ``j`` on device ``j % N``
 with its own host link, controller DRAM, FTL and flash (``flash.ssd.Ssd``); a transfer
 becomes one contiguous range on each device it touches, served in parallel, and
 completes when the last of them does. ``transport`` returns that time and creates no
-SimPy event. With a tracer on, each transfer is one span on the target's lane.
+SimPy event; ``transport_many`` serves a batch of equal-sized transfers issued at one
+time (a host queue's) as the same calls would, one by one. With a tracer on, each
+transfer is one span on the target's lane.
 
 Two timing models behind one protocol (``flash.ssd.TimingModel``; docs/ARCHITECTURE.md, "The event
 economy"): ``fast`` (``flash.fast``) books each transaction with one reservation per
@@ -27,7 +29,7 @@ from flash.config import FlashConfig
 from flash.ftl import FTL
 from flash.lanes import DieLanes, GapBank
 from flash.ssd import MODELS, Ssd
-from tmhw.sim import Component, EnergyMeter, EnergyTable, Op, Timeline, TmhwError, Transfer
+from tmhw.sim import Component, EnergyMeter, EnergyTable, Op, Pattern, Timeline, TmhwError, Transfer
 from tmhw.sim.trace import Tracer
 
 __all__ = ["MODELS", "FlashTarget"]
@@ -148,6 +150,19 @@ class FlashTarget(Component):
         if t.op is not Op.TRIM and self.tracer.enabled:
             self.tracer.span(self.path, earliest, end, t.op.value, {"bytes": t.nbytes})
         return end
+
+    def transport_many(self, op: Op, addresses: list[int], nbytes: int, pattern: Pattern,
+                       earliest: int) -> list[int]:
+        """``transport(Transfer(op, a, nbytes, pattern), earliest)`` for each of
+        ``addresses`` in turn (a host queue's batch issued at one time); their
+        completion times, booked exactly as by those calls."""
+        if (self._one is None or op is Op.TRIM or self.tracer.enabled or not addresses
+                or nbytes == 0 or min(addresses) < 0
+                or max(addresses) + nbytes > self._capacity):
+            return [self.transport(Transfer(op, a, nbytes, pattern), earliest)
+                    for a in addresses]
+        self.transfers += len(addresses)
+        return self._one.serve_many(op is Op.READ, addresses, nbytes, earliest)
 
     def _split(self, address: int, nbytes: int) -> list[tuple[Ssd, int, int]]:
         """RAID-0: the contiguous device-local range of each device the bytes touch."""
