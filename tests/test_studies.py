@@ -16,6 +16,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -154,3 +155,32 @@ def test_a_study_bench_case_counts_what_the_study_simulated() -> None:
     assert m["events"] == x["events"] and m["unit"] == "simulated ops/s"
     assert x["wall_per_op_ms"] > 0 and x["max_point_s"] <= x["points_s"]
     assert m["events"] <= 4 * x["ops"] + 2 * x["inter_tier_gib"] * 2**30 / (2 << 20)
+
+
+@pytest.mark.usefixtures("tiny_quick")
+def test_a_study_run_with_resume_reuses_its_points_and_gives_the_same_outputs(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each point's report lands in OUT/points as it finishes; ``--resume`` reads them
+    back instead of running them (a long study survives an interruption), and without
+    it every point runs again."""
+    from tmhw import sweeps as SW
+
+    rows = _run("endurance", tmp_path)
+    first = (tmp_path / "summary.csv").read_text()
+    saved = {f.parent.name for f in (tmp_path / "points").glob("*/report.json")}
+    assert saved == {r["id"] for r in rows if r["status"] == "ok"}
+    run_point = SW.run_point
+
+    def refuse(point: dict[str, Any]) -> SW.Result:
+        # a point that did not fit has no report: it runs again (it stops at once)
+        if point["id"] in saved:
+            raise AssertionError(f"point {point['id']} ran again")
+        return run_point(point)
+
+    monkeypatch.setattr(SW, "run_point", refuse)
+    assert _scenario(["endurance", "--quick", "--out", str(tmp_path), "--quiet",
+                      "--workers", "1", "--resume"]) == 0
+    assert (tmp_path / "summary.csv").read_text() == first
+    with pytest.raises(AssertionError, match="ran again"):
+        _scenario(["endurance", "--quick", "--out", str(tmp_path), "--quiet",
+                   "--workers", "1"])

@@ -303,13 +303,15 @@ def _write_json_atomic(obj: Any, path: Path) -> None:
 def run_points(points: Sequence[Point], *, workers: int | None = None,
                cluster: str | None = None, out: str | Path | None = None,
                progress: bool = True, desc: str = "sweep",
-               on_result: Callable[[Result], None] | None = None) -> list[Result]:
+               on_result: Callable[[Result], None] | None = None,
+               resume: bool = True) -> list[Result]:
     """Run ``points`` and return their results in the same order.
 
     ``workers``: local processes (default ``os.cpu_count()``; 1 runs in this process).
     ``cluster``: a Dask scheduler address instead of the local pool. ``out``: if given,
     each report goes to ``out/points/<id>/report.json`` as it arrives, and points that
-    already have one are read back instead of run (resume). ``on_result`` is called in
+    already have one are read back instead of run (``resume``; without it every point
+    runs and its report replaces the old one). ``on_result`` is called in
     this process with each new result as it arrives."""
     results: dict[str, Result] = {}
     todo: list[Point] = []
@@ -318,7 +320,7 @@ def run_points(points: Sequence[Point], *, workers: int | None = None,
         if p["id"] in seen:
             continue
         seen.add(p["id"])
-        done = _load_done(p, out)
+        done = _load_done(p, out) if resume else None
         if done is not None:
             results[p["id"]] = done
         else:

@@ -59,6 +59,10 @@ def add_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--set", action="append", default=[], metavar="PATH=VALUE",
                    help="override a config field in every run (repeatable)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--resume", action="store_true",
+                   help="reuse the points an earlier run left in OUT/points (each "
+                        "point's report is written there as it finishes); without it "
+                        "every point runs again")
 
 
 def check_options(name: str, args: argparse.Namespace) -> tuple[dict[str, Any], Path]:
@@ -85,7 +89,8 @@ def run(name: str, study: StudyFn, args: argparse.Namespace) -> int:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise TmhwError(f"--out: cannot create {out}: {e.strerror}") from None
-    st = Study(name, bool(args.quick), out, args.workers, sets, not args.quiet)
+    st = Study(name, bool(args.quick), out, args.workers, sets, not args.quiet,
+               resume=bool(args.resume))
     text = study(st)
     print(text, end="")
     print(f"\n{name}: {time.perf_counter() - st.started:.1f} s; outputs in {out}/")

@@ -78,6 +78,8 @@ class Study:
     preset: str = "paper"
     started: float = field(default_factory=time.perf_counter)
     figures: list[Path] = field(default_factory=list)
+    #: reuse the reports an earlier run of this study left in ``out/points`` (``--resume``)
+    resume: bool = False
     #: every point's result, in the order the study ran them (``tmhw bench``'s study
     #: cases read their simulated ops, bytes and wall times from here)
     results: list[SW.Result] = field(default_factory=list)
@@ -108,7 +110,7 @@ class Study:
 
     def run(self, points: Sequence[SW.Point]) -> list[SW.Result]:
         out = SW.run_points(points, workers=self.workers, progress=self.progress,
-                            desc=self.name)
+                            desc=self.name, out=self.out, resume=self.resume)
         self.results.extend(out)
         return out
 
