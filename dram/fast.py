@@ -194,8 +194,9 @@ class FastModel:
         self.ref_offsets_rand = [o % self.t_ref_period_rand if self.t_ref_period_rand else 0
                                  for o in self.ref_offsets]
         self._ref_off = np.array(self.ref_offsets, dtype=np.int64)
-        #: Per unit, its refresh window at k = 0 less a period (``_stretch``'s "first").
-        self._ref_first = [o - self.t_ref_period for o in self.ref_offsets]
+        #: The latest unit's first refresh window (from then on every unit's windows
+        #: repeat every period).
+        self._ref_last = max(self.ref_offsets)
         # Bursts of one row-block (consecutive bursts sharing a row) and of one row per
         # bank per unit: enough of a chunk's tail to know which rows it leaves open.
         self._blk = max(1, c.interleave_bytes // c.burst_bytes)
@@ -375,22 +376,23 @@ class FastModel:
         split's key in ``_c_counts``, if cached). Returns the latest
         end and the activations (one per ``bursts_per_row`` of a unit's bursts, less the
         first if it hits). One loop, ``_stretch`` inlined: this is the hot path."""
+        last_dir, w_evict = self.last_dir, self.w_evict
+        if (self._uniform_path and not small_write and len(units) == len(last_dir)
+                and states.count(states[0]) == len(states)
+                and last_dir.count(last_dir[0]) == len(last_dir)
+                and w_evict.count(w_evict[0]) == len(w_evict)):
+            return self._book_uniform(counts, add, states[0], write, start, ckey)
         ts = self.t_stream
         heads = self._heads[write]
         w = int(write)
         busy, busy_ps, data_ps = self.busy_until, self.busy_ps, self.data_ps
-        last_dir, w_evict, first_use = self.last_dir, self.w_evict, self.first_use
+        first_use = self.first_use
         period, block, ref_off = self.t_ref_period, self.t_ref_block, self.ref_offsets
         gives = period - block  # work one refresh period carries
         pairs, div = self._pairs, max(1, self.drain_batch * ts)
         rtw, rtw_miss = self.rtw, self.rtw_miss
         wtr, d_wtr = self.wtr, self.wtr_miss - self.wtr
         nb, bpr, bg1 = self.nb, self.bursts_per_row, self.n_bg_rot - 1
-        if (self._uniform_path and not small_write and len(units) == len(busy)
-                and states.count(states[0]) == len(states)
-                and last_dir.count(last_dir[0]) == len(last_dir)
-                and w_evict.count(w_evict[0]) == len(w_evict)):
-            return self._book_uniform(counts, add, states[0], write, start, ckey)
         first = self.last_start
         end = 0
         acts = 0
@@ -488,37 +490,34 @@ class FastModel:
         first = min(busy) + gap
         if first < t_head:
             first = t_head
-        if period == 0:
-            starts = [b + gap if b + gap > t_head else t_head for b in busy]
-            ends = [s + wk for s, wk in zip(starts, works, strict=True)]
-        else:
-            # ``_stretch`` for each unit (the refresh windows its work skips); work > 0.
-            starts, ends = [], []
-            for b, off, work in zip(busy, self._ref_first, works, strict=True):
-                t0 = b + gap
-                if t0 < t_head:
-                    t0 = t_head
-                x = t0 - off
-                if x < period:  # before the unit's first window
-                    s = t0
-                    avail = period - x
-                else:
-                    pos = x % period
-                    if pos < block:  # inside a window: start at its end
-                        s = t0 + block - pos
-                        avail = gives
-                    else:
-                        s = t0
-                        avail = period - pos
-                if work <= avail:
-                    e = s + work
-                else:
-                    k, r = divmod(work - avail, gives)
-                    e = s + avail + k * period + (block + r if r else 0)
-                starts.append(s)
+        if period == 0 or t_head < self._ref_last:
+            busy_inc, ends = [], []
+            for unit in range(n_units):
+                t0 = busy[unit] + gap
+                s, e = self._stretch(unit, t0 if t0 > t_head else t_head, works[unit])
+                busy_inc.append(e - s)
                 ends.append(e)
+        else:
+            # ``_stretch`` for each unit, every unit's first window being past: the
+            # refresh windows its work skips (the work is > 0), ceil(rest / gives) of
+            # them beyond the first period's room ``avail``.
+            busy_inc, ends = [], []
+            for b, off, work in zip(busy, self.ref_offsets, works, strict=True):
+                s = b + gap
+                if s < t_head:
+                    s = t_head
+                pos = (s - off) % period
+                if pos < block:  # inside a window: start at its end
+                    s += block - pos
+                    avail = gives
+                else:
+                    avail = period - pos
+                if work > avail:
+                    work -= (avail - work) // gives * block
+                busy_inc.append(work)
+                ends.append(s + work)
         busy[:] = ends
-        busy_ps[:] = [p + e - s for p, e, s in zip(busy_ps, ends, starts, strict=True)]
+        busy_ps[:] = [p + i for p, i in zip(busy_ps, busy_inc, strict=True)]
         data_ps[:] = [d + wk for d, wk in zip(data_ps, works, strict=True)]
         end = max(ends)
         if first - head < self.last_start:
