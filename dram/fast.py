@@ -342,6 +342,89 @@ class FastModel:
             self.first_use[unit] = start
         return e
 
+    def _book_random(self, first: int, n_acc: int, write: bool, start: int,
+                     st: int) -> int:
+        """``_book`` for the units of a random chunk of ``n_acc`` accesses, dealt out
+        from unit ``first`` (``n_acc // units`` each, one more for the first
+        ``n_acc % units``), every one a row miss of state ``st``; returns the latest end.
+        One loop, the constants and ``_stretch`` (random refresh windows) hoisted out."""
+        c = self.cfg
+        u = c.units
+        per, extra = divmod(n_acc, u)
+        t_acc = self.t_rand_wr if write else self.t_rand_rd
+        w = int(write)
+        head = self._head(write, st)
+        t_head = start + head
+        if write:
+            turn = self.rtw_miss if st == 2 else self.rtw
+        else:
+            turn = self.wtr + round(1.0 * (self.wtr_miss - self.wtr))
+        period, block = self.t_ref_period_rand, self.t_ref_block
+        gives = period - block
+        offs = self.ref_offsets_rand
+        busy, busy_ps, data_ps = self.busy_until, self.busy_ps, self.data_ps
+        last_dir, w_evict, first_use = self.last_dir, self.w_evict, self.first_use
+        rk = self.rand_ranks
+        ranks, ts, nb = c.ranks, self.t_stream, self.nb
+        bare = self.rand_bursts * c.t_burst
+        # (work when queued behind the bus, work when the unit is idle, write eviction
+        # share of each) for units of ``per`` and of ``per + 1`` accesses.
+        kinds = []
+        for n in (per, per + 1):
+            busy_work, idle_work = n * t_acc, (n - 1) * t_acc + bare
+            kinds.append((n, busy_work, idle_work, self._banks_touched(busy_work // ts) / nb,
+                          self._banks_touched(idle_work // ts) / nb))
+        end = 0
+        first_start = self.last_start
+        for k in range(min(u, n_acc)):
+            unit = (first + k) % u
+            n, work, idle_work, ev_busy, ev_idle = kinds[k < extra]
+            if rk[unit] < n:
+                rk[unit] = n if n < ranks else ranks
+            last = last_dir[unit]
+            ready = busy[unit] + (turn if last >= 0 and last != w else 0)
+            if ready > t_head:
+                t0 = ready
+                evict = ev_busy
+            else:
+                t0 = t_head
+                work = idle_work
+                evict = ev_idle
+            if t0 - head < first_start:
+                first_start = t0 - head
+            # ``_stretch`` over the random refresh windows; work > 0.
+            if period == 0:
+                s, e = t0, t0 + work
+            else:
+                off = offs[unit] - period
+                x = t0 - off
+                if x < period:  # before the unit's first window
+                    s = t0
+                    avail = period - x
+                else:
+                    pos = x % period
+                    if pos < block:
+                        x += block - pos
+                    s = x + off
+                    avail = period - x % period
+                if work <= avail:
+                    e = s + work
+                else:
+                    q, r = divmod(work - avail, gives)
+                    e = off + x + avail + q * period + (block + r if r else 0)
+            busy[unit] = e
+            busy_ps[unit] += e - s
+            data_ps[unit] += work
+            last_dir[unit] = w
+            if write:
+                w_evict[unit] = evict
+            if first_use[unit] < 0:
+                first_use[unit] = start
+            if e > end:
+                end = e
+        self.last_start = first_start
+        return end
+
     def _pair(self, state: int) -> int:
         """Turnarounds of one buffered write batch: read to write, and back."""
         evict = self._banks_touched(self.drain_batch) / self.nb
@@ -850,20 +933,10 @@ class FastModel:
             bursts = nb
         else:
             n_acc = -(-nbytes // RANDOM_ACCESS_BYTES) * self.rand_units
-            u = c.units
             first, _, _, _ = am.decode(address)
-            per, extra = divmod(n_acc, u)
-            t_acc = self.t_rand_wr if write else self.t_rand_rd
-            st = 1 if closed else 2
-            rk = self.rand_ranks
-            for k in range(min(u, n_acc)):
-                unit = (first + k) % u
-                n = per + (1 if k < extra else 0)
-                if rk[unit] < n:
-                    rk[unit] = min(n, c.ranks)
-                idle = (n - 1) * t_acc + self.rand_bursts * c.t_burst
-                end = max(end, self._book(unit, write, start, st, n * t_acc, idle,
-                                          random=True))
+            e = self._book_random(first, n_acc, write, start, 1 if closed else 2)
+            if e > end:
+                end = e
             self.acts += n_acc
             bursts = n_acc * self.rand_bursts
         if write:
