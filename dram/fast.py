@@ -574,35 +574,34 @@ class FastModel:
         if first < t_head:
             first = t_head
         if period == 0 or t_head < self._ref_last:
-            busy_inc, ends = [], []
             for unit in range(n_units):
                 t0 = busy[unit] + gap
                 s, e = self._stretch(unit, t0 if t0 > t_head else t_head, works[unit])
-                busy_inc.append(e - s)
-                ends.append(e)
+                busy[unit] = e
+                busy_ps[unit] += e - s
+                data_ps[unit] += works[unit]
         else:
             # ``_stretch`` for each unit, every unit's first window being past: the
             # refresh windows its work skips (the work is > 0), ceil(rest / gives) of
             # them beyond the first period's room ``avail``.
-            busy_inc, ends = [], []
-            for b, off, work in zip(busy, self.ref_offsets, works, strict=True):
-                s = b + gap
+            offs = self.ref_offsets
+            for unit in range(n_units):
+                s = busy[unit] + gap
                 if s < t_head:
                     s = t_head
-                pos = (s - off) % period
+                pos = (s - offs[unit]) % period
                 if pos < block:  # inside a window: start at its end
                     s += block - pos
                     avail = gives
                 else:
                     avail = period - pos
+                work = works[unit]
+                data_ps[unit] += work
                 if work > avail:
                     work -= (avail - work) // gives * block
-                busy_inc.append(work)
-                ends.append(s + work)
-        busy[:] = ends
-        busy_ps[:] = [p + i for p, i in zip(busy_ps, busy_inc, strict=True)]
-        data_ps[:] = [d + wk for d, wk in zip(data_ps, works, strict=True)]
-        end = max(ends)
+                busy_ps[unit] += work
+                busy[unit] = s + work
+        end = max(busy)
         if first - head < self.last_start:
             self.last_start = first - head
         self.last_dir[:] = [w] * n_units
