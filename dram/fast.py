@@ -352,7 +352,7 @@ class FastModel:
         """``_book`` for the units of a random chunk of ``n_acc`` accesses, dealt out
         from unit ``first`` (``n_acc // units`` each, one more for the first
         ``n_acc % units``), every one a row miss of state ``st``; returns the latest end.
-        One loop, the constants and ``_stretch`` (random refresh windows) hoisted out."""
+        One loop, with what the units share worked out once before it."""
         c = self.cfg
         u = c.units
         per, extra = divmod(n_acc, u)
@@ -364,9 +364,7 @@ class FastModel:
             turn = self.rtw_miss if st == 2 else self.rtw
         else:
             turn = self.wtr + round(1.0 * (self.wtr_miss - self.wtr))
-        period, block = self.t_ref_period_rand, self.t_ref_block
-        gives = period - block
-        offs = self.ref_offsets_rand
+        stretch = self._stretch
         busy, busy_ps, data_ps = self.busy_until, self.busy_ps, self.data_ps
         last_dir, w_evict, first_use = self.last_dir, self.w_evict, self.first_use
         rk = self.rand_ranks
@@ -397,26 +395,7 @@ class FastModel:
                 evict = ev_idle
             if t0 - head < first_start:
                 first_start = t0 - head
-            # ``_stretch`` over the random refresh windows; work > 0.
-            if period == 0:
-                s, e = t0, t0 + work
-            else:
-                off = offs[unit] - period
-                x = t0 - off
-                if x < period:  # before the unit's first window
-                    s = t0
-                    avail = period - x
-                else:
-                    pos = x % period
-                    if pos < block:
-                        x += block - pos
-                    s = x + off
-                    avail = period - x % period
-                if work <= avail:
-                    e = s + work
-                else:
-                    q, r = divmod(work - avail, gives)
-                    e = off + x + avail + q * period + (block + r if r else 0)
+            s, e = stretch(unit, t0, work, True)
             busy[unit] = e
             busy_ps[unit] += e - s
             data_ps[unit] += work
