@@ -7,9 +7,14 @@ per-unit state is kept in Python lists: a chunk touches a few to a few dozen uni
 numpy's per-call overhead (microseconds) costs more than the arithmetic. Which unit and
 bank each block of a long chunk's head, tail and body falls in depends only on its phase
 in the row period and its length, so that layout is worked out once and reused; when the
-units agree on their state (nearly always in a stream) the head, turnaround and
-activations are worked out once too. A 1 MiB stream chunk costs about 12 us with 8 units,
-17 us with 16 and 27 us with 32 (one core of a loaded 2-core machine).
+units agree on their state (nearly always in a stream) the head, turnaround, activations
+and each unit's work are worked out once too, and the loop only books each unit's bus. A
+chunk that covers every bank leaves its tail's open rows pending rather than written into
+the table, and the next long chunk finds its first-row states from a cache keyed by the
+two layouts and their row distance. A random chunk books its units in one loop with its
+constants hoisted. A 1 MiB stream chunk costs about 6 us with 8 units, 9 us with 16 and
+15 us with 32 (one core of a loaded 2-core machine); tests/dram/test_dram_budget.py
+bounds the lines of Python it runs per unit.
 
 - STREAM: the bursts are split over units by the address map (whole interleave periods
   arithmetically, the remainder block by block). A unit moves its bursts one per
@@ -77,7 +82,12 @@ _CACHE_ENTRIES = 4096
 #: Largest row period (in row-blocks) whose decoded layout is kept as a table.
 _MAX_LAYOUT_BLOCKS = 1 << 18
 
+_K = TypeVar("_K")
+#: A chunk tail's open rows: [(row distance, flat banks)] and {flat bank: row distance}.
+Tail = tuple[list[tuple[int, list[int]]], dict[int, int]]
 _V = TypeVar("_V")
+#: Key of a cached layout: (phase in a period, length), bursts.
+Key = tuple[int, int]
 
 
 def distinct_banks(banks: float, queued: int) -> float:
@@ -104,8 +114,15 @@ class FastModel:
         self.data_ps = [0] * u
         #: Per unit, the ranks its random accesses have opened rows in (at most ranks).
         self.rand_ranks = [0] * u
-        #: Open row of each bank, flat (``unit * banks_per_unit + bank``); -1 precharged.
-        self.open_rows = [-1] * (u * self.amap.banks_per_unit)
+        # Open row of each bank (see ``open_rows``), less what ``_pending`` holds.
+        self._open_rows = [-1] * (u * self.amap.banks_per_unit)
+        #: The rows a long chunk over every bank left open, not yet written into
+        #: ``_open_rows``: (tail layout key, tail layout, row of the tail's first burst).
+        #: Such a chunk leaves every bank open on an untracked row but those of its tail,
+        #: so the next long chunk of a stream finds its first rows' states from the two
+        #: layouts and the row distance alone (``_c_states``), and the table is only
+        #: written when something else reads it.
+        self._pending: tuple[Key, Tail, int] | None = None
         self.bursts_read = 0
         self.bursts_written = 0
         self.acts = 0
@@ -182,6 +199,9 @@ class FastModel:
         self.ref_offsets_rand = [o % self.t_ref_period_rand if self.t_ref_period_rand else 0
                                  for o in self.ref_offsets]
         self._ref_off = np.array(self.ref_offsets, dtype=np.int64)
+        #: The latest unit's first refresh window (from then on every unit's windows
+        #: repeat every period).
+        self._ref_last = max(self.ref_offsets)
         # Bursts of one row-block (consecutive bursts sharing a row) and of one row per
         # bank per unit: enough of a chunk's tail to know which rows it leaves open.
         self._blk = max(1, c.interleave_bytes // c.burst_bytes)
@@ -210,7 +230,31 @@ class FastModel:
         self._c_counts: dict[tuple[int, int], list[int]] = {}
         self._c_head: dict[tuple[int, int], list[tuple[int, int, int]]] = {}
         self._c_touch: dict[tuple[int, int], list[int]] = {}
-        self._c_tail: dict[tuple[int, int], list[tuple[int, list[int]]]] = {}
+        self._c_tail: dict[Key, Tail] = {}
+        self._c_split: dict[tuple[Key, int], tuple[list[int], int, list[float]]] = {}
+        self._c_states: dict[tuple[tuple[int, int], tuple[int, int]],
+                             tuple[list[int], dict[int, list[int]]]] = {}
+
+    @property
+    def open_rows(self) -> list[int]:
+        """Open row of each bank, flat (``unit * banks_per_unit + bank``): -1 precharged,
+        ``_UNKNOWN_ROW`` open on a row not tracked."""
+        if self._pending is not None:
+            self._settle()
+        return self._open_rows
+
+    def _settle(self) -> None:
+        """Write the rows the last long chunk left open (``_pending``) into the table."""
+        assert self._pending is not None
+        _, (tail, _), r = self._pending
+        self._pending = None
+        orows = self._open_rows
+        orows[:] = self._all_unknown
+        rm = self.amap.row_mask
+        for d, flats in tail:
+            row = (r + d) & rm
+            for f in flats:
+                orows[f] = row
 
     # -- timing ------------------------------------------------------------------------
     def _stretch(self, unit: int, start: int, work: int,
@@ -303,6 +347,68 @@ class FastModel:
             self.first_use[unit] = start
         return e
 
+    def _book_random(self, first: int, n_acc: int, write: bool, start: int,
+                     st: int) -> int:
+        """``_book`` for the units of a random chunk of ``n_acc`` accesses, dealt out
+        from unit ``first`` (``n_acc // units`` each, one more for the first
+        ``n_acc % units``), every one a row miss of state ``st``; returns the latest end.
+        One loop, with what the units share worked out once before it."""
+        c = self.cfg
+        u = c.units
+        per, extra = divmod(n_acc, u)
+        t_acc = self.t_rand_wr if write else self.t_rand_rd
+        w = int(write)
+        head = self._head(write, st)
+        t_head = start + head
+        if write:
+            turn = self.rtw_miss if st == 2 else self.rtw
+        else:
+            turn = self.wtr + round(1.0 * (self.wtr_miss - self.wtr))
+        stretch = self._stretch
+        busy, busy_ps, data_ps = self.busy_until, self.busy_ps, self.data_ps
+        last_dir, w_evict, first_use = self.last_dir, self.w_evict, self.first_use
+        rk = self.rand_ranks
+        ranks, ts, nb = c.ranks, self.t_stream, self.nb
+        bare = self.rand_bursts * c.t_burst
+        # (work when queued behind the bus, work when the unit is idle, write eviction
+        # share of each) for units of ``per`` and of ``per + 1`` accesses.
+        kinds = []
+        for n in (per, per + 1):
+            busy_work, idle_work = n * t_acc, (n - 1) * t_acc + bare
+            kinds.append((n, busy_work, idle_work, self._banks_touched(busy_work // ts) / nb,
+                          self._banks_touched(idle_work // ts) / nb))
+        end = 0
+        first_start = self.last_start
+        for k in range(min(u, n_acc)):
+            unit = (first + k) % u
+            n, work, idle_work, ev_busy, ev_idle = kinds[k < extra]
+            if rk[unit] < n:
+                rk[unit] = n if n < ranks else ranks
+            last = last_dir[unit]
+            ready = busy[unit] + (turn if last >= 0 and last != w else 0)
+            if ready > t_head:
+                t0 = ready
+                evict = ev_busy
+            else:
+                t0 = t_head
+                work = idle_work
+                evict = ev_idle
+            if t0 - head < first_start:
+                first_start = t0 - head
+            s, e = stretch(unit, t0, work, True)
+            busy[unit] = e
+            busy_ps[unit] += e - s
+            data_ps[unit] += work
+            last_dir[unit] = w
+            if write:
+                w_evict[unit] = evict
+            if first_use[unit] < 0:
+                first_use[unit] = start
+            if e > end:
+                end = e
+        self.last_start = first_start
+        return end
+
     def _pair(self, state: int) -> int:
         """Turnarounds of one buffered write batch: read to write, and back."""
         evict = self._banks_touched(self.drain_batch) / self.nb
@@ -330,27 +436,30 @@ class FastModel:
         return np.where(work == 0, start, s0), np.where(work == 0, start, end)
 
     def _book_units(self, units: list[int], counts: list[int], add: int, states: list[int],
-                    write: bool, start: int, small_write: bool) -> tuple[int, int]:
+                    write: bool, start: int, small_write: bool,
+                    ckey: Key | None = None) -> tuple[int, int]:
         """``_book`` for the units of one long stream chunk: unit ``i`` of ``units`` moves
-        ``counts[i] + add`` bursts from first-row state ``states[i]``. Returns the latest
+        ``counts[i] + add`` bursts from first-row state ``states[i]`` (``ckey``: the
+        split's key in ``_c_counts``, if cached). Returns the latest
         end and the activations (one per ``bursts_per_row`` of a unit's bursts, less the
         first if it hits). One loop, ``_stretch`` inlined: this is the hot path."""
+        last_dir, w_evict = self.last_dir, self.w_evict
+        if (self._uniform_path and not small_write and len(units) == len(last_dir)
+                and states.count(states[0]) == len(states)
+                and last_dir.count(last_dir[0]) == len(last_dir)
+                and w_evict.count(w_evict[0]) == len(w_evict)):
+            return self._book_uniform(counts, add, states[0], write, start, ckey)
         ts = self.t_stream
         heads = self._heads[write]
         w = int(write)
         busy, busy_ps, data_ps = self.busy_until, self.busy_ps, self.data_ps
-        last_dir, w_evict, first_use = self.last_dir, self.w_evict, self.first_use
+        first_use = self.first_use
         period, block, ref_off = self.t_ref_period, self.t_ref_block, self.ref_offsets
         gives = period - block  # work one refresh period carries
         pairs, div = self._pairs, max(1, self.drain_batch * ts)
         rtw, rtw_miss = self.rtw, self.rtw_miss
         wtr, d_wtr = self.wtr, self.wtr_miss - self.wtr
         nb, bpr, bg1 = self.nb, self.bursts_per_row, self.n_bg_rot - 1
-        if (self._uniform_path and not small_write and len(units) == len(busy)
-                and states.count(states[0]) == len(states)
-                and last_dir.count(last_dir[0]) == len(last_dir)
-                and w_evict.count(w_evict[0]) == len(w_evict)):
-            return self._book_uniform(counts, add, states[0], write, start)
         first = self.last_start
         end = 0
         acts = 0
@@ -415,14 +524,14 @@ class FastModel:
         return end, acts
 
     def _book_uniform(self, counts: list[int], add: int, st: int, write: bool,
-                      start: int) -> tuple[int, int]:
+                      start: int, ckey: Key | None = None) -> tuple[int, int]:
         """``_book_units`` for a chunk over every unit when the units agree on all but
         their bus times and bursts (first-row state, last direction, write eviction share:
         the common case of a stream of long chunks): the head, the turnaround and the
-        activations are worked out once, and the loop only books each unit's bus."""
-        ts = self.t_stream
+        activations are worked out once (and each unit's work, rows and eviction share
+        once per split, ``_c_split``), and the loop only books each unit's bus."""
         busy, busy_ps, data_ps = self.busy_until, self.busy_ps, self.data_ps
-        period, block, ref_off = self.t_ref_period, self.t_ref_block, self.ref_offsets
+        period, block = self.t_ref_period, self.t_ref_block
         gives = period - block
         n_units = len(busy)
         w = int(write)
@@ -435,56 +544,53 @@ class FastModel:
             else:
                 gap = self.wtr + round(self.w_evict[0] * (self.wtr_miss - self.wtr))
         t_head = start + head
-        bpr, nb, bg1 = self.bursts_per_row, self.nb, self.n_bg_rot - 1
-        uneven = any(counts)
-        # Rows each unit opens (every unit has bursts, so at least one).
-        if uneven:
-            rows = [-(-(c + add) // bpr) for c in counts]
-            acts = sum(rows) - (n_units if st == 0 else 0)
+        split = None if ckey is None else self._c_split.get((ckey, add))
+        if split is None:
+            split = self._split_work(counts, add)
+            if ckey is not None:
+                self._remember(self._c_split, (ckey, add), split)
+        works, rows, evict = split
+        # Rows each unit opens (every unit has bursts, so at least one), less one per
+        # unit if the first row is open.
+        acts = rows - (n_units if st == 0 else 0)
+        # Each unit starts at max(busy + gap, t_head), so the first to start at this.
+        first = min(busy) + gap
+        if first < t_head:
+            first = t_head
+        if period == 0 or t_head < self._ref_last:
+            for unit in range(n_units):
+                t0 = busy[unit] + gap
+                s, e = self._stretch(unit, t0 if t0 > t_head else t_head, works[unit])
+                busy[unit] = e
+                busy_ps[unit] += e - s
+                data_ps[unit] += works[unit]
         else:
-            a = -(-add // bpr)
-            rows = [a] * n_units
-            acts = n_units * (a - (st == 0))
-        end = 0
-        first = t_head + (1 << 62)
-        for unit in range(n_units):
-            work = (counts[unit] + add) * ts
-            t0 = busy[unit] + gap
-            if t0 < t_head:
-                t0 = t_head
-            if t0 < first:
-                first = t0
-            # ``_stretch`` (the refresh windows this unit's work skips); work > 0.
-            if period == 0:
-                s = t0
-                e = t0 + work
-            else:
-                off = ref_off[unit] - period
-                x = t0 - off
-                if x < period:
-                    s = t0
-                    avail = period - x
+            # ``_stretch`` for each unit, every unit's first window being past: the
+            # refresh windows its work skips (the work is > 0), ceil(rest / gives) of
+            # them beyond the first period's room ``avail``.
+            offs = self.ref_offsets
+            for unit in range(n_units):
+                s = busy[unit] + gap
+                if s < t_head:
+                    s = t_head
+                pos = (s - offs[unit]) % period
+                if pos < block:  # inside a window: start at its end
+                    s += block - pos
+                    avail = gives
                 else:
-                    pos = x % period
-                    if pos < block:
-                        x += block - pos
-                    s = x + off
-                    avail = period - x % period
-                if work <= avail:
-                    e = s + work
-                else:
-                    k, r = divmod(work - avail, gives)
-                    e = off + x + avail + k * period + (block + r if r else 0)
-            busy[unit] = e
-            busy_ps[unit] += e - s
-            data_ps[unit] += work
-            if e > end:
-                end = e
+                    avail = period - pos
+                work = works[unit]
+                data_ps[unit] += work
+                if work > avail:
+                    work -= (avail - work) // gives * block
+                busy_ps[unit] += work
+                busy[unit] = s + work
+        end = max(busy)
         if first - head < self.last_start:
             self.last_start = first - head
         self.last_dir[:] = [w] * n_units
         if write:
-            self.w_evict[:] = [(a + bg1 if a + bg1 < nb else nb) / nb for a in rows]
+            self.w_evict[:] = evict
         if self._unused_units:
             fu = self.first_use
             for unit in range(n_units):
@@ -492,6 +598,15 @@ class FastModel:
                     fu[unit] = start
             self._unused_units = False
         return end, acts
+
+    def _split_work(self, counts: list[int], add: int) -> tuple[list[int], int, list[float]]:
+        """For a chunk moving ``counts[i] + add`` bursts on unit ``i`` (every unit): each
+        unit's bus work in ps, the rows the units open in all, and the share of its banks
+        each unit's writes leave a row open in (``_banks_touched``)."""
+        ts, bpr, nb, bg1 = self.t_stream, self.bursts_per_row, self.nb, self.n_bg_rot - 1
+        rows = [-(-(c + add) // bpr) for c in counts]
+        return ([(c + add) * ts for c in counts], sum(rows),
+                [(a + bg1 if a + bg1 < nb else nb) / nb for a in rows])
 
     def _split_stream(self, b0: int, nb: int) -> np.ndarray:
         """Bursts per unit of the ``nb`` consecutive bursts from burst index ``b0``."""
@@ -561,16 +676,17 @@ class FastModel:
         return [(u, a[0], a[1]) for u, a in per.items()], states
 
     @staticmethod
-    def _remember(cache: dict[tuple[int, int], _V], key: tuple[int, int], value: _V) -> _V:
+    def _remember(cache: dict[_K, _V], key: _K, value: _V) -> _V:
         if len(cache) >= _CACHE_ENTRIES:
             cache.clear()  # a bound on memory; entries are pure functions of their key
         cache[key] = value
         return value
 
     def _scan_long(self, b0: int, nb: int,
-                   closed: bool) -> tuple[list[int], list[int], int, list[int]]:
+                   closed: bool) -> tuple[list[int], list[int], int, list[int], Key | None]:
         """As ``_scan_short`` for long chunks: the units reached, per unit (indexed by
-        unit) its bursts less ``add`` and its first-row state, and ``add``. Whole
+        unit) its bursts less ``add`` and its first-row state, ``add``, and the key of
+        the split (``_c_counts``; None if not cached). Whole
         interleave periods are split arithmetically. The first row of each unit is looked
         up, every bank the chunk
         touched holds one of its rows (open, row not tracked: a later access is a row
@@ -590,35 +706,56 @@ class FastModel:
         rs, rm = am.row_shift, am.row_mask
         nbk = self.nb
         full, rem = divmod(nb, period)
-        key = (b0 % period, rem)
-        counts = self._c_counts.get(key)
+        ckey = (b0 % period, rem)
+        counts = self._c_counts.get(ckey)
         if counts is None:
-            counts = self._remember(self._c_counts, key,
+            counts = self._remember(self._c_counts, ckey,
                                     [int(x) for x in self._split_stream(b0 % period, rem)])
         add = full * (period // u)
         # Bursts of unit i: counts[i] + add.
         units = self._all_units if add else [i for i in range(u) if counts[i]]
         states = [1] * u
         if closed:
-            return units, counts, add, states
-        orows = self.open_rows
+            return units, counts, add, states, ckey
         key = (b0 % rp, min(nb, period))
         head = self._c_head.get(key)
         if head is None:
             head = self._remember(self._c_head, key, self._head_layout(b0, key[1]))
         r = b0 >> rs
-        rows = (r & rm, (r + 1) & rm)
-        for unit, flat, d in head:
-            o = orows[flat]
-            if o != -1:
-                states[unit] = 0 if o == rows[d] else 2
+        pend = self._pending
+        if pend is not None:
+            # Every bank holds an untracked row but those of the last chunk's tail: the
+            # states depend on the two layouts and the distance between their rows.
+            pkey = (key, pend[0])
+            by_distance = self._c_states.get(pkey)
+            if by_distance is None:
+                by_distance = self._remember(self._c_states, pkey,
+                                             self._states_after(head, pend[1]))
+            states = by_distance[1].get((r - pend[2]) & rm, by_distance[0])
+        else:
+            orows = self._open_rows
+            rows = (r & rm, (r + 1) & rm)
+            for unit, flat, d in head:
+                o = orows[flat]
+                if o != -1:
+                    states[unit] = 0 if o == rows[d] else 2
+        n_tail = min(nb, self._tail)
+        bt = b0 + nb - n_tail
+        tkey = (bt % rp, n_tail)
+        tail_d = self._c_tail.get(tkey)
+        if tail_d is None:
+            tail_d = self._remember(self._c_tail, tkey, self._tail_layout(bt, n_tail))
+        if nb >= self._span and len(units) == u:
+            # Every bank is left open on an untracked row but those of the tail.
+            self._pending = (tkey, tail_d, bt >> rs)
+            return units, counts, add, states, ckey
+        if pend is not None:
+            self._settle()
+        orows = self._open_rows
         if nb >= self._span:
-            if len(units) == u:
-                orows[:] = self._all_unknown
-            else:
-                row_unk = self._all_unknown[:nbk]
-                for i in units:
-                    orows[i * nbk:(i + 1) * nbk] = row_unk
+            row_unk = self._all_unknown[:nbk]
+            for i in units:
+                orows[i * nbk:(i + 1) * nbk] = row_unk
         else:
             key = (b0 % rp, nb)
             touched = self._c_touch.get(key)
@@ -626,25 +763,45 @@ class FastModel:
                 touched = self._remember(self._c_touch, key, self._touch_layout(b0, nb, units))
             for f in touched:
                 orows[f] = _UNKNOWN_ROW
-        n_tail = min(nb, self._tail)
-        bt = b0 + nb - n_tail
-        key = (bt % rp, n_tail)
-        tail = self._c_tail.get(key)
-        if tail is None:
-            tail = self._remember(self._c_tail, key, self._tail_layout(bt, n_tail))
         r = bt >> rs
-        for d, flats in tail:
+        for d, flats in tail_d[0]:
             row = (r + d) & rm
             for f in flats:
                 orows[f] = row
-        return units, counts, add, states
+        return units, counts, add, states, ckey
+
+    def _states_after(self, head: list[tuple[int, int, int]],
+                      tail: Tail) -> tuple[list[int], dict[int, list[int]]]:
+        """First-row state of each unit for a chunk with head layout ``head`` when the
+        table is a pending ``tail`` (see ``_pending``), by the distance in rows (masked)
+        from the tail's first row to the chunk's: (the states at any other distance,
+        {distance: states}). A head bank the tail left open hits at one distance only."""
+        rm = self.amap.row_mask
+        dist = tail[1]
+        other = [1] * self.cfg.units
+        hits: dict[int, list[int]] = {}
+        for unit, flat, d in head:
+            other[unit] = 2  # open on an untracked row, or on another row of the tail's
+            if flat in dist:
+                hits.setdefault((dist[flat] - d) & rm, []).append(unit)
+        by_distance = {}
+        for delta, units in hits.items():
+            states = other[:]
+            for unit in units:
+                states[unit] = 0
+            by_distance[delta] = states
+        return other, by_distance
 
     def _blocks(self, b0: int, n: int) -> tuple[range, list[int]]:
         """The row-blocks (indices) of the ``n`` bursts from ``b0`` and the flat bank of
         each (from the decoded row period: the row is the top field)."""
         blocks = range(b0 // self._blk, (b0 + n - 1) // self._blk + 1)
-        table, size = self._block_flat, len(self._block_flat)
-        return blocks, [table[j % size] for j in blocks]
+        table = self._block_flat
+        start = blocks.start % len(table)
+        flats = table[start:start + len(blocks)]
+        while len(flats) < len(blocks):  # wrapped past the end of the row period
+            flats += table[:len(blocks) - len(flats)]
+        return blocks, flats
 
     def _head_layout(self, b0: int, n: int) -> list[tuple[int, int, int]]:
         """(unit, flat bank, row of its row-block less the row of ``b0``: 0 or 1) whose
@@ -674,21 +831,23 @@ class FastModel:
             return [i * self.nb + b for i in nz for b in banks]
         return sorted(set(self._blocks(b0, nb)[1]))
 
-    def _tail_layout(self, bt: int, n: int) -> list[tuple[int, list[int]]]:
+    def _tail_layout(self, bt: int, n: int) -> Tail:
         """The banks the ``n`` bursts from ``bt`` leave a row open in, grouped by that
-        row's distance in rows from the row of ``bt``: (distance, flat banks)."""
+        row's distance in rows from the row of ``bt`` ([(distance, flat banks)]), and the
+        distance by bank."""
         blocks, flats = self._blocks(bt, n)
-        last: dict[int, int] = {}
-        for j, f in zip(blocks, flats, strict=True):
-            last[f] = j * self._blk  # the last block of each bank wins
+        last = dict(zip(flats, blocks, strict=True))  # the last block of each bank wins
         rp = self.amap.row_period_bursts
+        first_row = bt - bt % rp
+        blk = self._blk
+        dist = {f: (j * blk - first_row) // rp for f, j in last.items()}
         groups: dict[int, list[int]] = {}
-        for f, s in last.items():
-            groups.setdefault((bt % rp + s - bt) // rp, []).append(f)
-        return sorted(groups.items())
+        for f, d in dist.items():
+            groups.setdefault(d, []).append(f)
+        return sorted(groups.items()), dist
 
     def _scan_long_np(self, b0: int, nb: int,
-                      closed: bool) -> tuple[list[int], list[int], int, list[int]]:
+                      closed: bool) -> tuple[list[int], list[int], int, list[int], Key | None]:
         """``_scan_long`` decoding the chunk with numpy each time (for address maps whose
         row is not the top field)."""
         am = self.amap
@@ -723,7 +882,7 @@ class FastModel:
             sel = len(flat) - 1 - last_idx
             open_rows[tu[sel], tb[sel]] = tr[sel]
             self.open_rows[:] = open_rows.ravel().tolist()
-        return nz.tolist(), counts.tolist(), 0, st_all.tolist()
+        return nz.tolist(), counts.tolist(), 0, st_all.tolist(), None
 
     def serve(self, write: bool, address: int, nbytes: int, pattern: Pattern,
               earliest: int) -> int:
@@ -748,29 +907,19 @@ class FastModel:
                     end = max(end, self._book(unit, write, start, states.get(unit, 1),
                                               b * self.t_stream, small_write=small))
             else:
-                units, counts, add, first_states = self._scan_long(b0, nb, closed)
+                units, counts, add, first_states, ckey = self._scan_long(b0, nb, closed)
                 e, acts = self._book_units(units, counts, add, first_states, write, start,
-                                           small)
+                                           small, ckey)
                 self.acts += acts
                 if e > end:
                     end = e
             bursts = nb
         else:
             n_acc = -(-nbytes // RANDOM_ACCESS_BYTES) * self.rand_units
-            u = c.units
             first, _, _, _ = am.decode(address)
-            per, extra = divmod(n_acc, u)
-            t_acc = self.t_rand_wr if write else self.t_rand_rd
-            st = 1 if closed else 2
-            rk = self.rand_ranks
-            for k in range(min(u, n_acc)):
-                unit = (first + k) % u
-                n = per + (1 if k < extra else 0)
-                if rk[unit] < n:
-                    rk[unit] = min(n, c.ranks)
-                idle = (n - 1) * t_acc + self.rand_bursts * c.t_burst
-                end = max(end, self._book(unit, write, start, st, n * t_acc, idle,
-                                          random=True))
+            e = self._book_random(first, n_acc, write, start, 1 if closed else 2)
+            if e > end:
+                end = e
             self.acts += n_acc
             bursts = n_acc * self.rand_bursts
         if write:
