@@ -165,15 +165,22 @@ class Executor(Component):
         self.carried_fetch_bytes = 0
 
     # -- construction helpers ------------------------------------------------------------
-    def _task(self, op: Op) -> ComputeTask:
+    def _task(self, op: Op, capacity_pages: int | None = None) -> ComputeTask:
+        """``op`` for the NPU, its HBM address (its first operand's) wrapped at
+        ``capacity_pages`` (default this executor's HBM)."""
         wl = self.workload
+        cap = self.capacity_pages if capacity_pages is None else capacity_pages
         addr = wl.tensors[op.reads[0]].page_start * wl.page_size if op.reads else 0
         return ComputeTask(
             name=op.name,
             gemms=tuple(Gemm(g.m, g.n, g.k, g.count) for g in op.gemms),
             vector_elems=op.vector_elems, vector_ops_per_elem=op.vector_ops_per_elem,
             dtype_bytes=self.cfg.npu.dtype_bytes,
-            hbm_address=addr % max(1, self.capacity_pages * wl.page_size))
+            hbm_address=addr % max(1, cap * wl.page_size))
+
+    def tasks_at(self, capacity_pages: int) -> list[ComputeTask]:
+        """Every op's task as on a machine with ``capacity_pages`` of HBM."""
+        return [self._task(op, capacity_pages) for op in self.workload.ops]
 
     def bind(self, table: PlacementTable, ctx: PlanContext) -> None:
         """The table to replay and the context the policy planned in (before start)."""

@@ -76,8 +76,7 @@ def iteration_bounds(system: System) -> dict[str, Any]:
                    lambda: traffic_bound(gp, system.capacity_pages, movable_input=True))
         rd, wr = tb.read_bytes, tb.write_bytes
     compute = int(system.executor.op_ps.sum())
-    # (the tasks' HBM addresses wrap at the capacity, so the times depend on it)
-    op_alone = _memo("npu", system.memo_key("capacity", "npu", "hbm", "hbm_model"),
+    op_alone = _memo("npu", system.memo_key("npu", "hbm", "hbm_model"),
                      lambda: npu_alone_ps(system))
     npu_ps = int(op_alone.sum())
     # Every write is programmed (drained), but a read may be served from the write
@@ -101,8 +100,10 @@ def iteration_bounds(system: System) -> dict[str, Any]:
 
 
 def npu_alone_ps(system: System) -> np.ndarray:
-    """Each op's time on the NPU with every operand in HBM and nothing else using HBM
-    (their sum is the ``hbm-only`` time): no policy runs an op faster."""
+    """Each op's time on the NPU with every operand in HBM and nothing else using HBM:
+    the ``hbm-only`` machine's, whose HBM holds the footprint (the ops' HBM addresses
+    wrap at its size, as they do there), so it depends on the workload, the NPU and the
+    HBM alone and a sweep computes it once per model. No policy runs an op faster."""
     cfg = system.cfg
     env = Environment()
     root = Component(env, "alone")
@@ -110,7 +111,7 @@ def npu_alone_ps(system: System) -> np.ndarray:
     npu = NPU(env, "npu", root, cfg.npu, hbm)
     root.elaborate()
     root.start()
-    tasks = system.executor.tasks
+    tasks = system.executor.tasks_at(-(-system.footprint_bytes // system.workload.page_size))
     out = np.zeros(len(tasks), dtype=np.int64)
 
     def run() -> Generator[simpy.Event, Any, None]:

@@ -452,10 +452,10 @@ def test_a_policy_that_evicts_the_mini_batch_still_moves_no_less_than_the_bound(
 
 
 def test_bounds_do_not_depend_on_what_the_process_computed_before() -> None:
-    """A sweep's worker computes bounds for one point after another. The NPU-alone times
-    depend on the HBM capacity (the tasks' HBM addresses wrap at it, which moves per-op
-    times while keeping their sum), so a memo shared across capacities would hand a point
-    another capacity's phase bound: bounds after another capacity's equal fresh ones."""
+    """A sweep's worker computes bounds for one point after another, each part memoised
+    by what it depends on. The NPU-alone times are the hbm-only machine's (task addresses
+    wrapped at the footprint, not at this capacity, which would move per-op times and so
+    the phase bound): bounds after another capacity's equal fresh ones."""
     from tmhw import config as C
     from tmhw import lower_bounds
     from tmhw.system import System
@@ -470,3 +470,18 @@ def test_bounds_do_not_depend_on_what_the_process_computed_before() -> None:
     lower_bounds.MEMO.clear()
     bounds(0.5)
     assert bounds(0.25) == fresh
+
+
+def test_the_npu_alone_bound_is_the_hbm_only_machines_first_iteration() -> None:
+    """The NPU's own time bound is every op on the hbm-only machine from a cold start:
+    the same addresses, so the same per-op times whatever the tiered capacity."""
+    from tmhw import config as C
+    from tmhw.system import System
+
+    base = ['workload.model="resnet18"', "workload.batch=2", "workload.seq=0",
+            "run.iterations=1"]
+    hbm = System(C.with_overrides(C.PAPER, [*base, 'policy.name="hbm-only"'])).run()
+    for ratio in (0.25, 0.5):
+        tiered = System(C.with_overrides(C.PAPER, [*base, 'policy.name="demand"',
+                                                   f"policy.hbm_ratio={ratio}"])).bounds()
+        assert tiered["npu_ps"] == hbm["per_iteration"][0]["time_ps"]
