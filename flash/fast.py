@@ -84,11 +84,8 @@ class FastModel(TimingBase):
         if self.convoy:  # the command needs idle channel time, between drains
             earliest = self.channels.lanes[ch].fit(max(earliest, self.dies.read_free(lane)),
                                                    cmd)
-        if self.chip_lock:
-            d_end = self.dies.read_many([lane], [earliest + cmd], [t_r],
-                                        [1 << (die % self.dpchip)], [arrive])[0]
-        else:
-            d_end = self.dies.read1(lane, earliest + cmd, t_r)
+        d_end = self.dies.read1(lane, earliest + cmd, t_r,
+                                1 << (die % self.dpchip) if self.chip_lock else 0, arrive)
         c_end = self.channels.reserve1(ch, d_end - cmd, cmd + x)
         # cache read frees the die as its data starts out; MQSim's chip waits for the end
         self.dies.hold1(lane, c_end if self.convoy else c_end - x)
@@ -110,19 +107,19 @@ class FastModel(TimingBase):
             busy_l = self._lane_sum(chip_of, ops_d * (cmd + x_op))
         dies = self.dies
         uch, starts, gidx = self.former.channel_groups(lanes)
-        arrive = (earliest + cmd_l).tolist()
+        arrive = earliest + cmd_l
         if self.convoy:  # a command needs idle channel time, between drains
             chs = self.channels.lanes
-            issue = [chs[c].fit(max(earliest, dies.read_free(ln)), k) + k for c, ln, k in
-                     zip(uch[gidx].tolist(), lanes.tolist(), cmd_l.tolist(), strict=True)]
+            issue = np.array([chs[c].fit(max(earliest, dies.read_free(ln)), k) + k
+                              for c, ln, k in zip(uch[gidx].tolist(), lanes.tolist(),
+                                                  cmd_l.tolist(), strict=True)],
+                             dtype=np.int64)
         else:
             issue = arrive
-        lane_l = lanes.tolist()
         masks = None
         if chip_of is not None:  # the dies each chip's read uses
-            masks = self._lane_sum(chip_of, 1 << (udies % self.dpchip)).tolist()
-        d_end = np.array(dies.read_many(lane_l, issue, (ops_l * t_r).tolist(), masks,
-                                        arrive), dtype=np.int64)
+            masks = self._lane_sum(chip_of, 1 << (udies % self.dpchip))
+        d_end = dies.read_many(lanes, issue, ops_l * t_r, masks, arrive)
         busy_c = np.add.reduceat(busy_l, starts)
         ready = d_end - (ops_l - 1) * t_r - cmd_l
         need = d_end + x_l
@@ -137,7 +134,7 @@ class FastModel(TimingBase):
         before -= before[starts][gidx]
         out_end = c_start[gidx] + before + busy_l
         free = out_end if self.convoy else out_end - x_l
-        dies.hold_many(lane_l, free.tolist())
+        dies.hold_many(lanes, free)
         return int(c_start.min()), int(c_end.max())
 
     # -- programs ----------------------------------------------------------------------
@@ -198,8 +195,7 @@ class FastModel(TimingBase):
         else:
             offs = np.full(lanes.size, -1, dtype=np.int64)
         # a lane of several commands programs no page into a waiting one
-        end = dies.prog_many(lanes.tolist(), e0.tolist(), (ops_l * t_prog).tolist(),
-                             np.where(ops_l == 1, mask, 0).tolist(), offs.tolist())
+        end = dies.prog_many(lanes, e0, ops_l * t_prog, np.where(ops_l == 1, mask, 0), offs)
         self.c.program_cmds -= dies.merged - merged
         return end
 

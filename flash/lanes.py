@@ -2,7 +2,8 @@
 
 ``DieLanes`` holds the dies as busy-until lanes with read priority and suspension (see
 the class). An SSD has hundreds of dies and booking a 2 MiB chunk touches a hundred of
-them; each booking is scalar arithmetic on Python lists.
+them: their state is in numpy arrays, and a chunk's bookings are numpy operations over
+all its dies at once.
 
 ``GapBank`` (the channels) keeps each lane's bookings as sorted disjoint intervals, so a
 booking takes the earliest idle interval long enough for it. A loosely timed model books
@@ -14,7 +15,6 @@ never overlap themselves.
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections import deque
 from dataclasses import dataclass
 
 import numpy as np
@@ -22,6 +22,8 @@ import numpy.typing as npt
 
 I64 = npt.NDArray[np.int64]
 PROG, ERASE, GC = 0, 1, 2
+#: the fields of a queued op in ``DieLanes._ops``
+ST, EN, KIND, MASK, PAGE, SPAN = range(6)
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,7 +40,7 @@ class SuspendRule:
 
 class DieLanes:
     """``n`` die lanes with read priority (the transaction scheduler's, see
-    ``flash.scheduler``). Times in ps.
+    ``flash.scheduler``). Times in ps, never negative.
 
     Per die the lane keeps the end of its last read and the programs and erases booked
     after it, in order. A read queues behind reads only: it goes ahead of programs and
@@ -50,9 +52,18 @@ class DieLanes:
     (multi-plane command forming, ``prog1``). ``hold1`` keeps a die from its next
     command until its cache register drains.
 
-    State is kept in Python lists: a booking is a few list operations, and a chunk's
-    bookings are one call (``read_many``, ``prog_many``, ``hold_many``), one loop over
-    its dies; ``read1`` and ``prog1`` are one lane of those."""
+    The lanes' state is in numpy arrays: per lane its numbers, and its queue of programs
+    and erases as a row of slots per field (``_ops``, slots ``_head`` to ``_tail``). A
+    chunk's bookings are one call on its distinct lanes (``read_many``, ``prog_many``,
+    ``hold_many``), booked as ``read1``, ``prog1`` and ``hold1`` would book each lane,
+    in numpy operations over all of them at once; only a page's search for a waiting
+    program to join, and the last steps of a read's moving of deep queues, go lane by
+    lane. ``read1`` and ``prog1`` are the same rules in scalar code, for callers that
+    book one command."""
+
+    #: a read's moving of queued work goes on in numpy while more than this many lanes
+    #: still move, then lane by lane (a numpy step costs about what 16 scalar ones do)
+    vector_min = 16
 
     def __init__(self, prefix: str, n: int, rule: SuspendRule | None = None,
                  record: bool = False, planes_per_die: int = 1) -> None:
@@ -60,41 +71,47 @@ class DieLanes:
         self.rule = rule
         #: plane bits per die in a mask (a lane that is a chip has several dies' bits)
         self.P = planes_per_die
-        self._until = [0] * n
-        self._rd = [0] * n
-        #: per die, the programs and erases booked after its last read:
-        #: [start, end, kind (PROG, ERASE, GC), plane mask, span index, page offset]
-        self._q: list[deque[list[int]]] = [deque() for _ in range(n)]
-        self._busy = [0] * n
-        self._count = [0] * n
+        self._until = np.zeros(n, dtype=np.int64)
+        self._rd = np.zeros(n, dtype=np.int64)
+        self._busy = np.zeros(n, dtype=np.int64)
+        self._count = np.zeros(n, dtype=np.int64)
+        #: per die, the programs and erases booked after its last read, in order: slots
+        #: ``_head[die]`` to ``_tail[die]`` of the die's row (slots ``die * _cap`` on) in
+        #: each field's array ``_ops[f]``, for the fields ST, EN, KIND (PROG, ERASE,
+        #: GC), MASK (plane bits), PAGE (page offset), SPAN (index in ``spans``); the
+        #: rows grow when a lane fills its row
+        self._cap = 16
+        self._ops = [np.zeros(n * self._cap, dtype=np.int64) for _ in range(6)]
+        self._head = np.arange(n, dtype=np.int64) * self._cap
+        self._tail = self._head.copy()
         self.suspends = {"program": 0, "erase": 0}
         self.merged = 0
         #: chip lanes (``read_many``'s ``dies``): the latest batch of reads, its start,
         #: dies and end
-        self._bstart = [-1] * n
-        self._bmask = [0] * n
-        self._bend = [0] * n
+        self._bstart = np.full(n, -1, dtype=np.int64)
+        self._bmask = np.zeros(n, dtype=np.int64)
+        self._bend = np.zeros(n, dtype=np.int64)
         #: (start, end) of every booking per lane when recording (tests, plots).
         self.spans: list[list[tuple[int, int]]] | None = (
             [[] for _ in range(n)] if record else None)
 
     def __len__(self) -> int:
-        return len(self._until)
+        return int(self._until.size)
 
     @property
     def busy_until(self) -> I64:
-        return np.array(self._until, dtype=np.int64)
+        return self._until.copy()
 
     @property
     def busy_ps(self) -> I64:
-        return np.array(self._busy, dtype=np.int64)
+        return self._busy.copy()
 
     @property
     def count(self) -> I64:
-        return np.array(self._count, dtype=np.int64)
+        return self._count.copy()
 
     def start_time(self, i: int, earliest: int) -> int:
-        b = self._until[i]
+        b: int = self._until.item(i)
         return earliest if earliest > b else b
 
     def _book(self, i: int, start: int, end: int, busy: int) -> int:
@@ -105,17 +122,269 @@ class DieLanes:
         self.spans[i].append((start, end))
         return len(self.spans[i]) - 1
 
-    def read1(self, i: int, earliest: int, duration: int) -> int:
-        """Book a read of ``duration`` on die ``i`` no earlier than ``earliest``; return
-        its end."""
-        return self.read_many([i], [earliest], [duration])[0]
+    # -- the queues ----------------------------------------------------------------------
+    def _last(self, lanes: I64) -> tuple[I64, I64]:
+        """Per lane, the end of its newest queued op (-1: none queued) and its start if
+        it is a program (-1 otherwise)."""
+        t = self._tail[lanes]
+        queued = t > self._head[lanes]
+        last = t - 1
+        ops = self._ops
+        end = np.where(queued, ops[EN][last], -1)
+        prog = np.where(queued & (ops[KIND][last] == PROG), ops[ST][last], -1)
+        return end, prog
 
-    def read_many(self, lanes: list[int], earliest: list[int], durations: list[int],
-                  dies: list[int] | None = None,
-                  arrive: list[int] | None = None) -> list[int]:
-        """A read on each of distinct ``lanes`` (``read1``); their ends. One loop over
-        the lanes: a lane with no program or erase left to run past the read's start
-        (the common case of a chunk's reads) takes the short path.
+    def _last1(self, i: int) -> tuple[int, int]:
+        """``_last`` of one lane."""
+        t: int = self._tail.item(i)
+        if t == self._head.item(i):
+            return -1, -1
+        ops = self._ops
+        return ops[EN].item(t - 1), (ops[ST].item(t - 1)
+                                     if ops[KIND].item(t - 1) == PROG else -1)
+
+    def _room(self, lanes: I64) -> None:
+        """Make a free slot at the tail of each of ``lanes``: move a lane's queue to the
+        start of its row, or give every row more slots."""
+        cap = self._cap
+        full = self._tail[lanes] >= (lanes + 1) * cap
+        if not full.any():
+            return
+        for i in lanes[full].tolist():
+            h, t = self._head.item(i), self._tail.item(i)
+            if h > i * cap:
+                for f in self._ops:
+                    f[i * cap:i * cap + t - h] = f[h:t]
+                self._head[i], self._tail[i] = i * cap, i * cap + t - h
+        if (self._tail[lanes] >= (lanes + 1) * cap).any():
+            n = len(self)
+            grown = []
+            for f in self._ops:
+                g = np.zeros((n, 2 * cap), dtype=np.int64)
+                g[:, :cap] = f.reshape(n, cap)
+                grown.append(g.reshape(-1))
+            self._ops = grown
+            base = np.arange(n, dtype=np.int64) * cap
+            self._head += base
+            self._tail += base
+            self._cap = 2 * cap
+
+    def _push(self, lanes: I64, start: I64, end: I64, kind: int, planes: I64,
+              pages: I64) -> None:
+        """Queue an op at the tail of each of distinct ``lanes``, booked on them."""
+        self._room(lanes)
+        t = self._tail[lanes]
+        ops = self._ops
+        ops[ST][t] = start
+        ops[EN][t] = end
+        ops[KIND][t] = kind
+        ops[MASK][t] = planes
+        ops[PAGE][t] = pages
+        self._tail[lanes] = t + 1
+        self._until[lanes] = end
+        self._busy[lanes] += end - start
+        self._count[lanes] += 1
+        if self.spans is not None:
+            spans = self.spans
+            idx = []
+            for i, a, b in zip(lanes.tolist(), start.tolist(), end.tolist(), strict=True):
+                spans[i].append((a, b))
+                idx.append(len(spans[i]) - 1)
+            ops[SPAN][t] = idx
+
+    # -- reads ---------------------------------------------------------------------------
+    def read1(self, i: int, earliest: int, duration: int, dies: int = 0,
+              arrive: int = -1) -> int:
+        """Book a read of ``duration`` on die ``i`` no earlier than ``earliest``; return
+        its end. On a lane that is a chip, ``dies`` is the bit mask of its dies the read
+        uses and ``arrive`` when it reached the scheduler (``read_many``)."""
+        qe = self._last1(i)[0]
+        if dies and qe < 0:
+            bs: int = self._bstart.item(i)
+            if (earliest if arrive < 0 else arrive) <= bs and not self._bmask.item(i) & dies:
+                self._join([i], [bs + duration], [dies])
+                return bs + duration
+        r: int = self._rd.item(i)
+        s = earliest if earliest > r else r
+        if qe > s:
+            return self._read_queued1(i, s, duration)
+        if qe >= 0:  # queued work that ended before the read: forgotten
+            self._head[i] = self._tail[i] = i * self._cap
+        end = s + duration
+        self._rd[i] = end
+        if self._until.item(i) < end:
+            self._until[i] = end
+        self._book(i, s, end, duration)
+        if dies:  # this read opens the chip's next batch
+            self._bstart[i], self._bmask[i], self._bend[i] = s, dies, end
+        return end
+
+    def _join(self, lanes: list[int], ends: list[int], dies: list[int]) -> None:
+        """Reads of ``dies`` join the waiting batches of chips ``lanes``, ending at
+        ``ends``."""
+        rd, until, bmask, bend = self._rd, self._until, self._bmask, self._bend
+        for i, end, m in zip(lanes, ends, dies, strict=True):
+            bmask[i] |= m
+            be: int = bend.item(i)
+            if end > be:
+                self._busy[i] += end - be
+                if self.spans is not None:
+                    self.spans[i].append((be, end))
+                bend[i] = end
+            if rd.item(i) < end:
+                rd[i] = end
+            if until.item(i) < end:
+                until[i] = end
+
+    def _suspend_latency(self, kind: int, left: int) -> int:
+        """The suspend latency of an op of ``kind`` with ``left`` to run that a read
+        suspends, or -1 when the rule lets it run on."""
+        rule = self.rule
+        if rule is None or kind == GC or not (rule.erase if kind == ERASE else rule.program):
+            return -1
+        lat = rule.t_erase if kind == ERASE else rule.t_program
+        return lat if left >= rule.min_remaining and left > lat else -1
+
+    def _read_queued1(self, i: int, s: int, d: int) -> int:
+        """A read of ``d`` from ``s`` on die ``i``, whose queue has work left to run
+        after ``s``: it queues ahead of it, or suspends it; its end."""
+        ops, spans = self._ops, self.spans
+        h: int = self._head.item(i)
+        t: int = self._tail.item(i)
+        while ops[EN].item(h) <= s:
+            h += 1
+        lat = 0
+        st0, en0, kind = ops[ST].item(h), ops[EN].item(h), ops[KIND].item(h)
+        if s < st0:
+            start = s  # ahead of every waiting program and erase
+        else:
+            sus = self._suspend_latency(kind, en0 - s)
+            if sus >= 0:
+                lat = sus
+                self.suspends["erase" if kind == ERASE else "program"] += 1
+                if spans is not None:  # the part done before the suspend
+                    spans[i][ops[SPAN].item(h)] = (st0, s)
+                    spans[i].append((s, en0))
+                    ops[SPAN][h] = len(spans[i]) - 1
+                ops[ST][h] = s  # the rest runs after the read
+                start = s + lat
+            else:
+                start = en0  # after the running one
+                h += 1
+        end = start + d
+        self._rd[i] = end
+        self._shift(i, h, t, end)
+        if h < t:
+            last = ops[EN].item(t - 1)
+            self._until[i] = last if last > end else end
+            self._head[i] = h
+        else:
+            if self._until.item(i) < end:
+                self._until[i] = end
+            self._head[i] = self._tail[i] = i * self._cap
+        self._busy[i] += d + lat
+        self._count[i] += 1
+        if spans is not None:
+            spans[i].append((start - lat, end))
+        return end
+
+    def _shift(self, i: int, j: int, t: int, u: int) -> None:
+        """Lane ``i``'s queued ops from slot ``j`` (before ``t``) move later, in order,
+        to start no earlier than ``u`` and each after the one before."""
+        ops, spans = self._ops, self.spans
+        while j < t:
+            a = ops[ST].item(j)
+            if a >= u:
+                return
+            sh = u - a
+            ops[ST][j] = u
+            if spans is not None:
+                spans[i][ops[SPAN].item(j)] = (u, ops[EN].item(j) + sh)
+            u = ops[EN].item(j) + sh
+            ops[EN][j] = u
+            j += 1
+
+    def _read_queued(self, lanes: I64, s: I64, d: I64) -> I64:
+        """``_read_queued1`` on each of distinct ``lanes``, in numpy; their ends."""
+        ops, spans, rule = self._ops, self.spans, self.rule
+        t = self._tail[lanes]
+        h = self._head[lanes]
+        while True:  # forget the ops that ended before the read
+            done = ops[EN][h] <= s
+            if not done.any():
+                break
+            h = h + done
+        st0, en0, kind = ops[ST][h], ops[EN][h], ops[KIND][h]
+        ahead = s < st0
+        lat = np.zeros(lanes.size, dtype=np.int64)
+        sus = np.zeros(lanes.size, dtype=bool)
+        if rule is not None:
+            erasing = kind == ERASE
+            allowed = (erasing & rule.erase) | ((kind == PROG) & rule.program)
+            t_sus = np.where(erasing, rule.t_erase, rule.t_program)
+            left = en0 - s
+            sus = ~ahead & allowed & (left >= rule.min_remaining) & (left > t_sus)
+            if sus.any():
+                lat[sus] = t_sus[sus]
+                n_erase = int(np.count_nonzero(sus & erasing))
+                self.suspends["erase"] += n_erase
+                self.suspends["program"] += int(np.count_nonzero(sus)) - n_erase
+                ls, hs = lanes[sus], h[sus]
+                if spans is not None:  # the part done before the suspend
+                    for i, x, a, b, c in zip(ls.tolist(), ops[SPAN][hs].tolist(),
+                                             st0[sus].tolist(), s[sus].tolist(),
+                                             en0[sus].tolist(), strict=True):
+                        spans[i][x] = (a, b)
+                        spans[i].append((b, c))
+                    ops[SPAN][hs] = [len(spans[i]) - 1 for i in ls.tolist()]
+                ops[ST][hs] = s[sus]  # the rest runs after the read
+        after = ~(ahead | sus)
+        start = np.where(after, en0, s + lat)  # after the running one, or ahead of it
+        h = h + after
+        end = start + d
+        # the work behind moves later, in order: one queue position a step
+        # while many lanes still move (``vector_min``); the last few lane by lane
+        u = end.copy()
+        j = h.copy()
+        act = np.flatnonzero(j < t)
+        while act.size > self.vector_min:
+            la, ja = lanes[act], j[act]
+            a = ops[ST][ja]
+            go = a < u[act]
+            if not go.all():
+                act, la, ja, a = act[go], la[go], ja[go], a[go]
+            sh = u[act] - a
+            ops[ST][ja] = a + sh
+            ue = ops[EN][ja] + sh
+            ops[EN][ja] = ue
+            u[act] = ue
+            if spans is not None:
+                for i, x, b, c in zip(la.tolist(), ops[SPAN][ja].tolist(),
+                                      (a + sh).tolist(), ue.tolist(), strict=True):
+                    spans[i][x] = (b, c)
+            j[act] += 1
+            act = act[j[act] < t[act]]
+        for i, jj, uu, tt in zip(lanes[act].tolist(), j[act].tolist(), u[act].tolist(),
+                                 t[act].tolist(), strict=True):
+            self._shift(i, jj, tt, uu)
+        queued = h < t
+        last = ops[EN][t - 1]
+        until = self._until
+        until[lanes] = np.where(queued, np.maximum(last, end), np.maximum(until[lanes], end))
+        self._head[lanes] = np.where(queued, h, lanes * self._cap)
+        self._tail[lanes] = np.where(queued, t, lanes * self._cap)
+        self._rd[lanes] = end
+        self._busy[lanes] += d + lat
+        self._count[lanes] += 1
+        if spans is not None:
+            for i, a, b in zip(lanes.tolist(), (start - lat).tolist(), end.tolist(),
+                               strict=True):
+                spans[i].append((a, b))
+        return end
+
+    def read_many(self, lanes: I64, earliest: I64, durations: I64,
+                  dies: I64 | None = None, arrive: I64 | None = None) -> I64:
+        """``read1`` on each of distinct ``lanes``; their ends.
 
         ``dies``: on lanes that are chips (MQSim's chip lock), the bit mask of the dies
         each read uses. A chip takes a new command only when all its dies are idle, and
@@ -123,102 +392,63 @@ class DieLanes:
         die-interleaved read): a read issued before the chip's latest batch of reads
         starts joins it if its dies are free in it (``arrive``: when each read reached
         the scheduler, before any wait for its chip; default ``earliest``)."""
-        rd, until, qs = self._rd, self._until, self._q
-        busy, count, spans = self._busy, self._count, self.spans
-        out = []
-        for k, (i, e, d) in enumerate(zip(lanes, earliest, durations, strict=True)):
-            q = qs[i]
-            if dies is not None and not q:
-                m = dies[k]
-                bs = self._bstart[i]
-                a = e if arrive is None else arrive[k]
-                if a <= bs and not self._bmask[i] & m:   # joins the waiting batch
-                    end = bs + d
-                    self._bmask[i] |= m
-                    if end > self._bend[i]:
-                        busy[i] += end - self._bend[i]
-                        if spans is not None:
-                            spans[i].append((self._bend[i], end))
-                        self._bend[i] = end
-                    if rd[i] < end:
-                        rd[i] = end
-                    if until[i] < end:
-                        until[i] = end
-                    out.append(end)
-                    continue
-            r = rd[i]
-            s = e if e > r else r
-            if q:
-                if q[-1][1] > s:  # work left to run: queue ahead of it, or suspend it
-                    while q[0][1] <= s:
-                        q.popleft()
-                    lat = 0
-                    op = q[0]
-                    if s < op[0]:
-                        start = s  # ahead of every waiting program and erase
-                    else:
-                        rule = self.rule
-                        erasing = op[2] == ERASE
-                        if (rule is not None and (rule.erase if erasing else rule.program)
-                                and op[2] != GC and op[1] - s >= rule.min_remaining
-                                and op[1] - s > (rule.t_erase if erasing else rule.t_program)):
-                            lat = rule.t_erase if erasing else rule.t_program
-                            self.suspends["erase" if erasing else "program"] += 1
-                            if spans is not None:  # the part done before the suspend
-                                spans[i][op[4]] = (op[0], s)
-                                spans[i].append((s, op[1]))
-                                op[4] = len(spans[i]) - 1
-                            op[0] = s  # the rest runs after the read
-                            start = s + lat
-                        else:
-                            start = op[1]  # after the running one
-                            q.popleft()
-                    end = start + d
-                    rd[i] = end
-                    t = end
-                    for op in q:  # the work behind moves later, in order
-                        if op[0] >= t:
-                            break
-                        sh = t - op[0]
-                        op[0] += sh
-                        op[1] += sh
-                        t = op[1]
-                        if spans is not None:
-                            spans[i][op[4]] = (op[0], op[1])
-                    if q:
-                        u = q[-1][1]
-                        until[i] = u if u > end else end
-                    elif until[i] < end:
-                        until[i] = end
-                    busy[i] += d + lat
-                    count[i] += 1
-                    if spans is not None:
-                        spans[i].append((start - lat, end))
-                    out.append(end)
-                    continue
-                q.clear()
-            end = s + d
-            rd[i] = end
-            if until[i] < end:
-                until[i] = end
-            busy[i] += d
-            count[i] += 1
-            if spans is not None:
-                spans[i].append((s, end))
-            if dies is not None:  # this read opens the chip's next batch
-                self._bstart[i], self._bmask[i], self._bend[i] = s, dies[k], end
-            out.append(end)
-        return out
-
-    def hold_many(self, lanes: list[int], times: list[int]) -> None:
-        """``hold1`` on each of ``lanes``."""
         rd, until = self._rd, self._until
-        for i, t in zip(lanes, times, strict=True):
-            if rd[i] < t:
-                rd[i] = t
-            if until[i] < t:
-                until[i] = t
+        s = np.maximum(earliest, rd[lanes])
+        end = s + durations
+        qe = self._last(lanes)[0]
+        slow = qe > s
+        book = ~slow
+        if dies is not None:
+            bs = self._bstart[lanes]
+            join = ((qe < 0) & ((earliest if arrive is None else arrive) <= bs)
+                    & ((self._bmask[lanes] & dies) == 0))
+            if join.any():
+                book &= ~join
+                end[join] = bs[join] + durations[join]
+                self._join(lanes[join].tolist(), end[join].tolist(), dies[join].tolist())
+        if slow.any():
+            end[slow] = self._read_queued(lanes[slow], s[slow], durations[slow])
+        if not book.all():
+            lanes, s, end_b, durations = lanes[book], s[book], end[book], durations[book]
+            qe = qe[book]
+            if dies is not None:
+                dies = dies[book]
+        else:
+            end_b = end
+        stale = lanes[qe >= 0]  # queued work that ended before the read: forgotten
+        self._head[stale] = self._tail[stale] = stale * self._cap
+        rd[lanes] = end_b
+        until[lanes] = np.maximum(until[lanes], end_b)
+        self._busy[lanes] += durations
+        self._count[lanes] += 1
+        if self.spans is not None:
+            spans = self.spans
+            for i, a, b in zip(lanes.tolist(), s.tolist(), end_b.tolist(), strict=True):
+                spans[i].append((a, b))
+        if dies is not None:  # these reads open their chips' next batches
+            self._bstart[lanes] = s
+            self._bmask[lanes] = dies
+            self._bend[lanes] = end_b
+        return end
 
+    def hold1(self, i: int, t: int) -> None:
+        """Die ``i`` starts nothing before ``t`` (its cache register is still full)."""
+        if self._rd.item(i) < t:
+            self._rd[i] = t
+        if self._until.item(i) < t:
+            self._until[i] = t
+
+    def hold_many(self, lanes: I64, times: I64) -> None:
+        """``hold1`` on each of distinct ``lanes``."""
+        self._rd[lanes] = np.maximum(self._rd[lanes], times)
+        self._until[lanes] = np.maximum(self._until[lanes], times)
+
+    def read_free(self, i: int) -> int:
+        """When die ``i`` can start a new read (its last read and its cache register)."""
+        r: int = self._rd.item(i)
+        return r
+
+    # -- programs and erases -------------------------------------------------------------
     def prog1(self, i: int, ready: int, duration: int, planes: int = 0,
               page: int = -1) -> int:
         """Book a program of ``duration`` on die ``i`` once its data is in at ``ready``;
@@ -230,55 +460,64 @@ class DieLanes:
         scheduler), the page joins the newest such program at no die time. The search
         stops at the newest waiting program of the die that already programs one of
         these planes."""
-        return self.prog_many([i], [ready], [duration], [planes], [page])
+        if planes and ready <= self._last1(i)[1]:
+            joined = self._merge([i], [ready], [planes], [page])[0]
+            if joined >= 0:
+                return joined
+        return self._append(i, ready, duration, PROG, planes, page)
 
-    def prog_many(self, lanes: list[int], ready: list[int], durations: list[int],
-                  planes: list[int], pages: list[int]) -> int:
-        """``prog1`` on each lane in turn, in one loop; the latest end."""
-        qs, until = self._q, self._until
-        busy, count, spans = self._busy, self._count, self.spans
-        P = self.P
-        last = 0
-        for i, r, d, m, page in zip(lanes, ready, durations, planes, pages, strict=True):
-            q = qs[i]
-            if m and q:
-                die = (m.bit_length() - 1) // P
-                # the die's newest waiting program, among the last few commands of the lane
-                k = len(q) - 1
-                stop = k - 4 if k > 3 else -1
-                joined = -1
-                while k > stop:
-                    op = q[k]
-                    if op[0] < r or op[2] != PROG:
+    def _merge(self, lanes: list[int], ready: list[int], planes: list[int],
+               pages: list[int]) -> list[int]:
+        """Per lane, the end of the waiting program its page of planes ``planes`` at
+        offset ``pages`` joins (``prog1``), or -1."""
+        ops, P = self._ops, self.P
+        out = []
+        for i, r, m, page in zip(lanes, ready, planes, pages, strict=True):
+            die = (m.bit_length() - 1) // P
+            joined = -1
+            # the die's newest waiting program, among the last four commands of the lane
+            k = self._tail.item(i) - 1
+            stop = max(k - 4, self._head.item(i) - 1)
+            while k > stop:
+                if ops[ST].item(k) < r or ops[KIND].item(k) != PROG:
+                    break
+                om = ops[MASK].item(k)
+                if om and (om.bit_length() - 1) // P == die:
+                    if om & m:
                         break
-                    if op[3] and (op[3].bit_length() - 1) // P == die:
-                        if op[3] & m:
-                            break
-                        if op[5] == page:
-                            op[3] |= m
-                            self.merged += 1
-                            joined = op[1]
-                            break
-                        # an older waiting program may be at this offset
-                    k -= 1
-                if joined >= 0:
-                    if joined > last:
-                        last = joined
-                    continue
-            b = until[i]
-            s = r if r > b else b
-            end = s + d
-            until[i] = end
-            busy[i] += d
-            count[i] += 1
-            idx = -1
-            if spans is not None:
-                spans[i].append((s, end))
-                idx = len(spans[i]) - 1
-            q.append([s, end, PROG, m, idx, page])
-            if end > last:
-                last = end
-        return last
+                    if ops[PAGE].item(k) == page:
+                        ops[MASK][k] = om | m
+                        self.merged += 1
+                        joined = ops[EN].item(k)
+                        break
+                    # an older waiting program may be at this offset
+                k -= 1
+            out.append(joined)
+        return out
+
+    def prog_many(self, lanes: I64, ready: I64, durations: I64, planes: I64,
+                  pages: I64) -> int:
+        """``prog1`` on each of distinct ``lanes``; the latest end (0 for none). The
+        lanes whose newest queued op is a program still waiting at ``ready`` (where the
+        page may join one) are searched one by one, the rest booked in numpy."""
+        last = 0
+        cand = (planes != 0) & (ready <= self._last(lanes)[1])
+        if cand.any():
+            joined = np.full(lanes.size, -1, dtype=np.int64)
+            joined[cand] = self._merge(lanes[cand].tolist(), ready[cand].tolist(),
+                                       planes[cand].tolist(), pages[cand].tolist())
+            own = joined < 0
+            if not own.all():
+                last = int(joined.max())
+                lanes, ready, durations = lanes[own], ready[own], durations[own]
+                planes, pages = planes[own], pages[own]
+        if not lanes.size:
+            return last
+        s = np.maximum(ready, self._until[lanes])
+        end = s + durations
+        self._push(lanes, s, end, PROG, planes, pages)
+        e = int(end.max())
+        return e if e > last else last
 
     def work1(self, i: int, earliest: int, duration: int, erase: bool = False) -> int:
         """Book garbage-collection work on die ``i``: a relocation, or an erase."""
@@ -286,27 +525,28 @@ class DieLanes:
 
     def _append(self, i: int, earliest: int, duration: int, kind: int, planes: int,
                 page: int = -1) -> int:
-        b = self._until[i]
+        """Queue an op of ``kind`` on lane ``i`` (``_push`` of one lane); its end."""
+        b: int = self._until.item(i)
         s = earliest if earliest > b else b
         end = s + duration
+        t: int = self._tail.item(i)
+        if t == (i + 1) * self._cap:
+            self._room(np.array([i], dtype=np.int64))
+            t = self._tail.item(i)
+        ops = self._ops
+        ops[ST][t] = s
+        ops[EN][t] = end
+        ops[KIND][t] = kind
+        ops[MASK][t] = planes
+        ops[PAGE][t] = page
+        ops[SPAN][t] = self._book(i, s, end, duration)
+        self._tail[i] = t + 1
         self._until[i] = end
-        self._q[i].append([s, end, kind, planes, self._book(i, s, end, duration), page])
         return end
 
-    def read_free(self, i: int) -> int:
-        """When die ``i`` can start a new read (its last read and its cache register)."""
-        return self._rd[i]
-
-    def hold1(self, i: int, t: int) -> None:
-        """Die ``i`` starts nothing before ``t`` (its cache register is still full)."""
-        if self._rd[i] < t:
-            self._rd[i] = t
-        if self._until[i] < t:
-            self._until[i] = t
-
     def report(self, i: int, elapsed: int) -> dict[str, float | int]:
-        busy = self._busy[i]
-        return {"busy_ps": busy, "count": self._count[i],
+        busy: int = self._busy.item(i)
+        return {"busy_ps": busy, "count": self._count.item(i),
                 "utilization": round(busy / elapsed, 9) if elapsed > 0 else 0.0}
 
 
