@@ -147,3 +147,23 @@ def test_bench_prints_its_table_once_and_help_has_no_rst_markup(
     with pytest.raises(SystemExit):
         ap.parse_args(["bench", "--help"])
     assert "``" not in capsys.readouterr().out
+
+
+def test_full_size_studies_run_by_name_or_with_studies() -> None:
+    """A study case at full size takes minutes to hours: ``tmhw bench`` alone leaves them
+    out, ``--studies`` or ``--small`` takes them all, and ``--case`` picks one."""
+    studies = {f"study-{n}" for n in bench.STUDIES}
+    plain = bench.selected(None, studies=False, small=False)
+    assert not studies & set(plain) and "dask-speedup" in plain and "e2e-bert" in plain
+    assert studies <= set(bench.selected(None, studies=True, small=False))
+    assert studies <= set(bench.selected(None, studies=False, small=True))
+    assert bench.selected(["study-regime_map"], studies=False, small=False) == [
+        "study-regime_map"]
+    with pytest.raises(TmhwError, match="--case"):
+        bench.selected(["study-nope"], studies=False, small=False)
+
+
+def test_every_scenario_script_has_a_study_case() -> None:
+    from tmhw.studies.cli import available
+
+    assert sorted(bench.STUDIES) == available()

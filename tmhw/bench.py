@@ -45,7 +45,8 @@ Cases (issue 8):
   second, and ``extra`` has the wall time per simulated op and per inter-tier GiB, the
   longest point and the points that did not fit. Targets: ``paper_headline`` under 5
   minutes, ``regime_map`` under 20, no point over 60 s. Full-size studies take minutes
-  each (``tmhw bench`` runs them too; ``--case`` picks).
+  to hours each, so ``tmhw bench`` runs them with ``--studies`` or by name (``--case``);
+  with ``--small`` they run quick.
 
 ``--small`` runs each case at a size for tests (seconds in all). ``--policy`` changes the
 policy of the e2e cases.
@@ -574,15 +575,22 @@ HEADER = (f"{'case':<15} {'wall_s':>10} {'events':>10} {'sim_time_ps':>16} {'rss
           f"{'throughput':>14} {'unit':<18} {'k_ratio':>6}")
 
 
+def selected(names: list[str] | None, *, studies: bool, small: bool) -> list[str]:
+    """The cases to run: ``names`` (each checked), or every case but the full-size
+    studies, which take minutes to hours each (all of them with ``studies`` or
+    ``small``)."""
+    if names:
+        for c in names:
+            if c not in CASES:
+                raise TmhwError(f"--case: {c!r} is unknown; one of {', '.join(CASES)}")
+        return list(dict.fromkeys(names))
+    return [c for c in CASES if studies or small or not c.startswith("study-")]
+
+
 def _cmd(args: argparse.Namespace) -> int:
     if args.repeat < 1:
         raise TmhwError(f"--repeat: {args.repeat} is not allowed; an integer >= 1")
-    cases = list(CASES)
-    if args.case:
-        for c in args.case:
-            if c not in CASES:
-                raise TmhwError(f"--case: {c!r} is unknown; one of {', '.join(CASES)}")
-        cases = list(dict.fromkeys(args.case))
+    cases = selected(args.case, studies=args.studies, small=args.small)
     from tmhw.sim.progress import progress
 
     # every case but the kernel, then the kernel sized to the busiest
@@ -625,6 +633,9 @@ def add_options(p: argparse.ArgumentParser) -> None:
                    help=f"run this case only (repeatable): {', '.join(CASES)}")
     p.add_argument("--repeat", type=int, default=1, help="runs per case; wall = median")
     p.add_argument("--small", action="store_true", help="test-sized cases")
+    p.add_argument("--studies", action="store_true",
+                   help="also run every full-size study case (study-NAME: minutes to hours "
+                        "each; without it they run by name with --case, or with --small)")
     p.add_argument("--policy", default="tm-training", help="policy of the e2e cases")
     p.add_argument("--timeout", type=float, default=1800.0,
                    help="seconds before a case is abandoned (default 1800)")
