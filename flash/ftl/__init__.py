@@ -27,7 +27,7 @@ import numpy as np
 from flash.config import FlashConfig
 from flash.ftl.blocks import ACTIVE, BAD, FREE, FULL, BlockManager
 from flash.ftl.gc import GarbageCollector, GcJob
-from flash.ftl.mapping import I64, SEG, SEG_BITS, AddressMap, SparseL2P, stripe_planes
+from flash.ftl.mapping import I64, SEG, SEG_BITS, AddressMap, SparseL2P, _ascending, stripe_planes
 from flash.ftl.program import Programmer
 from tmhw.sim import TmhwError
 
@@ -221,6 +221,12 @@ class FTL:
         """Write distinct logical pages; returns their new ppns and the GC jobs that had
         to run synchronously (hard threshold) to make room."""
         lpns = np.asarray(lpns, dtype=np.int64)
+        n = int(lpns.size)
+        if (n > SparseL2P.DENSE_AT // 4 and int(lpns[-1]) - int(lpns[0]) == n - 1
+                and _ascending(lpns)):
+            run = self._write_run(lpns)
+            if run is not None:
+                return run, []
         self._check_range(lpns)
         jobs: list[GcJob] = []
         out = np.empty(lpns.size, dtype=np.int64)
@@ -228,7 +234,6 @@ class FTL:
             return out, jobs
         self._unmap(lpns)
         planes = self.stripe_plane[lpns % self.U]
-        n = int(lpns.size)
         if n == 1:
             out[:] = self.programmer.program(int(planes[0]), lpns, False, jobs)
         elif n <= self.U and int(lpns[-1]) - int(lpns[0]) == n - 1:
@@ -239,6 +244,79 @@ class FTL:
             out[order] = self.programmer.program_planes(planes[order], lpns[order], jobs)
         self.host_pages += int(lpns.size)
         return out, jobs
+
+    def _write_run(self, lpns: I64) -> I64 | None:
+        """``write`` of the run ``lpns`` (ascending, consecutive, more than
+        ``DENSE_AT // 4`` pages) when every plane's active block has room for its pages:
+        one vectorised step, no GC. None (nothing done) when a plane must open a block.
+
+        Its end state is ``write``'s, where the pages go grouped by plane: the old
+        copies' valid counts drop, the ``r``-th page of a plane goes ``r`` pages past its
+        write pointer, and the L2P map gets the same segment decisions. (A run of at most
+        a stripe is then written as a run; ``write`` first marks its old copies -1 so
+        that forced GC cannot move them, and with no GC the run sets every page of those
+        segments, which ends them dense either way.)"""
+        lo = int(lpns[0])
+        n = int(lpns.size)
+        U = self.U
+        if lo < 0 or lo + n > self.n_lpn:
+            raise TmhwError(f"flash: logical page out of range [0, {self.n_lpn})")
+        s0 = lo % U
+        w = min(n, U)
+        planes = self.mapping.stripe_plane2[s0:s0 + w]
+        b = self.blocks
+        hb = b.host_blk[planes]
+        if int(hb.min()) < 0:
+            return None
+        ppb = self.ppb
+        hw = b.host_wp[planes]
+        c: I64 | int = 1
+        if n > U:
+            c = (n - np.arange(w, dtype=np.int64) + U - 1) // U  # pages per plane
+            if int((hw + c).max()) > ppb:
+                return None
+        m = self.mapping
+        old = self.l2p.get_run(lo, n)
+        mapped = old >= 0
+        if mapped.any():
+            # (np.subtract.at is an order of magnitude slower than unique + counts)
+            ub, cnt = np.unique(old[mapped] // ppb, return_counts=True)
+            self.valid[ub] -= cnt.astype(np.int32)
+            if n > U:
+                self.l2p.set(lpns[mapped], -1)
+        rows = m.row_of[hb]
+        if int(rows.min()) < 0:
+            for blk in hb[rows < 0].tolist():
+                m.row(blk)
+            rows = m.row_of[hb]
+        if n > U:
+            i = np.arange(n, dtype=np.int64)
+            pos = i % U
+            blk_p, wp_p, rows = hb[pos], hw[pos] + i // U, rows[pos]
+        else:
+            blk_p, wp_p = hb, hw
+        pool = m.pool
+        if (pool[rows, wp_p] != -1).any():
+            raise AssertionError("FTL: program to a non-erased page")
+        pool[rows, wp_p] = lpns
+        ppns: I64 = blk_p * ppb + wp_p
+        self.valid[hb] += c  # hb: distinct blocks, one per plane
+        b.seq += n
+        self.stamp[hb] = b.seq
+        hw = hw + c
+        full = hw == ppb
+        if full.any():
+            self.state[hb[full]] = FULL
+            hw[full] = 0
+            hb[full] = -1
+        b.host_wp[planes] = hw
+        b.host_blk[planes] = hb
+        if n > U:
+            self.l2p.set_by_segment(lo, ppns)
+        else:
+            self.l2p.set_run(lo, ppns)
+        self.host_pages += n
+        return ppns
 
     def write1(self, lpn: int) -> tuple[int, list[GcJob]]:
         """``write`` of one logical page, in scalar arithmetic (the common case of a

@@ -79,7 +79,7 @@ class SparseL2P:
     def get(self, lpns: I64) -> I64:
         n = int(lpns.size)
         if n and int(lpns[-1]) - int(lpns[0]) == n - 1 and _ascending(lpns):
-            return self._get_run(int(lpns[0]), n)
+            return self.get_run(int(lpns[0]), n)
         out = self.amap.implicit_l2p(lpns)
         segi = lpns >> SEG_BITS
         for si in np.unique(segi).tolist():
@@ -95,7 +95,7 @@ class SparseL2P:
                         out[i] = v
         return out
 
-    def _get_run(self, lo: int, n: int) -> I64:
+    def get_run(self, lo: int, n: int) -> I64:
         """``get`` of the contiguous run [lo, lo + n), by segment slices."""
         out = np.empty(n, dtype=np.int64)
         hi = lo + n
@@ -137,12 +137,7 @@ class SparseL2P:
         # A run only if consecutive: lpns ordered by plane can span n pages end to end
         # without being in order.
         if n > self.DENSE_AT // 4 and int(lpns[-1]) - lo == n - 1 and _ascending(lpns):
-            a = lo
-            while a < lo + n:  # a contiguous run: segment slices
-                si = a >> SEG_BITS
-                b = min(lo + n, (si + 1) << SEG_BITS)
-                self._densify(si)[a - (si << SEG_BITS):b - (si << SEG_BITS)] = vals[a - lo:b - lo]
-                a = b
+            self.set_run(lo, vals)
             return
         segi = lpns >> SEG_BITS
         s0 = int(segi[0])
@@ -152,6 +147,33 @@ class SparseL2P:
         for si in np.unique(segi).tolist():
             m = segi == si
             self._set_seg(si, lpns[m], vals[m])
+
+    def set_run(self, lo: int, vals: I64) -> None:
+        """``set`` of the run [lo, lo + len(vals)), longer than ``DENSE_AT // 4``: every
+        segment it touches is made dense, and written by slices."""
+        hi = lo + int(vals.size)
+        a = lo
+        while a < hi:
+            si = a >> SEG_BITS
+            b = min(hi, (si + 1) << SEG_BITS)
+            self._densify(si)[a - (si << SEG_BITS):b - (si << SEG_BITS)] = vals[a - lo:b - lo]
+            a = b
+
+    def set_by_segment(self, lo: int, vals: I64) -> None:
+        """``set`` of the pages [lo, lo + len(vals)) given in an order that is not
+        ascending (so not as a run): each segment they touch decides by its own count,
+        dense when already dense or given ``DENSE_AT // 4`` pages or more."""
+        hi = lo + int(vals.size)
+        a = lo
+        while a < hi:
+            si = a >> SEG_BITS
+            b = min(hi, (si + 1) << SEG_BITS)
+            if self.segs[si] is None and b - a < self.DENSE_AT // 4:
+                for lpn, v in zip(range(a, b), vals[a - lo:b - lo].tolist(), strict=True):
+                    self.set1(lpn, v)
+            else:
+                self._densify(si)[a - (si << SEG_BITS):b - (si << SEG_BITS)] = vals[a - lo:b - lo]
+            a = b
 
     def _set_seg(self, si: int, lpns: I64, vals: I64) -> None:
         seg = self.segs[si]
@@ -200,6 +222,8 @@ class AddressMap:
         self.lpn_dtype = np.int32 if self.n_lpn < 2**31 else np.int64
         self.stripe_plane = stripe_planes(cfg)
         self.stripe_plane_list: list[int] = self.stripe_plane.tolist()
+        #: ``stripe_plane`` twice over: the planes of a run of at most a stripe are a slice
+        self.stripe_plane2 = np.concatenate([self.stripe_plane, self.stripe_plane])
         self.plane_stripe = np.empty(self.U, dtype=np.int64)
         self.plane_stripe[self.stripe_plane] = np.arange(self.U)
         # P2L rows live in a pool that grows with the blocks written during the run.
