@@ -361,13 +361,11 @@ def point_size(point: Point) -> int:
     """How much a point simulates, for ordering: its workload's pages times its
     iterations (a run's work grows with both); 0 when its config does not build."""
     from tmhw import config as C
-    from tmhw.workload.zoo import build
+    from tmhw.system import configured_workload
 
     try:
         cfg = C.from_dict(point["config"], C.PAPER)
-        wc = cfg.workload
-        wl = build(wc.model, batch=wc.batch or None, seq=wc.seq or None,
-                   page_size=wc.page_size, optimizer=wc.optimizer, layers=wc.layers or None)
+        wl = configured_workload(cfg)
     except Exception:  # the point itself will report why
         return 0
     return wl.npages * cfg.run.iterations

@@ -32,6 +32,14 @@ from tmhw.workload.graph import Workload
 from tmhw.workload.zoo import build as build_workload
 
 
+def configured_workload(cfg: SystemConfig) -> Workload:
+    """The training iteration ``cfg.workload`` names, built from the model zoo."""
+    wc = cfg.workload
+    return build_workload(wc.model, batch=wc.batch or None, seq=wc.seq or None,
+                          page_size=wc.page_size, optimizer=wc.optimizer,
+                          layers=wc.layers or None)
+
+
 class System:
     """One machine running one workload under one placement policy."""
 
@@ -44,9 +52,7 @@ class System:
         wc = cfg.workload
         self._zoo_workload = workload is None
         if workload is None:
-            workload = build_workload(
-                wc.model, batch=wc.batch or None, seq=wc.seq or None,
-                page_size=wc.page_size, optimizer=wc.optimizer, layers=wc.layers or None)
+            workload = configured_workload(cfg)
         elif workload.page_size != wc.page_size:
             raise TmhwError(f"workload.page_size: the workload is laid out in "
                             f"{workload.page_size} B pages, the config says {wc.page_size}")
