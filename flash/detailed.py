@@ -86,8 +86,7 @@ class DetailedModel(TimingBase):
             cmd = phy.rcmd[k]
             issue = earliest  # reads wait in the scheduler's priority queue, not here
             if self.convoy:  # the command needs idle channel time, between drains
-                issue = self.channels.lanes[ch].fit(max(issue, self.dies.read_free(lane)),
-                                                    cmd)
+                issue = self.command_slot(ch, max(issue, self.dies.read_free(lane)), cmd)
             t_r = max(self.t_r_of[(ppn_l[i] % self.ppb) % self.bits] for i in idx)
             d_end = self.dies.read1(lane, issue + cmd, t_r)
             x_end = d_end
@@ -101,6 +100,8 @@ class DetailedModel(TimingBase):
                 x_dur = setup + phy.data_ps(int(nb_l[i])) + lead
                 x_end = self.channels.reserve1(ch, x_end - lead, x_dur)
                 start = x_end - x_dur + lead
+                if self.convoy:
+                    self.data_waits(ch, d_end, start)
                 if op_first < 0:
                     op_first = start
                 if first < 0 or start < first:

@@ -82,11 +82,12 @@ class FastModel(TimingBase):
         ch = die // self.former.dpc
         arrive = earliest + cmd
         if self.convoy:  # the command needs idle channel time, between drains
-            earliest = self.channels.lanes[ch].fit(max(earliest, self.dies.read_free(lane)),
-                                                   cmd)
+            earliest = self.command_slot(ch, max(earliest, self.dies.read_free(lane)), cmd)
         d_end = self.dies.read1(lane, earliest + cmd, t_r,
                                 1 << (die % self.dpchip) if self.chip_lock else 0, arrive)
         c_end = self.channels.reserve1(ch, d_end - cmd, cmd + x)
+        if self.convoy:
+            self.data_waits(ch, d_end, c_end - x)
         # cache read frees the die as its data starts out; MQSim's chip waits for the end
         self.dies.hold1(lane, c_end if self.convoy else c_end - x)
         return c_end - x, c_end
@@ -109,8 +110,7 @@ class FastModel(TimingBase):
         uch, starts, gidx = self.former.channel_groups(lanes)
         arrive = earliest + cmd_l
         if self.convoy:  # a command needs idle channel time, between drains
-            chs = self.channels.lanes
-            issue = np.array([chs[c].fit(max(earliest, dies.read_free(ln)), k) + k
+            issue = np.array([self.command_slot(c, max(earliest, dies.read_free(ln)), k) + k
                               for c, ln, k in zip(uch[gidx].tolist(), lanes.tolist(),
                                                   cmd_l.tolist(), strict=True)],
                              dtype=np.int64)
@@ -135,6 +135,10 @@ class FastModel(TimingBase):
         out_end = c_start[gidx] + before + busy_l
         free = out_end if self.convoy else out_end - x_l
         dies.hold_many(lanes, free)
+        if self.convoy:  # each lane's last data waits from its read's end to its turn
+            for c, r, s in zip(uch[gidx].tolist(), d_end.tolist(), (out_end - x_l).tolist(),
+                               strict=True):
+                self.data_waits(c, r, s)
         return int(c_start.min()), int(c_end.max())
 
     # -- programs ----------------------------------------------------------------------

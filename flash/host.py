@@ -4,9 +4,15 @@
 - **NVMe queue.** The device holds at most ``nvme_queue_depth`` commands; a further
   command waits in the host's submission queue until the oldest one completes
   (``fetch``).
-- **PCIe link.** Each direction is its own busy-until timeline (full duplex): reads
-  leave on ``link_rd`` as their data comes off the channels (cut-through), writes come in
-  on ``link_wr`` before they are buffered or programmed.
+- **PCIe link.** Each direction is its own lane (full duplex): reads leave on
+  ``link_rd`` as their data comes off the channels (cut-through), writes come in on
+  ``link_wr`` before they are buffered or programmed. A direction carries transfers in
+  the order their data is ready, not the order their commands came in: a transfer is
+  booked when its command is taken, into the lane's earliest idle gap from its data's
+  ready time (``flash.lanes.GapLane``), so a read that a busy die delays does not hold
+  the link against a later read whose data is out first. (A busy-until FIFO here made
+  8 KiB random reads at queue depth 64 on mqsim-default wait 90 us on average for a
+  link that was 51% busy.)
 
 Pure bookkeeping: no SimPy events.
 """
@@ -16,7 +22,7 @@ from __future__ import annotations
 import heapq
 
 from flash.config import FlashConfig
-from tmhw.sim import Timeline
+from flash.lanes import GapLane
 from tmhw.sim.units import S
 
 
@@ -28,8 +34,8 @@ class HostInterface:
     def __init__(self, cfg: FlashConfig, record: bool = False) -> None:
         self.depth = cfg.nvme_queue_depth
         self._open: list[int] = []  # completion times of the commands the device holds
-        self.link_rd = Timeline("link_rd", record)
-        self.link_wr = Timeline("link_wr", record)
+        self.link_rd = GapLane(record)
+        self.link_wr = GapLane(record)
         self.ps_per_byte = S / cfg.host_bytes_per_s
         self.queue_waits = 0
 
@@ -55,10 +61,10 @@ class HostInterface:
 
     def to_host(self, start: int, nbytes: int) -> int:
         """Read data crossing to the host from ``start`` on; the end of its transfer."""
-        return self.link_rd.reserve(start, int(nbytes * self.ps_per_byte))
+        return self.link_rd.book(start, int(nbytes * self.ps_per_byte))
 
     def from_host(self, earliest: int, nbytes: int) -> tuple[int, int]:
         """Write data crossing from the host; (start, end) of its transfer."""
         dur = int(nbytes * self.ps_per_byte)
-        end = self.link_wr.reserve(earliest, dur)
+        end = self.link_wr.book(earliest, dur)
         return end - dur, end

@@ -14,7 +14,7 @@ never overlap themselves.
 
 from __future__ import annotations
 
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 
 import numpy as np
@@ -604,6 +604,20 @@ class GapLane:
             ends.insert(i, e)
         return e
 
+    def cover(self, s: int, e: int) -> None:
+        """Mark [s, e) busy, joining any bookings it overlaps or touches (for a lane of
+        windows rather than of work: it keeps no busy time or count)."""
+        if e <= s:
+            return
+        starts, ends = self.starts, self.ends
+        i = bisect_left(ends, s)
+        j = bisect_right(starts, e)
+        if i < j:
+            s = min(s, starts[i])
+            e = max(e, ends[j - 1])
+        starts[i:j] = [s]
+        ends[i:j] = [e]
+
     def prune(self, before: int) -> None:
         """Forget intervals that ended before ``before`` (no booking can reach them)."""
         k = bisect_right(self.ends, before)
@@ -613,6 +627,10 @@ class GapLane:
     @property
     def busy_until(self) -> int:
         return self.ends[-1] if self.ends else 0
+
+    def report(self, elapsed: int) -> dict[str, float | int]:
+        return {"busy_ps": self.busy_ps, "count": self.count,
+                "utilization": round(self.busy_ps / elapsed, 9) if elapsed > 0 else 0.0}
 
 
 class GapBank:
@@ -656,6 +674,4 @@ class GapBank:
             lane.prune(before)
 
     def report(self, i: int, elapsed: int) -> dict[str, float | int]:
-        lane = self.lanes[i]
-        return {"busy_ps": lane.busy_ps, "count": lane.count,
-                "utilization": round(lane.busy_ps / elapsed, 9) if elapsed > 0 else 0.0}
+        return self.lanes[i].report(elapsed)

@@ -26,7 +26,7 @@ import numpy as np
 import numpy.typing as npt
 
 from flash.config import FlashConfig
-from flash.lanes import DieLanes, GapBank, SuspendRule
+from flash.lanes import DieLanes, GapBank, GapLane, SuspendRule
 from flash.phy import OnfiPhy
 
 I64 = npt.NDArray[np.int64]
@@ -193,6 +193,10 @@ class TimingBase:
         self.t_r_of = [cfg.t_r_of(i) for i in range(self.bits)]
         self.t_prog_of = [cfg.t_prog_of(i) for i in range(self.bits)]
         self.convoy = cfg.compat == "mqsim"
+        #: Under MQSim's data-out convoy, per channel the windows in which a read's data
+        #: waits for the channel: the PHY drains waiting data-outs before it takes a
+        #: command, so no command starts inside one.
+        self.waiting = [GapLane() for _ in range(cfg.channels)] if self.convoy else []
         #: Pages of one multi-plane program share their page offset (ONFI addresses one
         #: page per plane at one offset). Where writes land in the controller's write
         #: buffer first, the FTL places them when they flush, a superpage across the
@@ -207,3 +211,20 @@ class TimingBase:
     def prune(self, now: int) -> None:
         """Forget channel bookings that ended before ``now``."""
         self.channels.prune(now)
+        for w in self.waiting:
+            w.prune(now)
+
+    def command_slot(self, ch: int, t: int, cmd: int) -> int:
+        """Under MQSim's convoy: the earliest start >= ``t`` of ``cmd`` on channel ``ch``
+        with the channel idle and no read data waiting for it."""
+        lane, wait = self.channels.lanes[ch], self.waiting[ch]
+        while True:
+            u = wait.fit(lane.fit(t, cmd), cmd)
+            if u == t:
+                return t
+            t = u
+
+    def data_waits(self, ch: int, ready: int, start: int) -> None:
+        """Under MQSim's convoy: read data ready at ``ready`` waits for channel ``ch``
+        until its data-out starts at ``start``."""
+        self.waiting[ch].cover(ready, start)

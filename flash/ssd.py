@@ -230,8 +230,10 @@ class Ssd:
         self.host.done(end)
         self.transfers += 1
         if not self.transfers & 255:
-            # Channel bookings that ended before now can no longer be reached.
+            # Channel and link bookings that ended before now can no longer be reached.
             self.model.prune(t0)
+            self.host.link_rd.prune(t0)
+            self.host.link_wr.prune(t0)
         # Controller active time: the union of the transactions' lifetimes.
         if end > self._active_until:
             self.active_ps += end - max(t0, self._active_until)

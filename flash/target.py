@@ -27,9 +27,9 @@ import simpy
 
 from flash.config import FlashConfig
 from flash.ftl import FTL
-from flash.lanes import DieLanes, GapBank
+from flash.lanes import DieLanes, GapBank, GapLane
 from flash.ssd import MODELS, Ssd
-from tmhw.sim import Component, EnergyMeter, EnergyTable, Op, Pattern, Timeline, TmhwError, Transfer
+from tmhw.sim import Component, EnergyMeter, EnergyTable, Op, Pattern, TmhwError, Transfer
 from tmhw.sim.trace import Tracer
 
 __all__ = ["MODELS", "FlashTarget"]
@@ -84,11 +84,11 @@ class FlashTarget(Component):
         return self.devices[0].model.channels
 
     @property
-    def link_rd(self) -> Timeline:
+    def link_rd(self) -> GapLane:
         return self.devices[0].host.link_rd
 
     @property
-    def link_wr(self) -> Timeline:
+    def link_wr(self) -> GapLane:
         return self.devices[0].host.link_wr
 
     @property

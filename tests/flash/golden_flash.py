@@ -4,7 +4,9 @@ size and shrunk into GC), both timing models, both ``compat`` modes.
 
 ``tests/flash/data/golden_flash.json`` holds, per case, a SHA-256 of the completion
 times and of the report, and the report's main counters in clear. It was written by the
-model before the flash hot paths were vectorised (which must not change any result):
+model before the flash hot paths were vectorised (which must not change any result), and
+written again when the PCIe link's directions became gap-filling lanes (a model change,
+``flash.host``):
 
     python tests/flash/golden_flash.py --write
 

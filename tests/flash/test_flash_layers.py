@@ -56,3 +56,36 @@ def test_the_flash_import_graph_has_no_cycle() -> None:
 
     for m in graph:
         visit(m)
+
+
+def test_the_host_link_carries_data_in_the_order_it_is_ready() -> None:
+    """A read booked first for data that comes off the channels late does not hold the
+    link against a read booked later whose data is ready sooner (PCIe is packet switched:
+    a ready TLP goes). 8 KiB at the link's rate takes ``dur``."""
+    from flash.config import PRESETS
+    from flash.host import HostInterface
+    host = HostInterface(PRESETS["mqsim-default"])
+    dur = int(8192 * host.ps_per_byte)
+    late = host.to_host(100 * dur, 8192)
+    early = host.to_host(0, 8192)
+    assert (early, late) == (dur, 101 * dur)
+    # a transfer that does not fit the gap before the late one goes after it
+    assert host.to_host(100 * dur - dur // 2, 8192) == 102 * dur
+
+
+def test_a_command_under_the_convoy_waits_out_data_that_waits_for_its_channel() -> None:
+    """Under MQSim's rules the PHY drains waiting data-outs before it takes a command: a
+    command asked for inside a window where read data waits starts at the window's end,
+    and one asked for outside it starts at once."""
+    from dataclasses import replace
+
+    from flash.config import PRESETS
+    from flash.target import FlashTarget
+    cfg = replace(PRESETS["mqsim-default"], compat="mqsim")
+    model = FlashTarget(None, "f", None, cfg).devices[0].model
+    model.data_waits(0, 1000, 5000)
+    model.data_waits(0, 4000, 9000)   # overlapping windows join
+    assert model.command_slot(0, 2000, 300) == 9000
+    assert model.command_slot(0, 500, 300) == 500
+    assert model.command_slot(0, 800, 300) == 9000   # would run into the window
+    assert model.command_slot(1, 2000, 300) == 2000  # another channel
