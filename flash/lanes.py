@@ -292,6 +292,21 @@ class DieLanes:
         """Lane ``i``'s queued ops from slot ``j`` (before ``t``) move later, in order,
         to start no earlier than ``u`` and each after the one before."""
         ops, spans = self._ops, self.spans
+        if t - j > self.vector_min:  # a deep queue (a chip lock): in numpy, the same steps
+            st = ops[ST][j:t]
+            dur = ops[EN][j:t] - st
+            # the ops that move start back to back from u; the first that starts at or
+            # after where it would move to, and all after it, stay
+            new_st = u + np.cumsum(dur) - dur
+            stay = np.flatnonzero(st >= new_st)
+            k = int(stay[0]) if stay.size else t - j
+            new_en = new_st + dur
+            if spans is not None:
+                for m in range(k):
+                    spans[i][ops[SPAN].item(j + m)] = (int(new_st[m]), int(new_en[m]))
+            ops[ST][j:j + k] = new_st[:k]
+            ops[EN][j:j + k] = new_en[:k]
+            return
         while j < t:
             a = ops[ST].item(j)
             if a >= u:

@@ -98,3 +98,41 @@ def test_a_deep_queue_grows_its_row_and_a_read_moves_all_of_it() -> None:
     assert end.tolist() == [500 + 50 + 200, 700]  # suspend latency, then tR
     assert d.busy_until.tolist() == [40_000 + 250, 700]
     assert d.suspends["program"] == 1
+
+
+@settings(max_examples=120, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 50), st.integers(1, 40)), min_size=24, max_size=60),
+       st.integers(0, 3000), st.integers(0, 5))
+def test_a_read_moves_a_deep_queue_as_op_by_op(ops: list[tuple[int, int]], u: int,
+                                                j: int) -> None:
+    """Moving a deep queue of a lane later (``_shift`` in numpy) gives what the
+    rule gives op by op: from slot ``j`` on, each op starts no earlier than it was booked
+    and after the one before has ended, the first after ``u``; the spans follow."""
+    n = len(ops)
+    lanes = DieLanes("die", 1, record=True)
+    while lanes._cap < n:  # a row long enough for the queue
+        lanes._tail[0] = lanes._cap
+        lanes._room(np.array([0]))
+    starts, ends, t = [], [], 0
+    for gap, dur in ops:  # a queue in order, with gaps
+        t += gap
+        starts.append(t)
+        ends.append(t + dur)
+        t += dur
+    assert lanes.spans is not None
+    lanes.spans[0][:] = list(zip(starts, ends, strict=True))
+    lanes._ops[0][:n] = starts
+    lanes._ops[1][:n] = ends
+    lanes._ops[5][:n] = np.arange(n)
+    j = min(j, n)
+    want_st, want_en, v = list(starts), list(ends), u
+    for k in range(j, n):
+        if want_st[k] >= v:
+            break
+        want_en[k] += v - want_st[k]
+        want_st[k] = v
+        v = want_en[k]
+    lanes._shift(0, j, n, u)
+    assert lanes._ops[0][:n].tolist() == want_st
+    assert lanes._ops[1][:n].tolist() == want_en
+    assert lanes.spans[0] == list(zip(want_st, want_en, strict=True))
