@@ -184,3 +184,37 @@ def test_a_study_run_with_resume_reuses_its_points_and_gives_the_same_outputs(
     with pytest.raises(AssertionError, match="ran again"):
         _scenario(["endurance", "--quick", "--out", str(tmp_path), "--quiet",
                    "--workers", "1"])
+
+
+def test_model_option_runs_the_study_on_the_named_models_only(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """``--model NAME`` (repeatable, any case) hands the study only those of its models,
+    the single-model studies the first of them; a name the study does not have is one
+    line naming the option, the value and what is allowed, before anything is written."""
+    from tmhw.studies import cli
+
+    other = studies.Model("BERT-large", "resnet18 b2", studies.workload("resnet18", 2))
+    monkeypatch.setattr(study_mod, "QUICK_MODELS", (TINY, other))
+    seen: list[tuple[tuple[str, ...], str]] = []
+
+    def record(st: studies.Study) -> str:
+        seen.append((tuple(m.stands_for for m in st.models), st.model.stands_for))
+        return ""
+
+    ap = argparse.ArgumentParser()
+    cli.add_options(ap)
+    for names, want in (([], (("ResNet-18", "BERT-large"), "ResNet-18")),
+                        (["bert-large"], (("BERT-large",), "BERT-large")),
+                        (["BERT-large", "resnet-18"], (("ResNet-18", "BERT-large"),
+                                                       "ResNet-18"))):
+        argv = ["--quick", "--quiet", "--out", str(tmp_path / "ok")]
+        for n in names:
+            argv += ["--model", n]
+        assert cli.run("x", record, ap.parse_args(argv)) == 0
+        assert seen[-1] == want
+    bad = tmp_path / "bad"
+    with pytest.raises(TmhwError, match=r"--model: 'GPT-3 block' is not allowed; one of "
+                                        r"ResNet-18, BERT-large"):
+        cli.run("x", record, ap.parse_args(["--quick", "--out", str(bad),
+                                            "--model", "GPT-3 block"]))
+    assert not bad.exists()

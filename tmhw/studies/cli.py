@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from tmhw.sim.errors import TmhwError
-from tmhw.studies.study import Study
+from tmhw.studies import study as S
+from tmhw.studies.study import Model, Study
 
 StudyFn = Callable[[Study], str]
 
@@ -58,6 +59,9 @@ def add_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--workers", type=int, help="local processes (default: CPU count)")
     p.add_argument("--set", action="append", default=[], metavar="PATH=VALUE",
                    help="override a config field in every run (repeatable)")
+    p.add_argument("--model", action="append", default=[], metavar="NAME",
+                   help="run the study on this one of its models only (repeatable): "
+                        + ", ".join(m.stands_for for m in S.FULL_MODELS))
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--resume", action="store_true",
                    help="reuse the points an earlier run left in OUT/points (each "
@@ -65,10 +69,11 @@ def add_options(p: argparse.ArgumentParser) -> None:
                         "every point runs again")
 
 
-def check_options(name: str, args: argparse.Namespace) -> tuple[dict[str, Any], Path]:
+def check_options(name: str, args: argparse.Namespace
+                  ) -> tuple[dict[str, Any], Path, tuple[Model, ...]]:
     """Every option checked before anything runs or is written: the user's --set
-    overrides (as a config), --workers and the output folder. Returns the overrides and
-    the output folder."""
+    overrides (as a config), --workers, --model and the output folder. Returns the
+    overrides, the output folder and the models chosen (all of them when none is)."""
     from tmhw import config as C
     from tmhw.cli import check_out_dir
     from tmhw.sim import tomlio
@@ -77,20 +82,29 @@ def check_options(name: str, args: argparse.Namespace) -> tuple[dict[str, Any], 
         raise TmhwError(f"--workers: {args.workers} is not allowed; an integer >= 1")
     C.with_overrides(C.preset(Study.preset), list(args.set))
     sets = {".".join(k): v for k, v in (tomlio.parse_override(s) for s in args.set)}
+    models = S.QUICK_MODELS if args.quick else S.FULL_MODELS
+    known = {m.stands_for.lower(): m for m in models}
+    for m in args.model:
+        if m.lower() not in known:
+            raise TmhwError(f"--model: {m!r} is not allowed; one of "
+                            + ", ".join(x.stands_for for x in models))
+    chosen = tuple(m for m in models if m.stands_for.lower() in
+                   {x.lower() for x in args.model}) or models
     out = Path(args.out) if args.out else Path("out") / name
     check_out_dir(out, "--out")
-    return sets, out
+    return sets, out, chosen
 
 
 def run(name: str, study: StudyFn, args: argparse.Namespace) -> int:
     """Run ``study`` with the parsed options; print its markdown table."""
-    sets, out = check_options(name, args)
+    sets, out, models = check_options(name, args)
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise TmhwError(f"--out: cannot create {out}: {e.strerror}") from None
     st = Study(name, bool(args.quick), out, args.workers, sets, not args.quiet,
-               resume=bool(args.resume))
+               models=models, resume=bool(args.resume),
+               one=None if len(models) > 1 else models[0])
     text = study(st)
     print(text, end="")
     print(f"\n{name}: {time.perf_counter() - st.started:.1f} s; outputs in {out}/")
