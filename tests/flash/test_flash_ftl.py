@@ -221,3 +221,49 @@ def test_a_write_that_fills_a_block_and_forces_gc_leaves_its_pages_mapped() -> N
         ftl.check()
         assert int(ftl.valid.sum()) == len(shadow)
     assert ftl.forced_gc_count > 0
+
+
+def _ftl_state(f: FTL) -> tuple[object, ...]:
+    """Everything a host write changes, as comparable values."""
+    m, b, l2p = f.mapping, f.blocks, f.l2p
+    rows = [m.pool[r - 1].tolist() if r else None for r in m.row1_of.tolist()]
+    return (l2p.sparse, l2p.sparse_per_seg.tolist(),
+            [s.tolist() if s is not None else None for s in l2p.segs],
+            f.valid.tolist(), f.stamp.tolist(), f.state.tolist(), f.erases.tolist(),
+            b.host_blk.tolist(), b.host_wp.tolist(), b.gc_blk, b.gc_wp, b.seq,
+            list(f.free_count), sorted(f.low_planes), rows, f.host_pages, f.gc_pages,
+            f.state_bytes())
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_run_writes_end_in_the_state_of_the_plane_by_plane_path(seed: int) -> None:
+    """The vectorised write of a run (``FTL._write_run``, taken for runs of two pages up
+    to a stripe, and for runs longer than ``DENSE_AT // 4``) leaves every map, count and
+    block state exactly where the general path (group by plane, program plane by plane)
+    leaves it: runs of 1 to 2 stripes + 3 pages, overwriting, straddling L2P segments
+    and filling blocks (so some go through GC), with the map's segments both sparse and
+    dense. 64 planes (a 2 MiB chunk of 16 KiB pages is 128 pages), 16 pages a block,
+    4096-page L2P segments."""
+    cfg = small(channels=4, dies_per_chip=4, planes_per_die=4, blocks_per_plane=32,
+                pages_per_block=16, over_provisioning=0.3)
+    run, ref = FTL(cfg), FTL(cfg)
+    ref._write_run = lambda lpns: None  # type: ignore[method-assign]
+    for f in (run, ref):
+        f.precondition(0.3)
+    rng = np.random.default_rng(seed)
+    U = cfg.planes
+    seen_sparse = False
+    for k in range(700):
+        n = int(rng.choice([2, 3, 17, 32, U - 1, U, U + 1, 2 * U + 3, 65, 200]))
+        lo = int(rng.choice([int(rng.integers(0, run.n_lpn - n)),
+                             4096 - n // 2, 8192 - 5]))  # some straddle a segment
+        lpns = np.arange(lo, lo + n, dtype=np.int64)
+        a, ja = run.write(lpns)
+        b, jb = ref.write(lpns)
+        assert np.array_equal(a, b) and len(ja) == len(jb)
+        if k % 50 == 0:
+            seen_sparse |= bool(run.l2p.sparse)
+            assert _ftl_state(run) == _ftl_state(ref), k
+    assert run.forced_gc_count > 0 and seen_sparse
+    assert any(s is not None for s in run.l2p.segs)
+    assert _ftl_state(run) == _ftl_state(ref)
