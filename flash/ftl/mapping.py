@@ -19,6 +19,8 @@ written during the run (4 bytes a page), in a pool whose rows erased blocks give
 
 from __future__ import annotations
 
+from itertools import repeat
+
 import numpy as np
 import numpy.typing as npt
 
@@ -170,17 +172,28 @@ class SparseL2P:
             si = a >> SEG_BITS
             b = min(hi, (si + 1) << SEG_BITS)
             if self.segs[si] is None and b - a < self.DENSE_AT // 4:
-                for lpn, v in zip(range(a, b), vals[a - lo:b - lo].tolist(), strict=True):
-                    self.set1(lpn, v)
+                self._set_seg(si, np.arange(a, b, dtype=np.int64), vals[a - lo:b - lo])
             else:
                 self._densify(si)[a - (si << SEG_BITS):b - (si << SEG_BITS)] = vals[a - lo:b - lo]
             a = b
 
     def _set_seg(self, si: int, lpns: I64, vals: I64) -> None:
+        """``set1`` of each of distinct ``lpns`` of segment ``si`` in turn, at once: a
+        sparse segment takes them into the dict and turns dense if that brings it to
+        ``DENSE_AT`` entries (``set1`` would have turned it dense at that entry and put
+        the rest in the array: the same end state)."""
         seg = self.segs[si]
         if seg is None and lpns.size < self.DENSE_AT // 4:
-            for lpn, v in zip(lpns.tolist(), vals.tolist(), strict=True):
-                self.set1(lpn, v)
+            sp = self.sparse
+            before = len(sp)
+            sp.update(zip(lpns.tolist(), vals.tolist(), strict=True))
+            added = len(sp) - before
+            if added:
+                count = int(self.sparse_per_seg[si]) + added
+                if count >= self.DENSE_AT:
+                    self._densify(si)  # takes the segment's entries, these with them
+                else:
+                    self.sparse_per_seg[si] = count
             return
         self._densify(si)[lpns & (SEG - 1)] = vals
 
@@ -193,10 +206,11 @@ class SparseL2P:
             seg = np.full(SEG, -1, dtype=amap.ppn_dtype)
             seg[: ids.size] = amap.implicit_l2p(ids)
             if self.sparse_per_seg[si]:
-                for lpn in range(lo, lo + ids.size):
-                    v = self.sparse.pop(lpn, None)
-                    if v is not None:
-                        seg[lpn - lo] = v
+                # the segment's dict entries leave the dict (the loop runs in C)
+                got = list(map(self.sparse.pop, range(lo, lo + ids.size), repeat(-2)))
+                vals = np.array(got, dtype=np.int64)
+                held = vals != -2
+                seg[:ids.size][held] = vals[held]
                 self.sparse_per_seg[si] = 0
             self.segs[si] = seg
             self.dense_segs += 1

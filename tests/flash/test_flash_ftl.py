@@ -267,3 +267,42 @@ def test_run_writes_end_in_the_state_of_the_plane_by_plane_path(seed: int) -> No
     assert run.forced_gc_count > 0 and seen_sparse
     assert any(s is not None for s in run.l2p.segs)
     assert _ftl_state(run) == _ftl_state(ref)
+
+
+def test_l2p_set_of_a_few_pages_a_segment_ends_as_page_by_page_set1() -> None:
+    """``SparseL2P.set`` and ``set_by_segment`` of fewer than ``DENSE_AT // 4`` pages in
+    a sparse segment (taken into its dict at once) leave the map (the dict, per-segment
+    counts, dense segments and their values) as ``set1`` of each page in turn leaves it,
+    including batches that bring a segment to ``DENSE_AT`` entries, turning it dense
+    part-way."""
+    from flash.ftl import SparseL2P
+
+    ftl_a, ftl_b = FTL(small()), FTL(small())
+    for f in (ftl_a, ftl_b):
+        f.precondition(0.2)
+    a, b = ftl_a.l2p, ftl_b.l2p
+    assert len(a.segs) >= 4 and SparseL2P.DENSE_AT // 4 == 64
+    rng = np.random.default_rng(3)
+    n_lpn = ftl_a.n_lpn
+    seen_sparse = False
+    for k in range(1500):
+        n = int(rng.choice([1, 2, 5, 30, 63]))
+        if k % 3:
+            lpns = np.unique(rng.integers(0, n_lpn, n))
+        else:
+            lo = int(rng.integers(0, n_lpn - n))
+            lpns = np.arange(lo, lo + n, dtype=np.int64)
+        vals = rng.integers(-1, 10**6, lpns.size)
+        if k % 6 == 0:
+            a.set_by_segment(int(lpns[0]), vals)
+        else:
+            a.set(lpns, vals)
+        for lpn, v in zip(lpns.tolist(), vals.tolist(), strict=True):
+            b.set1(lpn, v)
+        assert a.sparse == b.sparse, k
+        seen_sparse |= bool(a.sparse)
+        assert a.sparse_per_seg.tolist() == b.sparse_per_seg.tolist()
+        assert [s is None for s in a.segs] == [s is None for s in b.segs]
+        assert all(np.array_equal(x, y) for x, y in zip(a.segs, b.segs, strict=True)
+                   if x is not None)
+    assert seen_sparse and a.dense_segs == len(a.segs) and a.nbytes() == b.nbytes()
