@@ -317,6 +317,8 @@ class FTL:
         b.host_blk[planes] = hb
         if n > U:
             self.l2p.set_by_segment(lo, ppns)
+        elif n > SparseL2P.DENSE_AT // 4:
+            self.l2p.set_run(lo, ppns)  # what ``set`` does with a run this long
         else:
             self.l2p.set(lpns, ppns)
         self.host_pages += n
