@@ -165,7 +165,10 @@ class FlashTarget(Component):
         return self._one.serve_many(op is Op.READ, addresses, nbytes, earliest)
 
     def _split(self, address: int, nbytes: int) -> list[tuple[Ssd, int, int]]:
-        """RAID-0: the contiguous device-local range of each device the bytes touch."""
+        """RAID-0: the contiguous device-local range of each device the bytes touch, in
+        the order of their first stripes (the devices share no state, so the order they
+        are served in changes nothing). Only the touched devices are visited: a 2 MiB
+        chunk on 16 devices of 512 KiB stripes is four steps, not sixteen."""
         devs = self.devices
         n = len(devs)
         if n == 1:
@@ -174,14 +177,11 @@ class FlashTarget(Component):
         end = address + nbytes
         s0, s1 = address // S, (end - 1) // S
         out = []
-        for k in range(n):
-            j = s0 + (k - s0) % n  # first stripe of device k in range
-            if j > s1:
-                continue
-            jl = s1 - (s1 - k) % n  # last
+        for j in range(s0, min(s1 + 1, s0 + n)):  # device j % n's first stripe
+            jl = s1 - (s1 - j) % n  # its last
             lo = (j // n) * S + max(address, j * S) - j * S
             hi = (jl // n) * S + min(end, (jl + 1) * S) - jl * S
-            out.append((devs[k], lo, hi - lo))
+            out.append((devs[j % n], lo, hi - lo))
         return out
 
     # -- lifecycle ---------------------------------------------------------------------

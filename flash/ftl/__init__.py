@@ -222,8 +222,8 @@ class FTL:
         to run synchronously (hard threshold) to make room."""
         lpns = np.asarray(lpns, dtype=np.int64)
         n = int(lpns.size)
-        if (n > SparseL2P.DENSE_AT // 4 and int(lpns[-1]) - int(lpns[0]) == n - 1
-                and _ascending(lpns)):
+        if ((n > SparseL2P.DENSE_AT // 4 or 1 < n <= self.U)
+                and int(lpns[-1]) - int(lpns[0]) == n - 1 and _ascending(lpns)):
             run = self._write_run(lpns)
             if run is not None:
                 return run, []
@@ -247,15 +247,19 @@ class FTL:
 
     def _write_run(self, lpns: I64) -> I64 | None:
         """``write`` of the run ``lpns`` (ascending, consecutive, more than
-        ``DENSE_AT // 4`` pages) when every plane's active block has room for its pages:
-        one vectorised step, no GC. None (nothing done) when a plane must open a block.
+        ``DENSE_AT // 4`` pages or at most a stripe of two or more) when every plane's
+        active block has room for its pages: one vectorised step, no GC. None (nothing
+        done) when a plane must open a block.
 
         Its end state is ``write``'s, where the pages go grouped by plane: the old
         copies' valid counts drop, the ``r``-th page of a plane goes ``r`` pages past its
         write pointer, and the L2P map gets the same segment decisions. (A run of at most
-        a stripe is then written as a run; ``write`` first marks its old copies -1 so
-        that forced GC cannot move them, and with no GC the run sets every page of those
-        segments, which ends them dense either way.)"""
+        a stripe is then set as ``write`` sets it, by ``SparseL2P.set``; ``write`` first
+        marks its old copies -1 so that forced GC cannot move them, and with no GC the
+        second setting of the same pages leaves the state one setting gives: the same
+        pages enter the segment's dict, so it turns dense at the same count, with the
+        same values.) A stripe-sized piece of a RAID-0 stripe unit (32 pages of 512 KiB
+        on 16 KiB pages) takes this path."""
         lo = int(lpns[0])
         n = int(lpns.size)
         U = self.U
@@ -284,11 +288,11 @@ class FTL:
             self.valid[ub] -= cnt.astype(np.int32)
             if n > U:
                 self.l2p.set(lpns[mapped], -1)
-        rows = m.row_of[hb]
+        rows = m.row1_of[hb] - 1
         if int(rows.min()) < 0:
             for blk in hb[rows < 0].tolist():
                 m.row(blk)
-            rows = m.row_of[hb]
+            rows = m.row1_of[hb] - 1
         if n > U:
             i = np.arange(n, dtype=np.int64)
             pos = i % U
@@ -313,8 +317,10 @@ class FTL:
         b.host_blk[planes] = hb
         if n > U:
             self.l2p.set_by_segment(lo, ppns)
+        elif n > SparseL2P.DENSE_AT // 4:
+            self.l2p.set_run(lo, ppns)  # what ``set`` does with a run this long
         else:
-            self.l2p.set_run(lo, ppns)
+            self.l2p.set(lpns, ppns)
         self.host_pages += n
         return ppns
 

@@ -104,9 +104,15 @@ class BlockManager:
         device: full blocks from the first on, then an active one with the rest."""
         full = count // self.ppb
         part = count % self.ppb
-        local = np.arange(self.bpp, dtype=np.int64)[None, :]
-        st = self.state.reshape(self.U, self.bpp)
-        va = self.valid.reshape(self.U, self.bpp)
+        # the blocks every plane fills whole, then the few columns where planes differ:
+        # the arrays' memory past the filled blocks is not touched
+        lo = int(full.min())
+        hi = min(int(full.max()) + 1, self.bpp)
+        self.state.reshape(self.U, self.bpp)[:, :lo] = FULL
+        self.valid.reshape(self.U, self.bpp)[:, :lo] = self.ppb
+        local = np.arange(lo, hi, dtype=np.int64)[None, :]
+        st = self.state.reshape(self.U, self.bpp)[:, lo:hi]
+        va = self.valid.reshape(self.U, self.bpp)[:, lo:hi]
         is_full = local < full[:, None]
         st[is_full] = FULL
         va[is_full] = self.ppb

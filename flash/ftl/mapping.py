@@ -19,6 +19,8 @@ written during the run (4 bytes a page), in a pool whose rows erased blocks give
 
 from __future__ import annotations
 
+from itertools import repeat
+
 import numpy as np
 import numpy.typing as npt
 
@@ -65,9 +67,10 @@ class SparseL2P:
             [None] * ((amap.n_lpn + SEG - 1) // SEG))
         self.sparse: dict[int, int] = {}
         self.sparse_per_seg = np.zeros(len(self.segs), dtype=np.int32)
+        self.dense_segs = 0  # segments made dense so far
 
     def any_written(self) -> bool:
-        return bool(self.sparse) or any(s is not None for s in self.segs)
+        return bool(self.sparse) or self.dense_segs > 0
 
     def get1(self, lpn: int) -> int:
         seg = self.segs[lpn >> SEG_BITS]
@@ -169,17 +172,28 @@ class SparseL2P:
             si = a >> SEG_BITS
             b = min(hi, (si + 1) << SEG_BITS)
             if self.segs[si] is None and b - a < self.DENSE_AT // 4:
-                for lpn, v in zip(range(a, b), vals[a - lo:b - lo].tolist(), strict=True):
-                    self.set1(lpn, v)
+                self._set_seg(si, np.arange(a, b, dtype=np.int64), vals[a - lo:b - lo])
             else:
                 self._densify(si)[a - (si << SEG_BITS):b - (si << SEG_BITS)] = vals[a - lo:b - lo]
             a = b
 
     def _set_seg(self, si: int, lpns: I64, vals: I64) -> None:
+        """``set1`` of each of distinct ``lpns`` of segment ``si`` in turn, at once: a
+        sparse segment takes them into the dict and turns dense if that brings it to
+        ``DENSE_AT`` entries (``set1`` would have turned it dense at that entry and put
+        the rest in the array: the same end state)."""
         seg = self.segs[si]
         if seg is None and lpns.size < self.DENSE_AT // 4:
-            for lpn, v in zip(lpns.tolist(), vals.tolist(), strict=True):
-                self.set1(lpn, v)
+            sp = self.sparse
+            before = len(sp)
+            sp.update(zip(lpns.tolist(), vals.tolist(), strict=True))
+            added = len(sp) - before
+            if added:
+                count = int(self.sparse_per_seg[si]) + added
+                if count >= self.DENSE_AT:
+                    self._densify(si)  # takes the segment's entries, these with them
+                else:
+                    self.sparse_per_seg[si] = count
             return
         self._densify(si)[lpns & (SEG - 1)] = vals
 
@@ -192,12 +206,14 @@ class SparseL2P:
             seg = np.full(SEG, -1, dtype=amap.ppn_dtype)
             seg[: ids.size] = amap.implicit_l2p(ids)
             if self.sparse_per_seg[si]:
-                for lpn in range(lo, lo + ids.size):
-                    v = self.sparse.pop(lpn, None)
-                    if v is not None:
-                        seg[lpn - lo] = v
+                # the segment's dict entries leave the dict (the loop runs in C)
+                got = list(map(self.sparse.pop, range(lo, lo + ids.size), repeat(-2)))
+                vals = np.array(got, dtype=np.int64)
+                held = vals != -2
+                seg[:ids.size][held] = vals[held]
                 self.sparse_per_seg[si] = 0
             self.segs[si] = seg
+            self.dense_segs += 1
         return seg
 
     def nbytes(self) -> int:
@@ -227,7 +243,9 @@ class AddressMap:
         self.plane_stripe = np.empty(self.U, dtype=np.int64)
         self.plane_stripe[self.stripe_plane] = np.arange(self.U)
         # P2L rows live in a pool that grows with the blocks written during the run.
-        self.row_of = np.full(cfg.blocks, -1, dtype=np.int32)
+        #: per block, 1 + the index of its row in ``pool`` (0: none yet); zeros, so
+        #: the array's memory is only touched where blocks get rows
+        self.row1_of = np.zeros(cfg.blocks, dtype=np.int32)
         self.pool = np.empty((256, self.ppb), dtype=self.lpn_dtype)  # rebound as it grows
         self._pool_used = 0
         self._free_rows: list[int] = []
@@ -300,7 +318,7 @@ class AddressMap:
     # -- P2L ---------------------------------------------------------------------------
     def p2l(self, block: int) -> I64:
         """Logical page written at each page of ``block`` (-1: erased), read-only."""
-        r = int(self.row_of[block])
+        r = int(self.row1_of[block]) - 1
         if r >= 0:
             row: I64 = self.pool[r].astype(np.int64)
             return row
@@ -323,7 +341,7 @@ class AddressMap:
     def row(self, block: int) -> int:
         """Index in ``pool`` of the P2L row of ``block``, made (and filled from the
         closed form, or erased) on first use; the pool may grow, so re-read ``pool``."""
-        r: int = self.row_of.item(block)
+        r: int = self.row1_of.item(block) - 1
         if r < 0:
             if self._free_rows:
                 r = self._free_rows.pop()
@@ -338,15 +356,15 @@ class AddressMap:
                 self.pool[r] = self.implicit_p2l(block)
             else:
                 self.pool[r] = -1
-            self.row_of[block] = r
+            self.row1_of[block] = r + 1
         return r
 
     def release_row(self, block: int) -> None:
         """``block`` is being erased: its P2L row goes back to the pool."""
-        r = int(self.row_of[block])
+        r = int(self.row1_of[block]) - 1
         if r >= 0:
             self._free_rows.append(r)
-            self.row_of[block] = -1
+            self.row1_of[block] = 0
 
     def valid_pages(self, block: int) -> tuple[I64, I64]:
         """(ppns, lpns) of the valid pages of ``block``."""
@@ -360,4 +378,4 @@ class AddressMap:
 
     def nbytes(self) -> int:
         """Bytes held: touched L2P segments and entries, the P2L row pool."""
-        return self.l2p.nbytes() + self.pool.nbytes + self.row_of.nbytes
+        return self.l2p.nbytes() + self.pool.nbytes + self.row1_of.nbytes

@@ -98,7 +98,7 @@ class Programmer:
         fits = (hb >= 0) & (hw + counts <= ppb)
         if fits.any():
             fb, fw, fc = hb[fits], hw[fits], counts[fits]
-            for blk in fb[m.row_of[fb] < 0].tolist():
+            for blk in fb[m.row1_of[fb] == 0].tolist():
                 m.row(blk)
             if uniq.size == n:  # one page per plane
                 sel, blk_p, wp_p = fits, fb, fw
@@ -107,7 +107,7 @@ class Programmer:
                 rank = np.arange(n, dtype=np.int64) - np.repeat(first, counts)
                 blk_p = np.repeat(fb, fc)
                 wp_p = np.repeat(fw, fc) + rank[sel]
-            rows = m.row_of[blk_p]
+            rows = m.row1_of[blk_p] - 1
             if (m.pool[rows, wp_p] != -1).any():
                 raise AssertionError("FTL: program to a non-erased page")
             m.pool[rows, wp_p] = lpns[sel]

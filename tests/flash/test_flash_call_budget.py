@@ -11,6 +11,7 @@ join)."""
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from collections import Counter
 from types import FrameType
@@ -152,3 +153,50 @@ def test_ftl_write_of_a_chunk_is_one_vectorised_step() -> None:
         assert not jobs and np.array_equal(ftl.lookup(again), ppns)
         # lo + n is new (mapped already if preconditioned), the rest are overwritten
         assert ftl.mapped_pages() == mapped + int(lo + n >= ftl.n_pre)
+
+
+def _striped(devices: int) -> FlashTarget:
+    """990pro devices striped RAID-0 in 512 KiB units (a 2 MiB chunk touches four, 32
+    pages on each), with programs queued on the dies the chunks below meet."""
+    cfg = dataclasses.replace(PRESETS["990pro"], devices=devices, stripe_bytes=512 * 1024)
+    dev = FlashTarget(Environment(), "flash", None, cfg, model="fast", precondition=0.001,
+                      seed=0)
+    for k in range(4):
+        dev.transport(Transfer(Op.WRITE, k * 8 * MiB, 8 * MiB), 0)
+    return dev
+
+
+def _chunk_calls(dev: FlashTarget, chunks: int) -> tuple[Counter[str], Counter[str]]:
+    """Python calls of ``chunks`` 2 MiB writes into a fresh range (sparse L2P segments,
+    active blocks with room) and of ``chunks`` 2 MiB reads from NAND."""
+    writes = _count_calls(lambda: [dev.transport(Transfer(Op.WRITE, (512 + 2 * k) * MiB,
+                                                          CHUNK), 1000)
+                                   for k in range(chunks)])
+    reads = _count_calls(lambda: [dev.transport(Transfer(Op.READ, (1024 + 2 * k) * MiB,
+                                                         CHUNK), 1000)
+                                  for k in range(chunks)])
+    return writes, reads
+
+
+def test_chunk_on_striped_devices_costs_its_touched_devices_only() -> None:
+    """A 2 MiB chunk on 16 devices striped in 512 KiB units touches four of them: its
+    Python calls are those four devices' work, the same as on four devices, and none per
+    page. Before the FTL wrote a device's 32 pages as a run and took them into a sparse
+    L2P segment at once, a 2 MiB write chunk here made 840 Python calls at 16 devices
+    (256 of them ``SparseL2P.set1``, two per page) and 829 at 4; now 436 and 440. A read
+    chunk makes 420 and 424 (105 per touched device; one device reading all 128 pages
+    makes 109)."""
+    chunks = 8
+    w16, r16 = _chunk_calls(_striped(16), chunks)
+    w4, r4 = _chunk_calls(_striped(4), chunks)
+    for calls in (w16, r16, w4, r4):
+        # no per-page work: the FTL writes each device's 32 pages as one run
+        assert calls["SparseL2P.set1"] == 0 and calls["Programmer.program_planes"] == 0
+        assert calls["Ssd.write"] + calls["Ssd.read"] == 4 * chunks, calls.most_common(8)
+    # not more than the four touched devices need, whatever the number of devices
+    assert sum(w16.values()) <= sum(w4.values()) + 2 * chunks
+    assert sum(r16.values()) <= sum(r4.values()) + 2 * chunks
+    # per touched device: the device, cache, FTL and model layers, numpy helpers, and
+    # one booking per channel
+    assert sum(w16.values()) <= 4 * 120 * chunks, w16.most_common(10)
+    assert sum(r16.values()) <= 4 * 120 * chunks, r16.most_common(10)

@@ -221,3 +221,88 @@ def test_a_write_that_fills_a_block_and_forces_gc_leaves_its_pages_mapped() -> N
         ftl.check()
         assert int(ftl.valid.sum()) == len(shadow)
     assert ftl.forced_gc_count > 0
+
+
+def _ftl_state(f: FTL) -> tuple[object, ...]:
+    """Everything a host write changes, as comparable values."""
+    m, b, l2p = f.mapping, f.blocks, f.l2p
+    rows = [m.pool[r - 1].tolist() if r else None for r in m.row1_of.tolist()]
+    return (l2p.sparse, l2p.sparse_per_seg.tolist(),
+            [s.tolist() if s is not None else None for s in l2p.segs],
+            f.valid.tolist(), f.stamp.tolist(), f.state.tolist(), f.erases.tolist(),
+            b.host_blk.tolist(), b.host_wp.tolist(), b.gc_blk, b.gc_wp, b.seq,
+            list(f.free_count), sorted(f.low_planes), rows, f.host_pages, f.gc_pages,
+            f.state_bytes())
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_run_writes_end_in_the_state_of_the_plane_by_plane_path(seed: int) -> None:
+    """The vectorised write of a run (``FTL._write_run``, taken for runs of two pages up
+    to a stripe, and for runs longer than ``DENSE_AT // 4``) leaves every map, count and
+    block state exactly where the general path (group by plane, program plane by plane)
+    leaves it: runs of 1 to 2 stripes + 3 pages, overwriting, straddling L2P segments
+    and filling blocks (so some go through GC), with the map's segments both sparse and
+    dense. 64 planes (a 2 MiB chunk of 16 KiB pages is 128 pages), 16 pages a block,
+    4096-page L2P segments."""
+    cfg = small(channels=4, dies_per_chip=4, planes_per_die=4, blocks_per_plane=32,
+                pages_per_block=16, over_provisioning=0.3)
+    run, ref = FTL(cfg), FTL(cfg)
+    ref._write_run = lambda lpns: None  # type: ignore[method-assign]
+    for f in (run, ref):
+        f.precondition(0.3)
+    rng = np.random.default_rng(seed)
+    U = cfg.planes
+    seen_sparse = False
+    for k in range(700):
+        n = int(rng.choice([2, 3, 17, 32, U - 1, U, U + 1, 2 * U + 3, 65, 200]))
+        lo = int(rng.choice([int(rng.integers(0, run.n_lpn - n)),
+                             4096 - n // 2, 8192 - 5]))  # some straddle a segment
+        lpns = np.arange(lo, lo + n, dtype=np.int64)
+        a, ja = run.write(lpns)
+        b, jb = ref.write(lpns)
+        assert np.array_equal(a, b) and len(ja) == len(jb)
+        if k % 50 == 0:
+            seen_sparse |= bool(run.l2p.sparse)
+            assert _ftl_state(run) == _ftl_state(ref), k
+    assert run.forced_gc_count > 0 and seen_sparse
+    assert any(s is not None for s in run.l2p.segs)
+    assert _ftl_state(run) == _ftl_state(ref)
+
+
+def test_l2p_set_of_a_few_pages_a_segment_ends_as_page_by_page_set1() -> None:
+    """``SparseL2P.set`` and ``set_by_segment`` of fewer than ``DENSE_AT // 4`` pages in
+    a sparse segment (taken into its dict at once) leave the map (the dict, per-segment
+    counts, dense segments and their values) as ``set1`` of each page in turn leaves it,
+    including batches that bring a segment to ``DENSE_AT`` entries, turning it dense
+    part-way."""
+    from flash.ftl import SparseL2P
+
+    ftl_a, ftl_b = FTL(small()), FTL(small())
+    for f in (ftl_a, ftl_b):
+        f.precondition(0.2)
+    a, b = ftl_a.l2p, ftl_b.l2p
+    assert len(a.segs) >= 4 and SparseL2P.DENSE_AT // 4 == 64
+    rng = np.random.default_rng(3)
+    n_lpn = ftl_a.n_lpn
+    seen_sparse = False
+    for k in range(1500):
+        n = int(rng.choice([1, 2, 5, 30, 63]))
+        if k % 3:
+            lpns = np.unique(rng.integers(0, n_lpn, n))
+        else:
+            lo = int(rng.integers(0, n_lpn - n))
+            lpns = np.arange(lo, lo + n, dtype=np.int64)
+        vals = rng.integers(-1, 10**6, lpns.size)
+        if k % 6 == 0:
+            a.set_by_segment(int(lpns[0]), vals)
+        else:
+            a.set(lpns, vals)
+        for lpn, v in zip(lpns.tolist(), vals.tolist(), strict=True):
+            b.set1(lpn, v)
+        assert a.sparse == b.sparse, k
+        seen_sparse |= bool(a.sparse)
+        assert a.sparse_per_seg.tolist() == b.sparse_per_seg.tolist()
+        assert [s is None for s in a.segs] == [s is None for s in b.segs]
+        assert all(np.array_equal(x, y) for x, y in zip(a.segs, b.segs, strict=True)
+                   if x is not None)
+    assert seen_sparse and a.dense_segs == len(a.segs) and a.nbytes() == b.nbytes()
