@@ -41,12 +41,15 @@ class FastModel(TimingBase):
     """Chunk-level timing of one device (module docstring)."""
 
     def __init__(self, cfg: FlashConfig, phy: OnfiPhy, former: CommandFormer,
-                 counters: Counters, record: bool = False) -> None:
-        super().__init__(cfg, phy, former, counters, record)
+                 counters: Counters, record: bool = False, shared: FastModel | None = None,
+                 device: int = 0) -> None:
+        super().__init__(cfg, phy, former, counters, record, shared, device)
         self.t_r = int(cfg.t_r_mean)
         self.t_prog = int(cfg.t_prog_mean)
         self.chip_lock = former.chip_lock
         self.dpchip = cfg.dies_per_chip
+        self.die0 = device * cfg.dies
+        self.lanes_per_device = self.lane1 - self.lane0
 
     # -- lanes -------------------------------------------------------------------------
     def _lanes(self, udies: I64, *vals: I64) -> tuple[I64, I64 | None, list[I64]]:
@@ -73,6 +76,7 @@ class FastModel(TimingBase):
     def read1(self, ppn: int, nbytes: int, earliest: int) -> tuple[int, int]:
         """One page: (start of its data-out, end of it)."""
         phy = self.phy
+        ppn += self.ppn0
         die = self.former.die_of(ppn)
         t_r = self.t_r_of[(ppn % self.ppb) % self.bits]
         cmd = phy.rcmd[1]
@@ -95,9 +99,19 @@ class FastModel(TimingBase):
     def read(self, ppns: I64, nb: I64, earliest: int) -> tuple[int, int]:
         """Pages ``ppns`` with ``nb`` bytes wanted of each: (start of the first data-out,
         end of the last)."""
+        if self.ppn0:
+            ppns = ppns + self.ppn0
+        _, ops_d, _, c_start, c_end = self.read_lanes(ppns, nb, earliest)
+        self.c.read_cmds += int(ops_d.sum())
+        return int(c_start.min()), int(c_end.max())
+
+    def read_lanes(self, ppns: I64, nb: I64, earliest: int | I64
+                   ) -> tuple[I64, I64, I64, I64, I64]:
+        """``read`` of pages in the shared numbering, from ``earliest`` (one time, or
+        one per device): the dies touched and their read commands, the channels and
+        the start and end of each one's span."""
         phy = self.phy
         udies, bytes_d, _pages_d, ops_d, kp, _ = self.former.die_groups(ppns, nb)
-        self.c.read_cmds += int(ops_d.sum())
         t_r = self.t_r
         cmd = phy.rcmd_a[kp]
         # one command's data-out: setup plus its share of the die's bytes
@@ -108,11 +122,15 @@ class FastModel(TimingBase):
             busy_l = self._lane_sum(chip_of, ops_d * (cmd + x_op))
         dies = self.dies
         uch, starts, gidx = self.former.channel_groups(lanes)
+        if not isinstance(earliest, int):  # per device: per lane
+            earliest = earliest[lanes // self.lanes_per_device]
         arrive = earliest + cmd_l
         if self.convoy:  # a command needs idle channel time, between drains
-            issue = np.array([self.command_slot(c, max(earliest, dies.read_free(ln)), k) + k
-                              for c, ln, k in zip(uch[gidx].tolist(), lanes.tolist(),
-                                                  cmd_l.tolist(), strict=True)],
+            issue = np.array([self.command_slot(c, max(e, dies.read_free(ln)), k) + k
+                              for c, ln, k, e in zip(
+                                  uch[gidx].tolist(), lanes.tolist(), cmd_l.tolist(),
+                                  np.broadcast_to(earliest, lanes.shape).tolist(),
+                                  strict=True)],
                              dtype=np.int64)
         else:
             issue = arrive
@@ -139,12 +157,13 @@ class FastModel(TimingBase):
             for c, r, s in zip(uch[gidx].tolist(), d_end.tolist(), (out_end - x_l).tolist(),
                                strict=True):
                 self.data_waits(c, r, s)
-        return int(c_start.min()), int(c_end.max())
+        return udies, ops_d, uch, c_start, c_end
 
     # -- programs ----------------------------------------------------------------------
     def program1(self, ppn: int, first_in: int, l_end: int) -> int:
         """One page whose data crosses the host link in [first_in, l_end]."""
         phy = self.phy
+        ppn += self.ppn0
         plane = ppn // self.former.ppp
         die = plane // self.P
         busy = phy.pcmd[1] + phy.page_data
@@ -166,11 +185,25 @@ class FastModel(TimingBase):
         """Pages ``ppns`` whose data crosses the host link in [first_in, l_end]; the end
         of the last program."""
         n = int(ppns.size)
+        if self.ppn0:
+            ppns = ppns + self.ppn0
+        c = self.c
+        c.pages_programmed += n
+        c.channel_bytes += n * self.page
+        _, ops_d, _, ends, joined = self.program_lanes(ppns, first_in, l_end)
+        c.program_cmds += int(ops_d.sum())
+        if joined is not None:
+            c.program_cmds -= int(np.count_nonzero(joined))
+        return int(ends.max())
+
+    def program_lanes(self, ppns: I64, first_in: int | I64, l_end: int | I64
+                      ) -> tuple[I64, I64, I64, I64, npt.NDArray[np.bool_] | None]:
+        """``program`` of pages in the shared numbering (``first_in`` and ``l_end``: one
+        time, or one per device): the dies touched and their program commands, the
+        lanes, each one's end, and which of them joined a waiting program (None: none
+        did)."""
         phy = self.phy
         udies, _, pages_d, ops_d, kp, mask = self.former.die_groups(ppns)
-        self.c.program_cmds += int(ops_d.sum())
-        self.c.pages_programmed += n
-        self.c.channel_bytes += n * self.page
         op_busy = phy.pcmd_a[kp] + pages_d * phy.page_data // ops_d
         if self.chip_lock:
             mask = mask << ((udies % self.dpchip) * self.P)
@@ -182,14 +215,15 @@ class FastModel(TimingBase):
             chan_l = ops_l * op_busy_l
         uch, starts, cidx = self.former.channel_groups(lanes)
         busy_c = np.add.reduceat(chan_l, starts)
+        if not isinstance(first_in, int) and not isinstance(l_end, int):  # per device
+            dev = uch // (self.ch1 - self.ch0)
+            first_in, l_end = first_in[dev], l_end[dev]
         c_ends = self.channels.reserve(uch, np.maximum(first_in, l_end - busy_c), busy_c)
         c_start = c_ends - busy_c
         # a lane programs once its first command's data is in, and its last command
         # cannot start before the channel has delivered everything
         t_prog = self.t_prog
         e0 = np.maximum(c_start[cidx] + op_busy_l, c_ends[cidx] - (ops_l - 1) * t_prog)
-        dies = self.dies
-        merged = dies.merged
         # a lane's first page gives the page offset its command programs
         if self.same_offset:
             srt = np.sort(ppns)
@@ -199,15 +233,15 @@ class FastModel(TimingBase):
         else:
             offs = np.full(lanes.size, -1, dtype=np.int64)
         # a lane of several commands programs no page into a waiting one
-        end = dies.prog_many(lanes, e0, ops_l * t_prog, np.where(ops_l == 1, mask, 0), offs)
-        self.c.program_cmds -= dies.merged - merged
-        return end
+        ends, joined = self.dies.prog_lanes(lanes, e0, ops_l * t_prog,
+                                            np.where(ops_l == 1, mask, 0), offs)
+        return udies, ops_d, lanes, ends, joined
 
     # -- garbage collection ------------------------------------------------------------
     def gc(self, job: GcJob, earliest: int) -> int:
         """Book one block's relocation and erase; return when the erase ends."""
         m = job.moved
-        die = job.plane // self.P
+        die = job.plane // self.P + self.die0
         cfg, phy, c = self.cfg, self.phy, self.c
         c.gc_pages_read += m
         c.pages_programmed += m
@@ -226,3 +260,86 @@ class FastModel(TimingBase):
         if m:
             self.dies.work1(lane, earliest, int(m * (cfg.t_r_mean + cfg.t_prog_mean)))
         return self.dies.work1(lane, earliest, cfg.t_bers, erase=True)
+
+
+class FastArray:
+    """The fast timing of several devices whose lanes are one array (``models``, one
+    per device, sharing the first one's lanes): a transfer's pages on every device it
+    touches are read or programmed in one call, each device from its own start time,
+    with each device's end and counters its own. The devices share no lane, so this
+    books exactly what a call per device would."""
+
+    def __init__(self, models: list[FastModel]) -> None:
+        self.models = models
+        self.m = models[0]
+        self.n = len(models)
+        self.ppn0 = np.array([m.ppn0 for m in models], dtype=np.int64)
+        self.dies_per_device = models[0].cfg.dies
+        self.channels_per_device = models[0].ch1 - models[0].ch0
+
+    def _pages(self, devs: list[int], ppns: list[I64]) -> I64:
+        """The devices' pages, in the shared numbering."""
+        out: I64 = np.concatenate(ppns)
+        out += np.repeat(self.ppn0[devs], [p.size for p in ppns])
+        return out
+
+    def _per_device(self, devs: list[int], times: list[int]) -> I64:
+        out = np.zeros(self.n, dtype=np.int64)
+        out[devs] = times
+        return out
+
+    def _groups(self, units: I64, per_device: int) -> tuple[I64, I64]:
+        """Devices of sorted ``units`` (channels, lanes, dies numbered device by device)
+        and where each device's run starts."""
+        dev = units // per_device
+        edge = np.empty(dev.size, dtype=bool)
+        edge[0] = True
+        np.not_equal(dev[1:], dev[:-1], out=edge[1:])
+        starts = np.flatnonzero(edge)
+        return dev[starts], starts
+
+    def read(self, devs: list[int], ppns: list[I64], nb: list[I64],
+             t0: list[int]) -> dict[int, tuple[int, int]]:
+        """``FastModel.read(ppns[i], nb[i], t0[i])`` on device ``devs[i]`` for each
+        ``i``, in one call: per device, (start of its first data-out, end of its last)."""
+        m = self.m
+        udies, ops_d, uch, c_start, c_end = m.read_lanes(
+            self._pages(devs, ppns), np.concatenate(nb), self._per_device(devs, t0))
+        cmds = np.bincount(udies // self.dies_per_device, weights=ops_d,
+                           minlength=self.n).astype(np.int64).tolist()
+        dev, starts = self._groups(uch, self.channels_per_device)
+        first = np.minimum.reduceat(c_start, starts).tolist()
+        last = np.maximum.reduceat(c_end, starts).tolist()
+        models = self.models
+        out = {}
+        for k, a, b in zip(dev.tolist(), first, last, strict=True):
+            models[k].c.read_cmds += cmds[k]
+            out[k] = (a, b)
+        return out
+
+    def program(self, devs: list[int], ppns: list[I64], first_in: list[int],
+                l_end: list[int]) -> dict[int, int]:
+        """``FastModel.program(ppns[i], first_in[i], l_end[i])`` on device ``devs[i]``
+        for each ``i``, in one call: per device, the end of its last program."""
+        m = self.m
+        udies, ops_d, lanes, ends, joined = m.program_lanes(
+            self._pages(devs, ppns), self._per_device(devs, first_in),
+            self._per_device(devs, l_end))
+        cmds = np.bincount(udies // self.dies_per_device, weights=ops_d, minlength=self.n)
+        lpd = m.lanes_per_device
+        if joined is not None:
+            cmds -= np.bincount(lanes[joined] // lpd, minlength=self.n)
+        cmds_l = cmds.astype(np.int64).tolist()
+        dev, starts = self._groups(lanes, lpd)
+        models = self.models
+        page = m.page
+        out = {}
+        for k, e in zip(dev.tolist(), np.maximum.reduceat(ends, starts).tolist(),
+                        strict=True):
+            models[k].c.program_cmds += cmds_l[k]
+            out[k] = e
+        for k, p in zip(devs, ppns, strict=True):
+            c = models[k].c
+            c.pages_programmed += int(p.size)
+            c.channel_bytes += int(p.size) * page
+        return out

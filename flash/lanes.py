@@ -21,6 +21,7 @@ import numpy as np
 import numpy.typing as npt
 
 I64 = npt.NDArray[np.int64]
+B = npt.NDArray[np.bool_]
 PROG, ERASE, GC = 0, 1, 2
 #: the fields of a queued op in ``DieLanes._ops``
 ST, EN, KIND, MASK, PAGE, SPAN = range(6)
@@ -86,6 +87,10 @@ class DieLanes:
         self._tail = self._head.copy()
         self.suspends = {"program": 0, "erase": 0}
         self.merged = 0
+        #: the same per lane (suspended programs, suspended erases; merged pages), for a
+        #: device's share of lanes that span several (``counts``)
+        self._lane_sus = np.zeros((2, n), dtype=np.int64)
+        self._lane_merged = np.zeros(n, dtype=np.int64)
         #: chip lanes (``read_many``'s ``dies``): the latest batch of reads, its start,
         #: dies and end
         self._bstart = np.full(n, -1, dtype=np.int64)
@@ -262,6 +267,7 @@ class DieLanes:
             if sus >= 0:
                 lat = sus
                 self.suspends["erase" if kind == ERASE else "program"] += 1
+                self._lane_sus[int(kind == ERASE), i] += 1
                 if spans is not None:  # the part done before the suspend
                     spans[i][ops[SPAN].item(h)] = (st0, s)
                     spans[i].append((s, en0))
@@ -345,6 +351,9 @@ class DieLanes:
                 self.suspends["erase"] += n_erase
                 self.suspends["program"] += int(np.count_nonzero(sus)) - n_erase
                 ls, hs = lanes[sus], h[sus]
+                e = erasing[sus]
+                self._lane_sus[1, ls[e]] += 1
+                self._lane_sus[0, ls[~e]] += 1
                 if spans is not None:  # the part done before the suspend
                     for i, x, a, b, c in zip(ls.tolist(), ops[SPAN][hs].tolist(),
                                              st0[sus].tolist(), s[sus].tolist(),
@@ -503,6 +512,7 @@ class DieLanes:
                     if ops[PAGE].item(k) == page:
                         ops[MASK][k] = om | m
                         self.merged += 1
+                        self._lane_merged[i] += 1
                         joined = ops[EN].item(k)
                         break
                     # an older waiting program may be at this offset
@@ -512,27 +522,42 @@ class DieLanes:
 
     def prog_many(self, lanes: I64, ready: I64, durations: I64, planes: I64,
                   pages: I64) -> int:
-        """``prog1`` on each of distinct ``lanes``; the latest end (0 for none). The
-        lanes whose newest queued op is a program still waiting at ``ready`` (where the
-        page may join one) are searched one by one, the rest booked in numpy."""
-        last = 0
+        """``prog1`` on each of distinct ``lanes``; the latest end (0 for none)."""
+        ends = self.prog_lanes(lanes, ready, durations, planes, pages)[0]
+        return int(ends.max()) if ends.size else 0
+
+    def prog_lanes(self, lanes: I64, ready: I64, durations: I64, planes: I64,
+                   pages: I64) -> tuple[I64, B | None]:
+        """``prog1`` on each of distinct ``lanes``: each lane's end, and which lanes'
+        pages joined a waiting program (None: none did). The lanes whose newest queued
+        op is a program still waiting at ``ready`` (where the page may join one) are
+        searched one by one, the rest booked in numpy."""
         cand = (planes != 0) & (ready <= self._last(lanes)[1])
         if cand.any():
-            joined = np.full(lanes.size, -1, dtype=np.int64)
-            joined[cand] = self._merge(lanes[cand].tolist(), ready[cand].tolist(),
-                                       planes[cand].tolist(), pages[cand].tolist())
-            own = joined < 0
+            ends = np.full(lanes.size, -1, dtype=np.int64)
+            ends[cand] = self._merge(lanes[cand].tolist(), ready[cand].tolist(),
+                                     planes[cand].tolist(), pages[cand].tolist())
+            own = ends < 0
             if not own.all():
-                last = int(joined.max())
-                lanes, ready, durations = lanes[own], ready[own], durations[own]
-                planes, pages = planes[own], pages[own]
+                if own.any():
+                    ln = lanes[own]
+                    s = np.maximum(ready[own], self._until[ln])
+                    end = s + durations[own]
+                    self._push(ln, s, end, PROG, planes[own], pages[own])
+                    ends[own] = end
+                return ends, ~own
         if not lanes.size:
-            return last
+            return lanes, None
         s = np.maximum(ready, self._until[lanes])
         end = s + durations
         self._push(lanes, s, end, PROG, planes, pages)
-        e = int(end.max())
-        return e if e > last else last
+        return end, None
+
+    def counts(self, lo: int, hi: int) -> tuple[dict[str, int], int]:
+        """Reads' suspends of programs and erases, and pages that joined a waiting
+        program, on lanes ``lo`` to ``hi`` (one device's, of lanes spanning several)."""
+        sus = self._lane_sus[:, lo:hi].sum(axis=1).tolist()
+        return {"program": sus[0], "erase": sus[1]}, int(self._lane_merged[lo:hi].sum())
 
     def work1(self, i: int, earliest: int, duration: int, erase: bool = False) -> int:
         """Book garbage-collection work on die ``i``: a relocation, or an erase."""
@@ -596,7 +621,11 @@ class GapLane:
 
     def book(self, t: int, dur: int) -> int:
         """Reserve ``dur`` at the earliest fit no earlier than ``t``; return the end."""
-        s, i = self._fit(t, dur)
+        starts, ends = self.starts, self.ends
+        if not ends or t >= ends[-1]:  # after every booking: no gap to search
+            s, i = t, len(ends)
+        else:
+            s, i = self._fit(t, dur)
         e = s + dur
         self.busy_ps += dur
         self.count += 1
@@ -604,7 +633,6 @@ class GapLane:
             self.spans.append((s, e))
         if dur == 0:
             return e
-        starts, ends = self.starts, self.ends
         # intervals before i end at or before s; interval i starts at or after e
         if i > 0 and ends[i - 1] == s:
             if i < len(starts) and starts[i] == e:
@@ -680,12 +708,46 @@ class GapBank:
         return self.lanes[i].book(earliest, duration)
 
     def reserve(self, idx: I64, earliest: I64, duration: I64) -> I64:
-        return np.array([self.reserve1(i, e, d) for i, e, d in
-                         zip(idx.tolist(), earliest.tolist(), duration.tolist(), strict=True)],
-                        dtype=np.int64)
+        """``reserve1`` on each of lanes ``idx`` in turn; their ends. ``GapLane.book``'s
+        steps written out in one loop: a chunk books a few dozen channels, and a call
+        per booking cost as much as the booking."""
+        lanes = self.lanes
+        out = []
+        for i, t, dur in zip(idx.tolist(), earliest.tolist(), duration.tolist(), strict=True):
+            lane = lanes[i]
+            starts, ends = lane.starts, lane.ends
+            n = len(ends)
+            s, j = t, n
+            if n and t < ends[-1]:  # the earliest idle interval long enough (``_fit``)
+                j = bisect_right(ends, t)
+                while j < n and starts[j] < s + dur:
+                    if ends[j] > s:
+                        s = ends[j]
+                    j += 1
+            e = s + dur
+            lane.busy_ps += dur
+            lane.count += 1
+            if lane.spans is not None:
+                lane.spans.append((s, e))
+            out.append(e)
+            if dur == 0:
+                continue
+            if j > 0 and ends[j - 1] == s:
+                if j < n and starts[j] == e:
+                    ends[j - 1] = ends[j]
+                    del starts[j], ends[j]
+                else:
+                    ends[j - 1] = e
+            elif j < n and starts[j] == e:
+                starts[j] = s
+            else:
+                starts.insert(j, s)
+                ends.insert(j, e)
+        return np.array(out, dtype=np.int64)
 
-    def prune(self, before: int) -> None:
-        for lane in self.lanes:
+    def prune(self, before: int, lo: int = 0, hi: int | None = None) -> None:
+        """``GapLane.prune`` of lanes ``lo`` to ``hi`` (default: all)."""
+        for lane in self.lanes[lo:hi]:
             lane.prune(before)
 
     def report(self, i: int, elapsed: int) -> dict[str, float | int]:

@@ -21,6 +21,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -59,9 +60,12 @@ class CommandFormer:
     """Groups a transaction's physical pages into commands for ``cfg``'s geometry."""
 
     __slots__ = ("ppp", "P", "multi", "dpc", "lanes_per_channel", "chip_lock", "dies_per_chip",
-                 "lanes", "dies", "planes", "_bits")
+                 "lanes", "dies", "planes", "_bits", "devices", "pages_per_device")
 
-    def __init__(self, cfg: FlashConfig) -> None:
+    def __init__(self, cfg: FlashConfig, devices: int = 1) -> None:
+        """``devices`` > 1: the pages, dies, lanes and channels of that many devices
+        numbered one after the other (device k's die i is k x dies + i), for a timing
+        model that books them in one array."""
         self.ppp = cfg.blocks_per_plane * cfg.pages_per_block
         self.P = cfg.planes_per_die
         self.multi = cfg.multiplane and self.P > 1
@@ -69,10 +73,12 @@ class CommandFormer:
         self.chip_lock = cfg.compat == "mqsim"
         self.dies_per_chip = cfg.dies_per_chip
         #: die lanes: one per die, or one per chip under the chip lock
-        self.lanes = cfg.dies // cfg.dies_per_chip if self.chip_lock else cfg.dies
-        self.lanes_per_channel = self.lanes // cfg.channels
-        self.dies = cfg.dies
-        self.planes = cfg.dies * self.P
+        self.lanes = devices * (cfg.dies // cfg.dies_per_chip if self.chip_lock else cfg.dies)
+        self.lanes_per_channel = self.lanes // (devices * cfg.channels)
+        self.devices = devices
+        self.dies = devices * cfg.dies
+        self.planes = self.dies * self.P
+        self.pages_per_device = cfg.dies * self.P * self.ppp
         #: plane bit of each plane of a die
         self._bits = np.left_shift(1, np.arange(self.P, dtype=np.int64))
 
@@ -175,17 +181,26 @@ class CommandFormer:
 
 class TimingBase:
     """What both timing models hold: the device's geometry and cell timing, its PHY, the
-    command former, the counters, and the die and channel lanes."""
+    command former, the counters, and the die and channel lanes.
+
+    With ``shared``, the device is number ``device`` of several whose lanes are one
+    array (``former`` numbers their dies one device after the other, and ``shared`` owns
+    the lanes): the model takes device-local page numbers and books on its own range of
+    lanes and channels, and its counters are its own."""
 
     def __init__(self, cfg: FlashConfig, phy: OnfiPhy, former: CommandFormer,
-                 counters: Counters, record: bool = False) -> None:
+                 counters: Counters, record: bool = False, shared: TimingBase | None = None,
+                 device: int = 0) -> None:
         self.cfg = cfg
         self.phy = phy
         self.former = former
         self.c = counters
-        self.dies = DieLanes("die", former.lanes, suspend_rule(cfg), record,
-                             cfg.planes_per_die)
-        self.channels = GapBank("ch", cfg.channels, record)
+        if shared is None:
+            self.dies = DieLanes("die", former.lanes, suspend_rule(cfg), record,
+                                 cfg.planes_per_die)
+            self.channels = GapBank("ch", former.lanes // former.lanes_per_channel, record)
+        else:
+            self.dies, self.channels = shared.dies, shared.channels
         self.page = cfg.page_size
         self.bits = cfg.bits_per_cell
         self.ppb = cfg.pages_per_block
@@ -196,7 +211,14 @@ class TimingBase:
         #: Under MQSim's data-out convoy, per channel the windows in which a read's data
         #: waits for the channel: the PHY drains waiting data-outs before it takes a
         #: command, so no command starts inside one.
-        self.waiting = [GapLane() for _ in range(cfg.channels)] if self.convoy else []
+        self.waiting: list[GapLane] = (
+            shared.waiting if shared is not None
+            else [GapLane() for _ in range(len(self.channels))] if self.convoy else [])
+        #: this device's first page, lane and channel in the shared numbering
+        n_lanes = former.lanes // former.devices
+        self.ppn0 = device * former.pages_per_device
+        self.lane0, self.lane1 = device * n_lanes, (device + 1) * n_lanes
+        self.ch0, self.ch1 = device * cfg.channels, (device + 1) * cfg.channels
         #: Pages of one multi-plane program share their page offset (ONFI addresses one
         #: page per plane at one offset). Where writes land in the controller's write
         #: buffer first, the FTL places them when they flush, a superpage across the
@@ -209,10 +231,32 @@ class TimingBase:
         """Nothing to start: a model books on demand (no standing process)."""
 
     def prune(self, now: int) -> None:
-        """Forget channel bookings that ended before ``now``."""
-        self.channels.prune(now)
-        for w in self.waiting:
+        """Forget the device's channel bookings that ended before ``now``."""
+        self.channels.prune(now, self.ch0, self.ch1)
+        for w in self.waiting[self.ch0:self.ch1]:
             w.prune(now)
+
+    def idle_from(self) -> int:
+        """When the device's dies and channels are free again."""
+        return max(int(self.dies.busy_until[self.lane0:self.lane1].max()),
+                   int(self.channels.busy_until[self.ch0:self.ch1].max()))
+
+    def lane_counts(self) -> tuple[dict[str, int], int]:
+        """The device's suspends (programs, erases) and pages merged into waiting
+        programs."""
+        return self.dies.counts(self.lane0, self.lane1)
+
+    def lane_reports(self, elapsed: int) -> dict[str, dict[str, Any]]:
+        """Per channel of the device (``ch0``, ...) its report, with each of its die
+        lanes' (``die0``, ...)."""
+        per = self.former.lanes_per_channel
+        out: dict[str, dict[str, Any]] = {}
+        for ch in range(self.ch1 - self.ch0):
+            d: dict[str, Any] = dict(self.channels.report(self.ch0 + ch, elapsed))
+            for k in range(per):
+                d[f"die{k}"] = self.dies.report(self.lane0 + ch * per + k, elapsed)
+            out[f"ch{ch}"] = d
+        return out
 
     def command_slot(self, ch: int, t: int, cmd: int) -> int:
         """Under MQSim's convoy: the earliest start >= ``t`` of ``cmd`` on channel ``ch``

@@ -43,6 +43,7 @@ from flash.phy import OnfiPhy
 from flash.scheduler import CommandFormer, Counters
 
 I64 = npt.NDArray[np.int64]
+_NONE: I64 = np.zeros(0, dtype=np.int64)
 MODELS = ("fast", "detailed")
 
 
@@ -55,6 +56,12 @@ class TimingModel(Protocol):
     def start(self) -> None: ...
 
     def prune(self, now: int) -> None: ...
+
+    def idle_from(self) -> int: ...
+
+    def lane_counts(self) -> tuple[dict[str, int], int]: ...
+
+    def lane_reports(self, elapsed: int) -> dict[str, dict[str, Any]]: ...
 
     def read1(self, ppn: int, nbytes: int, earliest: int) -> tuple[int, int]: ...
 
@@ -71,8 +78,13 @@ class Ssd:
     """One device of the flash tier (module docstring)."""
 
     def __init__(self, cfg: FlashConfig, *, model: str, precondition: float, seed: int,
-                 age: float, record: bool) -> None:
+                 age: float, record: bool, device: int = 0, devices: int = 1,
+                 shared: Ssd | None = None) -> None:
+        """Device ``device`` of ``devices``. Several devices on the fast model book on
+        one array of lanes (``flash.fast.FastArray``): the first one makes it, the others
+        are given it as ``shared`` (the first device)."""
         self.cfg = cfg
+        self.device = device
         self.page = cfg.page_size
         self.ftl = FTL(cfg)
         self.ftl.precondition(precondition)
@@ -82,9 +94,14 @@ class Ssd:
         self.cache = DataCache(cfg.write_buffer_bytes // cfg.page_size,
                                cfg.read_cache_bytes // cfg.page_size)
         phy = OnfiPhy(cfg)
-        former = CommandFormer(cfg)
-        self.model: TimingModel = (DetailedModel if model == "detailed" else FastModel)(
-            cfg, phy, former, self.c, record)
+        self.model: TimingModel
+        self.fast: FastModel | None = None
+        if model == "detailed":
+            self.model = DetailedModel(cfg, phy, CommandFormer(cfg), self.c, record)
+        else:
+            self.model = self.fast = FastModel(
+                cfg, phy, CommandFormer(cfg, devices), self.c, record,
+                shared.fast if shared is not None else None, device)
         #: MQSim moves a request's data over PCIe in one piece: a read's once all of it
         #: is off the channels, a write's before any of it is programmed
         self.store_forward = cfg.compat == "mqsim"
@@ -97,6 +114,19 @@ class Ssd:
 
     # -- serving -----------------------------------------------------------------------
     def read(self, address: int, nbytes: int, earliest: int, wire_bytes: int = 0) -> int:
+        t0, start, x_end, ppns, nb = self.read_map(address, nbytes, earliest, wire_bytes)
+        if ppns is not None:
+            x_start, x_end = self.model.read(ppns, nb, t0)
+            if start < 0 or x_start < start:
+                start = x_start
+        return self.read_done(t0, start, x_end, nbytes, wire_bytes)
+
+    def read_map(self, address: int, nbytes: int, earliest: int, wire_bytes: int
+                 ) -> tuple[int, int, int, I64 | None, I64]:
+        """``read`` up to the NAND read of several pages: when the device takes the
+        command, the first data-out start so far (-1: none), the last end so far, and
+        the pages still to read with the bytes wanted of each (None: none; a single
+        page is read here)."""
         page = self.page
         lo = address // page
         hi = (address + nbytes + page - 1) // page
@@ -107,22 +137,29 @@ class Ssd:
         miss = ([lpn for lpn, h in zip(lpns, held, strict=True) if not h] if any(held)
                 else list(lpns))
         start = t0 if len(miss) < len(lpns) else -1
-        x_end = t0
-        if miss:
-            x_start, x_end = self._nand_read(miss, address, nbytes, t0)
-            start = x_start if start < 0 or x_start < start else start
-            if wire_bytes and self.cache.read_pages:
-                # in place: the controller serves lines from DRAM, so the page stays
-                self.cache.filled(miss)
-            elif self.cache.read_pages:
-                # the read cache keeps the NAND pages the host read only part of (only
-                # the first and the last page of a read can be partial)
-                end_b = address + nbytes
-                part = [p for p in sorted({lo, hi - 1}) if not held[p - lo]
-                        and (p * page < address or (p + 1) * page > end_b)]
-                if part:
-                    self.cache.filled(part)
-        if self.store_forward and miss:
+        if not miss:
+            return t0, start, t0, None, _NONE
+        if wire_bytes and self.cache.read_pages:
+            # in place: the controller serves lines from DRAM, so the page stays
+            self.cache.filled(miss)
+        elif self.cache.read_pages:
+            # the read cache keeps the NAND pages the host read only part of (only
+            # the first and the last page of a read can be partial)
+            end_b = address + nbytes
+            part = [p for p in sorted({lo, hi - 1}) if not held[p - lo]
+                    and (p * page < address or (p + 1) * page > end_b)]
+            if part:
+                self.cache.filled(part)
+        if len(miss) > 1:
+            ppns, nb = self._map_read(miss, address, nbytes)
+            return t0, start, t0, ppns, nb
+        x_start, x_end = self._read1(miss[0], address, nbytes, t0)
+        return t0, x_start if start < 0 or x_start < start else start, x_end, None, _NONE
+
+    def read_done(self, t0: int, start: int, x_end: int, nbytes: int,
+                  wire_bytes: int) -> int:
+        """``read`` from the NAND read on: the data crosses the host link."""
+        if self.store_forward:
             start = x_end  # MQSim: the request's data crosses once all of it is read
         if wire_bytes:
             self.mmio_reads += 1
@@ -139,23 +176,26 @@ class Ssd:
         f = self.read if read else self.write
         return [f(a, nbytes, earliest) for a in addresses]
 
-    def _nand_read(self, miss: list[int], address: int, nbytes: int,
-                   t0: int) -> tuple[int, int]:
-        """Read the missing logical pages from NAND: (first data-out start, last end)."""
+    def _read1(self, lpn: int, address: int, nbytes: int, t0: int) -> tuple[int, int]:
+        """Read one missing logical page from NAND: (data-out start, end)."""
         page = self.page
         c = self.c
-        lo = miss[0]
-        first_off = address - lo * page
+        ppn = self.ftl.lookup1(lpn)
+        if ppn < 0:
+            c.unmapped_reads += 1
+            ppn = self.ftl.static_ppn1(lpn)
+        nb1 = page - max(address - lpn * page, 0) - max((lpn + 1) * page - (address + nbytes), 0)
+        c.host_pages_read += 1
+        c.channel_bytes += nb1
+        return self.model.read1(ppn, nb1, t0)
+
+    def _map_read(self, miss: list[int], address: int, nbytes: int) -> tuple[I64, I64]:
+        """The physical pages of the missing logical pages, and the bytes wanted of
+        each."""
+        page = self.page
+        c = self.c
+        first_off = address - miss[0] * page
         last_cut = (miss[-1] + 1) * page - (address + nbytes)
-        if len(miss) == 1:
-            ppn = self.ftl.lookup1(lo)
-            if ppn < 0:
-                c.unmapped_reads += 1
-                ppn = self.ftl.static_ppn1(lo)
-            nb1 = page - max(first_off, 0) - max(last_cut, 0)
-            c.host_pages_read += 1
-            c.channel_bytes += nb1
-            return self.model.read1(ppn, nb1, t0)
         lp = np.array(miss, dtype=np.int64)
         ppns = self.ftl.lookup(lp)
         unm = ppns < 0
@@ -169,37 +209,55 @@ class Ssd:
             nb[-1] -= last_cut
         c.host_pages_read += int(lp.size)
         c.channel_bytes += int(nb.sum())
-        return self.model.read(ppns, nb, t0)
+        return ppns, nb
 
     def write(self, address: int, nbytes: int, earliest: int) -> int:
+        t0, adm, first_in, l_end, p_end, ppns = self.write_map(address, nbytes, earliest)
+        if ppns is not None:
+            p_end = self.model.program(ppns, first_in, l_end)
+        return self.write_done(address, nbytes, t0, adm, l_end, p_end)
+
+    def write_map(self, address: int, nbytes: int, earliest: int
+                  ) -> tuple[int, int, int, int, int, I64 | None]:
+        """``write`` up to the programming of several pages: when the device takes the
+        command, when the write buffer admits it (-1: written through), when its data
+        starts and ends crossing the link, and the pages to program (None: none; a
+        single page is programmed here, the end of its program next to it)."""
         page = self.page
         lo = address // page
         hi = (address + nbytes + page - 1) // page
-        n = hi - lo
         self.bytes_written += nbytes
         t0 = self.host.fetch(earliest)
         cache = self.cache
-        adm = cache.admit(n, t0) if cache.write_pages else -1
+        adm = cache.admit(hi - lo, t0) if cache.write_pages else -1
         l_start, l_end = self.host.from_host(adm if adm > t0 else t0, nbytes)
+        first_in = l_end if self.store_forward else l_start
         ftl = self.ftl
         model = self.model
-        if n == 1:
+        if hi - lo == 1:
             ppn, jobs = ftl.write1(lo)
             for job in jobs:
                 model.gc(job, t0)
-            p_end = model.program1(ppn, l_end if self.store_forward else l_start, l_end)
-        else:
-            ppns, jobs = ftl.write(np.arange(lo, hi, dtype=np.int64))
-            for job in jobs:
-                model.gc(job, t0)
-            p_end = model.program(ppns, l_end if self.store_forward else l_start, l_end)
+            return t0, adm, first_in, l_end, model.program1(ppn, first_in, l_end), None
+        ppns, jobs = ftl.write(np.arange(lo, hi, dtype=np.int64))
+        for job in jobs:
+            model.gc(job, t0)
+        return t0, adm, first_in, l_end, 0, ppns
+
+    def write_done(self, address: int, nbytes: int, t0: int, adm: int, l_end: int,
+                   p_end: int) -> int:
+        """``write`` from the end of its programs on."""
+        page = self.page
+        lo = address // page
+        hi = (address + nbytes + page - 1) // page
+        cache = self.cache
         if adm >= 0:
             cache.buffered(range(lo, hi), p_end)
             end = l_end
         else:
             cache.invalidate(range(lo, hi))
             end = p_end
-        if ftl.low_planes:
+        if self.ftl.low_planes:
             self._background_gc(p_end)
         self._finish(t0, end)
         return end
@@ -241,14 +299,14 @@ class Ssd:
 
     def idle_from(self) -> int:
         """When every die, channel and link direction is free again."""
-        m = self.model
-        return max(int(m.dies.busy_until.max()), int(m.channels.busy_until.max()),
-                   self.host.link_rd.busy_until, self.host.link_wr.busy_until)
+        return max(self.model.idle_from(), self.host.link_rd.busy_until,
+                   self.host.link_wr.busy_until)
 
     # -- reporting ---------------------------------------------------------------------
     def report(self, elapsed: int) -> dict[str, Any]:
         ftl, c, m = self.ftl, self.c, self.model
         cache = self.cache
+        suspends, merged = m.lane_counts()
         out: dict[str, Any] = {
             "transfers": self.transfers,
             "bytes_read": self.bytes_read,
@@ -270,8 +328,8 @@ class Ssd:
             "waf": ftl.waf,
             "commands": {"read": c.read_cmds, "program": c.program_cmds,
                          "erase": c.erase_cmds},
-            "suspends": dict(m.dies.suspends),
-            "merged_program_pages": m.dies.merged,
+            "suspends": suspends,
+            "merged_program_pages": merged,
             "cache": {"write_buffered_pages": cache.write_hits,
                       "write_buffer_waits": cache.write_waits,
                       "buffer_read_hits": cache.buffer_read_hits,
@@ -283,11 +341,5 @@ class Ssd:
             "link_rd": self.host.link_rd.report(elapsed),
             "link_wr": self.host.link_wr.report(elapsed),
         }
-        per = m.dies
-        lanes_per_ch = len(per) // self.cfg.channels
-        for ch in range(self.cfg.channels):
-            d: dict[str, Any] = dict(m.channels.report(ch, elapsed))
-            for k in range(lanes_per_ch):
-                d[f"die{k}"] = per.report(ch * lanes_per_ch + k, elapsed)
-            out[f"ch{ch}"] = d
+        out.update(m.lane_reports(elapsed))
         return out

@@ -23,9 +23,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
 import simpy
 
 from flash.config import FlashConfig
+from flash.fast import FastArray
 from flash.ftl import FTL
 from flash.lanes import DieLanes, GapBank, GapLane
 from flash.ssd import MODELS, Ssd
@@ -33,6 +36,8 @@ from tmhw.sim import Component, EnergyMeter, EnergyTable, Op, Pattern, TmhwError
 from tmhw.sim.trace import Tracer
 
 __all__ = ["MODELS", "FlashTarget"]
+
+I64 = npt.NDArray[np.int64]
 
 #: Report entries that are not summed over devices.
 _NOT_SUMMED = ("waf", "max_erase_count", "link_rd", "link_wr", "ftl_state_bytes")
@@ -58,11 +63,18 @@ class FlashTarget(Component):
         self.cfg = cfg
         self.model = model
         self.seed = seed
-        self.devices = [Ssd(cfg, model=model, precondition=precondition, seed=seed + k,
-                            age=age, record=record) for k in range(cfg.devices)]
-        self._capacity = cfg.total_capacity
-        self._one = self.devices[0] if cfg.devices == 1 else None
         n = cfg.devices
+        first = Ssd(cfg, model=model, precondition=precondition, seed=seed, age=age,
+                    record=record, devices=n)
+        self.devices = [first] + [
+            Ssd(cfg, model=model, precondition=precondition, seed=seed + k, age=age,
+                record=record, device=k, devices=n, shared=first) for k in range(1, n)]
+        self._capacity = cfg.total_capacity
+        self._one = first if n == 1 else None
+        #: several devices on the fast model: their lanes are one array, and a
+        #: transfer's NAND work on all the devices it touches is one call
+        fast = [d.fast for d in self.devices if d.fast is not None]
+        self._array = FastArray(fast) if n > 1 and len(fast) == n else None
         self.energy = EnergyMeter(EnergyTable(
             action_pj={"page_read": cfg.read_page_pj(), "page_program": cfg.program_page_pj(),
                        "block_erase": cfg.erase_block_pj(),
@@ -134,6 +146,12 @@ class FlashTarget(Component):
             if self.tracer.enabled:
                 self.tracer.span(self.path, earliest, end, op.value, {"bytes": t.nbytes})
             return end
+        if self._array is not None and t.op is not Op.TRIM:
+            end = (self._read_array(t, earliest) if t.op is Op.READ
+                   else self._write_array(t, earliest))
+            if self.tracer.enabled:
+                self.tracer.span(self.path, earliest, end, t.op.value, {"bytes": t.nbytes})
+            return end
         end = earliest
         for dev, address, nbytes in self._split(t.address, t.nbytes):
             if t.op is Op.READ:
@@ -149,6 +167,66 @@ class FlashTarget(Component):
                 end = e
         if t.op is not Op.TRIM and self.tracer.enabled:
             self.tracer.span(self.path, earliest, end, t.op.value, {"bytes": t.nbytes})
+        return end
+
+    def _read_array(self, t: Transfer, earliest: int) -> int:
+        """``transport`` of a read on several devices of the fast model: each touched
+        device takes its command, serves what its DRAM holds and maps the rest, then the
+        NAND reads of all of them are one call, then each device's data crosses its
+        link. Each device's steps keep their order (the devices share no state)."""
+        parts = []
+        devs: list[int] = []
+        ppns: list[I64] = []
+        nbs: list[I64] = []
+        t0s: list[int] = []
+        for dev, address, nbytes in self._split(t.address, t.nbytes):
+            # an MMIO read's wire overhead is per cache line: each device's share
+            wire = -(-nbytes * t.wire_bytes // t.nbytes) if t.wire_bytes else 0
+            t0, start, x_end, p, nb = dev.read_map(address, nbytes, earliest, wire)
+            parts.append((dev, t0, start, x_end, nbytes, wire))
+            if p is not None:
+                devs.append(dev.device)
+                ppns.append(p)
+                nbs.append(nb)
+                t0s.append(t0)
+        assert self._array is not None
+        got = self._array.read(devs, ppns, nbs, t0s) if devs else {}
+        end = earliest
+        for dev, t0, start, x_end, nbytes, wire in parts:
+            x = got.get(dev.device)
+            if x is not None:
+                x_end = x[1]
+                if start < 0 or x[0] < start:
+                    start = x[0]
+            e = dev.read_done(t0, start, x_end, nbytes, wire)
+            if e > end:
+                end = e
+        return end
+
+    def _write_array(self, t: Transfer, earliest: int) -> int:
+        """``transport`` of a write on several devices of the fast model: each touched
+        device takes its command and its data and maps its pages, then the programs of
+        all of them are one call, then each device acknowledges."""
+        parts = []
+        devs: list[int] = []
+        ppns: list[I64] = []
+        first_in: list[int] = []
+        l_ends: list[int] = []
+        for dev, address, nbytes in self._split(t.address, t.nbytes):
+            t0, adm, fi, l_end, p_end, p = dev.write_map(address, nbytes, earliest)
+            parts.append((dev, address, nbytes, t0, adm, l_end, p_end))
+            if p is not None:
+                devs.append(dev.device)
+                ppns.append(p)
+                first_in.append(fi)
+                l_ends.append(l_end)
+        assert self._array is not None
+        got = self._array.program(devs, ppns, first_in, l_ends) if devs else {}
+        end = earliest
+        for dev, address, nbytes, t0, adm, l_end, p_end in parts:
+            e = dev.write_done(address, nbytes, t0, adm, l_end, got.get(dev.device, p_end))
+            if e > end:
+                end = e
         return end
 
     def transport_many(self, op: Op, addresses: list[int], nbytes: int, pattern: Pattern,

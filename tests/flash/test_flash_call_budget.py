@@ -178,25 +178,50 @@ def _chunk_calls(dev: FlashTarget, chunks: int) -> tuple[Counter[str], Counter[s
     return writes, reads
 
 
+#: the timing model's classes: die lanes, channels, command forming, chunk timing
+_TIMING = ("FastModel.", "FastArray.", "CommandFormer.", "DieLanes.", "GapBank.",
+           "TimingBase.")
+
+
 def test_chunk_on_striped_devices_costs_its_touched_devices_only() -> None:
     """A 2 MiB chunk on 16 devices striped in 512 KiB units touches four of them: its
     Python calls are those four devices' work, the same as on four devices, and none per
     page. Before the FTL wrote a device's 32 pages as a run and took them into a sparse
     L2P segment at once, a 2 MiB write chunk here made 840 Python calls at 16 devices
-    (256 of them ``SparseL2P.set1``, two per page) and 829 at 4; now 436 and 440. A read
-    chunk makes 420 and 424 (105 per touched device; one device reading all 128 pages
-    makes 109)."""
+    (256 of them ``SparseL2P.set1``, two per page) and 829 at 4.
+
+    The devices' die lanes and channels are one array, so the chunk's timing on its four
+    devices is one call, not four: one command forming, one channel grouping, one die
+    booking and one channel booking call (whose loop over the chunk's 32 channels makes
+    no call per channel). Booked device by device, with a call per channel booking, a
+    write chunk made 436 Python calls at 16 devices and a read chunk 420, 144 of them
+    timing calls (36 die-grouping, lane and booking calls per device and one
+    ``GapLane.book`` per channel); now 243 and 171, of which 15 and 14 timing calls and
+    four host-link bookings (one per device: each device has its own link)."""
     chunks = 8
     w16, r16 = _chunk_calls(_striped(16), chunks)
     w4, r4 = _chunk_calls(_striped(4), chunks)
     for calls in (w16, r16, w4, r4):
         # no per-page work: the FTL writes each device's 32 pages as one run
         assert calls["SparseL2P.set1"] == 0 and calls["Programmer.program_planes"] == 0
-        assert calls["Ssd.write"] + calls["Ssd.read"] == 4 * chunks, calls.most_common(8)
+        # the cache, FTL and host link of each touched device
+        assert calls["Ssd.write_map"] + calls["Ssd.read_map"] == 4 * chunks, \
+            calls.most_common(8)
+        # the timing of a chunk's four devices: one call of each step
+        for step in ("CommandFormer.die_groups", "CommandFormer.channel_groups",
+                     "GapBank.reserve"):
+            assert calls[step] == chunks, (step, calls.most_common(12))
+        assert calls["DieLanes.read_many"] + calls["DieLanes.prog_lanes"] == chunks
+        timing = sum(v for k, v in calls.items() if k.startswith(_TIMING))
+        assert timing <= 20 * chunks, sorted((k, v) for k, v in calls.items()
+                                             if k.startswith(_TIMING))
+        # no call per channel booking: GapLane is the host link's, one per device
+        link = calls["GapLane.book"] + calls["GapLane._fit"]
+        assert link <= 2 * 4 * chunks, calls.most_common(12)
     # not more than the four touched devices need, whatever the number of devices
     assert sum(w16.values()) <= sum(w4.values()) + 2 * chunks
     assert sum(r16.values()) <= sum(r4.values()) + 2 * chunks
-    # per touched device: the device, cache, FTL and model layers, numpy helpers, and
-    # one booking per channel
-    assert sum(w16.values()) <= 4 * 120 * chunks, w16.most_common(10)
-    assert sum(r16.values()) <= 4 * 120 * chunks, r16.most_common(10)
+    # per touched device: the device, cache, FTL and host link layers and numpy
+    # helpers; the timing is the chunk's, whatever the number of devices it touches
+    assert sum(w16.values()) <= (4 * 60 + 20) * chunks, w16.most_common(10)
+    assert sum(r16.values()) <= (4 * 45 + 20) * chunks, r16.most_common(10)
