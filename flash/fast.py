@@ -22,6 +22,11 @@ work on one transaction at a time, in parallel, and a queued program only absorb
 of its own die), a read command needs idle channel time, so it waits while the channel
 drains data-outs (MQSim's data-out convoy), and a die has no cache read: it is busy
 until its data is out.
+
+Several devices striped together (``FastArray``) keep their dies and channels in one
+array, device by device: a transfer's pages on every device it touches are read or
+programmed in one call, each device from its own start time and with its own ends and
+counters. Devices share no lane, so this books what a call per device would.
 """
 
 from __future__ import annotations

@@ -5,7 +5,11 @@
 identical SSDs in ``flash.stripe_bytes`` units (stripe ``j`` on device ``j % N``), each
 with its own host link, controller DRAM, FTL and flash (``flash.ssd.Ssd``); a transfer
 becomes one contiguous range on each device it touches, served in parallel, and
-completes when the last of them does. ``transport`` returns that time and creates no
+completes when the last of them does. On the fast model the devices' die lanes and
+channels are one array (``flash.fast.FastArray``): each touched device takes the command,
+serves its DRAM hits and maps its pages, then the NAND reads or programs of all of them
+are one timing call, then each device finishes (the detailed model serves device by
+device). ``transport`` returns that time and creates no
 SimPy event; ``transport_many`` serves a batch of equal-sized transfers issued at one
 time (a host queue's) as the same calls would, one by one. With a tracer on, each
 transfer is one span on the target's lane.
@@ -82,7 +86,8 @@ class FlashTarget(Component):
             active_mw=cfg.energy.controller_mw, idle_mw=cfg.energy.idle_mw * n))
         self.transfers = 0
 
-    # -- the first device's parts (tests, plots) ---------------------------------------
+    # -- the first device's parts (tests, plots; on several devices of the fast model,
+    # the dies and channels are every device's, device by device) ----------------------
     @property
     def ftl(self) -> FTL:
         return self.devices[0].ftl
