@@ -97,8 +97,9 @@ def study(st: Study) -> str:
     st.write_csv(results, extra)
 
     def unfit(m: str, x: float, d: int) -> str:
+        """Which prior systems do not fit the cell ("" when all do)."""
         names = [b for b in BASELINES if does_not_fit(got[(m, x, d, b)])]
-        return f"; {DOES_NOT_FIT}: {', '.join(names)}" if names else ""
+        return f"{DOES_NOT_FIT}: {', '.join(names)}" if names else ""
 
     # -- per model: one heatmap per metric, the compute-bound cells outlined --------------
     rows = [f"{x:.4g}" for x in ratios]
@@ -114,15 +115,17 @@ def study(st: Study) -> str:
                         "HBM / footprint", "SSDs (flash bandwidth)",
                         f"{m.label}: TM-Training's gain over the best prior system "
                         "(thick line: where its time bound turns from flash to compute)",
-                        boundary=bound, boundary_label="compute-bound", cbar="gain"))
+                        boundary=bound, boundary_label="compute-bound", cbar="gain",
+                        notes=[[unfit(key, x, d) for d in devices] for x in ratios]))
         for metric, grid in grids.items():
             body = [[r, *[v if isinstance(v, str) else pct(v) for v in g]]
                     for r, g in zip(rows, grid, strict=True)]
             sections.append(f"## {key} ({m.label}): gain in {metric}\n\n"
                             + md_table(["HBM / footprint", *cols], body))
-        marks = [[r, *[("compute" if cells[(key, x, d)]["compute_bound"] else "flash/link")
-                       + unfit(key, x, d) for d in devices]] for r, x in zip(rows, ratios,
-                                                                            strict=True)]
+        marks = [[r, *["; ".join(filter(None, (
+                    "compute" if cells[(key, x, d)]["compute_bound"] else "flash/link",
+                    unfit(key, x, d)))) for d in devices]]
+                 for r, x in zip(rows, ratios, strict=True)]
         sections.append(f"## {key}: what bounds TM-Training's time, and what does not "
                         "fit\n\n" + md_table(["HBM / footprint", *cols], marks))
     intro = ("TM-Training's gain over the best prior system (of "

@@ -63,7 +63,9 @@ def test_scenario_runs_quick_and_writes_table_csv_and_figures(
 
 def _check_outputs(out: Path, rows: list[dict[str, str]], printed: str) -> None:
     """Table, CSV and figures written; every point ran, or its policy does not fit the
-    HBM and the table says so."""
+    HBM and the table says so, and so does every figure that shows that policy or takes
+    the best of the prior systems (the regime map's heatmaps); matplotlib keeps each
+    text of an SVG as a comment."""
     md = (out / "summary.md").read_text()
     assert md.startswith("# ") and "| " in md and md.splitlines()[0] in printed
     assert rows
@@ -73,8 +75,13 @@ def _check_outputs(out: Path, rows: list[dict[str, str]], printed: str) -> None:
         assert studies.DOES_NOT_FIT in md
     pngs = sorted(out.glob("*.png"))
     assert pngs, "no figure"
+    unfit = {r.get("policy", "") for r in rows if r["status"] == "does-not-fit"} - {""}
     for p in pngs:
         assert p.stat().st_size > 1000 and p.with_suffix(".svg").is_file()
+        svg = p.with_suffix(".svg").read_text()
+        shown = p.stem.startswith("regime_map") or any(
+            f"<!-- {u}" in svg or f"{u} -->" in svg for u in unfit)
+        assert not (unfit and shown) or studies.DOES_NOT_FIT in svg, p
 
 
 def _check_headline(out: Path, rows: list[dict[str, str]]) -> None:

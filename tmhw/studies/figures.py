@@ -177,14 +177,16 @@ def bar_panels(panels: dict[str, tuple[Sequence[str], dict[str, Sequence[Value]]
 def heatmaps(panels: dict[str, list[list[Value]]], rows: Sequence[str], cols: Sequence[str],
              stem: str | Path, ylabel: str, xlabel: str, title: str = "",
              boundary: list[list[bool]] | None = None, boundary_label: str = "",
-             cbar: str = "") -> list[Path]:
+             cbar: str = "", notes: list[list[str]] | None = None) -> list[Path]:
     """One heatmap per panel (title -> rows x cols of values, a label where a cell has no
     number), sharing a diverging colour scale centred on 0, each cell written out.
     ``boundary`` (rows x cols) marks a region: its cells carry ``boundary_label`` and a
-    thick line is drawn along every cell edge between a marked and an unmarked cell."""
+    thick line is drawn along every cell edge between a marked and an unmarked cell.
+    ``notes`` (rows x cols) is a line of small text at the top of each cell (e.g. which
+    policies do not fit there)."""
     n = max(1, len(panels))
-    fig, axes = plt.subplots(1, n, figsize=(n * (0.9 * len(cols) + 1.6) + 1.2,
-                                            0.5 * len(rows) + 1.9),
+    fig, axes = plt.subplots(1, n, figsize=(n * ((1.15 if notes else 0.9) * len(cols) + 1.6)
+                                            + 1.2, (0.6 if notes else 0.5) * len(rows) + 1.9),
                              squeeze=False, constrained_layout=True)
     nums = [v for grid in panels.values() for r in grid for v in _numbers(r)
             if not math.isnan(v)]
@@ -199,6 +201,11 @@ def heatmaps(panels: dict[str, list[list[Value]]], rows: Sequence[str], cols: Se
                 ax.text(j, i, v if isinstance(v, str) else f"{v:+.0%}", ha="center",
                         va="center", fontsize=7 if isinstance(v, str) else 8,
                         color="white" if dark else "black")
+        for i, line in enumerate(notes or []):
+            for j, note in enumerate(line):
+                if note:  # "what: who" on two lines, to fit the cell
+                    ax.text(j, i - 0.3, note.replace(": ", ":\n", 1), ha="center",
+                            va="center", fontsize=5.5, color="#444444", linespacing=0.9)
         if boundary is not None:
             _region_edges(ax, boundary)
             for i, marks in enumerate(boundary):
