@@ -162,6 +162,33 @@ def test_ftl_write_of_a_chunk_is_one_vectorised_step() -> None:
         assert ftl.mapped_pages() == mapped + int(lo + n >= ftl.n_pre)
 
 
+def test_ftl_write_of_a_chunk_by_its_bounds() -> None:
+    """A device writes a chunk's pages by their bounds (``write_range``): the run is not
+    checked to be one. 513, 512 and 128 pages as in the test above, and 32 (a 512 KiB
+    stripe unit of a RAID-0 array, few enough to go into a sparse L2P segment's dict).
+    Counting the call that keeps the result: by ``write`` 32 pages made 28 Python and 76
+    C calls, 32 of them dict look-ups of the old copies, one per page (now a C loop: 28
+    and 45); by bounds 36 and 47 (513 pages), 21 and 31 (512, 128), 24 and 39 (32)."""
+    import numpy as np
+
+    from flash.ftl import FTL
+
+    ftl = FTL(PRESETS["990pro"])
+    ftl.precondition(0.01)
+    budget = {513: (36, 47), 512: (21, 31), 128: (21, 31), 32: (24, 39)}
+    for k, n in enumerate([513, 512, 128, 32] * 2):
+        lo = 600 + 4096 * 5 * k
+        ftl.write(np.arange(lo, lo + n, dtype=np.int64))
+        mapped = ftl.mapped_pages()
+        out: list[Any] = []
+        py, c = _count_py_and_c(lambda: out.append(ftl.write_range(lo + 1, lo + 1 + n)))  # noqa: B023
+        assert py <= budget[n][0] and c <= budget[n][1], (k, n, py, c)
+        ppns, jobs = out[0]
+        assert not jobs and np.array_equal(ftl.lookup(np.arange(lo + 1, lo + 1 + n)), ppns)
+        assert ftl.mapped_pages() == mapped + int(lo + n >= ftl.n_pre)
+    assert ftl.l2p.sparse  # the 32-page runs went into a sparse segment's dict
+
+
 def _striped(devices: int) -> FlashTarget:
     """990pro devices striped RAID-0 in 512 KiB units (a 2 MiB chunk touches four, 32
     pages on each), with programs queued on the dies the chunks below meet."""
