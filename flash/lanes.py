@@ -39,6 +39,15 @@ class SuspendRule:
     min_remaining: int
 
 
+def _top_bit(x: I64) -> I64:
+    """The index of the highest set bit of each of positive ``x`` (``bit_length() - 1``):
+    the float exponent, one less where rounding to 53 bits carried into the next power
+    of two."""
+    e = np.frexp(x.astype(np.float64))[1] - 1
+    e -= (x >> e) == 0
+    return e
+
+
 class DieLanes:
     """``n`` die lanes with read priority (the transaction scheduler's, see
     ``flash.scheduler``). Times in ps, never negative.
@@ -57,10 +66,10 @@ class DieLanes:
     and erases as a row of slots per field (``_ops``, slots ``_head`` to ``_tail``). A
     chunk's bookings are one call on its distinct lanes (``read_many``, ``prog_many``,
     ``hold_many``), booked as ``read1``, ``prog1`` and ``hold1`` would book each lane,
-    in numpy operations over all of them at once; only a page's search for a waiting
-    program to join, and the last steps of a read's moving of deep queues, go lane by
-    lane. ``read1`` and ``prog1`` are the same rules in scalar code, for callers that
-    book one command."""
+    in numpy operations over all of them at once (a page's search for a waiting program
+    to join too: four numpy steps back over the lanes' queues); only the last steps of a
+    read's moving of deep queues go lane by lane. ``read1`` and ``prog1`` are the same
+    rules in scalar code, for callers that book one command."""
 
     #: a read's moving of queued work goes on in numpy while more than this many lanes
     #: still move, then lane by lane (a numpy step costs about what 16 scalar ones do)
@@ -485,39 +494,66 @@ class DieLanes:
         stops at the newest waiting program of the die that already programs one of
         these planes."""
         if planes and ready <= self._last1(i)[1]:
-            joined = self._merge([i], [ready], [planes], [page])[0]
+            joined = self._merge1(i, ready, planes, page)
             if joined >= 0:
                 return joined
         return self._append(i, ready, duration, PROG, planes, page)
 
-    def _merge(self, lanes: list[int], ready: list[int], planes: list[int],
-               pages: list[int]) -> list[int]:
-        """Per lane, the end of the waiting program its page of planes ``planes`` at
-        offset ``pages`` joins (``prog1``), or -1."""
+    def _merge1(self, i: int, r: int, m: int, page: int) -> int:
+        """The end of the waiting program on lane ``i`` that a page of planes ``m`` at
+        offset ``page``, ready at ``r``, joins (``prog1``), or -1."""
         ops, P = self._ops, self.P
-        out = []
-        for i, r, m, page in zip(lanes, ready, planes, pages, strict=True):
-            die = (m.bit_length() - 1) // P
-            joined = -1
-            # the die's newest waiting program, among the last four commands of the lane
-            k = self._tail.item(i) - 1
-            stop = max(k - 4, self._head.item(i) - 1)
-            while k > stop:
-                if ops[ST].item(k) < r or ops[KIND].item(k) != PROG:
-                    break
-                om = ops[MASK].item(k)
-                if om and (om.bit_length() - 1) // P == die:
-                    if om & m:
-                        break
-                    if ops[PAGE].item(k) == page:
-                        ops[MASK][k] = om | m
-                        self.merged += 1
-                        self._lane_merged[i] += 1
-                        joined = ops[EN].item(k)
-                        break
-                    # an older waiting program may be at this offset
-                k -= 1
-            out.append(joined)
+        die = (m.bit_length() - 1) // P
+        # the die's newest waiting program, among the last four commands of the lane
+        k = self._tail.item(i) - 1
+        stop = max(k - 4, self._head.item(i) - 1)
+        while k > stop:
+            if ops[ST].item(k) < r or ops[KIND].item(k) != PROG:
+                return -1
+            om = ops[MASK].item(k)
+            if om and (om.bit_length() - 1) // P == die:
+                if om & m:
+                    return -1
+                if ops[PAGE].item(k) == page:
+                    ops[MASK][k] = om | m
+                    self.merged += 1
+                    self._lane_merged[i] += 1
+                    end: int = ops[EN].item(k)
+                    return end
+                # an older waiting program may be at this offset
+            k -= 1
+        return -1
+
+    def _merge(self, lanes: I64, ready: I64, planes: I64, pages: I64) -> I64:
+        """``_merge1`` on each of distinct ``lanes``, in numpy: the look-back over the
+        last four commands of every lane is four steps over all the lanes still
+        searching; each lane's end, or -1."""
+        ops, P = self._ops, self.P
+        out = np.full(lanes.size, -1, dtype=np.int64)
+        k = self._tail[lanes] - 1
+        stop = np.maximum(k - 4, self._head[lanes] - 1)
+        die = _top_bit(planes) // P
+        at = np.arange(lanes.size)  # the lanes still searching, by position
+        r, m, page = ready, planes, pages
+        for _ in range(4):
+            go = (k > stop) & (ops[ST][k] >= r) & (ops[KIND][k] == PROG)
+            om = ops[MASK][k]
+            same = go & (om != 0)
+            same[same] = _top_bit(om[same]) // P == die[same]
+            clash = same & ((om & m) != 0)
+            join = same & ~clash & (ops[PAGE][k] == page)
+            if join.any():
+                kj = k[join]
+                ops[MASK][kj] = om[join] | m[join]
+                out[at[join]] = ops[EN][kj]
+            go &= ~(clash | join)
+            if not go.any():
+                break
+            at, k, stop, r, m, page, die = (at[go], k[go] - 1, stop[go], r[go], m[go],
+                                            page[go], die[go])
+        joined = lanes[out >= 0]
+        self.merged += int(joined.size)
+        self._lane_merged[joined] += 1
         return out
 
     def prog_many(self, lanes: I64, ready: I64, durations: I64, planes: I64,
@@ -531,12 +567,11 @@ class DieLanes:
         """``prog1`` on each of distinct ``lanes``: each lane's end, and which lanes'
         pages joined a waiting program (None: none did). The lanes whose newest queued
         op is a program still waiting at ``ready`` (where the page may join one) are
-        searched one by one, the rest booked in numpy."""
+        searched together (``_merge``), the rest booked in numpy."""
         cand = (planes != 0) & (ready <= self._last(lanes)[1])
         if cand.any():
             ends = np.full(lanes.size, -1, dtype=np.int64)
-            ends[cand] = self._merge(lanes[cand].tolist(), ready[cand].tolist(),
-                                     planes[cand].tolist(), pages[cand].tolist())
+            ends[cand] = self._merge(lanes[cand], ready[cand], planes[cand], pages[cand])
             own = ends < 0
             if not own.all():
                 if own.any():

@@ -239,7 +239,7 @@ class Ssd:
             for job in jobs:
                 model.gc(job, t0)
             return t0, adm, first_in, l_end, model.program1(ppn, first_in, l_end), None
-        ppns, jobs = ftl.write(np.arange(lo, hi, dtype=np.int64))
+        ppns, jobs = ftl.write_range(lo, hi)
         for job in jobs:
             model.gc(job, t0)
         return t0, adm, first_in, l_end, 0, ppns

@@ -227,6 +227,23 @@ class FTL:
             run = self._write_run(lpns)
             if run is not None:
                 return run, []
+        return self._write_pages(lpns)
+
+    def write_range(self, lo: int, hi: int) -> tuple[I64, list[GcJob]]:
+        """``write`` of the logical pages [lo, hi): a run by construction, so none of
+        ``write``'s checks that its pages are one."""
+        lpns = np.arange(lo, hi, dtype=np.int64)
+        n = hi - lo
+        if n > SparseL2P.DENSE_AT // 4 or 1 < n <= self.U:
+            run = self._write_run(lpns)
+            if run is not None:
+                return run, []
+        return self._write_pages(lpns)
+
+    def _write_pages(self, lpns: I64) -> tuple[I64, list[GcJob]]:
+        """``write`` page by page into their planes, opening blocks (and collecting)
+        where they must."""
+        n = int(lpns.size)
         self._check_range(lpns)
         jobs: list[GcJob] = []
         out = np.empty(lpns.size, dtype=np.int64)
@@ -258,8 +275,10 @@ class FTL:
         marks its old copies -1 so that forced GC cannot move them, and with no GC the
         second setting of the same pages leaves the state one setting gives: the same
         pages enter the segment's dict, so it turns dense at the same count, with the
-        same values.) A stripe-sized piece of a RAID-0 stripe unit (32 pages of 512 KiB
-        on 16 KiB pages) takes this path."""
+        same values; a run of at most ``DENSE_AT // 4`` pages, ``set_by_segment`` or
+        ``set``, is taken by each segment it touches as ``_set_seg`` takes it.) A
+        stripe-sized piece of a RAID-0 stripe unit (32 pages of 512 KiB on 16 KiB
+        pages) takes this path."""
         lo = int(lpns[0])
         n = int(lpns.size)
         U = self.U
@@ -319,8 +338,8 @@ class FTL:
             self.l2p.set_by_segment(lo, ppns)
         elif n > SparseL2P.DENSE_AT // 4:
             self.l2p.set_run(lo, ppns)  # what ``set`` does with a run this long
-        else:
-            self.l2p.set(lpns, ppns)
+        else:  # what ``set`` does with a run this short: each segment decides by its own
+            self.l2p.set_by_segment(lo, ppns)  # count, the run's part of it too short
         self.host_pages += n
         return ppns
 

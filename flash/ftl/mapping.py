@@ -110,13 +110,14 @@ class SparseL2P:
             if seg is not None:
                 out[a - lo:b - lo] = seg[a - (si << SEG_BITS):b - (si << SEG_BITS)]
             else:
-                out[a - lo:b - lo] = self.amap.implicit_l2p(np.arange(a, b, dtype=np.int64))
+                part = out[a - lo:b - lo]
+                part[:] = self.amap.implicit_l2p(np.arange(a, b, dtype=np.int64))
                 if self.sparse_per_seg[si]:
-                    sp = self.sparse
-                    for lpn in range(a, b):
-                        v = sp.get(lpn)
-                        if v is not None:
-                            out[lpn - lo] = v
+                    # the segment's dict entries among them (the loop runs in C)
+                    got = np.array(list(map(self.sparse.get, range(a, b), repeat(-2))),
+                                   dtype=np.int64)
+                    held = got != -2
+                    part[held] = got[held]
             a = b
         return out
 

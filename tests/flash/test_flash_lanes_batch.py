@@ -32,7 +32,7 @@ def _distinct(b: list[tuple[int, int, int, int, int]]) -> list[tuple[int, int, i
 
 def _state(d: DieLanes) -> tuple[Any, ...]:
     return (d.busy_until.tolist(), d.busy_ps.tolist(), d.count.tolist(), dict(d.suspends),
-            d.merged, d.spans)
+            d.merged, d._lane_merged.tolist(), d.spans)
 
 
 def _run(steps: list[Any], batched: bool, chips: bool, record: bool,
@@ -85,7 +85,88 @@ def test_batched_bookings_equal_scalar_ones(steps: list[Any], chips: bool) -> No
     # queued work moved in numpy however few lanes move
     assert _run(steps, batched=True, chips=chips, record=True, vector_min=0) == want
     got = _run(steps, batched=True, chips=chips, record=False)
-    assert got[:5] == want[:5]  # recording spans changes no time
+    assert got[:7] == want[:7]  # recording spans changes no time
+
+
+#: programs that wait (each takes longer than the spread of ready times) and pages that
+#: often fit one: four lanes (chips) of two dies of two planes, two offsets
+merging = st.lists(st.tuples(st.integers(0, 3), st.integers(0, 300), st.integers(300, 900),
+                             st.integers(0, 1), st.sampled_from([1, 2, 1, 2, 3]),
+                             st.integers(0, 1)),
+                   min_size=1, max_size=6)
+merge_step = st.tuples(st.sampled_from(["prog"] * 6 + ["read", "work"]), merging)
+
+
+def _merge_run(steps: list[Any], batched: bool) -> tuple[Any, ...]:
+    d = DieLanes("die", 4, RULE, record=True, planes_per_die=2)
+    ends: list[Any] = []
+    for kind, raw in steps:
+        b = list({x[0]: x for x in reversed(raw)}.values())  # distinct lanes
+        lanes, t, dur = (np.array([x[k] for x in b], dtype=np.int64) for k in range(3))
+        masks = np.array([x[4] << (2 * x[3]) for x in b], dtype=np.int64)
+        pages = np.array([x[5] for x in b], dtype=np.int64)
+        if kind == "prog" and batched:
+            ends.append(d.prog_lanes(lanes, t, dur, masks, pages)[0].tolist())
+        elif kind == "prog":
+            ends.append([d.prog1(*x) for x in zip(lanes.tolist(), t.tolist(), dur.tolist(),
+                                                   masks.tolist(), pages.tolist(),
+                                                   strict=True)])
+        elif kind == "read":
+            ends.append(d.read_many(lanes, t, dur // 8).tolist())
+        else:
+            ends.append([d.work1(int(lanes[0]), int(t[0]), int(dur[0]),
+                                 erase=bool(pages[0]))])
+    return (ends, *_state(d))
+
+
+@settings(max_examples=150, deadline=None)
+@given(steps=st.lists(merge_step, min_size=4, max_size=30))
+def test_pages_join_waiting_programs_as_one_by_one(steps: list[Any]) -> None:
+    """Pages of many lanes at once look for a waiting program to join (``_merge``, four
+    numpy steps back over the queues) and join the same ones as lane by lane
+    (``prog1``): same ends, same masks of the programs they join (later pages' joins
+    depend on them), same merged pages per lane. The steps make merges common: programs
+    still waiting, one of two offsets, a plane of one of two dies."""
+    assert _merge_run(steps, batched=True) == _merge_run(steps, batched=False)
+
+
+def test_a_page_joins_the_newest_fitting_program_within_four_commands() -> None:
+    """The rule's cases on one chip lane (two planes per die): a page looks back past
+    programs of other dies and at other offsets, stops at a program of its die that has
+    its plane, and looks no further back than four commands."""
+    for batched in (True, False):
+        d = DieLanes("die", 4, planes_per_die=2)
+
+        def prog(lanes: list[int], masks: list[int], pages: list[int],
+                 d: DieLanes = d, batched: bool = batched) -> list[int]:
+            n = len(lanes)
+            if batched:
+                return d.prog_lanes(np.array(lanes), np.zeros(n, dtype=np.int64),
+                                    np.full(n, 1000), np.array(masks),
+                                    np.array(pages))[0].tolist()
+            return [d.prog1(i, 0, 1000, m, p) for i, m, p in zip(lanes, masks, pages,
+                                                                    strict=True)]
+
+        # lanes 0-3 each queue: die 0 plane 0 offset 0, die 1 offset 0, die 0 offset 1
+        assert prog([0, 1, 2, 3], [0b01] * 4, [0] * 4) == [1000] * 4
+        assert prog([0, 1, 2, 3], [0b0100] * 4, [0] * 4) == [2000] * 4
+        assert prog([0, 1, 2, 3], [0b01] * 4, [1] * 4) == [3000] * 4
+        # lanes 1 and 2 get a fourth command at another offset, lane 2 a fifth; lane 3
+        # garbage-collection work, then a fifth
+        assert prog([1, 2], [0b0100, 0b0100], [1, 1]) == [4000] * 2
+        assert prog([2], [0b0100], [2]) == [5000]
+        assert d.work1(3, 0, 1000) == 4000
+        assert prog([3], [0b0100], [1]) == [5000]
+        # plane 1 of die 0 at offset 0: lane 0 joins its first program (three back),
+        # lane 1 its first (four back: past programs of die 1 and one at offset 1);
+        # lane 2 would find it five back (too far), lane 3 stops at the work
+        got = prog([0, 1, 2, 3], [0b10] * 4, [0] * 4)
+        assert got == [1000, 1000, 6000, 6000]
+        assert d.merged == 2 and d._lane_merged.tolist() == [1, 1, 0, 0]
+        # plane 1 of die 0 at offset 0 again: the program already has it, the search
+        # stops there (lane 0's new command; lane 1 the same)
+        assert prog([0, 1], [0b10, 0b10], [0, 0]) == [4000, 5000]
+        assert d.merged == 2
 
 
 def test_a_deep_queue_grows_its_row_and_a_read_moves_all_of_it() -> None:
