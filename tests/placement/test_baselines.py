@@ -233,7 +233,7 @@ def test_autotm_plans_within_a_node_budget_the_same_on_every_run() -> None:
     plan (the best solution found at the root)."""
     b = WorkloadBuilder("deep", batch=2)
     x = b.input("x", 64 * 64)
-    for i in range(60):
+    for i in range(30):
         x = b.linear(f"l{i}", x, 64, 64, 64)
     wl = b.finish(x)
     ctx = context(wl, 0.2)
