@@ -40,6 +40,8 @@ QUICK_DEVICES = (1, 4)
 ITERATIONS = 2
 POLICIES = ("tm-training", *BASELINES)
 NO_BASELINE = "no prior system fits"
+NOTHING_FITS = "no policy fits"
+TM_UNFIT = "TM-Training does not fit"
 #: metric -> (figure, whether lower is better): the gain is positive where TM-Training wins
 METRICS = {"time": ("iteration_time_ms", True), "traffic": ("inter_tier_bytes", True),
            "samples per joule": ("samples_per_joule", False)}
@@ -49,6 +51,8 @@ def gain(tm: SW.Result | None, best: SW.Result | None, name: str,
          lower: bool) -> float | str:
     """TM-Training's gain over ``best`` on figure ``name`` (positive: TM-Training wins)."""
     a, b = fig_of(tm, name), fig_of(best, name)
+    if does_not_fit(tm):
+        return TM_UNFIT if best is not None else NOTHING_FITS
     if best is None:
         return NO_BASELINE
     if a is None or b is None:
@@ -97,9 +101,21 @@ def study(st: Study) -> str:
     st.write_csv(results, extra)
 
     def unfit(m: str, x: float, d: int) -> str:
-        """Which prior systems do not fit the cell ("" when all do)."""
-        names = [b for b in BASELINES if does_not_fit(got[(m, x, d, b)])]
-        return f"{DOES_NOT_FIT}: {', '.join(names)}" if names else ""
+        """Which policies do not fit the cell, and which failed ("" when all ran)."""
+        names = [p for p in POLICIES if does_not_fit(got[(m, x, d, p)])]
+        failed = [p for p in POLICIES if (r := got[(m, x, d, p)]) is not None
+                  and r["status"] == "error"]
+        out = [f"{DOES_NOT_FIT}: any policy" if len(names) == len(POLICIES) else
+               f"{DOES_NOT_FIT}: {', '.join(names)}" if names else "",
+               f"failed: {', '.join(failed)}" if failed else ""]
+        return "; ".join(filter(None, out))
+
+    def bound_of(m: str, x: float, d: int) -> str:
+        """What bounds TM-Training's time in the cell ("" when it did not run)."""
+        tm = got[(m, x, d, "tm-training")]
+        if tm is None or tm["report"] is None:
+            return ""
+        return "compute" if cells[(m, x, d)]["compute_bound"] else "flash/link"
 
     # -- per model: one heatmap per metric, the compute-bound cells outlined --------------
     rows = [f"{x:.4g}" for x in ratios]
@@ -122,9 +138,8 @@ def study(st: Study) -> str:
                     for r, g in zip(rows, grid, strict=True)]
             sections.append(f"## {key} ({m.label}): gain in {metric}\n\n"
                             + md_table(["HBM / footprint", *cols], body))
-        marks = [[r, *["; ".join(filter(None, (
-                    "compute" if cells[(key, x, d)]["compute_bound"] else "flash/link",
-                    unfit(key, x, d)))) for d in devices]]
+        marks = [[r, *["; ".join(filter(None, (bound_of(key, x, d), unfit(key, x, d))))
+                       for d in devices]]
                  for r, x in zip(rows, ratios, strict=True)]
         sections.append(f"## {key}: what bounds TM-Training's time, and what does not "
                         "fit\n\n" + md_table(["HBM / footprint", *cols], marks))

@@ -399,6 +399,11 @@ class Executor(Component):
         t_want = int(env.now)
         if ready > t_want:
             yield env.timeout(ready - t_want)
+        # A promotion booked while the op waited may have put more of a cold operand in
+        # HBM, still in flight: the op waits for those pages too (it reads in place only
+        # what HBM does not hold).
+        while cold and (late := self._held_ready(cold)) > env.now:
+            yield env.timeout(late - int(env.now))
         self._check_operands(op, tails, cold)
         if cold:
             tail_due = max(tail_due, self._read_in_place(op, cold))
@@ -470,6 +475,16 @@ class Executor(Component):
                 FETCH, a, b, op.index, wl.tensors[t].name, tensor=t))
         return end
 
+    def _held_ready(self, tensors: list[int]) -> int:
+        """When the pages of ``tensors`` that HBM holds are all there (0: it holds none)."""
+        res, out = self.res, 0
+        for t in tensors:
+            p0, p1 = self.ranges[t]
+            held = res.in_hbm[p0:p1]
+            if held.any():
+                out = max(out, int(res.ready_at[p0:p1][held].max()))
+        return out
+
     def _ready(self, op: Op, tails: dict[int, Move],
                cold: list[int] | None = None) -> tuple[int, int]:
         """(when ``op`` may start, when it may end at the earliest given its streamed
@@ -484,9 +499,7 @@ class Executor(Component):
             p0, p1 = self.ranges[t]
             if cold and t in cold:
                 # read in place: only the pages held in HBM must be there
-                held = res.in_hbm[p0:p1]
-                if held.any():
-                    ready = max(ready, int(res.ready_at[p0:p1][held].max()))
+                ready = max(ready, self._held_ready([t]))
                 continue
             m = tails.get(t)
             if m is None:
