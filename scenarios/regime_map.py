@@ -105,7 +105,8 @@ def study(st: Study) -> str:
         names = [p for p in POLICIES if does_not_fit(got[(m, x, d, p)])]
         failed = [p for p in POLICIES if (r := got[(m, x, d, p)]) is not None
                   and r["status"] == "error"]
-        out = [f"{DOES_NOT_FIT}: any policy" if len(names) == len(POLICIES) else
+        out = [f"{DOES_NOT_FIT}: every policy" if len(names) == len(POLICIES) else
+               f"{DOES_NOT_FIT}: every prior system" if len(names) == len(BASELINES) else
                f"{DOES_NOT_FIT}: {', '.join(names)}" if names else "",
                f"failed: {', '.join(failed)}" if failed else ""]
         return "; ".join(filter(None, out))

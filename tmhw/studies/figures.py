@@ -204,8 +204,11 @@ def heatmaps(panels: dict[str, list[list[Value]]], rows: Sequence[str], cols: Se
         for i, line in enumerate(notes or []):
             for j, note in enumerate(line):
                 if note:  # "what: who" on two lines, to fit the cell
+                    v = grid[i][j]
+                    dark = not isinstance(v, str) and abs(v) > 0.6 * lim
                     ax.text(j, i - 0.3, note.replace(": ", ":\n", 1), ha="center",
-                            va="center", fontsize=5.5, color="#444444", linespacing=0.9)
+                            va="center", fontsize=5.5, linespacing=0.9,
+                            color="#dddddd" if dark else "#444444")
         if boundary is not None:
             _region_edges(ax, boundary)
             for i, marks in enumerate(boundary):
