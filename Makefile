@@ -25,7 +25,7 @@ run: $(STAMP)
 
 # Two workers: the suite is CPU-bound and the machine has two cores.
 test: $(DEVSTAMP)
-	$(BIN)/python -m pytest -n 2
+	$(BIN)/python -m pytest -n 2 --dist worksteal
 
 lint: $(DEVSTAMP)
 	$(BIN)/ruff check tmhw npu dram flash tests scenarios
