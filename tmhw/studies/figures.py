@@ -201,11 +201,8 @@ def heatmaps(panels: dict[str, list[list[Value]]], rows: Sequence[str], cols: Se
                 ax.text(j, i, v if isinstance(v, str) else f"{v:+.0%}", ha="center",
                         va="center", fontsize=7 if isinstance(v, str) else 8,
                         color="white" if dark else "black")
-        for i, line in enumerate(notes or []):
-            for j, note in enumerate(line):
+                note = notes[i][j] if notes else ""
                 if note:  # "what: who" on two lines, to fit the cell
-                    v = grid[i][j]
-                    dark = not isinstance(v, str) and abs(v) > 0.6 * lim
                     ax.text(j, i - 0.3, note.replace(": ", ":\n", 1), ha="center",
                             va="center", fontsize=5.5, linespacing=0.9,
                             color="#dddddd" if dark else "#444444")
