@@ -67,12 +67,12 @@ class DieLanes:
     chunk's bookings are one call on its distinct lanes (``read_many``, ``prog_many``,
     ``hold_many``), booked as ``read1``, ``prog1`` and ``hold1`` would book each lane,
     in numpy operations over all of them at once (a page's search for a waiting program
-    to join too: four numpy steps back over the lanes' queues); only the last steps of a
-    read's moving of deep queues go lane by lane. ``read1`` and ``prog1`` are the same
-    rules in scalar code, for callers that book one command."""
+    to join too: four numpy steps back over the lanes' queues; a read's moving of the
+    work queued behind it: one pass over all the lanes' queued slots). ``read1`` and
+    ``prog1`` are the same rules in scalar code, for callers that book one command."""
 
-    #: a read's moving of queued work goes on in numpy while more than this many lanes
-    #: still move, then lane by lane (a numpy step costs about what 16 scalar ones do)
+    #: a scalar read (``read1``) moves a queue deeper than this many ops in numpy, a
+    #: shorter one op by op (a numpy step costs about what 16 scalar ones do)
     vector_min = 16
 
     def __init__(self, prefix: str, n: int, rule: SuspendRule | None = None,
@@ -375,31 +375,32 @@ class DieLanes:
         start = np.where(after, en0, s + lat)  # after the running one, or ahead of it
         h = h + after
         end = start + d
-        # the work behind moves later, in order: one queue position a step
-        # while many lanes still move (``vector_min``); the last few lane by lane
-        u = end.copy()
-        j = h.copy()
-        act = np.flatnonzero(j < t)
-        while act.size > self.vector_min:
-            la, ja = lanes[act], j[act]
-            a = ops[ST][ja]
-            go = a < u[act]
-            if not go.all():
-                act, la, ja, a = act[go], la[go], ja[go], a[go]
-            sh = u[act] - a
-            ops[ST][ja] = a + sh
-            ue = ops[EN][ja] + sh
-            ops[EN][ja] = ue
-            u[act] = ue
+        # the work behind moves later, in order, each op back to back after the one
+        # before until the first that already starts there or later: every lane's queue
+        # at once, as one flat array of its slots (segment k: lane k's slots h to t)
+        n_q = t - h
+        q = np.flatnonzero(n_q > 0)
+        if q.size:
+            nq = n_q[q]
+            first = np.cumsum(nq) - nq  # each segment's first index in the flat array
+            idx = np.arange(int(first[-1] + nq[-1]), dtype=np.int64) + np.repeat(
+                h[q] - first, nq)
+            st = ops[ST][idx]
+            dur = ops[EN][idx] - st
+            cs = np.cumsum(dur)
+            new_st = np.repeat(end[q] - (cs[first] - dur[first]), nq) + cs - dur
+            stay = st >= new_st
+            ss = np.cumsum(stay)
+            moved = ss == np.repeat(ss[first] - stay[first], nq)  # none stayed before
+            mi = idx[moved]
+            ops[ST][mi] = new_st[moved]
+            ops[EN][mi] = new_st[moved] + dur[moved]
             if spans is not None:
-                for i, x, b, c in zip(la.tolist(), ops[SPAN][ja].tolist(),
-                                      (a + sh).tolist(), ue.tolist(), strict=True):
+                seg_lane = np.repeat(lanes[q], nq)[moved]
+                for i, x, b, c in zip(seg_lane.tolist(), ops[SPAN][mi].tolist(),
+                                      ops[ST][mi].tolist(), ops[EN][mi].tolist(),
+                                      strict=True):
                     spans[i][x] = (b, c)
-            j[act] += 1
-            act = act[j[act] < t[act]]
-        for i, jj, uu, tt in zip(lanes[act].tolist(), j[act].tolist(), u[act].tolist(),
-                                 t[act].tolist(), strict=True):
-            self._shift(i, jj, tt, uu)
         queued = h < t
         last = ops[EN][t - 1]
         until = self._until
