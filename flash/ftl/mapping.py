@@ -148,6 +148,13 @@ class SparseL2P:
         if s0 == int(segi[-1]) and (segi.size < 3 or bool((segi == s0).all())):
             self._set_seg(s0, lpns, vals)
             return
+        cut = np.flatnonzero(segi[1:] != segi[:-1]) + 1
+        if (segi[cut] > segi[cut - 1]).all():  # ascending segments (one plane's pages):
+            bounds = [0, *cut.tolist(), n]    # each segment a slice
+            for si, a, b in zip(segi[bounds[:-1]].tolist(), bounds[:-1], bounds[1:],
+                                strict=True):
+                self._set_seg(si, lpns[a:b], vals[a:b])
+            return
         for si in np.unique(segi).tolist():
             m = segi == si
             self._set_seg(si, lpns[m], vals[m])
