@@ -121,12 +121,12 @@ class Ssd:
                 start = x_start
         return self.read_done(t0, start, x_end, nbytes, wire_bytes)
 
-    def read_map(self, address: int, nbytes: int, earliest: int, wire_bytes: int
-                 ) -> tuple[int, int, int, I64 | None, I64]:
+    def read_map(self, address: int, nbytes: int, earliest: int, wire_bytes: int,
+                 nand1: bool = True) -> tuple[int, int, int, I64 | None, I64]:
         """``read`` up to the NAND read of several pages: when the device takes the
         command, the first data-out start so far (-1: none), the last end so far, and
         the pages still to read with the bytes wanted of each (None: none; a single
-        page is read here)."""
+        page is read here, unless ``nand1`` is False)."""
         page = self.page
         lo = address // page
         hi = (address + nbytes + page - 1) // page
@@ -150,7 +150,7 @@ class Ssd:
                     and (p * page < address or (p + 1) * page > end_b)]
             if part:
                 self.cache.filled(part)
-        if len(miss) > 1:
+        if len(miss) > 1 or not nand1:
             ppns, nb = self._map_read(miss, address, nbytes)
             return t0, start, t0, ppns, nb
         x_start, x_end = self._read1(miss[0], address, nbytes, t0)

@@ -32,6 +32,7 @@ import numpy.typing as npt
 import simpy
 
 from flash.config import FlashConfig
+from flash.convoy import EventReads
 from flash.fast import FastArray
 from flash.ftl import FTL
 from flash.lanes import DieLanes, GapBank, GapLane
@@ -79,6 +80,9 @@ class FlashTarget(Component):
         #: transfer's NAND work on all the devices it touches is one call
         fast = [d.fast for d in self.devices if d.fast is not None]
         self._array = FastArray(fast) if n > 1 and len(fast) == n else None
+        #: MQSim's rules on one device: reads served by events (``request``)
+        self._events = (EventReads(env, first) if cfg.compat == "mqsim" and n == 1
+                        else None)
         self.energy = EnergyMeter(EnergyTable(
             action_pj={"page_read": cfg.read_page_pj(), "page_program": cfg.program_page_pj(),
                        "block_erase": cfg.erase_block_pj(),
@@ -173,6 +177,25 @@ class FlashTarget(Component):
         if t.op is not Op.TRIM and self.tracer.enabled:
             self.tracer.span(self.path, earliest, end, t.op.value, {"bytes": t.nbytes})
         return end
+
+    def request(self, t: Transfer) -> simpy.Event:
+        """Serve ``t`` from now, as an event that succeeds at its completion with that
+        time. A read under ``compat = "mqsim"`` on one device is served by events
+        (``flash.convoy``): what its channel does next is decided when the channel
+        frees, so the data-out of a later read may push its command back, as in MQSim.
+        Anything else is ``transport(t, now)`` with a timeout."""
+        now = int(self.env.now)
+        ev = self._events
+        if (ev is None or t.op is not Op.READ or t.nbytes == 0 or t.address < 0
+                or t.address + t.nbytes > self._capacity):
+            end = self.transport(t, now)
+            return self.env.timeout(end - now, end)
+        self.transfers += 1
+        out = ev.read(t.address, t.nbytes, t.wire_bytes)
+        if self.tracer.enabled:
+            out.callbacks.append(lambda e: self.tracer.span(
+                self.path, now, e.value, t.op.value, {"bytes": t.nbytes}))
+        return out
 
     def _read_array(self, t: Transfer, earliest: int) -> int:
         """``transport`` of a read on several devices of the fast model: each touched
