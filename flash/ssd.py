@@ -150,10 +150,13 @@ class Ssd:
                     and (p * page < address or (p + 1) * page > end_b)]
             if part:
                 self.cache.filled(part)
-        if len(miss) > 1 or not nand1:
+        if len(miss) > 1:
             ppns, nb = self._map_read(miss, address, nbytes)
             return t0, start, t0, ppns, nb
-        x_start, x_end = self._read1(miss[0], address, nbytes, t0)
+        ppn, nb1 = self._page1(miss[0], address, nbytes)
+        if not nand1:
+            return t0, start, t0, np.array([ppn]), np.array([nb1])
+        x_start, x_end = self.model.read1(ppn, nb1, t0)
         return t0, x_start if start < 0 or x_start < start else start, x_end, None, _NONE
 
     def read_done(self, t0: int, start: int, x_end: int, nbytes: int,
@@ -176,8 +179,8 @@ class Ssd:
         f = self.read if read else self.write
         return [f(a, nbytes, earliest) for a in addresses]
 
-    def _read1(self, lpn: int, address: int, nbytes: int, t0: int) -> tuple[int, int]:
-        """Read one missing logical page from NAND: (data-out start, end)."""
+    def _page1(self, lpn: int, address: int, nbytes: int) -> tuple[int, int]:
+        """The physical page of one missing logical page, and the bytes wanted of it."""
         page = self.page
         c = self.c
         ppn = self.ftl.lookup1(lpn)
@@ -187,7 +190,7 @@ class Ssd:
         nb1 = page - max(address - lpn * page, 0) - max((lpn + 1) * page - (address + nbytes), 0)
         c.host_pages_read += 1
         c.channel_bytes += nb1
-        return self.model.read1(ppn, nb1, t0)
+        return ppn, nb1
 
     def _map_read(self, miss: list[int], address: int, nbytes: int) -> tuple[I64, I64]:
         """The physical pages of the missing logical pages, and the bytes wanted of
