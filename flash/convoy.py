@@ -190,7 +190,8 @@ class EventReads:
         self.ssd = ssd
         assert isinstance(ssd.model, TimingBase)
         self.arbiter = ConvoyArbiter(env, ssd.model)
-        #: reads the device holds and reads waiting for the NVMe queue
+        #: reads the device holds whose completion is not known yet (the NVMe queue
+        #: knows the others), and reads waiting for a place in it
         self.holding = 0
         self.backlog: deque[tuple[int, int, int, simpy.Event]] = deque()
 
@@ -198,13 +199,10 @@ class EventReads:
         """Read ``nbytes`` at device-local ``address`` from now."""
         ev = self.env.event()
         host = self.ssd.host
-        if self.holding + len(host._open) >= host.depth:
-            now = int(self.env.now)
-            held = sum(1 for e in host._open if e > now)
-            if self.holding + held >= host.depth:  # the device holds all it can
-                host.queue_waits += 1
-                self.backlog.append((address, nbytes, wire_bytes, ev))
-                return ev
+        if self.holding + host.held(int(self.env.now)) >= host.depth:  # the device is full
+            host.queue_waits += 1
+            self.backlog.append((address, nbytes, wire_bytes, ev))
+            return ev
         self._start(address, nbytes, wire_bytes, ev)
         return ev
 

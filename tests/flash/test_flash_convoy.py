@@ -98,3 +98,21 @@ def test_under_onfi_rules_no_command_waits_for_a_data_out(events: bool) -> None:
             {k: t.transport(Transfer(Op.READ, lpn * cfg.page_size, cfg.page_size), 0)
              for k, lpn in LPNS.items()})
     assert ends == {"A": c + R + x, "C": 2 * c + R + 2 * x, "B": c + 2 * R + x}
+
+
+def test_a_read_over_two_devices_completes_when_both_halves_have() -> None:
+    """Striped over two devices a page each, under MQSim's rules: each device reads its
+    page and sends it over its own link, so the read completes at c + R + x + L."""
+    cfg = dataclasses.replace(PRESETS["mqsim-default"], compat="mqsim", devices=2,
+                              stripe_bytes=PRESETS["mqsim-default"].page_size)
+    t = FlashTarget(simpy.Environment(), "flash", None, cfg)
+    c, R, x, L = _times(cfg)
+    ends: list[int] = []
+
+    def read() -> Generator[simpy.Event, Any, None]:
+        ends.append((yield t.request(Transfer(Op.READ, 0, 2 * cfg.page_size))))
+
+    t.env.process(read())
+    t.env.run()
+    assert ends == [c + R + x + L]
+    assert [d.c.host_pages_read for d in t.devices] == [1, 1]
