@@ -7,8 +7,9 @@ RAID-0), ``ssd`` (one device), ``host`` (NVMe queue, full-duplex PCIe link), ``c
 (controller DRAM: write buffer, read cache), ``ftl/`` (mapping, block manager, GC and
 wear levelling), ``scheduler`` (command forming, read priority, suspend, chip lock),
 ``fast`` and ``detailed`` (the two timing models behind ``ssd.TimingModel``), ``phy``
-(ONFI command and data timing) and ``lanes`` (channel and die lanes). ``batch`` gives
-the device's best time for a batch of reads and writes.
+(ONFI command and data timing) and ``lanes`` (channel and die lanes); ``convoy``
+arbitrates reads by events under ``compat = "mqsim"`` (``FlashTarget.request``).
+``batch`` gives the device's best time for a batch of reads and writes.
 """
 
 from flash.config import PRESETS, FlashConfig, FlashEnergy, OnfiTiming

@@ -5,7 +5,9 @@ Patterns: ``seqread``/``seqwrite`` walk the logical space in request-size steps 
 offset 0, each request taking the next offset; ``randread``/``randwrite`` pick
 request-aligned offsets uniformly over the logical capacity; ``mix`` is random with
 70% reads and 30% writes (fio's common ``rwmixread=70``). Each request costs one SimPy
-timeout (the target books its work without events).
+timeout (the target books its work without events), except reads under
+``flash.compat = "mqsim"``, which MQSim's arbitration serves by events
+(``FlashTarget.request``, ``flash.convoy``).
 """
 
 from __future__ import annotations
@@ -71,9 +73,8 @@ def run_bench(cfg: FlashConfig, *, pattern: str, size: int, qd: int, count: int,
             if nxt[0] % step == 0:
                 shown.update(step)
             start = int(env.now)
-            end = dev.transport(Transfer(ops[i], addr[i], size, kind), start)
+            end = yield dev.request(Transfer(ops[i], addr[i], size, kind))
             lat[i] = end - start
-            yield env.timeout(end - start)
 
     for _ in range(min(qd, count)):
         env.process(worker())

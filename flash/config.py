@@ -62,7 +62,7 @@ Field -> datasheet / MQSim symbol (times in integer ps, sizes in bytes):
 ``compat``               ``onfi``: dies of a package work independently, channels are
                          free during tR, physical cycle times; ``mqsim``: stock MQSim's
                          chip lock, data-out convoy and whole-ns cycle (``flash.phy``,
-                         ``flash.scheduler``)
+                         ``flash.scheduler``, ``flash.convoy``)
 ``energy.*``             NAND V x I x busy time (Vcc, Icc per operation), channel I/O
                          energy per byte, controller active and device idle power
 ======================== =============================================================

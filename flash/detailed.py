@@ -25,7 +25,9 @@ and the write waits for it.
 
 Under ``flash.compat = "mqsim"`` the die lanes are chips (chip lock), a read command
 needs idle channel time, so it waits while the channel drains data-outs (data-out
-convoy), and a chip is busy until its data is out (no cache read), as in stock MQSim.
+convoy), and a chip is busy until its data is out (no cache read), as in stock MQSim;
+a command is booked when its request arrives (``flash.convoy`` arbitrates reads when the
+channel frees, for ``FlashTarget.request``).
 
 The model is loosely timed like the fast one (it returns completion times and creates no
 SimPy event).

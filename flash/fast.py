@@ -21,7 +21,10 @@ Reads take priority over programs and suspend them (``flash.lanes.DieLanes``). U
 work on one transaction at a time, in parallel, and a queued program only absorbs pages
 of its own die), a read command needs idle channel time, so it waits while the channel
 drains data-outs (MQSim's data-out convoy), and a die has no cache read: it is busy
-until its data is out.
+until its data is out. Booked when its request arrives, a command cannot be pushed back
+by the data-out of a read that arrives later, as MQSim's PHY does: callers that can wait
+on an event (``FlashTarget.request``, the flash bench) have reads arbitrated when the
+channel frees instead (``flash.convoy``).
 
 Several devices striped together (``FastArray``) keep their dies and channels in one
 array, device by device: a transfer's pages on every device it touches are read or

@@ -51,6 +51,13 @@ class HostInterface:
         self.queue_waits += 1
         return heapq.heappop(q)
 
+    def held(self, now: int) -> int:
+        """Commands the device holds at ``now``, of those whose completion is known."""
+        q = self._open
+        while q and q[0] <= now:
+            heapq.heappop(q)
+        return len(q)
+
     def done(self, end: int) -> None:
         """The command fetched last completes at ``end``."""
         q = self._open

@@ -121,12 +121,12 @@ class Ssd:
                 start = x_start
         return self.read_done(t0, start, x_end, nbytes, wire_bytes)
 
-    def read_map(self, address: int, nbytes: int, earliest: int, wire_bytes: int
-                 ) -> tuple[int, int, int, I64 | None, I64]:
+    def read_map(self, address: int, nbytes: int, earliest: int, wire_bytes: int,
+                 nand1: bool = True) -> tuple[int, int, int, I64 | None, I64]:
         """``read`` up to the NAND read of several pages: when the device takes the
         command, the first data-out start so far (-1: none), the last end so far, and
         the pages still to read with the bytes wanted of each (None: none; a single
-        page is read here)."""
+        page is read here, unless ``nand1`` is False)."""
         page = self.page
         lo = address // page
         hi = (address + nbytes + page - 1) // page
@@ -153,7 +153,10 @@ class Ssd:
         if len(miss) > 1:
             ppns, nb = self._map_read(miss, address, nbytes)
             return t0, start, t0, ppns, nb
-        x_start, x_end = self._read1(miss[0], address, nbytes, t0)
+        ppn, nb1 = self._page1(miss[0], address, nbytes)
+        if not nand1:
+            return t0, start, t0, np.array([ppn]), np.array([nb1])
+        x_start, x_end = self.model.read1(ppn, nb1, t0)
         return t0, x_start if start < 0 or x_start < start else start, x_end, None, _NONE
 
     def read_done(self, t0: int, start: int, x_end: int, nbytes: int,
@@ -176,8 +179,8 @@ class Ssd:
         f = self.read if read else self.write
         return [f(a, nbytes, earliest) for a in addresses]
 
-    def _read1(self, lpn: int, address: int, nbytes: int, t0: int) -> tuple[int, int]:
-        """Read one missing logical page from NAND: (data-out start, end)."""
+    def _page1(self, lpn: int, address: int, nbytes: int) -> tuple[int, int]:
+        """The physical page of one missing logical page, and the bytes wanted of it."""
         page = self.page
         c = self.c
         ppn = self.ftl.lookup1(lpn)
@@ -187,7 +190,7 @@ class Ssd:
         nb1 = page - max(address - lpn * page, 0) - max((lpn + 1) * page - (address + nbytes), 0)
         c.host_pages_read += 1
         c.channel_bytes += nb1
-        return self.model.read1(ppn, nb1, t0)
+        return ppn, nb1
 
     def _map_read(self, miss: list[int], address: int, nbytes: int) -> tuple[I64, I64]:
         """The physical pages of the missing logical pages, and the bytes wanted of

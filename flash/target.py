@@ -9,10 +9,12 @@ completes when the last of them does. On the fast model the devices' die lanes a
 channels are one array (``flash.fast.FastArray``): each touched device takes the command,
 serves its DRAM hits and maps its pages, then the NAND reads or programs of all of them
 are one timing call, then each device finishes (the detailed model serves device by
-device). ``transport`` returns that time and creates no
-SimPy event; ``transport_many`` serves a batch of equal-sized transfers issued at one
-time (a host queue's) as the same calls would, one by one. With a tracer on, each
-transfer is one span on the target's lane.
+device). ``transport`` returns that time and creates no SimPy event; ``request`` is
+the same as an event, except that a read under ``compat = "mqsim"`` is arbitrated by
+events (``flash.convoy``), its completion decided as its channels free;
+``transport_many`` serves a batch of equal-sized transfers issued at one time (a host
+queue's) as the same calls would, one by one. With a tracer on, each transfer is one
+span on the target's lane.
 
 Two timing models behind one protocol (``flash.ssd.TimingModel``; docs/ARCHITECTURE.md, "The event
 economy"): ``fast`` (``flash.fast``) books each transaction with one reservation per
@@ -32,6 +34,7 @@ import numpy.typing as npt
 import simpy
 
 from flash.config import FlashConfig
+from flash.convoy import EventReads
 from flash.fast import FastArray
 from flash.ftl import FTL
 from flash.lanes import DieLanes, GapBank, GapLane
@@ -45,6 +48,12 @@ I64 = npt.NDArray[np.int64]
 
 #: Report entries that are not summed over devices.
 _NOT_SUMMED = ("waf", "max_erase_count", "link_rd", "link_wr", "ftl_state_bytes")
+
+
+def _wire(t: Transfer, nbytes: int) -> int:
+    """A device's share of ``t``'s wire bytes for ``nbytes`` of its data (an MMIO read's
+    overhead is per cache line; 0: not byte-addressed)."""
+    return -(-nbytes * t.wire_bytes // t.nbytes) if t.wire_bytes else 0
 
 
 class FlashTarget(Component):
@@ -79,6 +88,9 @@ class FlashTarget(Component):
         #: transfer's NAND work on all the devices it touches is one call
         fast = [d.fast for d in self.devices if d.fast is not None]
         self._array = FastArray(fast) if n > 1 and len(fast) == n else None
+        #: under MQSim's rules, each device's reads served by events (``request``)
+        self._events = ([EventReads(env, d) for d in self.devices] if cfg.compat == "mqsim"
+                        else None)
         self.energy = EnergyMeter(EnergyTable(
             action_pj={"page_read": cfg.read_page_pj(), "page_program": cfg.program_page_pj(),
                        "block_erase": cfg.erase_block_pj(),
@@ -160,9 +172,7 @@ class FlashTarget(Component):
         end = earliest
         for dev, address, nbytes in self._split(t.address, t.nbytes):
             if t.op is Op.READ:
-                # an MMIO read's wire overhead is per cache line: each device's share
-                wire = -(-nbytes * t.wire_bytes // t.nbytes) if t.wire_bytes else 0
-                e = dev.read(address, nbytes, earliest, wire)
+                e = dev.read(address, nbytes, earliest, _wire(t, nbytes))
             elif t.op is Op.WRITE:
                 e = dev.write(address, nbytes, earliest)
             else:
@@ -173,6 +183,39 @@ class FlashTarget(Component):
         if t.op is not Op.TRIM and self.tracer.enabled:
             self.tracer.span(self.path, earliest, end, t.op.value, {"bytes": t.nbytes})
         return end
+
+    def request(self, t: Transfer) -> simpy.Event:
+        """Serve ``t`` from now, as an event that succeeds at its completion with that
+        time. A read under ``compat = "mqsim"`` is served by events on each device it
+        touches (``flash.convoy``): what a channel does next is decided when it frees,
+        so the data-out of a later read may push its command back, as in MQSim. Anything
+        else is ``transport(t, now)`` with a timeout."""
+        env = self.env
+        now = int(env.now)
+        evs = self._events
+        if (evs is None or t.op is not Op.READ or t.nbytes == 0 or t.address < 0
+                or t.address + t.nbytes > self._capacity):
+            end = self.transport(t, now)
+            return env.timeout(end - now, end)
+        self.transfers += 1
+        parts = self._split(t.address, t.nbytes)
+        if len(parts) == 1:
+            out = evs[parts[0][0].device].read(parts[0][1], t.nbytes, t.wire_bytes)
+        else:  # done when the last device is (they complete in time order)
+            out = env.event()
+            left = [len(parts)]
+
+            def one(e: simpy.Event) -> None:
+                left[0] -= 1
+                if not left[0]:
+                    out.succeed(e.value)
+
+            for dev, address, nbytes in parts:
+                evs[dev.device].read(address, nbytes, _wire(t, nbytes)).callbacks.append(one)
+        if self.tracer.enabled:
+            out.callbacks.append(lambda e: self.tracer.span(
+                self.path, now, e.value, t.op.value, {"bytes": t.nbytes}))
+        return out
 
     def _read_array(self, t: Transfer, earliest: int) -> int:
         """``transport`` of a read on several devices of the fast model: each touched
@@ -185,8 +228,7 @@ class FlashTarget(Component):
         nbs: list[I64] = []
         t0s: list[int] = []
         for dev, address, nbytes in self._split(t.address, t.nbytes):
-            # an MMIO read's wire overhead is per cache line: each device's share
-            wire = -(-nbytes * t.wire_bytes // t.nbytes) if t.wire_bytes else 0
+            wire = _wire(t, nbytes)
             t0, start, x_end, p, nb = dev.read_map(address, nbytes, earliest, wire)
             parts.append((dev, t0, start, x_end, nbytes, wire))
             if p is not None:
