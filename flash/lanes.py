@@ -390,13 +390,18 @@ class DieLanes:
             cs = np.cumsum(dur)
             new_st = np.repeat(end[q] - (cs[first] - dur[first]), nq) + cs - dur
             stay = st >= new_st
-            ss = np.cumsum(stay)
-            moved = ss == np.repeat(ss[first] - stay[first], nq)  # none stayed before
-            mi = idx[moved]
-            ops[ST][mi] = new_st[moved]
-            ops[EN][mi] = new_st[moved] + dur[moved]
+            if stay.any():
+                ss = np.cumsum(stay)
+                moved = ss == np.repeat(ss[first] - stay[first], nq)  # none stayed before
+                mi, new_st, dur = idx[moved], new_st[moved], dur[moved]
+            else:  # (back-to-back queues: all of them move)
+                mi = idx
+            ops[ST][mi] = new_st
+            ops[EN][mi] = new_st + dur
             if spans is not None:
-                seg_lane = np.repeat(lanes[q], nq)[moved]
+                seg_lane = np.repeat(lanes[q], nq)
+                if mi is not idx:
+                    seg_lane = seg_lane[moved]
                 for i, x, b, c in zip(seg_lane.tolist(), ops[SPAN][mi].tolist(),
                                       ops[ST][mi].tolist(), ops[EN][mi].tolist(),
                                       strict=True):
