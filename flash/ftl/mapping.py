@@ -57,7 +57,12 @@ class SparseL2P:
     """Logical-to-physical map: a closed form for the preconditioned range, a dict of
     overrides where writes are sparse, and dense 4096-entry numpy segments where they
     are not (a segment is materialised once it holds 1/16 of its pages in the dict,
-    the point where the array becomes the smaller of the two)."""
+    the point where the array becomes the smaller of the two).
+
+    The dense segments are rows of one array (``pool``, grown by half when full;
+    ``segs[si]`` is a view of segment ``si``'s row, ``seg_row[si]`` its index, -1 while
+    it is not dense), so pages spread over many dense segments, as one plane's pages
+    are, are set and got in one numpy step."""
 
     DENSE_AT = SEG // 16
 
@@ -68,6 +73,8 @@ class SparseL2P:
         self.sparse: dict[int, int] = {}
         self.sparse_per_seg = np.zeros(len(self.segs), dtype=np.int32)
         self.dense_segs = 0  # segments made dense so far
+        self.seg_row = np.full(len(self.segs), -1, dtype=np.int64)
+        self.pool = np.empty((0, SEG), dtype=amap.ppn_dtype)
 
     def any_written(self) -> bool:
         return bool(self.sparse) or self.dense_segs > 0
@@ -85,12 +92,15 @@ class SparseL2P:
             return self.get_run(int(lpns[0]), n)
         out = self.amap.implicit_l2p(lpns)
         segi = lpns >> SEG_BITS
+        if self.dense_segs:
+            rows = self.seg_row[segi]
+            dense = rows >= 0
+            if dense.any():
+                out[dense] = self.pool[rows[dense], lpns[dense] & (SEG - 1)]
+                if dense.all():
+                    return out
         for si in np.unique(segi).tolist():
-            seg = self.segs[si]
-            if seg is not None:
-                m = segi == si
-                out[m] = seg[lpns[m] & (SEG - 1)]
-            elif self.sparse_per_seg[si]:
+            if self.segs[si] is None and self.sparse_per_seg[si]:
                 sp = self.sparse
                 for i in np.flatnonzero(segi == si).tolist():
                     v = sp.get(int(lpns[i]))
@@ -148,6 +158,17 @@ class SparseL2P:
         if s0 == int(segi[-1]) and (segi.size < 3 or bool((segi == s0).all())):
             self._set_seg(s0, lpns, vals)
             return
+        if self.dense_segs:  # the pages of dense segments in one step, then the rest
+            rows = self.seg_row[segi]
+            dense = rows >= 0
+            if dense.all():
+                self.pool[rows, lpns & (SEG - 1)] = vals
+                return
+            if dense.any():
+                self.pool[rows[dense], lpns[dense] & (SEG - 1)] = vals[dense]
+                rest = ~dense
+                lpns, vals, segi = lpns[rest], vals[rest], segi[rest]
+                n = int(lpns.size)
         cut = np.flatnonzero(segi[1:] != segi[:-1]) + 1
         if (segi[cut] > segi[cut - 1]).all():  # ascending segments (one plane's pages):
             bounds = [0, *cut.tolist(), n]    # each segment a slice
@@ -211,8 +232,13 @@ class SparseL2P:
             amap = self.amap
             lo = si * SEG
             ids = np.arange(lo, min(lo + SEG, amap.n_lpn), dtype=np.int64)
-            seg = np.full(SEG, -1, dtype=amap.ppn_dtype)
+            row = self.dense_segs
+            if row == self.pool.shape[0]:
+                self._grow()
+            seg = self.pool[row]
+            seg[:] = -1
             seg[: ids.size] = amap.implicit_l2p(ids)
+            self.seg_row[si] = row
             if self.sparse_per_seg[si]:
                 # the segment's dict entries leave the dict (the loop runs in C)
                 got = list(map(self.sparse.pop, range(lo, lo + ids.size), repeat(-2)))
@@ -223,6 +249,16 @@ class SparseL2P:
             self.segs[si] = seg
             self.dense_segs += 1
         return seg
+
+    def _grow(self) -> None:
+        """Half as many rows again in ``pool`` (at least 8), and every dense segment's
+        view re-pointed at its row there."""
+        n = self.pool.shape[0]
+        pool = np.empty((max(8, n + n // 2), SEG), dtype=self.pool.dtype)
+        pool[:n] = self.pool
+        self.pool = pool
+        for si in np.flatnonzero(self.seg_row >= 0).tolist():
+            self.segs[si] = pool[self.seg_row[si]]
 
     def nbytes(self) -> int:
         """numpy segments plus about 100 bytes per dict entry (key, value, slot)."""
@@ -383,6 +419,16 @@ class AddressMap:
         if written.any():
             ok[written] = self.lookup(lp[written]) == ppns[written]
         return ppns[ok], lp[ok]
+
+    def _grow(self) -> None:
+        """Half as many rows again in ``pool`` (at least 8), and every dense segment's
+        view re-pointed at its row there."""
+        n = self.pool.shape[0]
+        pool = np.empty((max(8, n + n // 2), SEG), dtype=self.pool.dtype)
+        pool[:n] = self.pool
+        self.pool = pool
+        for si in np.flatnonzero(self.seg_row >= 0).tolist():
+            self.segs[si] = pool[self.seg_row[si]]
 
     def nbytes(self) -> int:
         """Bytes held: touched L2P segments and entries, the P2L row pool."""
