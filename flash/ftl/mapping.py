@@ -420,16 +420,6 @@ class AddressMap:
             ok[written] = self.lookup(lp[written]) == ppns[written]
         return ppns[ok], lp[ok]
 
-    def _grow(self) -> None:
-        """Half as many rows again in ``pool`` (at least 8), and every dense segment's
-        view re-pointed at its row there."""
-        n = self.pool.shape[0]
-        pool = np.empty((max(8, n + n // 2), SEG), dtype=self.pool.dtype)
-        pool[:n] = self.pool
-        self.pool = pool
-        for si in np.flatnonzero(self.seg_row >= 0).tolist():
-            self.segs[si] = pool[self.seg_row[si]]
-
     def nbytes(self) -> int:
         """Bytes held: touched L2P segments and entries, the P2L row pool."""
         return self.l2p.nbytes() + self.pool.nbytes + self.row1_of.nbytes
