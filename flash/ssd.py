@@ -151,7 +151,7 @@ class Ssd:
             if part:
                 self.cache.filled(part)
         if len(miss) > 1:
-            ppns, nb = self._map_read(miss, address, nbytes)
+            ppns, nb = self._map_read(miss, address, nbytes, start < 0)
             return t0, start, t0, ppns, nb
         ppn, nb1 = self._page1(miss[0], address, nbytes)
         if not nand1:
@@ -192,26 +192,34 @@ class Ssd:
         c.channel_bytes += nb1
         return ppn, nb1
 
-    def _map_read(self, miss: list[int], address: int, nbytes: int) -> tuple[I64, I64]:
+    def _map_read(self, miss: list[int], address: int, nbytes: int,
+                  run: bool = False) -> tuple[I64, I64]:
         """The physical pages of the missing logical pages, and the bytes wanted of
-        each."""
+        each (``run``: they are every page of the read, a run of consecutive pages)."""
         page = self.page
         c = self.c
         first_off = address - miss[0] * page
         last_cut = (miss[-1] + 1) * page - (address + nbytes)
-        lp = np.array(miss, dtype=np.int64)
-        ppns = self.ftl.lookup(lp)
+        if run:
+            ppns = self.ftl.lookup_run(miss[0], len(miss))
+        else:
+            ppns = self.ftl.lookup(np.array(miss, dtype=np.int64))
         unm = ppns < 0
         if unm.any():
             c.unmapped_reads += int(unm.sum())
-            ppns[unm] = self.ftl.static_ppn(lp[unm])
-        nb = np.full(lp.size, page, dtype=np.int64)
+            ppns[unm] = self.ftl.static_ppn(np.flatnonzero(unm) + miss[0] if run
+                                            else np.array(miss, dtype=np.int64)[unm])
+        n = len(miss)
+        nb = np.full(n, page, dtype=np.int64)
+        total = n * page
         if first_off > 0:
             nb[0] -= first_off
+            total -= first_off
         if last_cut > 0:
             nb[-1] -= last_cut
-        c.host_pages_read += int(lp.size)
-        c.channel_bytes += int(nb.sum())
+            total -= last_cut
+        c.host_pages_read += n
+        c.channel_bytes += total
         return ppns, nb
 
     def write(self, address: int, nbytes: int, earliest: int) -> int:

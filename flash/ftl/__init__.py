@@ -147,6 +147,12 @@ class FTL:
         """Physical pages of ``lpns`` (-1 where unmapped)."""
         return self.l2p.get(np.asarray(lpns, dtype=np.int64))
 
+    def lookup_run(self, lo: int, n: int) -> I64:
+        """``lookup`` of the run of logical pages [lo, lo + n)."""
+        if lo < 0 or lo + n > self.n_lpn:
+            raise TmhwError(f"flash: logical page out of range [0, {self.n_lpn})")
+        return self.l2p.get_run(lo, n)
+
     def p2l(self, block: int) -> I64:
         """Logical page written at each page of ``block`` (-1: erased), read-only."""
         return self.mapping.p2l(block)
