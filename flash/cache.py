@@ -21,8 +21,9 @@ only. Pure: no SimPy.
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from collections import OrderedDict, deque
-from itertools import compress, repeat
+from collections.abc import Callable
 
 
 class DataCache:
@@ -34,8 +35,12 @@ class DataCache:
         # buffered writes in arrival order: (last program end, their pages)
         self._fifo: deque[tuple[int, range]] = deque()
         self._used = 0
-        #: logical page -> end of the program of its newest buffered copy
-        self._buffered: dict[int, int] = {}
+        #: logical page -> end of the program of its newest buffered copy, as disjoint
+        #: runs of pages in page order: run k is pages [_lo[k], _hi[k]), all mapped to
+        #: _end[k] (a write buffers a run at one time, so a few runs hold the buffer)
+        self._lo: list[int] = []
+        self._hi: list[int] = []
+        self._end: list[int] = []
         self._lru: OrderedDict[int, None] = OrderedDict()
         self.write_hits = 0       # pages acknowledged from the buffer
         self.write_waits = 0      # writes that waited for buffer space
@@ -67,10 +72,8 @@ class DataCache:
         """Free the oldest buffered write's space; return when its programs ended."""
         end, lpns = self._fifo.popleft()
         self._used -= len(lpns)
-        b = self._buffered
-        # the pages whose newest copy is this one go (a loop in C: a write is 512 pages)
-        gone = compress(lpns, map(end.__ge__, map(b.get, lpns, repeat(end + 1))))
-        deque(map(b.__delitem__, list(gone)), maxlen=0)
+        # the pages whose newest copy ends by then go
+        self._drop(lpns.start, lpns.stop, lambda e: e <= end)
         return end
 
     def buffered(self, lpns: range, ends: list[int] | int) -> None:
@@ -81,12 +84,60 @@ class DataCache:
         self._fifo.append((last, lpns))
         self._used += n
         self.write_hits += n
-        b = self._buffered
         if isinstance(ends, int):
-            b.update(dict.fromkeys(lpns, ends))
+            self._assign(lpns.start, lpns.stop, ends)
         else:
-            b.update(zip(lpns, ends, strict=True))
+            for lpn, e in zip(lpns, ends, strict=True):
+                self._assign(lpn, lpn + 1, e)
         self.invalidate(lpns)
+
+    # -- the runs of buffered pages ------------------------------------------------------
+    def _cut(self, at: int) -> int:
+        """Split the run holding page ``at`` (if it starts before it) so that a run
+        starts there; the index of the first run starting at or after ``at``."""
+        k = bisect_left(self._lo, at)
+        if k and self._hi[k - 1] > at:
+            lo, hi, e = self._lo, self._hi, self._end
+            lo.insert(k, at)
+            hi.insert(k, hi[k - 1])
+            e.insert(k, e[k - 1])
+            hi[k - 1] = at
+            return k
+        return k
+
+    def _assign(self, a: int, b: int, end: int) -> None:
+        """Pages [a, b) now map to ``end``."""
+        i = self._cut(a)
+        j = self._cut(b)
+        self._lo[i:j] = [a]
+        self._hi[i:j] = [b]
+        self._end[i:j] = [end]
+
+    def _drop(self, a: int, b: int, gone: Callable[[int], bool]) -> None:
+        """Pages of [a, b) whose program end satisfies ``gone`` leave the buffer."""
+        lo = self._lo
+        if not lo or b <= lo[0] or a >= self._hi[-1]:
+            return
+        i = self._cut(a)
+        j = self._cut(b)
+        keep = [k for k in range(i, j) if not gone(self._end[k])]
+        if len(keep) < j - i:
+            hi, e = self._hi, self._end
+            lo[i:j] = [lo[k] for k in keep]
+            hi[i:j] = [hi[k] for k in keep]
+            e[i:j] = [e[k] for k in keep]
+
+    def _runs(self, a: int, b: int) -> list[tuple[int, int, int]]:
+        """The buffered runs' parts within [a, b), in page order: (first, last + 1, end)."""
+        lo, hi, e = self._lo, self._hi, self._end
+        k = bisect_right(lo, a)
+        if k and hi[k - 1] > a:
+            k -= 1
+        out = []
+        while k < len(lo) and lo[k] < b:
+            out.append((max(lo[k], a), min(hi[k], b), e[k]))
+            k += 1
+        return out
 
     def invalidate(self, lpns: range) -> None:
         """Drop the read-cache copies of ``lpns`` (they were rewritten or trimmed)."""
@@ -99,24 +150,28 @@ class DataCache:
 
     def split_read(self, lpns: range, now: int) -> list[bool]:
         """Per page of ``lpns`` (consecutive): True if DRAM holds it (write buffer or
-        read cache). Only the pages either holds are visited, in order."""
-        b, lru = self._buffered, self._lru
+        read cache). A buffered page whose program has ended leaves the buffer here
+        (then only the read cache may hold it)."""
+        lru = self._lru
         out = [False] * len(lpns)
-        if not b and not lru:
+        if not self._lo and not lru:
             return out
         lo = lpns.start
-        for lpn in sorted(b.keys() & lpns | lru.keys() & lpns):
-            end = b.get(lpn)
-            if end is not None:
-                if end > now:
-                    self.buffer_read_hits += 1
+        ended = False
+        for a, b, end in self._runs(lo, lpns.stop):
+            if end > now:
+                self.buffer_read_hits += b - a
+                out[a - lo:b - lo] = [True] * (b - a)
+            else:
+                ended = True
+        if ended:  # programmed: the buffer copies are gone
+            self._drop(lo, lpns.stop, lambda e: e <= now)
+        if lru:
+            for lpn in sorted(lru.keys() & lpns):
+                if not out[lpn - lo]:
+                    lru.move_to_end(lpn)
+                    self.cache_read_hits += 1
                     out[lpn - lo] = True
-                    continue
-                del b[lpn]  # programmed: the buffer copy is gone
-            if lpn in lru:
-                lru.move_to_end(lpn)
-                self.cache_read_hits += 1
-                out[lpn - lo] = True
         return out
 
     def filled(self, lpns: range | list[int]) -> None:
@@ -133,7 +188,7 @@ class DataCache:
 
     def holds(self, lpn: int, now: int) -> str:
         """Where DRAM holds ``lpn`` at ``now``: "buffer", "cache" or "" (not at all)."""
-        end = self._buffered.get(lpn)
-        if end is not None and end > now:
-            return "buffer"
+        for _, _, end in self._runs(lpn, lpn + 1):
+            if end > now:
+                return "buffer"
         return "cache" if lpn in self._lru else ""

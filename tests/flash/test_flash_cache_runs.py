@@ -1,0 +1,125 @@
+"""The write buffer keeps its pages as runs (``DataCache._lo/_hi/_end``); it must answer
+every question exactly as a map of page -> program end of its newest buffered copy,
+the rule the runs stand for. ``PageMap`` below is that rule written page by page; the
+two are driven with the same writes, admissions, reads, holds queries and read-cache
+fills, and must agree on every answer and counter."""
+
+from __future__ import annotations
+
+from collections import OrderedDict, deque
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from flash.cache import DataCache
+
+WRITE_PAGES, READ_PAGES, SPAN = 12, 6, 40
+
+
+class PageMap:
+    """The write buffer and read cache with one dict entry per buffered page."""
+
+    def __init__(self) -> None:
+        self.fifo: deque[tuple[int, range]] = deque()
+        self.used = 0
+        self.b: dict[int, int] = {}
+        self.lru: OrderedDict[int, None] = OrderedDict()
+        self.hits = [0, 0, 0, 0]  # write, waits, buffer reads, cache reads
+
+    def admit(self, pages: int, earliest: int) -> int:
+        if pages > WRITE_PAGES:
+            return -1
+        t = earliest
+        while self.fifo and self.fifo[0][0] <= t:
+            self._release()
+        while self.used + pages > WRITE_PAGES:
+            t = max(t, self._release())
+        if t > earliest:
+            self.hits[1] += 1
+        return t
+
+    def _release(self) -> int:
+        end, lpns = self.fifo.popleft()
+        self.used -= len(lpns)
+        for lpn in lpns:
+            if self.b.get(lpn, end + 1) <= end:
+                del self.b[lpn]
+        return end
+
+    def buffered(self, lpns: range, end: int) -> None:
+        self.fifo.append((end, lpns))
+        self.used += len(lpns)
+        self.hits[0] += len(lpns)
+        for lpn in lpns:
+            self.b[lpn] = end
+            self.lru.pop(lpn, None)
+
+    def split_read(self, lpns: range, now: int) -> list[bool]:
+        out = [False] * len(lpns)
+        for lpn in lpns:
+            end = self.b.get(lpn)
+            if end is not None:
+                if end > now:
+                    self.hits[2] += 1
+                    out[lpn - lpns.start] = True
+                    continue
+                del self.b[lpn]
+            if lpn in self.lru:
+                self.lru.move_to_end(lpn)
+                self.hits[3] += 1
+                out[lpn - lpns.start] = True
+        return out
+
+    def filled(self, lpns: list[int]) -> None:
+        for lpn in lpns:
+            self.lru[lpn] = None
+            self.lru.move_to_end(lpn)
+        while len(self.lru) > READ_PAGES:
+            self.lru.popitem(last=False)
+
+    def holds(self, lpn: int, now: int) -> str:
+        end = self.b.get(lpn)
+        if end is not None and end > now:
+            return "buffer"
+        return "cache" if lpn in self.lru else ""
+
+
+step = st.tuples(st.sampled_from(["write", "write", "read", "fill", "holds"]),
+                 st.integers(0, SPAN - 1), st.integers(1, 8), st.integers(0, 300),
+                 st.integers(0, 400))
+
+
+@settings(max_examples=200, deadline=None)
+@given(steps=st.lists(step, min_size=1, max_size=60))
+def test_buffered_runs_answer_as_a_page_map(steps: list[tuple[str, int, int, int, int]]
+                                            ) -> None:
+    runs, pages = DataCache(WRITE_PAGES, READ_PAGES), PageMap()
+    now = 0
+    for kind, lo, n, gap, prog in steps:
+        now += gap
+        lpns = range(lo, min(SPAN, lo + n))
+        got: Any
+        want: Any
+        if kind == "write":
+            got, want = runs.admit(len(lpns), now), pages.admit(len(lpns), now)
+            if got >= 0:
+                runs.buffered(lpns, got + prog)
+                pages.buffered(lpns, want + prog)
+        elif kind == "read":
+            got, want = runs.split_read(lpns, now), pages.split_read(lpns, now)
+        elif kind == "fill":
+            runs.filled(list(lpns))
+            pages.filled(list(lpns))
+            got = want = None
+        else:
+            got = [runs.holds(p, now) for p in lpns]
+            want = [pages.holds(p, now) for p in lpns]
+        assert got == want
+        assert runs.used_pages == pages.used
+        assert [runs.write_hits, runs.write_waits, runs.buffer_read_hits,
+                runs.cache_read_hits] == pages.hits
+        assert list(runs._lru) == list(pages.lru)
+        # the runs are disjoint, in page order, and none is empty
+        assert all(a < b for a, b in zip(runs._lo, runs._hi, strict=True))
+        assert all(b <= a for b, a in zip(runs._hi, runs._lo[1:], strict=False))
