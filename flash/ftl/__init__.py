@@ -308,9 +308,14 @@ class FTL:
         old = self.l2p.get_run(lo, n)
         mapped = old >= 0
         if mapped.any():
-            # (np.subtract.at is an order of magnitude slower than unique + counts)
-            ub, cnt = np.unique(old[mapped] // ppb, return_counts=True)
-            self.valid[ub] -= cnt.astype(np.int32)
+            ob = old[mapped] // ppb
+            if n <= U and bool((ob // self.bpp == planes[mapped]).all()):
+                # each old copy in its page's plane, one page per plane: distinct blocks
+                self.valid[ob] -= 1
+            else:
+                # (np.subtract.at is an order of magnitude slower than unique + counts)
+                ub, cnt = np.unique(ob, return_counts=True)
+                self.valid[ub] -= cnt.astype(np.int32)
             if n > U:
                 self.l2p.set(lpns[mapped], -1)
         rows = m.row1_of[hb] - 1
