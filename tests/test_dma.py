@@ -252,6 +252,18 @@ def test_a_clean_goes_only_when_no_write_back_waits() -> None:
     assert res.in_hbm[:64].all() and not res.in_hbm[64:].any() and res.in_flash.all()
 
 
+def test_a_clean_counts_in_the_iteration_of_the_eviction_it_saves() -> None:
+    """A clean released in one iteration for an eviction in the next (a weight cleaned
+    at its update) is that next iteration's traffic; a write-back is its releaser's."""
+    rig = Rig(2 * 64, 2 * 64)
+    rig.res.hold(slice(0, 128), 0, 0)
+    rig.res.live[:] = True
+    rig.dma.submit(DmaRequest(WRITEBACK, 0, 64, 3, "clean", keep=True), iteration=1)
+    rig.dma.submit(DmaRequest(WRITEBACK, 64, 128, 3, "evict"), iteration=1)
+    rig.env.run()
+    assert rig.dma.bytes_by_origin == {(WRITEBACK, 1): 64 * PAGE, (WRITEBACK, 0): 64 * PAGE}
+
+
 def test_link_is_full_duplex_each_direction_on_its_own_timeline() -> None:
     """PCIe carries both directions at full rate at once: a transfer in and a transfer
     out booked at the same instant both end one transfer time later."""

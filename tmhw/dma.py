@@ -169,7 +169,8 @@ class DmaEngine(Component):
         self.link_energy_pj = 0.0
         self.bytes = {FETCH: Counter(), WRITEBACK: Counter(), INPLACE: Counter()}
         self.inplace_reads = Counter()
-        #: (kind, iteration that released the request) -> bytes moved
+        #: (kind, iteration that released the request; for a clean, the iteration of
+        #: the eviction it saves) -> bytes moved
         self.bytes_by_origin: dict[tuple[str, int], int] = {}
         self.chunks = Counter()
         self.requests = Counter()
@@ -513,7 +514,8 @@ class DmaEngine(Component):
 
     def _account(self, kind: str, nbytes: int, start: int, end: int, req: DmaRequest) -> None:
         self.bytes[kind].add(nbytes)
-        key = (kind, req.origin)
+        # a clean's bytes belong to the iteration of the eviction it saves
+        key = (kind, req.iteration if req.keep else req.origin)
         self.bytes_by_origin[key] = self.bytes_by_origin.get(key, 0) + nbytes
         self.chunks.add()
         self.meter.add("byte", nbytes)

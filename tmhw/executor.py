@@ -313,12 +313,17 @@ class Executor(Component):
         # What the last iteration released is its traffic too: the engine finishes its
         # write-backs; the prefetches it released for the next iteration (which does
         # not run, so no op frees their space) are counted by the pages they still
-        # miss, as the next iteration would move them, and not simulated. Iteration
-        # times end at the last op.
+        # miss, as the next iteration would move them, and not simulated. Its cleans
+        # are the next iteration's traffic (``DmaEngine`` counts a clean's bytes in the
+        # iteration of the eviction it saves); those not booked yet are dropped, as
+        # that iteration would have written the pages by the clean or the eviction.
+        # Iteration times end at the last op.
         carried = 0
         for r in self.dma.unfinished():
             if r.kind == FETCH:
                 carried += self.res.count_missing(r.cursor, r.p1) * wl.page_size
+                self.dma.cancel(r)
+            elif r.keep:
                 self.dma.cancel(r)
         left = [r.booked for r in self.dma.unfinished() if r.booked is not None]
         self.dma.kick()

@@ -215,8 +215,8 @@ class Planner:
                 span = int(gp.end2[a]) - int(gp.end2[w % n]) + (gp.iter_ps if w < 0 else 0)
                 if span < self._wb_ps(int(self.x[gi])):
                     continue
-                # already written back after that write by an earlier eviction
-                if any(w < int(gp.ga[gj]) - k * n < a for gj in ev for k in (0, 1)):
+                # written back by an earlier eviction since that write (or at it)
+                if any(w <= int(gp.ga[gj]) - k * n < a for gj in ev for k in (0, 1)):
                     continue
                 out[gi] = w
         return out
