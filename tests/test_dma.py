@@ -216,6 +216,54 @@ def test_writeback_frees_hbm_once_the_ssd_has_acknowledged_it() -> None:
     res.check()
 
 
+def test_a_clean_writes_dirty_pages_back_keeps_them_and_their_space_until_it_ends() -> None:
+    """A clean (``keep``) writes the dirty pages to flash and leaves them held in HBM,
+    now clean; released before the write has ended, their space stays taken until
+    then, as a write-back's would."""
+    rig = Rig(64, 64)
+    res = rig.res
+    res.hold(slice(0, 64), 0, 0)
+    res.live[:] = True
+    req = rig.dma.submit(DmaRequest(WRITEBACK, 0, 64, 0, "weight", keep=True))
+    rig.env.run(until=req.booked)
+    writes = [(nb, e) for _, op, _, nb, _, e in rig.flash.log if op == Op.WRITE]
+    assert sum(nb for nb, _ in writes) == rig.dma.bytes[WRITEBACK].value == 64 * PAGE
+    assert res.in_hbm.all() and res.in_flash.all() and res.free_pages(int(rig.env.now)) == 0
+    end = req.end_ps
+    assert end > rig.env.now
+    res.release_clean(0, 64, int(rig.env.now))
+    assert not res.in_hbm.any()
+    assert res.free_pages(end - 1) == 0 and res.free_pages(end) == 64
+    res.check()
+
+
+def test_a_clean_goes_only_when_no_write_back_waits() -> None:
+    """A clean frees no space: with one write-back slot, a write-back queued after it
+    with a later deadline is still booked first."""
+    rig = Rig(2 * 64, 2 * 64, outstanding=1)
+    res = rig.res
+    res.hold(slice(0, 128), 0, 0)
+    res.live[:] = True
+    rig.dma.submit(DmaRequest(WRITEBACK, 0, 64, 0, "clean", keep=True))
+    rig.dma.submit(DmaRequest(WRITEBACK, 64, 128, 9, "evict"))
+    rig.env.run()
+    assert _runs([tag for _, op, _, _, tag, _ in rig.flash.log if op == Op.WRITE]) == [
+        "evict", "clean"]
+    assert res.in_hbm[:64].all() and not res.in_hbm[64:].any() and res.in_flash.all()
+
+
+def test_a_clean_counts_in_the_iteration_of_the_eviction_it_saves() -> None:
+    """A clean released in one iteration for an eviction in the next (a weight cleaned
+    at its update) is that next iteration's traffic; a write-back is its releaser's."""
+    rig = Rig(2 * 64, 2 * 64)
+    rig.res.hold(slice(0, 128), 0, 0)
+    rig.res.live[:] = True
+    rig.dma.submit(DmaRequest(WRITEBACK, 0, 64, 3, "clean", keep=True), iteration=1)
+    rig.dma.submit(DmaRequest(WRITEBACK, 64, 128, 3, "evict"), iteration=1)
+    rig.env.run()
+    assert rig.dma.bytes_by_origin == {(WRITEBACK, 1): 64 * PAGE, (WRITEBACK, 0): 64 * PAGE}
+
+
 def test_link_is_full_duplex_each_direction_on_its_own_timeline() -> None:
     """PCIe carries both directions at full rate at once: a transfer in and a transfer
     out booked at the same instant both end one transfer time later."""

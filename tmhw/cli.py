@@ -70,6 +70,8 @@ def add_config_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-prefetch", action="store_true", help="demand fetch on the table")
     p.add_argument("--no-wb-schedule", action="store_true",
                    help="TM-Training: every write-back due at once (eager)")
+    p.add_argument("--no-clean", action="store_true",
+                   help="TM-Training: dirty data written back only when evicted")
 
 
 def check_batch(value: int | None, field: str = "") -> None:
@@ -146,7 +148,8 @@ def config_from_args(args: argparse.Namespace) -> Any:
             sets.append(f"{key}={json.dumps(v)}")
     for flag, key in (("no_split", "policy.split"), ("no_monitor", "policy.monitor"),
                       ("no_prefetch", "policy.prefetch"),
-                      ("no_wb_schedule", "policy.writeback_schedule")):
+                      ("no_wb_schedule", "policy.writeback_schedule"),
+                      ("no_clean", "policy.clean")):
         if getattr(args, flag, False):
             sets.append(f"{key}=false")
     if args.model and not args.seq and "workload.seq" not in " ".join(args.set):

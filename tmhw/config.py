@@ -174,7 +174,9 @@ class PolicyConfig:
     - ``monitor`` off: the table of the first iteration is replayed unchanged;
     - ``prefetch`` off: nothing is fetched before the op that reads it (faults);
     - ``writeback_schedule`` off: every write-back is due as soon as it is released
-      (eager, in release order) instead of when the plan needs its space.
+      (eager, in release order) instead of when the plan needs its space;
+    - ``clean`` off: dirty data is written back only when it is evicted, never earlier
+      as a clean that keeps it resident.
 
     ``prefetch_reserve`` 0: fraction of HBM the TM-Training plan leaves unplanned for
     prefetches in flight; 0 plans the fewest bytes (the traffic bound's own evictions)
@@ -207,6 +209,7 @@ class PolicyConfig:
     monitor: bool = True
     prefetch: bool = True
     writeback_schedule: bool = True
+    clean: bool = True
     #: Timing-monitor gain: fraction of a measured stall converted into an earlier
     #: release or pages kept resident next iteration (1.0 = the whole shortfall at once).
     monitor_gain: float = 1.0

@@ -23,6 +23,14 @@ issued when a slot of its direction frees. The engine books at most one window o
 chunks per wake-up and then sleeps until half the window of a direction with queued
 requests has drained, about ``2 / max_outstanding`` events per chunk.
 
+A write-back with ``keep`` is a clean: its dirty pages are written to flash and stay in
+HBM (flash then holds their current version), so the eviction that follows frees them
+at once. A clean frees no space, so cleans have a queue of their own that neither a
+fetch waiting for room nor ``expedite_writebacks`` draws on; they share the write-back
+window, earliest deadline first with the write-backs. Pages a clean is still copying
+out keep their space until its write ends, even if they are released earlier
+(``Residency.cleaning``).
+
 In-place reads (``inplace_read``, FlatFlash) are not requests: the NPU reads a run of
 flash pages through the SSD's PCIe BAR in cache lines, straight into its scratchpad,
 as one booking on the flash and on the link (with each line's framing), and nothing
@@ -88,6 +96,7 @@ class DmaRequest:
     origin: int = 0                         # the iteration that released it (its traffic)
     tensor: int = -1                        # the tensor the pages belong to (or -1)
     generation: int = 0                     # its use count when the request was made
+    keep: bool = False                      # write-back only: a clean (pages stay held)
 
     def key(self) -> Key:
         # Op indices restart every iteration: order by iteration first, so work left
@@ -147,6 +156,9 @@ class DmaEngine(Component):
         self.wb_slots = [0] * cfg.max_outstanding
         self._fetches: list[tuple[Key, DmaRequest]] = []
         self._writebacks: list[tuple[Key, DmaRequest]] = []
+        #: cleans: write-backs whose pages stay in HBM; they free no space, so they
+        #: share the write-back window but not the queue that makes room
+        self._cleans: list[tuple[Key, DmaRequest]] = []
         #: the iteration new requests belong to (the executor sets it)
         self.iteration = 0
         self._seq = itertools.count()
@@ -157,7 +169,8 @@ class DmaEngine(Component):
         self.link_energy_pj = 0.0
         self.bytes = {FETCH: Counter(), WRITEBACK: Counter(), INPLACE: Counter()}
         self.inplace_reads = Counter()
-        #: (kind, iteration that released the request) -> bytes moved
+        #: (kind, iteration that released the request; for a clean, the iteration of
+        #: the eviction it saves) -> bytes moved
         self.bytes_by_origin: dict[tuple[str, int], int] = {}
         self.chunks = Counter()
         self.requests = Counter()
@@ -189,7 +202,8 @@ class DmaEngine(Component):
         req.submitted_ps = self.now
         if req.booked is None:
             req.booked = self.env.event()
-        heap = self._writebacks if req.kind == WRITEBACK else self._fetches
+        heap = self._fetches if req.kind != WRITEBACK else \
+            self._cleans if req.keep else self._writebacks
         heapq.heappush(heap, (req.key(), req))
         self.requests.add()
         self.kick()
@@ -254,7 +268,8 @@ class DmaEngine(Component):
 
     def unfinished(self) -> list[DmaRequest]:
         """Requests not yet completely booked."""
-        return [r for _, r in self._fetches + self._writebacks if not r.done]
+        return [r for _, r in self._fetches + self._writebacks + self._cleans
+                if not r.done]
 
     def take_late_writebacks(self) -> frozenset[int]:
         """The tensors whose write-back was booked only because a fetch was waiting for
@@ -281,6 +296,9 @@ class DmaEngine(Component):
         half = max(1, len(self.fetch_slots) // 2)
         while True:
             f, w = self._head(self._fetches), self._head(self._writebacks)
+            if w is None and self._cleans:
+                # a clean only takes write bandwidth no write-back is waiting for
+                w = self._head(self._cleans)
             if f is None and w is None:
                 self._kick = env.event()
                 yield self._kick
@@ -319,6 +337,7 @@ class DmaEngine(Component):
                         progressed = self._book_window(f, now, None)
             self._head(self._fetches)
             self._head(self._writebacks)
+            self._head(self._cleans)
             if not progressed:
                 # Nothing could be booked: wait for space or a new request.
                 self.wakeups.add()
@@ -368,7 +387,7 @@ class DmaEngine(Component):
                     after = t
                 end = self._fetch(pages, max(now, slots[k]), req, after)
             else:
-                if self.client is not None and self.client.is_stale(req):
+                if not req.keep and self.client is not None and self.client.is_stale(req):
                     self.void_writebacks += 1
                     req.cursor = req.p1
                     break
@@ -464,7 +483,8 @@ class DmaEngine(Component):
         res = self.res
         now = int(self.env.now)
         dirty = np.flatnonzero(res.in_hbm[c0:c1] & res.live[c0:c1] & ~res.in_flash[c0:c1]) + c0
-        res.release_clean(c0, c1, now)
+        if not req.keep:
+            res.release_clean(c0, c1, now)
         free_at = end = issue
         t0 = issue + self.cfg.setup_ps
         for a, b in runs(dirty):
@@ -480,7 +500,10 @@ class DmaEngine(Component):
                                                   req.tag), l_end - self._link_ps(n))
             done = max(l_end, f_end)
             res.in_flash[a:b] = True
-            res.release(slice(a, b), now, until=done)
+            if req.keep:
+                res.cleaning(a, b, done)
+            else:
+                res.release(slice(a, b), now, until=done)
             free_at = max(free_at, done)
             end = max(end, done)
             self._account(WRITEBACK, n, t0, f_end, req)
@@ -491,7 +514,8 @@ class DmaEngine(Component):
 
     def _account(self, kind: str, nbytes: int, start: int, end: int, req: DmaRequest) -> None:
         self.bytes[kind].add(nbytes)
-        key = (kind, req.origin)
+        # a clean's bytes belong to the iteration of the eviction it saves
+        key = (kind, req.iteration if req.keep else req.origin)
         self.bytes_by_origin[key] = self.bytes_by_origin.get(key, 0) + nbytes
         self.chunks.add()
         self.meter.add("byte", nbytes)

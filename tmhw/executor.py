@@ -148,6 +148,8 @@ class Executor(Component):
         self.live_range = wl.live_ranges()
         self.live_range[[t.id for t in wl.tensors if t.kind == Kind.INPUT], 0] = 0
         self.prefetching: dict[int, DmaRequest] = {}
+        #: per tensor, its clean queued or in flight (``Move.keep``)
+        self.cleaning: dict[int, DmaRequest] = {}
         #: in-place reads (FlatFlash): accesses per page since it was last promoted or
         #: died (allocated on the first in-place read: 4 bytes a page), promotions
         #: released, in-place requests, and each tensor's promotion
@@ -311,12 +313,17 @@ class Executor(Component):
         # What the last iteration released is its traffic too: the engine finishes its
         # write-backs; the prefetches it released for the next iteration (which does
         # not run, so no op frees their space) are counted by the pages they still
-        # miss, as the next iteration would move them, and not simulated. Iteration
-        # times end at the last op.
+        # miss, as the next iteration would move them, and not simulated. Its cleans
+        # are the next iteration's traffic (``DmaEngine`` counts a clean's bytes in the
+        # iteration of the eviction it saves); those not booked yet are dropped, as
+        # that iteration would have written the pages by the clean or the eviction.
+        # Iteration times end at the last op.
         carried = 0
         for r in self.dma.unfinished():
             if r.kind == FETCH:
                 carried += self.res.count_missing(r.cursor, r.p1) * wl.page_size
+                self.dma.cancel(r)
+            elif r.keep:
                 self.dma.cancel(r)
         left = [r.booked for r in self.dma.unfinished() if r.booked is not None]
         self.dma.kick()
@@ -620,7 +627,13 @@ class Executor(Component):
         n = len(wl.ops)
         eager = not self.cfg.policy.writeback_schedule
         for m in self.table.released_at_end(op.index):
-            if m.action == Action.WRITEBACK:
+            if m.action == Action.WRITEBACK and m.keep:
+                self._clean(m, op.index)
+            elif m.action == Action.WRITEBACK:
+                pending = self.cleaning.pop(m.tensor, None)
+                if pending is not None:
+                    # the eviction writes back whatever its clean has not
+                    self.dma.cancel(pending)
                 self.res.release_clean(m.p0, m.p1, now)
                 if not (res.in_hbm[m.p0:m.p1] & res.live[m.p0:m.p1]).any():
                     continue
@@ -633,6 +646,19 @@ class Executor(Component):
             elif m.action == Action.DROP:
                 self._drop(m, now)
         self.dma.kick()
+
+    def _clean(self, m: Move, op_index: int) -> None:
+        """Queue a clean: the dirty pages of ``m`` go to flash and stay in HBM, so the
+        eviction the table releases later frees them at once (``Move.keep``)."""
+        res = self.res
+        if not (res.in_hbm[m.p0:m.p1] & res.live[m.p0:m.p1] & ~res.in_flash[m.p0:m.p1]).any():
+            return
+        due = m.deadline_op
+        nxt = due <= op_index
+        self.cleaning[m.tensor] = self.dma.submit(
+            DmaRequest(WRITEBACK, m.p0, m.p1, due, self.workload.tensors[m.tensor].name,
+                       tensor=m.tensor, keep=True),
+            iteration=self._iteration + (1 if nxt else 0))
 
     def _drop(self, m: Move, now: int) -> None:
         """Free pages from HBM. Data past its last use in the iteration, or overwritten

@@ -54,6 +54,9 @@ class Residency:
         self.held = 0                                   # pages with in_hbm set
         self._freeing: list[tuple[int, int]] = []       # (time, pages) of write-backs
         self._freeing_pages = 0
+        #: (p0, p1, end) of cleans in flight: pages written back that stay held; their
+        #: space stays taken until the write ends, even if they are released before
+        self._cleaning: list[tuple[int, int, int]] = []
         self.level = Level()                            # occupancy in bytes over time
 
     # -- occupancy -----------------------------------------------------------------------
@@ -145,9 +148,21 @@ class Residency:
         return n
 
     def release_when_ready(self, p0: int, p1: int, now: int) -> int:
-        """Pages [p0, p1) leave HBM; data still arriving keeps its space until then."""
-        ready = self.ready_time(p0, p1)
+        """Pages [p0, p1) leave HBM; data still arriving, or still being copied out by
+        a clean, keeps its space until then."""
+        ready = max(self.ready_time(p0, p1), self._clean_end(p0, p1, now))
         return self.release(slice(p0, p1), now, until=ready if ready > now else None)
+
+    def cleaning(self, p0: int, p1: int, end: int) -> None:
+        """Pages [p0, p1) stay held while a clean copies them to flash until ``end``."""
+        self._cleaning.append((p0, p1, end))
+
+    def _clean_end(self, p0: int, p1: int, now: int) -> int:
+        """When the cleans in flight over any page of [p0, p1) end (0: none)."""
+        if not self._cleaning:
+            return 0
+        self._cleaning = [c for c in self._cleaning if c[2] > now]
+        return max((e for a, b, e in self._cleaning if a < p1 and p0 < b), default=0)
 
     def release_clean(self, p0: int, p1: int, now: int) -> None:
         """Pages of [p0, p1) held in HBM whose data flash has, or that are dead, leave

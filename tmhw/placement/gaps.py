@@ -400,7 +400,9 @@ def table_profile(wl: Workload, table: PlacementTable, op_start_ps: np.ndarray |
             flash[t.page_start:t.page_end] = False
         for m in table.released_at_end(i):
             p0, p1 = m.p0, m.p1
-            if m.action == Action.WRITEBACK:
+            if m.action == Action.WRITEBACK and m.keep:
+                flash[p0:p1] |= held[p0:p1] & live[p0:p1]
+            elif m.action == Action.WRITEBACK:
                 moved = int(np.count_nonzero(held[p0:p1]))
                 flash[p0:p1] |= held[p0:p1]
                 free(p0, p1)
@@ -456,7 +458,8 @@ def predict_starts(wl: Workload, table: PlacementTable, ctx: PlanContext) -> np.
         starts[i] = begin
         t = begin + int(dur[i])
         for m in table.released_at_end(i):
-            if m.action == Action.WRITEBACK:
+            # a clean's bytes are counted at the eviction that follows it
+            if m.action == Action.WRITEBACK and not m.keep:
                 server = max(server, t) + (-(-m.npages * ps * S // wbw))
     return starts
 

@@ -17,6 +17,8 @@ Semantics the executor guarantees (tests check them):
   has it) are released when op ``issue_op`` ends. A write-back's ``deadline_op`` is the
   op from which its space is needed (-1: the next op); the DMA engine orders it by
   that deadline among the prefetches. Pages flash already holds are freed at once.
+  A ``WRITEBACK`` with ``keep`` is a clean: the dirty pages are written back and stay
+  resident (flash then holds a copy, so the eviction that follows frees them at once).
 - Pages an op writes are allocated in HBM at the op's start; pages an op reads that are
   not resident fault (counted, fetched at top priority).
 """
@@ -55,6 +57,9 @@ class Move:
     #: PREFETCH only: the op may start before the tail arrives and consume the tensor
     #: in order as it streams in (data splitting)
     stream: bool = False
+    #: WRITEBACK only: write the dirty pages back but keep them in HBM (a clean, done
+    #: while the flash's write direction has time, so a later eviction costs nothing)
+    keep: bool = False
 
     @property
     def npages(self) -> int:
