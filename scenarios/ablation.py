@@ -3,9 +3,11 @@
 
 One model (BERT-large; quick: ResNet-50 b4) at 12.5% HBM: the static placement table
 alone, then + proactive prefetch, + write-backs scheduled for when their space is needed,
-+ data splitting, + the timing monitor. The monitor settles, then judges each trial over
-two iterations, so a run is 12 iterations (quick: 4) of which the first 10 (quick: 3)
-are warm-up; the last iteration is the steady state compared.
++ cleans (dirty data written back after its last write and kept resident, so its
+eviction frees space at once), + data splitting, + the timing monitor. The monitor
+settles, then judges each trial over two iterations, so a run is 12 iterations
+(quick: 4) of which the first 10 (quick: 3) are warm-up; the last iteration is the
+steady state compared.
 
     .venv/bin/python scenarios/ablation.py [--quick] [--out DIR] [--set a.b=v ...]
 """
@@ -29,17 +31,17 @@ from tmhw.studies import (
 from tmhw.studies.figures import grouped_bars, stacked_bars
 
 _OFF = {"policy.prefetch": False, "policy.writeback_schedule": False,
-        "policy.split": False, "policy.monitor": False}
+        "policy.clean": False, "policy.split": False, "policy.monitor": False}
+_WB = {**_OFF, "policy.prefetch": True, "policy.writeback_schedule": True}
 #: (variant, TM-Training's switches), each adding one mechanism to the one before.
 VARIANTS = (
     ("static table", _OFF),
     ("+ prefetch", {**_OFF, "policy.prefetch": True}),
-    ("+ write-back scheduling", {**_OFF, "policy.prefetch": True,
-                                 "policy.writeback_schedule": True}),
-    ("+ splitting", {**_OFF, "policy.prefetch": True, "policy.writeback_schedule": True,
-                     "policy.split": True}),
-    ("+ monitor", {"policy.prefetch": True, "policy.writeback_schedule": True,
-                   "policy.split": True, "policy.monitor": True}),
+    ("+ write-back scheduling", _WB),
+    ("+ cleans", {**_WB, "policy.clean": True}),
+    ("+ splitting", {**_WB, "policy.clean": True, "policy.split": True}),
+    ("+ monitor", {**_WB, "policy.clean": True, "policy.split": True,
+                   "policy.monitor": True}),
 )
 
 
@@ -51,8 +53,8 @@ def last_ms(r: SW.Result) -> dict[str, Any]:
 
 
 def study(st: Study) -> str:
-    """TM-Training's static table, + prefetch, + write-back scheduling, + splitting,
-    + monitor, and demand paging, at 12.5% HBM."""
+    """TM-Training's static table, + prefetch, + write-back scheduling, + cleans,
+    + splitting, + monitor, and demand paging, at 12.5% HBM."""
     m = st.model
     iters, warm = (4, 3) if st.quick else (12, 10)
     run = {"policy.hbm_ratio": 0.125, "run.iterations": iters,
@@ -89,7 +91,8 @@ def study(st: Study) -> str:
              f"iterations ({warm} of them warm-up), its mechanisms switched on one by one: "
              "the static placement table alone (operands fetched on demand at each op, "
              "write-backs as soon as released), + proactive prefetch, + write-backs due "
-             "when their space is needed, + data splitting, + the timing monitor (which "
+             "when their space is needed, + cleans (dirty data written back after its last "
+             "write and kept resident), + data splitting, + the timing monitor (which "
              "tries its changes during the warm-up). Demand paging is the floor.")
     return st.write_md("Ablation of TM-Training", intro, [table], iters)
 
