@@ -4,6 +4,7 @@ times kept exactly while the times in use are renumbered."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -62,3 +63,20 @@ def test_ready_times_are_exact_across_renumbering(sets: list[tuple[int, int, int
         assert res.ready_time(a, b) == (ref[a:b].max() if b > a else 0)
     live = len(np.unique(ref))
     assert res._ntimes <= max(1024, 2 * live) + 1
+
+
+def test_check_finds_lost_pages_and_miscounts_across_its_blocks() -> None:
+    """``check`` reads a million pages at a time: a live page in neither tier is found
+    (and counted) in any block, and a held count that disagrees with the bitmap too."""
+    n = (1 << 20) * 2 + 5
+    res = Residency(n, n, PAGE, starts=np.array([0, 1_500_000, n]))
+    res.hold(slice(1_048_570, 1_048_580), 7, 0)
+    res.check()
+    res.live[[3, (1 << 20) + 9, n - 1]] = True
+    with pytest.raises(AssertionError, match="^3 live pages in neither tier, first 3$"):
+        res.check()
+    res.live[:] = False
+    res.held_by_owner[0] -= 1
+    res.held_by_owner[1] += 1
+    with pytest.raises(AssertionError, match="per-owner"):
+        res.check()

@@ -281,18 +281,28 @@ class Residency:
 
     def check(self) -> None:
         """Invariants: the held counter matches the bitmap; occupancy within capacity;
-        every live page is in HBM or flash (no page is lost)."""
+        every live page is in HBM or flash (no page is lost). Read a block of pages at
+        a time: no temporary the size of the page array."""
         held = int(np.count_nonzero(self.in_hbm))
         if held != self.held:
             raise AssertionError(f"held counter {self.held} != bitmap {held}")
+        block = 1 << 20
+        spans = [(a, min(self.npages, a + block)) for a in range(0, self.npages, block)]
         if self.starts is not None:
-            per = np.bincount(self.owner_of(np.flatnonzero(self.in_hbm)),
-                              minlength=len(self.held_by_owner))
+            per = np.zeros(len(self.held_by_owner), dtype=np.int64)
+            for a, b in spans:
+                per += np.bincount(self.owner_of(np.flatnonzero(self.in_hbm[a:b]) + a),
+                                   minlength=len(self.held_by_owner))
             if not np.array_equal(per, self.held_by_owner):
                 raise AssertionError("per-owner held counts disagree with the bitmap")
         if self.occupied_pages > self.capacity:
             raise AssertionError(f"occupancy {self.occupied_pages} > capacity {self.capacity}")
-        lost = self.live & ~self.in_hbm & ~self.in_flash
-        if lost.any():
-            raise AssertionError(f"{int(lost.sum())} live pages in neither tier, "
-                                 f"first {int(np.flatnonzero(lost)[0])}")
+        lost, first = 0, -1
+        for a, b in spans:
+            m = self.live[a:b] & ~self.in_hbm[a:b] & ~self.in_flash[a:b]
+            k = int(np.count_nonzero(m))
+            if k and first < 0:
+                first = a + int(np.flatnonzero(m)[0])
+            lost += k
+        if lost:
+            raise AssertionError(f"{lost} live pages in neither tier, first {first}")
