@@ -56,11 +56,11 @@ class CheckedResidency(Residency):
         super().__init__(npages, capacity_pages, page_size)
         self.first_ready = np.full(npages, -1, dtype=np.int64)
 
-    def hold(self, pages: np.ndarray | slice, ready: int | np.ndarray, now: int) -> int:
+    def hold(self, pages: np.ndarray | slice, ready: int, now: int) -> int:
         n = super().hold(pages, ready, now)
         self.check()
         fresh = self.first_ready[pages] < 0
-        self.first_ready[pages] = np.where(fresh, self.ready_at[pages], self.first_ready[pages])
+        self.first_ready[pages] = np.where(fresh, self.ready_of(pages), self.first_ready[pages])
         return n
 
 
@@ -151,7 +151,7 @@ def _drain(rig: Rig, every: int, stop: simpy.Event) -> Generator[simpy.Event, An
     while not stop.triggered:
         yield rig.env.timeout(every)
         now = int(rig.env.now)
-        done = np.flatnonzero(res.in_hbm & (res.ready_at <= now))
+        done = np.flatnonzero(res.in_hbm & (res.ready_of(slice(None)) <= now))
         if len(done):
             res.release(done, now)
             rig.dma.kick()

@@ -263,3 +263,28 @@ def test_report_json_is_readable_as_any_new_file(runs: Callable[[str], Run]) -> 
     umask = os.umask(0)
     os.umask(umask)
     assert (r.out / "report.json").stat().st_mode & 0o777 == 0o666 & ~umask
+
+
+def test_bounds_are_computed_before_the_run_and_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``System.run`` solves the bounds (the traffic LP, whose matrix grows with the
+    square of the layers) before any page of the run's per-page state is touched, so
+    the solver's memory and the run's do not add up; the report's bounds are that one
+    computation's, with the achieved ratios added."""
+    from tmhw import lower_bounds
+    from tmhw import system as sysmod
+
+    seen: list[tuple[bool, int]] = []
+    real = sysmod.iteration_bounds
+
+    def spy(system: Any) -> dict[str, Any]:
+        seen.append((system.executor.done is None, int(system.res.held)))
+        return real(system)
+
+    monkeypatch.setattr(sysmod, "iteration_bounds", spy)
+    lower_bounds.MEMO.clear()
+    s = sysmod.System(C.with_overrides(C.QUICK, ["policy.hbm_ratio=0.25",
+                                                 "run.iterations=2"]))
+    rep = s.run()
+    assert seen == [(True, 0)]
+    assert {k: v for k, v in rep["bounds"].items() if not k.endswith("_ratio")} \
+        == real(s)

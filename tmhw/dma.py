@@ -427,10 +427,9 @@ class DmaEngine(Component):
         now = int(self.env.now)
         h_end = self.hbm.transport(Transfer(Op.WRITE, self._hbm_addr(self._small[0][0]),
                                             self._small_bytes, Pattern.RANDOM), now)
-        ready = self.res.ready_at
         for a, b, l_end in self._small:
             if h_end > l_end:
-                ready[a:b] = h_end
+                self.res.set_ready(slice(a, b), h_end)
         self._small.clear()
         self._small_bytes = 0
 

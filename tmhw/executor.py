@@ -489,7 +489,7 @@ class Executor(Component):
             p0, p1 = self.ranges[t]
             held = res.in_hbm[p0:p1]
             if held.any():
-                out = max(out, int(res.ready_at[p0:p1][held].max()))
+                out = max(out, int(res.ready_of(slice(p0, p1))[held].max()))
         return out
 
     def _ready(self, op: Op, tails: dict[int, Move],
@@ -516,7 +516,7 @@ class Executor(Component):
             # Latest (arrival + remaining work) over the tail's pages: vectorised.
             pages = np.arange(m.p0, m.p1)
             rest = ((p1 - pages - 1) * dur) // (p1 - p0)
-            tail_due = max(tail_due, int((res.ready_at[m.p0:m.p1] + rest).max()))
+            tail_due = max(tail_due, int((res.ready_of(slice(m.p0, m.p1)) + rest).max()))
             self.streamed_bytes += (m.p1 - m.p0) * self.workload.page_size
         return ready, tail_due
 
@@ -530,7 +530,7 @@ class Executor(Component):
             p0, p1 = self.ranges[t]
             if cold and t in cold:
                 held = res.in_hbm[p0:p1]
-                if held.any() and res.ready_at[p0:p1][held].max() > now:
+                if held.any() and res.ready_of(slice(p0, p1))[held].max() > now:
                     raise AssertionError(f"op {op.name} starts before the resident part "
                                          f"of {self.workload.tensors[t].name} has arrived")
                 continue
@@ -539,7 +539,7 @@ class Executor(Component):
                                      f"{self.workload.tensors[t].name} in HBM")
             m = tails.get(t)
             head_end = m.p0 if m is not None else p1
-            if head_end > p0 and res.ready_at[p0:head_end].max() > now:
+            if head_end > p0 and res.ready_time(p0, head_end) > now:
                 raise AssertionError(f"op {op.name} starts before "
                                      f"{self.workload.tensors[t].name} has arrived")
 

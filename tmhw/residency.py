@@ -1,7 +1,9 @@
 """Where every page of the iteration lives: the executor's per-page state, in numpy.
 
 Per page: whether HBM holds it (or is receiving it), the time its HBM copy is complete,
-whether flash holds its current version, and whether its data is live. HBM occupancy
+whether flash holds its current version, and whether its data is live: 7 bytes a page
+(a time is 4 bytes, an index into the times in use; 8 bytes a page would be 0.9 GB on
+eight GPT-3 blocks, whose 114M pages each count). HBM occupancy
 counts pages held plus pages whose HBM copy is still being written back (they free when
 the flash write completes), so capacity is a hard limit at every instant, in-flight
 prefetches included. Pure: times are passed in, no SimPy.
@@ -28,6 +30,10 @@ def runs(pages: np.ndarray) -> list[tuple[int, int]]:
     return [(int(pages[a]), int(pages[b - 1]) + 1) for a, b in zip(starts, stops, strict=True)]
 
 
+#: pages per block of the ready times' block maxima (``Residency.ready_time``)
+READY_BLOCK = 256
+
+
 class CapacityError(RuntimeError):
     """An allocation would exceed HBM capacity (the caller must evict first)."""
 
@@ -48,7 +54,16 @@ class Residency:
         self.capacity = capacity_pages
         self.page_size = page_size
         self.in_hbm = np.zeros(npages, dtype=bool)
-        self.ready_at = np.zeros(npages, dtype=np.int64)
+        #: per page, the index in ``_times`` of the time its HBM copy is (was) complete:
+        #: every time is set over a run of pages at once (a chunk, a tensor), so the
+        #: times in use are few, and the value a page was last given is kept exactly
+        self._ready_ix = np.zeros(npages, dtype=np.uint32)
+        self._times = np.zeros(1024, dtype=np.int64)
+        self._ntimes = 1                                # _times[0] = 0: never held
+        self._compact_at = max(1024, npages // 16)
+        #: per block of READY_BLOCK pages, the latest of their ready times: the maximum
+        #: over a tensor reads a block's pages only at the tensor's two ends
+        self._block_max = np.zeros(-(-npages // READY_BLOCK), dtype=np.int64)
         self.in_flash = np.zeros(npages, dtype=bool)
         self.live = np.zeros(npages, dtype=bool)
         self.held = 0                                   # pages with in_hbm set
@@ -106,6 +121,75 @@ class Residency:
         """When the earliest pending write-back releases its space."""
         return self._freeing[0][0] if self._freeing else None
 
+    # -- ready times ---------------------------------------------------------------------
+    def ready_of(self, pages: np.ndarray | slice) -> np.ndarray:
+        """The time each of ``pages``' HBM copy is (or was last) complete."""
+        out: np.ndarray = self._times[self._ready_ix[pages]]
+        return out
+
+    def set_ready(self, pages: np.ndarray | slice, ready: int) -> None:
+        """``pages``' HBM copies are complete at ``ready``."""
+        self._ready_ix[pages] = self._time_index(ready)
+        bs = READY_BLOCK
+        if not isinstance(pages, slice):
+            for k in np.unique(np.asarray(pages) // bs).tolist():
+                self._set_block_max(k, ready)
+            return
+        a, b, _ = pages.indices(self.npages)
+        if b <= a:
+            return
+        fa, fb = -(-a // bs), b // bs          # the blocks [a, b) covers whole
+        if fa < fb:
+            self._block_max[fa:fb] = ready
+            if a < fa * bs:
+                self._set_block_max(fa - 1, ready)
+            if fb * bs < b:
+                self._set_block_max(fb, ready)
+        else:
+            for k in range(a // bs, (b - 1) // bs + 1):
+                self._set_block_max(k, ready)
+
+    def _set_block_max(self, k: int, ready: int) -> None:
+        """Block ``k``, some of whose pages were just given ``ready``: its maximum."""
+        if ready >= self._block_max[k]:
+            self._block_max[k] = ready      # the others are no later than the old maximum
+        else:
+            bs = READY_BLOCK
+            self._block_max[k] = self._times[self._ready_ix[k * bs:(k + 1) * bs]].max()
+
+    def _time_index(self, t: int) -> int:
+        """The index of time ``t`` in ``_times`` (the last one, when it is the same)."""
+        n = self._ntimes
+        if self._times[n - 1] == t:
+            return n - 1
+        if n == len(self._times):
+            if n >= self._compact_at:
+                n = self._compact()
+            if n == len(self._times):
+                self._times = np.concatenate((self._times, np.zeros_like(self._times)))
+        self._times[n] = t
+        self._ntimes = n + 1
+        return n
+
+    def _compact(self) -> int:
+        """Drop the times no page refers to any more, renumbering the pages' indices a
+        block at a time (no temporary the size of the page array). Returns how many
+        are left; the next compaction waits until at least as many again are added."""
+        ix = self._ready_ix
+        used = np.zeros(self._ntimes, dtype=bool)
+        block = 1 << 20
+        for a in range(0, len(ix), block):
+            used[ix[a:a + block]] = True
+        used[0] = True
+        renum = (np.cumsum(used) - 1).astype(np.uint32)
+        for a in range(0, len(ix), block):
+            ix[a:a + block] = renum[ix[a:a + block]]
+        kept = self._times[:self._ntimes][used]
+        self._times[:len(kept)] = kept
+        self._ntimes = len(kept)
+        self._compact_at = max(self._compact_at, 2 * len(kept))
+        return self._ntimes
+
     # -- transitions ---------------------------------------------------------------------
     def missing(self, p0: int, p1: int) -> np.ndarray:
         """Page numbers in [p0, p1) not held in HBM."""
@@ -114,7 +198,7 @@ class Residency:
     def count_missing(self, p0: int, p1: int) -> int:
         return int(p1 - p0 - np.count_nonzero(self.in_hbm[p0:p1]))
 
-    def hold(self, pages: np.ndarray | slice, ready: int | np.ndarray, now: int) -> int:
+    def hold(self, pages: np.ndarray | slice, ready: int, now: int) -> int:
         """Mark pages held in HBM (allocated or being filled) with their ready times.
         Returns the number of pages newly held. Raises CapacityError past capacity."""
         sel = self.in_hbm[pages]
@@ -125,7 +209,7 @@ class Residency:
         if self.starts is not None and new:
             self._count(pages, ~sel, +1)
         self.in_hbm[pages] = True
-        self.ready_at[pages] = ready
+        self.set_ready(pages, ready)
         self.held += new
         self.level.set(now, self.occupied_pages * self.page_size)
         return new
@@ -199,22 +283,41 @@ class Residency:
         """When every page of [p0, p1) is complete in HBM (all must be held)."""
         if p1 <= p0:
             return 0
-        return int(self.ready_at[p0:p1].max())
+        bs, times, ix = READY_BLOCK, self._times, self._ready_ix
+        fa, fb = -(-p0 // bs), p1 // bs
+        if fb - fa < 2:
+            return int(times[ix[p0:p1]].max())
+        out = int(self._block_max[fa:fb].max())
+        if p0 < fa * bs:
+            out = max(out, int(times[ix[p0:fa * bs]].max()))
+        if fb * bs < p1:
+            out = max(out, int(times[ix[fb * bs:p1]].max()))
+        return out
 
     def check(self) -> None:
         """Invariants: the held counter matches the bitmap; occupancy within capacity;
-        every live page is in HBM or flash (no page is lost)."""
+        every live page is in HBM or flash (no page is lost). Read a block of pages at
+        a time: no temporary the size of the page array."""
         held = int(np.count_nonzero(self.in_hbm))
         if held != self.held:
             raise AssertionError(f"held counter {self.held} != bitmap {held}")
+        block = 1 << 20
+        spans = [(a, min(self.npages, a + block)) for a in range(0, self.npages, block)]
         if self.starts is not None:
-            per = np.bincount(self.owner_of(np.flatnonzero(self.in_hbm)),
-                              minlength=len(self.held_by_owner))
+            per = np.zeros(len(self.held_by_owner), dtype=np.int64)
+            for a, b in spans:
+                per += np.bincount(self.owner_of(np.flatnonzero(self.in_hbm[a:b]) + a),
+                                   minlength=len(self.held_by_owner))
             if not np.array_equal(per, self.held_by_owner):
                 raise AssertionError("per-owner held counts disagree with the bitmap")
         if self.occupied_pages > self.capacity:
             raise AssertionError(f"occupancy {self.occupied_pages} > capacity {self.capacity}")
-        lost = self.live & ~self.in_hbm & ~self.in_flash
-        if lost.any():
-            raise AssertionError(f"{int(lost.sum())} live pages in neither tier, "
-                                 f"first {int(np.flatnonzero(lost)[0])}")
+        lost, first = 0, -1
+        for a, b in spans:
+            m = self.live[a:b] & ~self.in_hbm[a:b] & ~self.in_flash[a:b]
+            k = int(np.count_nonzero(m))
+            if k and first < 0:
+                first = a + int(np.flatnonzero(m)[0])
+            lost += k
+        if lost:
+            raise AssertionError(f"{lost} live pages in neither tier, first {first}")

@@ -136,7 +136,13 @@ class System:
                                      for p in parts)])
 
     def run(self) -> dict[str, Any]:
-        """Elaborate, simulate every iteration, finalize; return the report dict."""
+        """Elaborate, simulate every iteration, finalize; return the report dict.
+
+        The bounds come first: they do not depend on the run, and their solver's
+        memory (the traffic LP's constraint matrix grows with the square of the
+        layers: 15.7M entries on eight GPT-3 blocks) is then given back before the
+        run's per-page state fills in, instead of piling on top of it."""
+        bounds = self.bounds()
         self.root.elaborate()
         self.root.start()
         assert self.executor.done is not None
@@ -145,13 +151,14 @@ class System:
         self.root.finalize(end)
         self.res.check()
         self.table = self.executor.table or self.table
-        return build_report(self)
+        return build_report(self, bounds)
 
 
-def build_report(system: System) -> dict[str, Any]:
+def build_report(system: System, bounds: dict[str, Any] | None = None) -> dict[str, Any]:
     """Every figure of the run, nested like the config; ``tmhw.report.rollup`` then adds
     energy, power, throughput per watt, cost and endurance from these figures alone.
-    Headline figures are the steady state (the iterations after the warm-up)."""
+    Headline figures are the steady state (the iterations after the warm-up).
+    ``bounds``: ``system.bounds()``, if already computed."""
     cfg, wl, ex = system.cfg, system.workload, system.executor
     tiered = not system.policy.whole_footprint
     rep: dict[str, Any] = {
@@ -186,7 +193,7 @@ def build_report(system: System) -> dict[str, Any]:
         warnings.append(f"{system.policy.name}: the plan exceeds HBM by {overflow:.0f} "
                         f"pages at its peak (policy.notes.plan_overflow_pages)")
     rep["warnings"] = warnings
-    b = system.bounds()
+    b = dict(bounds) if bounds is not None else system.bounds()
     b.update(ratios(rep["traffic_bytes"]["inter_tier"], rep["iteration_time_ps"],
                     b["traffic_bytes"], b["iteration_time_ps"]))
     rep["bounds"] = b

@@ -167,15 +167,60 @@ def write_epochs(gp: GapPlan, inputs: bool = False) -> tuple[np.ndarray, np.ndar
     return epoch, pos, count
 
 
-def _covered_ops(ga: np.ndarray, gb: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+def _covered_ops(ga: np.ndarray, gb: np.ndarray, n: int,
+                 dtype: type[np.signedinteger] = np.int64) -> tuple[np.ndarray, np.ndarray]:
     """(op, column) pairs: column j covers ops ga[j]+1 .. gb[j]-1, folded onto one
-    iteration."""
+    iteration; column by column, each column's ops in unrolled order."""
     lens = np.maximum(gb - ga - 1, 0)
     total = int(lens.sum())
-    cols = np.repeat(np.arange(len(ga), dtype=np.int64), lens)
-    offs = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(lens) - lens, lens)
-    rows = (np.repeat(ga + 1, lens) + offs) % max(n, 1)
+    cols = np.repeat(np.arange(len(ga), dtype=dtype), lens)
+    rows = np.arange(total, dtype=dtype)
+    rows -= np.repeat((np.cumsum(lens) - lens - ga - 1).astype(dtype), lens)
+    rows %= max(n, 1)
     return rows, cols
+
+
+def _cover(ga: np.ndarray, gb: np.ndarray, n: int, w: np.ndarray) -> np.ndarray:
+    """Per op, the sum of ``w[j]`` over the columns j that cover it (``_covered_ops``):
+    the interval matrix times ``w``, in integers, from one difference array over the
+    unrolled ops, folded onto one iteration."""
+    w = np.asarray(w, dtype=np.int64)
+    keep = gb - ga >= 2
+    span = int(gb[keep].max(initial=0)) + 1
+    d = np.zeros(span + 1, dtype=np.int64)
+    np.add.at(d, ga[keep] + 1, w[keep])
+    np.add.at(d, gb[keep], -w[keep])
+    c = np.cumsum(d[:span])
+    m = max(n, 1)
+    c = np.concatenate((c, np.zeros(-len(c) % m, dtype=np.int64)))
+    out: np.ndarray = c.reshape(-1, m).sum(axis=0)[:n]
+    return out
+
+
+def _lp_matrix(ga: np.ndarray, gb: np.ndarray, n: int, active: np.ndarray,
+               sv: np.ndarray, wcol: np.ndarray, ne: int) -> sp.csr_matrix:
+    """The LP's constraint rows, in CSR: minus the interval matrix's rows ``active``
+    (an op's capacity), then one row ``x[sv[i]] - w[wcol[i]] <= 0`` per gap in a shared
+    epoch. Built straight from the covered (op, column) pairs of the active ops, kept
+    as 32-bit indices where they fit: nothing the size of the whole interval matrix
+    besides the result (on eight GPT-3 blocks it has 15.7M entries)."""
+    nv = len(ga)
+    total = int(np.maximum(gb - ga - 1, 0).sum())
+    small = max(2 * n, nv + ne, len(active) + len(sv), total + 2 * len(sv)) < 2**31
+    it: type[np.signedinteger] = np.int32 if small else np.int64
+    rows, cols = _covered_ops(ga, gb, n, it)
+    row_of = np.full(max(n, 1), -1, dtype=it)
+    row_of[active] = np.arange(len(active), dtype=it)
+    rows = row_of[rows]
+    keep = rows >= 0
+    rows, cols = rows[keep], cols[keep]
+    del keep
+    k = np.arange(len(sv), dtype=it) + len(active)
+    rows = np.concatenate((rows, k, k))
+    cols = np.concatenate((cols, sv.astype(it), (nv + wcol).astype(it)))
+    data = np.concatenate((np.full(len(rows) - 2 * len(sv), -1.0), np.ones(len(sv)),
+                           -np.ones(len(sv))))
+    return sp.csr_matrix((data, (rows, cols)), shape=(len(active) + len(sv), nv + ne))
 
 
 def traffic_bound(gp: GapPlan, capacity_pages: int, *, node_limit: int = 20000,
@@ -205,8 +250,8 @@ def traffic_bound(gp: GapPlan, capacity_pages: int, *, node_limit: int = 20000,
     vp = pages[var]
 
     # capacity rows: pages each op must shed, capped at what it can shed
-    rows, cols = _covered_ops(ga[var], gb[var], n)
-    most = np.bincount(rows, weights=vp[cols], minlength=n).astype(np.int64)[:n]
+    gav, gbv = ga[var], gb[var]
+    most = _cover(gav, gbv, n, vp)
     need = np.asarray(gp._base, dtype=np.int64) - int(capacity_pages)
     overfull = need > most
     rhs = np.minimum(need, most)
@@ -231,15 +276,8 @@ def traffic_bound(gp: GapPlan, capacity_pages: int, *, node_limit: int = 20000,
     x = np.zeros(nv, dtype=np.int64)
     integral, relaxed = True, 0.0
     if len(active):
-        inc = sp.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(n, nv))
         sv = np.flatnonzero(shared)
-        link = sp.csr_matrix(
-            (np.concatenate((np.ones(len(sv)), -np.ones(len(sv)))),
-             (np.concatenate((np.arange(len(sv)), np.arange(len(sv)))),
-              np.concatenate((sv, nv + wcol)))),
-            shape=(len(sv), nv + ne))
-        cap_rows = sp.hstack((-inc[active], sp.csr_matrix((len(active), ne))))
-        a_ub = sp.vstack((cap_rows, link)).tocsr()
+        a_ub = _lp_matrix(gav, gbv, n, active, sv, wcol, ne)
         b_ub = np.concatenate((-rhs[active].astype(np.float64), np.zeros(len(sv))))
         c = np.concatenate((cost, np.ones(ne)))
         ub = np.concatenate((vp, epoch_pages)).astype(np.float64)
@@ -266,7 +304,8 @@ def traffic_bound(gp: GapPlan, capacity_pages: int, *, node_limit: int = 20000,
             # Lexicographic: hold the traffic at its optimum, maximise the preference.
             c2 = np.concatenate((-np.asarray(prefer, dtype=np.float64)[var], np.zeros(ne)))
             scale = float(np.abs(c2).max()) or 1.0
-            a2 = sp.vstack((a_ub, sp.csr_matrix(c.reshape(1, -1)))).tocsr()
+            a2 = _with_row(a_ub, c)
+            del a_ub            # only a2 from here on: one copy of the matrix at a time
             b2 = np.concatenate((b_ub, [float(c @ np.concatenate((tries[0], np.zeros(ne))))
                                          if ne == 0 else float(lp.fun)]))
             b2[-1] += 0.5       # half a page of slack: only plans of the same cost
@@ -278,7 +317,7 @@ def traffic_bound(gp: GapPlan, capacity_pages: int, *, node_limit: int = 20000,
         for sol in tries:
             # rounding up keeps every capacity row satisfied
             xs = np.clip(np.ceil(sol - _TOL), 0, vp).astype(np.int64)
-            xs = _shrink(xs, inc, rhs, cost)
+            xs = _shrink(xs, gav, gbv, n, rhs, cost)
             ev = np.zeros(ng, dtype=np.int64)
             ev[var] = xs
             moved = int(np.where(pure, 0, ev).sum() + _written(ev, epoch, pos, pure).sum())
@@ -286,7 +325,7 @@ def traffic_bound(gp: GapPlan, capacity_pages: int, *, node_limit: int = 20000,
                 best = (moved, xs)
         assert best is not None
         x = best[1]
-        short = np.flatnonzero(inc @ x < rhs)
+        short = np.flatnonzero(_cover(gav, gbv, n, x) < rhs)
         if len(short):
             raise RuntimeError(f"traffic bound: op {int(short[0])} over capacity after "
                                "rounding")
@@ -302,23 +341,47 @@ def traffic_bound(gp: GapPlan, capacity_pages: int, *, node_limit: int = 20000,
                         int(capacity_pages), time.perf_counter() - t0)
 
 
-def _shrink(x: np.ndarray, inc: sp.csr_matrix, rhs: np.ndarray,
+def _with_row(a: sp.csr_matrix, row: np.ndarray) -> sp.csr_matrix:
+    """``a`` with the dense ``row`` appended (its nonzeros), as one CSR copy."""
+    nz = np.flatnonzero(row)
+    idx = a.indices.dtype
+    return sp.csr_matrix((np.concatenate((a.data, row[nz])),
+                          np.concatenate((a.indices, nz.astype(idx))),
+                          np.concatenate((a.indptr, [a.indptr[-1] + len(nz)])).astype(idx)),
+                         shape=(a.shape[0] + 1, a.shape[1]))
+
+
+def _shrink(x: np.ndarray, ga: np.ndarray, gb: np.ndarray, n: int, rhs: np.ndarray,
             cost: np.ndarray) -> np.ndarray:
     """Give back pages no covered op needs: costliest gaps first, free ones last, so
     rounding never costs more than it must and zero-cost gaps evict only what some op's
-    capacity needs."""
+    capacity needs. Column j covers ops ga[j]+1 .. gb[j]-1 folded onto one iteration:
+    one slice of the ops, or two where it wraps."""
     x = x.copy()
-    slack = np.asarray(inc @ x, dtype=np.int64) - rhs
-    csc = inc.tocsc()
-    ptr, idx = csc.indptr, csc.indices
+    slack = _cover(ga, gb, n, x) - rhs
+    lens = np.maximum(gb - ga - 1, 0).tolist()
+    first = ((ga + 1) % max(n, 1)).tolist()
     for j in np.lexsort((np.arange(len(x)), -cost)).tolist():
         if x[j] == 0:
             continue
-        ops = idx[ptr[j]:ptr[j + 1]]
-        d = int(min(int(x[j]), int(slack[ops].min()))) if len(ops) else int(x[j])
+        ln, s = lens[j], first[j]
+        if ln == 0:
+            d = int(x[j])
+        elif ln >= n:
+            d = min(int(x[j]), int(slack.min()))
+        elif s + ln <= n:
+            d = min(int(x[j]), int(slack[s:s + ln].min()))
+        else:
+            d = min(int(x[j]), int(slack[s:].min()), int(slack[:s + ln - n].min()))
         if d > 0:
             x[j] -= d
-            slack[ops] -= d
+            if ln >= n:
+                slack -= d
+            elif s + ln <= n:
+                slack[s:s + ln] -= d
+            else:
+                slack[s:] -= d
+                slack[:s + ln - n] -= d
     return x
 
 
