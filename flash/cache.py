@@ -41,6 +41,9 @@ class DataCache:
         self._lo: list[int] = []
         self._hi: list[int] = []
         self._end: list[int] = []
+        #: the pages buffered by one-page writes, page -> end (a run each would make a
+        #: random small-write stream insert into and delete from long lists)
+        self._one: dict[int, int] = {}
         self._lru: OrderedDict[int, None] = OrderedDict()
         self.write_hits = 0       # pages acknowledged from the buffer
         self.write_waits = 0      # writes that waited for buffer space
@@ -107,14 +110,30 @@ class DataCache:
 
     def _assign(self, a: int, b: int, end: int) -> None:
         """Pages [a, b) now map to ``end``."""
+        if b - a == 1:
+            self._drop(a, b, _always)
+            self._one[a] = end
+            return
+        if self._one:
+            self._drop_one(a, b, _always)
         i = self._cut(a)
         j = self._cut(b)
         self._lo[i:j] = [a]
         self._hi[i:j] = [b]
         self._end[i:j] = [end]
 
+    def _drop_one(self, a: int, b: int, gone: Callable[[int], bool]) -> None:
+        """``_drop`` among the pages of one-page writes."""
+        one = self._one
+        for p in (range(a, b) if b - a <= len(one) else [p for p in one if a <= p < b]):
+            e = one.get(p)
+            if e is not None and gone(e):
+                del one[p]
+
     def _drop(self, a: int, b: int, gone: Callable[[int], bool]) -> None:
         """Pages of [a, b) whose program end satisfies ``gone`` leave the buffer."""
+        if self._one:
+            self._drop_one(a, b, gone)
         lo = self._lo
         if not lo or b <= lo[0] or a >= self._hi[-1]:
             return
@@ -128,12 +147,18 @@ class DataCache:
             e[i:j] = [e[k] for k in keep]
 
     def _runs(self, a: int, b: int) -> list[tuple[int, int, int]]:
-        """The buffered runs' parts within [a, b), in page order: (first, last + 1, end)."""
+        """The buffered runs' parts within [a, b): (first, last + 1, end)."""
         lo, hi, e = self._lo, self._hi, self._end
         k = bisect_right(lo, a)
         if k and hi[k - 1] > a:
             k -= 1
         out = []
+        one = self._one
+        if one:  # (in no particular order: callers only count and mark)
+            for p in (range(a, b) if b - a <= len(one) else [p for p in one if a <= p < b]):
+                end = one.get(p)
+                if end is not None:
+                    out.append((p, p + 1, end))
         while k < len(lo) and lo[k] < b:
             out.append((max(lo[k], a), min(hi[k], b), e[k]))
             k += 1
@@ -154,7 +179,7 @@ class DataCache:
         (then only the read cache may hold it)."""
         lru = self._lru
         out = [False] * len(lpns)
-        if not self._lo and not lru:
+        if not self._lo and not self._one and not lru:
             return out
         lo = lpns.start
         ended = False
@@ -192,3 +217,7 @@ class DataCache:
             if end > now:
                 return "buffer"
         return "cache" if lpn in self._lru else ""
+
+
+def _always(_: int) -> bool:
+    return True
