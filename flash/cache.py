@@ -105,7 +105,6 @@ class DataCache:
             hi.insert(k, hi[k - 1])
             e.insert(k, e[k - 1])
             hi[k - 1] = at
-            return k
         return k
 
     def _assign(self, a: int, b: int, end: int) -> None:
@@ -122,13 +121,18 @@ class DataCache:
         self._hi[i:j] = [b]
         self._end[i:j] = [end]
 
+    def _one_in(self, a: int, b: int) -> list[tuple[int, int]]:
+        """The pages of one-page writes within [a, b), with their ends."""
+        one = self._one
+        if b - a <= len(one):
+            return [(p, e) for p in range(a, b) if (e := one.get(p)) is not None]
+        return [(p, e) for p, e in one.items() if a <= p < b]
+
     def _drop_one(self, a: int, b: int, gone: Callable[[int], bool]) -> None:
         """``_drop`` among the pages of one-page writes."""
-        one = self._one
-        for p in (range(a, b) if b - a <= len(one) else [p for p in one if a <= p < b]):
-            e = one.get(p)
-            if e is not None and gone(e):
-                del one[p]
+        for p, e in self._one_in(a, b):
+            if gone(e):
+                del self._one[p]
 
     def _drop(self, a: int, b: int, gone: Callable[[int], bool]) -> None:
         """Pages of [a, b) whose program end satisfies ``gone`` leave the buffer."""
@@ -152,13 +156,8 @@ class DataCache:
         k = bisect_right(lo, a)
         if k and hi[k - 1] > a:
             k -= 1
-        out = []
-        one = self._one
-        if one:  # (in no particular order: callers only count and mark)
-            for p in (range(a, b) if b - a <= len(one) else [p for p in one if a <= p < b]):
-                end = one.get(p)
-                if end is not None:
-                    out.append((p, p + 1, end))
+        # (one-page writes first, then the runs: callers only count and mark)
+        out = [(p, p + 1, end) for p, end in self._one_in(a, b)] if self._one else []
         while k < len(lo) and lo[k] < b:
             out.append((max(lo[k], a), min(hi[k], b), e[k]))
             k += 1

@@ -60,9 +60,10 @@ class SparseL2P:
     the point where the array becomes the smaller of the two).
 
     The dense segments are rows of one array (``pool``, grown by half when full;
-    ``segs[si]`` is a view of segment ``si``'s row, ``seg_row[si]`` its index, -1 while
-    it is not dense), so pages spread over many dense segments, as one plane's pages
-    are, are set and got in one numpy step."""
+    ``seg_row[si]`` is segment ``si``'s row, -1 while it is not dense), so pages spread
+    over many dense segments, as one plane's pages are, are set and got in one numpy
+    step. ``segs[si]`` keeps a view of that row (None while sparse): the scalar and
+    run paths reach a segment by a list index, with no numpy call per segment."""
 
     DENSE_AT = SEG // 16
 
