@@ -59,6 +59,9 @@ def _grouped(ax: Any, categories: Sequence[str],
         ax.bar(xs, _numbers(vals), width=width, label=label)
         _label_gaps(ax, xs, vals)
     ax.set_xticks(range(len(categories)))
+    # every group whole, also where its last bars are missing (matplotlib's limits
+    # follow only the bars drawn, and cut a missing bar's label off the axes)
+    ax.set_xlim(-0.5, len(categories) - 0.5)
 
 
 def _finish(fig: Any, ax: Any, stem: str | Path, ylabel: str, title: str,
