@@ -24,7 +24,7 @@ I64 = npt.NDArray[np.int64]
 B = npt.NDArray[np.bool_]
 PROG, ERASE, GC = 0, 1, 2
 #: the fields of a queued op in ``DieLanes._ops``
-ST, EN, KIND, MASK, PAGE, SPAN = range(6)
+ST, EN, KIND, MASK, PAGE, SPAN, QS = range(7)
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,11 +69,15 @@ class DieLanes:
     in numpy operations over all of them at once (a page's search for a waiting program
     to join too: four numpy steps back over the lanes' queues; a read's moving of the
     work queued behind it: one pass over all the lanes' queued slots). ``read1`` and
-    ``prog1`` are the same rules in scalar code, for callers that book one command."""
+    ``prog1`` are the same rules in scalar code, for callers that book one command.
 
-    #: a scalar read (``read1``) moves a queue deeper than this many ops in numpy, a
-    #: shorter one op by op (a numpy step costs about what 16 scalar ones do)
-    vector_min = 16
+    A read moves the work queued behind it without touching it. Moving makes each op
+    start at the latest of where it was booked and the end of the op before it, so an
+    op's start is the latest of its stored start and the head op's end plus the
+    durations queued between them (a prefix sum of durations kept per slot, ``QS``).
+    Only the head op, the one a read meets, is kept at its true times; a read costs the
+    same whatever the queue's depth. (When spans are recorded, every queued op's times
+    and span are written out after each read, for timelines.)"""
 
     def __init__(self, prefix: str, n: int, rule: SuspendRule | None = None,
                  record: bool = False, planes_per_die: int = 1) -> None:
@@ -88,10 +92,12 @@ class DieLanes:
         #: per die, the programs and erases booked after its last read, in order: slots
         #: ``_head[die]`` to ``_tail[die]`` of the die's row (slots ``die * _cap`` on) in
         #: each field's array ``_ops[f]``, for the fields ST, EN, KIND (PROG, ERASE,
-        #: GC), MASK (plane bits), PAGE (page offset), SPAN (index in ``spans``); the
-        #: rows grow when a lane fills its row
+        #: GC), MASK (plane bits), PAGE (page offset), SPAN (index in ``spans``), QS
+        #: (the durations queued before it on the lane, from any origin); the rows grow
+        #: when a lane fills its row. ST and EN are true for the head op; for the others
+        #: they are as booked, and ``_now`` gives their true times (class docstring)
         self._cap = 16
-        self._ops = [np.zeros(n * self._cap, dtype=np.int64) for _ in range(6)]
+        self._ops = [np.zeros(n * self._cap, dtype=np.int64) for _ in range(7)]
         self._head = np.arange(n, dtype=np.int64) * self._cap
         self._tail = self._head.copy()
         self.suspends = {"program": 0, "erase": 0}
@@ -137,25 +143,46 @@ class DieLanes:
         return len(self.spans[i]) - 1
 
     # -- the queues ----------------------------------------------------------------------
+    def _now(self, h: I64, k: I64) -> tuple[I64, I64]:
+        """The true start and end of queued slots ``k`` of lanes whose head ops are at
+        slots ``h`` (class docstring)."""
+        ops = self._ops
+        a, e = ops[ST][k], ops[EN][k]
+        behind = k > h
+        base = ops[EN][h] + ops[QS][k] - ops[QS][np.where(behind, h + 1, k)]
+        sh = np.where(behind & (base > a), base - a, 0)
+        return a + sh, e + sh
+
+    def _now1(self, h: int, k: int) -> tuple[int, int]:
+        """``_now`` of one slot."""
+        ops = self._ops
+        a: int = ops[ST].item(k)
+        e: int = ops[EN].item(k)
+        if k == h:
+            return a, e
+        base: int = ops[EN].item(h) + ops[QS].item(k) - ops[QS].item(h + 1)
+        return (base, e + base - a) if base > a else (a, e)
+
     def _last(self, lanes: I64) -> tuple[I64, I64]:
         """Per lane, the end of its newest queued op (-1: none queued) and its start if
         it is a program (-1 otherwise)."""
         t = self._tail[lanes]
-        queued = t > self._head[lanes]
-        last = t - 1
-        ops = self._ops
-        end = np.where(queued, ops[EN][last], -1)
-        prog = np.where(queued & (ops[KIND][last] == PROG), ops[ST][last], -1)
+        h = self._head[lanes]
+        queued = t > h
+        last = np.where(queued, t - 1, 0)
+        st, en = self._now(h, last)
+        end = np.where(queued, en, -1)
+        prog = np.where(queued & (self._ops[KIND][last] == PROG), st, -1)
         return end, prog
 
     def _last1(self, i: int) -> tuple[int, int]:
         """``_last`` of one lane."""
         t: int = self._tail.item(i)
-        if t == self._head.item(i):
+        h: int = self._head.item(i)
+        if t == h:
             return -1, -1
-        ops = self._ops
-        return ops[EN].item(t - 1), (ops[ST].item(t - 1)
-                                     if ops[KIND].item(t - 1) == PROG else -1)
+        st, en = self._now1(h, t - 1)
+        return en, (st if self._ops[KIND].item(t - 1) == PROG else -1)
 
     def _room(self, lanes: I64) -> None:
         """Make a free slot at the tail of each of ``lanes``: move a lane's queue to the
@@ -189,6 +216,8 @@ class DieLanes:
         self._room(lanes)
         t = self._tail[lanes]
         ops = self._ops
+        p = t - 1
+        ops[QS][t] = np.where(t > self._head[lanes], ops[QS][p] + ops[EN][p] - ops[ST][p], 0)
         ops[ST][t] = start
         ops[EN][t] = end
         ops[KIND][t] = kind
@@ -265,10 +294,14 @@ class DieLanes:
         ops, spans = self._ops, self.spans
         h: int = self._head.item(i)
         t: int = self._tail.item(i)
-        while ops[EN].item(h) <= s:
+        st0: int = ops[ST].item(h)
+        en0: int = ops[EN].item(h)
+        while en0 <= s:  # ended before the read: forgotten, and the next is the head
             h += 1
+            st0, en0 = self._now1(h - 1, h)
+            ops[ST][h], ops[EN][h] = st0, en0
         lat = 0
-        st0, en0, kind = ops[ST].item(h), ops[EN].item(h), ops[KIND].item(h)
+        kind = ops[KIND].item(h)
         if s < st0:
             start = s  # ahead of every waiting program and erase
         else:
@@ -288,11 +321,20 @@ class DieLanes:
                 h += 1
         end = start + d
         self._rd[i] = end
-        self._shift(i, h, t, end)
         if h < t:
-            last = ops[EN].item(t - 1)
+            # the head starts after the read (the next op's start is at least the end
+            # of the one that ran, which the read follows); the ops behind follow it
+            a: int = ops[ST].item(h)
+            if end > a:
+                ops[ST][h] = end
+                ops[EN][h] += end - a
+                if spans is not None:
+                    spans[i][ops[SPAN].item(h)] = (end, ops[EN].item(h))
+            last = self._now1(h, t - 1)[1]
             self._until[i] = last if last > end else end
             self._head[i] = h
+            if spans is not None:
+                self._settle(np.array([i], dtype=np.int64))
         else:
             if self._until.item(i) < end:
                 self._until[i] = end
@@ -303,46 +345,43 @@ class DieLanes:
             spans[i].append((start - lat, end))
         return end
 
-    def _shift(self, i: int, j: int, t: int, u: int) -> None:
-        """Lane ``i``'s queued ops from slot ``j`` (before ``t``) move later, in order,
-        to start no earlier than ``u`` and each after the one before."""
+    def _settle(self, lanes: I64) -> None:
+        """Write out the true times of the ops queued behind the heads of ``lanes``,
+        and their spans (when recording: a timeline shows each op where it runs)."""
         ops, spans = self._ops, self.spans
-        if t - j > self.vector_min:  # a deep queue (a chip lock): in numpy, the same steps
-            st = ops[ST][j:t]
-            dur = ops[EN][j:t] - st
-            # the ops that move start back to back from u; the first that starts at or
-            # after where it would move to, and all after it, stay
-            new_st = u + np.cumsum(dur) - dur
-            stay = np.flatnonzero(st >= new_st)
-            k = int(stay[0]) if stay.size else t - j
-            new_en = new_st + dur
-            if spans is not None:
-                for m in range(k):
-                    spans[i][ops[SPAN].item(j + m)] = (int(new_st[m]), int(new_en[m]))
-            ops[ST][j:j + k] = new_st[:k]
-            ops[EN][j:j + k] = new_en[:k]
+        assert spans is not None
+        h = self._head[lanes]
+        n_q = self._tail[lanes] - h - 1
+        q = np.flatnonzero(n_q > 0)
+        if not q.size:
             return
-        while j < t:
-            a = ops[ST].item(j)
-            if a >= u:
-                return
-            sh = u - a
-            ops[ST][j] = u
-            if spans is not None:
-                spans[i][ops[SPAN].item(j)] = (u, ops[EN].item(j) + sh)
-            u = ops[EN].item(j) + sh
-            ops[EN][j] = u
-            j += 1
+        nq = n_q[q]
+        first = np.cumsum(nq) - nq  # each lane's first index in the flat array
+        idx = np.arange(int(nq.sum()), dtype=np.int64) + np.repeat(h[q] + 1 - first, nq)
+        st, en = self._now(np.repeat(h[q], nq), idx)
+        moved = st != ops[ST][idx]
+        mi = idx[moved]
+        ops[ST][mi] = st[moved]
+        ops[EN][mi] = en[moved]
+        for i, x, b, c in zip(np.repeat(lanes[q], nq)[moved].tolist(), ops[SPAN][mi].tolist(),
+                              st[moved].tolist(), en[moved].tolist(), strict=True):
+            spans[i][x] = (b, c)
 
     def _read_queued(self, lanes: I64, s: I64, d: I64) -> I64:
         """``_read_queued1`` on each of distinct ``lanes``, in numpy; their ends."""
         ops, spans, rule = self._ops, self.spans, self.rule
         t = self._tail[lanes]
         h = self._head[lanes]
-        while True:  # forget the ops that ended before the read
+        while True:  # forget the ops that ended before the read; the next is the head
             done = ops[EN][h] <= s
             if not done.any():
                 break
+            o = h[done]
+            n = o + 1
+            a = ops[ST][n]
+            sh = np.maximum(ops[EN][o] - a, 0)
+            ops[ST][n] = a + sh
+            ops[EN][n] += sh
             h = h + done
         st0, en0, kind = ops[ST][h], ops[EN][h], ops[KIND][h]
         ahead = s < st0
@@ -375,39 +414,15 @@ class DieLanes:
         start = np.where(after, en0, s + lat)  # after the running one, or ahead of it
         h = h + after
         end = start + d
-        # the work behind moves later, in order, each op back to back after the one
-        # before until the first that already starts there or later: every lane's queue
-        # at once, as one flat array of its slots (segment k: lane k's slots h to t)
-        n_q = t - h
-        q = np.flatnonzero(n_q > 0)
-        if q.size:
-            nq = n_q[q]
-            first = np.cumsum(nq) - nq  # each segment's first index in the flat array
-            idx = np.arange(int(first[-1] + nq[-1]), dtype=np.int64) + np.repeat(
-                h[q] - first, nq)
-            st = ops[ST][idx]
-            dur = ops[EN][idx] - st
-            cs = np.cumsum(dur)
-            new_st = np.repeat(end[q] - (cs[first] - dur[first]), nq) + cs - dur
-            stay = st >= new_st
-            if stay.any():
-                ss = np.cumsum(stay)
-                moved = ss == np.repeat(ss[first] - stay[first], nq)  # none stayed before
-                mi, new_st, dur = idx[moved], new_st[moved], dur[moved]
-            else:  # (back-to-back queues: all of them move)
-                mi = idx
-            ops[ST][mi] = new_st
-            ops[EN][mi] = new_st + dur
-            if spans is not None:
-                seg_lane = np.repeat(lanes[q], nq)
-                if mi is not idx:
-                    seg_lane = seg_lane[moved]
-                for i, x, b, c in zip(seg_lane.tolist(), ops[SPAN][mi].tolist(),
-                                      ops[ST][mi].tolist(), ops[EN][mi].tolist(),
-                                      strict=True):
-                    spans[i][x] = (b, c)
+        # each head starts after its read (as in ``_read_queued1``); the ops behind
+        # follow it without being touched
         queued = h < t
-        last = ops[EN][t - 1]
+        hq = h[queued]
+        a = ops[ST][hq]
+        sh = np.maximum(end[queued] - a, 0)
+        ops[ST][hq] = a + sh
+        ops[EN][hq] += sh
+        last = self._now(np.where(queued, h, 0), np.where(queued, t - 1, 0))[1]
         until = self._until
         until[lanes] = np.where(queued, np.maximum(last, end), np.maximum(until[lanes], end))
         self._head[lanes] = np.where(queued, h, lanes * self._cap)
@@ -416,9 +431,14 @@ class DieLanes:
         self._busy[lanes] += d + lat
         self._count[lanes] += 1
         if spans is not None:
-            for i, a, b in zip(lanes.tolist(), (start - lat).tolist(), end.tolist(),
-                               strict=True):
-                spans[i].append((a, b))
+            mv = hq[sh > 0]
+            for i, x, b, c in zip(lanes[queued][sh > 0].tolist(), ops[SPAN][mv].tolist(),
+                                  ops[ST][mv].tolist(), ops[EN][mv].tolist(), strict=True):
+                spans[i][x] = (b, c)
+            self._settle(lanes[queued])
+            for i, a0, b0 in zip(lanes.tolist(), (start - lat).tolist(), end.tolist(),
+                                 strict=True):
+                spans[i].append((a0, b0))
         return end
 
     def read_many(self, lanes: I64, earliest: I64, durations: I64,
@@ -511,10 +531,12 @@ class DieLanes:
         ops, P = self._ops, self.P
         die = (m.bit_length() - 1) // P
         # the die's newest waiting program, among the last four commands of the lane
+        h: int = self._head.item(i)
         k = self._tail.item(i) - 1
-        stop = max(k - 4, self._head.item(i) - 1)
+        stop = max(k - 4, h - 1)
         while k > stop:
-            if ops[ST].item(k) < r or ops[KIND].item(k) != PROG:
+            st, end = self._now1(h, k)
+            if st < r or ops[KIND].item(k) != PROG:
                 return -1
             om = ops[MASK].item(k)
             if om and (om.bit_length() - 1) // P == die:
@@ -524,7 +546,6 @@ class DieLanes:
                     ops[MASK][k] = om | m
                     self.merged += 1
                     self._lane_merged[i] += 1
-                    end: int = ops[EN].item(k)
                     return end
                 # an older waiting program may be at this offset
             k -= 1
@@ -536,13 +557,15 @@ class DieLanes:
         searching; each lane's end, or -1."""
         ops, P = self._ops, self.P
         out = np.full(lanes.size, -1, dtype=np.int64)
+        h = self._head[lanes]
         k = self._tail[lanes] - 1
-        stop = np.maximum(k - 4, self._head[lanes] - 1)
+        stop = np.maximum(k - 4, h - 1)
         die = _top_bit(planes) // P
         at = np.arange(lanes.size)  # the lanes still searching, by position
         r, m, page = ready, planes, pages
         for _ in range(4):
-            go = (k > stop) & (ops[ST][k] >= r) & (ops[KIND][k] == PROG)
+            st, en = self._now(h, k)
+            go = (k > stop) & (st >= r) & (ops[KIND][k] == PROG)
             om = ops[MASK][k]
             same = go & (om != 0)
             same[same] = _top_bit(om[same]) // P == die[same]
@@ -551,12 +574,12 @@ class DieLanes:
             if join.any():
                 kj = k[join]
                 ops[MASK][kj] = om[join] | m[join]
-                out[at[join]] = ops[EN][kj]
+                out[at[join]] = en[join]
             go &= ~(clash | join)
             if not go.any():
                 break
-            at, k, stop, r, m, page, die = (at[go], k[go] - 1, stop[go], r[go], m[go],
-                                            page[go], die[go])
+            at, h, k, stop, r, m, page, die = (at[go], h[go], k[go] - 1, stop[go], r[go],
+                                               m[go], page[go], die[go])
         joined = lanes[out >= 0]
         self.merged += int(joined.size)
         self._lane_merged[joined] += 1
@@ -615,6 +638,8 @@ class DieLanes:
             self._room(np.array([i], dtype=np.int64))
             t = self._tail.item(i)
         ops = self._ops
+        ops[QS][t] = (ops[QS].item(t - 1) + ops[EN].item(t - 1) - ops[ST].item(t - 1)
+                      if t > self._head.item(i) else 0)
         ops[ST][t] = s
         ops[EN][t] = end
         ops[KIND][t] = kind
