@@ -472,6 +472,40 @@ def test_bounds_do_not_depend_on_what_the_process_computed_before() -> None:
     assert bounds(0.25) == fresh
 
 
+def test_the_traffic_bound_is_solved_once_across_flash_and_link() -> None:
+    """The traffic LP counts pages over the ops' order: a sweep's points that differ in
+    SSDs and link lanes only share one solve, and their bounds equal fresh ones."""
+    from tmhw import config as C
+    from tmhw import lower_bounds
+    from tmhw.placement import bounds as bmod
+    from tmhw.system import System
+
+    def bounds(devices: int) -> dict[str, Any]:
+        return System(C.with_overrides(C.QUICK, [
+            "policy.hbm_ratio=0.25", f"flash.devices={devices}",
+            f"link.lanes={max(16, 4 * devices)}"])).bounds()
+
+    lower_bounds.MEMO.clear()
+    fresh = bounds(1)
+    solves = []
+    real = bmod.traffic_bound
+
+    def spy(*a: Any, **k: Any) -> Any:
+        solves.append(1)
+        return real(*a, **k)
+
+    lower_bounds.MEMO.clear()
+    try:
+        bmod.traffic_bound = spy  # type: ignore[assignment]
+        four = bounds(4)
+        again = bounds(1)
+    finally:
+        bmod.traffic_bound = real  # type: ignore[assignment]
+    assert len(solves) == 1
+    assert again == fresh
+    assert four["traffic_bytes"] == fresh["traffic_bytes"]
+
+
 def test_the_npu_alone_bound_is_the_hbm_only_machines_first_iteration() -> None:
     """The NPU's own time bound is every op on the hbm-only machine from a cold start:
     the same addresses, so the same per-op times whatever the tiered capacity."""
