@@ -88,11 +88,44 @@ Tail = tuple[list[tuple[int, list[int]]], dict[int, int]]
 _V = TypeVar("_V")
 #: Key of a cached layout: (phase in a period, length), bursts.
 Key = tuple[int, int]
+#: Per unit its bus work (ps), the rows all units open, and per unit the share of its
+#: banks its writes leave a row open in.
+Split = tuple[list[int], int, list[float]]
+#: First-row state of each unit at any row distance but those listed, and by distance.
+States = tuple[list[int], dict[int, list[int]]]
 
 
 def distinct_banks(banks: float, queued: int) -> float:
     """Expected number of distinct banks among ``queued`` uniformly random accesses."""
     return banks * (1.0 - (1.0 - 1.0 / banks) ** queued)
+
+
+class _Long:
+    """What a long stream chunk at one phase in the row period and of one length needs,
+    worked out once (``FastModel._long_layout``) so that such a chunk costs one lookup,
+    its first rows' states and a loop over its units: the units it reaches, per unit
+    (indexed by unit) its bursts less ``add``, ``add``, the split of its work
+    (``_split_work``; None unless it reaches every unit, or when the layout is not
+    cached), its head layout (``_head_layout``) and that layout's key, its tail's key,
+    layout and length, the banks it opens a row in (``_touch_layout``; None if every
+    bank), and by the key of a pending tail the states it meets (``_states_after``)."""
+
+    __slots__ = ("units", "counts", "add", "split", "head", "hkey", "tkey", "tail",
+                 "n_tail", "touched", "after")
+
+    def __init__(self, units: list[int], counts: list[int], add: int, split: Split | None,
+                 head: list[tuple[int, int, int]], hkey: Key, tkey: Key, tail: Tail,
+                 n_tail: int, touched: list[int] | None) -> None:
+        self.units, self.counts, self.add, self.split = units, counts, add, split
+        self.head, self.hkey, self.tkey, self.tail = head, hkey, tkey, tail
+        self.n_tail, self.touched = n_tail, touched
+        self.after: dict[Key, States] = {}
+
+    @classmethod
+    def decoded(cls, units: list[int], counts: list[int]) -> _Long:
+        """A chunk decoded on its own (``_scan_long_np``): its units and bursts only, its
+        open rows already written into the table."""
+        return cls(units, counts, 0, None, [], (0, 0), (0, 0), ([], {}), 0, [])
 
 
 class FastModel:
@@ -229,11 +262,12 @@ class FastModel:
             self._block_flat = (bu * nb + bb).tolist()
         self._c_counts: dict[tuple[int, int], list[int]] = {}
         self._c_head: dict[tuple[int, int], list[tuple[int, int, int]]] = {}
-        self._c_touch: dict[tuple[int, int], list[int]] = {}
         self._c_tail: dict[Key, Tail] = {}
-        self._c_split: dict[tuple[Key, int], tuple[list[int], int, list[float]]] = {}
-        self._c_states: dict[tuple[tuple[int, int], tuple[int, int]],
-                             tuple[list[int], dict[int, list[int]]]] = {}
+        self._c_split: dict[tuple[Key, int], Split] = {}
+        self._c_states: dict[tuple[Key, Key], States] = {}
+        #: The whole layout of a long chunk, by (phase in the row period, length).
+        self._c_long: dict[Key, _Long] = {}
+        self._all_closed = [1] * u
 
     @property
     def open_rows(self) -> list[int]:
@@ -435,20 +469,23 @@ class FastModel:
         end = np.where(rest <= 0, s0 + work, late)
         return np.where(work == 0, start, s0), np.where(work == 0, start, end)
 
-    def _book_units(self, units: list[int], counts: list[int], add: int, states: list[int],
-                    write: bool, start: int, small_write: bool,
-                    ckey: Key | None = None) -> tuple[int, int]:
-        """``_book`` for the units of one long stream chunk: unit ``i`` of ``units`` moves
-        ``counts[i] + add`` bursts from first-row state ``states[i]`` (``ckey``: the
-        split's key in ``_c_counts``, if cached). Returns the latest
-        end and the activations (one per ``bursts_per_row`` of a unit's bursts, less the
-        first if it hits). One loop, ``_stretch`` inlined: this is the hot path."""
+    def _book_units(self, chunk: _Long, states: list[int], write: bool, start: int,
+                    small_write: bool) -> tuple[int, int]:
+        """``_book`` for the units of one long stream chunk: unit ``i`` of
+        ``chunk.units`` moves ``chunk.counts[i] + chunk.add`` bursts from first-row state
+        ``states[i]``. Returns the latest end and the activations (one per
+        ``bursts_per_row`` of a unit's bursts, less the first if it hits). One loop,
+        ``_stretch`` inlined: this is the hot path."""
         last_dir, w_evict = self.last_dir, self.w_evict
+        units, counts, add = chunk.units, chunk.counts, chunk.add
         if (self._uniform_path and not small_write and len(units) == len(last_dir)
                 and states.count(states[0]) == len(states)
                 and last_dir.count(last_dir[0]) == len(last_dir)
                 and w_evict.count(w_evict[0]) == len(w_evict)):
-            return self._book_uniform(counts, add, states[0], write, start, ckey)
+            split = chunk.split
+            if split is None:
+                split = self._split_work(counts, add)
+            return self._book_uniform(split, states[0], write, start)
         ts = self.t_stream
         heads = self._heads[write]
         w = int(write)
@@ -523,13 +560,13 @@ class FastModel:
         self.last_start = first
         return end, acts
 
-    def _book_uniform(self, counts: list[int], add: int, st: int, write: bool,
-                      start: int, ckey: Key | None = None) -> tuple[int, int]:
+    def _book_uniform(self, split: Split, st: int, write: bool,
+                      start: int) -> tuple[int, int]:
         """``_book_units`` for a chunk over every unit when the units agree on all but
         their bus times and bursts (first-row state, last direction, write eviction share:
         the common case of a stream of long chunks): the head, the turnaround and the
-        activations are worked out once (and each unit's work, rows and eviction share
-        once per split, ``_c_split``), and the loop only books each unit's bus."""
+        activations are worked out once (each unit's work, rows and eviction share once
+        per split, ``split``), and the loop only books each unit's bus."""
         busy, busy_ps, data_ps = self.busy_until, self.busy_ps, self.data_ps
         period, block = self.t_ref_period, self.t_ref_block
         gives = period - block
@@ -544,11 +581,6 @@ class FastModel:
             else:
                 gap = self.wtr + round(self.w_evict[0] * (self.wtr_miss - self.wtr))
         t_head = start + head
-        split = None if ckey is None else self._c_split.get((ckey, add))
-        if split is None:
-            split = self._split_work(counts, add)
-            if ckey is not None:
-                self._remember(self._c_split, (ckey, add), split)
         works, rows, evict = split
         # Rows each unit opens (every unit has bursts, so at least one), less one per
         # unit if the first row is open.
@@ -599,7 +631,7 @@ class FastModel:
             self._unused_units = False
         return end, acts
 
-    def _split_work(self, counts: list[int], add: int) -> tuple[list[int], int, list[float]]:
+    def _split_work(self, counts: list[int], add: int) -> Split:
         """For a chunk moving ``counts[i] + add`` bursts on unit ``i`` (every unit): each
         unit's bus work in ps, the rows the units open in all, and the share of its banks
         each unit's writes leave a row open in (``_banks_touched``)."""
@@ -682,29 +714,70 @@ class FastModel:
         cache[key] = value
         return value
 
-    def _scan_long(self, b0: int, nb: int,
-                   closed: bool) -> tuple[list[int], list[int], int, list[int], Key | None]:
-        """As ``_scan_short`` for long chunks: the units reached, per unit (indexed by
-        unit) its bursts less ``add`` and its first-row state, ``add``, and the key of
-        the split (``_c_counts``; None if not cached). Whole
-        interleave periods are split arithmetically. The first row of each unit is looked
-        up, every bank the chunk
-        touched holds one of its rows (open, row not tracked: a later access is a row
-        miss), and the last rows of each unit and bank group, which a continuing stream
-        meets first, are tracked exactly.
+    def _scan_long(self, b0: int, nb: int, closed: bool) -> tuple[_Long, list[int]]:
+        """As ``_scan_short`` for long chunks: the chunk's layout (``_Long``) and per unit
+        (indexed by unit) its first-row state. The first row of each unit is looked up,
+        every bank the chunk touched holds one of its rows (open, row not tracked: a
+        later access is a row miss), and the last rows of each unit and bank group, which
+        a continuing stream meets first, are tracked exactly.
 
         The decoded layout (which unit and bank each block of the head, the tail and the
-        body falls in) depends only on the chunk's phase in the row period and its
-        length, so it is decoded once per (phase, length) and reused: a chunk then costs
-        a loop over its units and the banks whose rows it changes."""
+        body falls in, and how the bursts split over the units) depends only on the
+        chunk's phase in the row period and its length, so it is worked out once per
+        (phase, length) and reused: a chunk then costs a lookup and a loop over the
+        banks whose rows it changes (none when it covers every bank, ``_pending``)."""
         if not self._layout_cached:
             return self._scan_long_np(b0, nb, closed)
+        am = self.amap
+        key = (b0 % am.row_period_bursts, nb)
+        chunk = self._c_long.get(key)
+        if chunk is None:
+            chunk = self._remember(self._c_long, key, self._long_layout(b0, nb))
+        if closed:
+            return chunk, self._all_closed
+        rs, rm = am.row_shift, am.row_mask
+        r = b0 >> rs
+        pend = self._pending
+        if pend is not None:
+            # Every bank holds an untracked row but those of the last chunk's tail: the
+            # states depend on the two layouts and the distance between their rows.
+            by_distance = chunk.after.get(pend[0])
+            if by_distance is None:
+                by_distance = self._remember(chunk.after, pend[0],
+                                             self._after(chunk, pend[0], pend[1]))
+            states = by_distance[1].get((r - pend[2]) & rm, by_distance[0])
+        else:
+            states = [1] * self.cfg.units
+            orows = self._open_rows
+            rows = (r & rm, (r + 1) & rm)
+            for unit, flat, d in chunk.head:
+                o = orows[flat]
+                if o != -1:
+                    states[unit] = 0 if o == rows[d] else 2
+        r = (b0 + nb - chunk.n_tail) >> rs
+        touched = chunk.touched
+        if touched is None:
+            # Every bank is left open on an untracked row but those of the tail.
+            self._pending = (chunk.tkey, chunk.tail, r)
+            return chunk, states
+        if pend is not None:
+            self._settle()
+        orows = self._open_rows
+        for f in touched:
+            orows[f] = _UNKNOWN_ROW
+        for d, flats in chunk.tail[0]:
+            row = (r + d) & rm
+            for f in flats:
+                orows[f] = row
+        return chunk, states
+
+    def _long_layout(self, b0: int, nb: int) -> _Long:
+        """The layout of the ``nb`` bursts from ``b0`` (``_Long``), from the caches of
+        its parts (keyed more loosely, so that chunks of other lengths share them)."""
         am = self.amap
         u = self.cfg.units
         period = am.unit_period_bursts
         rp = am.row_period_bursts
-        rs, rm = am.row_shift, am.row_mask
-        nbk = self.nb
         full, rem = divmod(nb, period)
         ckey = (b0 % period, rem)
         counts = self._c_counts.get(ckey)
@@ -714,61 +787,36 @@ class FastModel:
         add = full * (period // u)
         # Bursts of unit i: counts[i] + add.
         units = self._all_units if add else [i for i in range(u) if counts[i]]
-        states = [1] * u
-        if closed:
-            return units, counts, add, states, ckey
-        key = (b0 % rp, min(nb, period))
-        head = self._c_head.get(key)
+        split = None
+        if len(units) == u:
+            split = self._c_split.get((ckey, add))
+            if split is None:
+                split = self._remember(self._c_split, (ckey, add),
+                                       self._split_work(counts, add))
+        hkey = (b0 % rp, min(nb, period))
+        head = self._c_head.get(hkey)
         if head is None:
-            head = self._remember(self._c_head, key, self._head_layout(b0, key[1]))
-        r = b0 >> rs
-        pend = self._pending
-        if pend is not None:
-            # Every bank holds an untracked row but those of the last chunk's tail: the
-            # states depend on the two layouts and the distance between their rows.
-            pkey = (key, pend[0])
-            by_distance = self._c_states.get(pkey)
-            if by_distance is None:
-                by_distance = self._remember(self._c_states, pkey,
-                                             self._states_after(head, pend[1]))
-            states = by_distance[1].get((r - pend[2]) & rm, by_distance[0])
-        else:
-            orows = self._open_rows
-            rows = (r & rm, (r + 1) & rm)
-            for unit, flat, d in head:
-                o = orows[flat]
-                if o != -1:
-                    states[unit] = 0 if o == rows[d] else 2
+            head = self._remember(self._c_head, hkey, self._head_layout(b0, hkey[1]))
         n_tail = min(nb, self._tail)
         bt = b0 + nb - n_tail
         tkey = (bt % rp, n_tail)
-        tail_d = self._c_tail.get(tkey)
-        if tail_d is None:
-            tail_d = self._remember(self._c_tail, tkey, self._tail_layout(bt, n_tail))
-        if nb >= self._span and len(units) == u:
-            # Every bank is left open on an untracked row but those of the tail.
-            self._pending = (tkey, tail_d, bt >> rs)
-            return units, counts, add, states, ckey
-        if pend is not None:
-            self._settle()
-        orows = self._open_rows
-        if nb >= self._span:
-            row_unk = self._all_unknown[:nbk]
-            for i in units:
-                orows[i * nbk:(i + 1) * nbk] = row_unk
-        else:
-            key = (b0 % rp, nb)
-            touched = self._c_touch.get(key)
-            if touched is None:
-                touched = self._remember(self._c_touch, key, self._touch_layout(b0, nb, units))
-            for f in touched:
-                orows[f] = _UNKNOWN_ROW
-        r = bt >> rs
-        for d, flats in tail_d[0]:
-            row = (r + d) & rm
-            for f in flats:
-                orows[f] = row
-        return units, counts, add, states, ckey
+        tail = self._c_tail.get(tkey)
+        if tail is None:
+            tail = self._remember(self._c_tail, tkey, self._tail_layout(bt, n_tail))
+        # With the row on top the span is the row period, a multiple of the unit
+        # period: a chunk over the span reaches every bank of every unit.
+        touched = self._touch_layout(b0, nb, units) if nb < self._span else None
+        return _Long(units, counts, add, split, head, hkey, tkey, tail, n_tail, touched)
+
+    def _after(self, chunk: _Long, tkey: Key, tail: Tail) -> States:
+        """``_states_after`` for ``chunk``'s head and the pending ``tail`` (of key
+        ``tkey``), shared by chunks of other lengths with the same head."""
+        pkey = (chunk.hkey, tkey)
+        by_distance = self._c_states.get(pkey)
+        if by_distance is None:
+            by_distance = self._remember(self._c_states, pkey,
+                                         self._states_after(chunk.head, tail))
+        return by_distance
 
     def _states_after(self, head: list[tuple[int, int, int]],
                       tail: Tail) -> tuple[list[int], dict[int, list[int]]]:
@@ -846,8 +894,7 @@ class FastModel:
             groups.setdefault(d, []).append(f)
         return sorted(groups.items()), dist
 
-    def _scan_long_np(self, b0: int, nb: int,
-                      closed: bool) -> tuple[list[int], list[int], int, list[int], Key | None]:
+    def _scan_long_np(self, b0: int, nb: int, closed: bool) -> tuple[_Long, list[int]]:
         """``_scan_long`` decoding the chunk with numpy each time (for address maps whose
         row is not the top field)."""
         am = self.amap
@@ -882,7 +929,7 @@ class FastModel:
             sel = len(flat) - 1 - last_idx
             open_rows[tu[sel], tb[sel]] = tr[sel]
             self.open_rows[:] = open_rows.ravel().tolist()
-        return nz.tolist(), counts.tolist(), 0, st_all.tolist(), None
+        return _Long.decoded(nz.tolist(), counts.tolist()), st_all.tolist()
 
     def serve(self, write: bool, address: int, nbytes: int, pattern: Pattern,
               earliest: int) -> int:
@@ -907,9 +954,8 @@ class FastModel:
                     end = max(end, self._book(unit, write, start, states.get(unit, 1),
                                               b * self.t_stream, small_write=small))
             else:
-                units, counts, add, first_states, ckey = self._scan_long(b0, nb, closed)
-                e, acts = self._book_units(units, counts, add, first_states, write, start,
-                                           small, ckey)
+                chunk, first_states = self._scan_long(b0, nb, closed)
+                e, acts = self._book_units(chunk, first_states, write, start, small)
                 self.acts += acts
                 if e > end:
                     end = e

@@ -143,5 +143,5 @@ def test_layout_caches_stay_bounded_and_clearing_them_changes_nothing(
             i * 10_000) for i in range(120)]
     a, b = _serve_both(cfg, seq)
     assert _state(a) == _state(b)
-    for cache in (a._c_counts, a._c_head, a._c_touch, a._c_tail):
+    for cache in (a._c_counts, a._c_head, a._c_tail, a._c_long):
         assert 0 < len(cache) <= 8
