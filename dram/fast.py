@@ -79,6 +79,8 @@ _SCALAR_BLOCKS = 64
 _UNKNOWN_ROW = -2
 #: Bound on each cache of decoded chunk layouts (entries of a few hundred ints each).
 _CACHE_ENTRIES = 4096
+#: Splits of uniform bookings whose data time is owed before it is added in.
+_OWED = 1024
 #: Largest row period (in row-blocks) whose decoded layout is kept as a table.
 _MAX_LAYOUT_BLOCKS = 1 << 18
 
@@ -135,16 +137,25 @@ class FastModel:
         self.cfg = cfg
         self.amap = AddressMap(cfg)
         u = cfg.units
-        # Per unit: the data bus's busy-until time (a Timeline per unit), the time it was
-        # reserved, the direction it last moved data in (-1 none, 0 read, 1 write), its
-        # first use, and the time its bus carried data. Plain lists: a chunk touches a few
-        # to a few dozen units, where a Python loop costs less than numpy's per-call
-        # overhead.
+        # Per unit: the data bus's busy-until time (a Timeline per unit), the direction it
+        # last moved data in (-1 none, 0 read, 1 write) and its first use. Plain lists: a
+        # chunk touches a few to a few dozen units, where a Python loop costs less than
+        # numpy's per-call overhead.
         self.busy_until = [0] * u
-        self.busy_ps = [0] * u
         self.last_dir = [-1] * u
         self.first_use = [-1] * u
-        self.data_ps = [0] * u
+        # The time each bus was reserved (``busy_ps``) is its busy-until time less the
+        # time before it that it was not: per unit the idle spans before each booking
+        # (waits, refresh windows skipped at a start, turnarounds), less the turnarounds
+        # every unit paid at once (``_gaps``: a chunk over every unit queued behind all of
+        # them adds its turnaround to this one sum, not to each unit's).
+        self._idle = [0] * u
+        self._gaps = 0
+        # The time each bus carried data (``data_ps``): per unit, plus the works of the
+        # uniform bookings not yet added in, {id(works): (works, times booked)} (a stream
+        # books the same few splits over and over).
+        self._data = [0] * u
+        self._owed: dict[int, tuple[list[int], int]] = {}
         #: Per unit, the ranks its random accesses have opened rows in (at most ranks).
         self.rand_ranks = [0] * u
         # Open row of each bank (see ``open_rows``), less what ``_pending`` holds.
@@ -270,6 +281,27 @@ class FastModel:
         self._all_closed = [1] * u
 
     @property
+    def busy_ps(self) -> list[int]:
+        """Per unit, the time its bus was reserved (data, and the refresh windows inside
+        its bookings), ps."""
+        g = self._gaps
+        return [b - i - g for b, i in zip(self.busy_until, self._idle, strict=True)]
+
+    @property
+    def data_ps(self) -> list[int]:
+        """Per unit, the time its bus carried data, ps."""
+        self._pay_owed()
+        return self._data
+
+    def _pay_owed(self) -> None:
+        """Add the works of the uniform bookings owed (``_owed``) into ``_data``."""
+        data = self._data
+        for works, n in self._owed.values():
+            for unit, w in enumerate(works):
+                data[unit] += n * w
+        self._owed.clear()
+
+    @property
     def open_rows(self) -> list[int]:
         """Open row of each bank, flat (``unit * banks_per_unit + bank``): -1 precharged,
         ``_UNKNOWN_ROW`` open on a row not tracked."""
@@ -370,9 +402,9 @@ class FastModel:
         if t0 - head < self.last_start:
             self.last_start = t0 - head
         s, e = self._stretch(unit, t0, work, random)
+        self._idle[unit] += s - self.busy_until[unit]
         self.busy_until[unit] = e
-        self.busy_ps[unit] += e - s
-        self.data_ps[unit] += work
+        self._data[unit] += work
         if not small_write:
             self.last_dir[unit] = int(write)
             if write:
@@ -399,7 +431,7 @@ class FastModel:
         else:
             turn = self.wtr + round(1.0 * (self.wtr_miss - self.wtr))
         stretch = self._stretch
-        busy, busy_ps, data_ps = self.busy_until, self.busy_ps, self.data_ps
+        busy, idle, data_ps = self.busy_until, self._idle, self._data
         last_dir, w_evict, first_use = self.last_dir, self.w_evict, self.first_use
         rk = self.rand_ranks
         ranks, ts, nb = c.ranks, self.t_stream, self.nb
@@ -430,8 +462,8 @@ class FastModel:
             if t0 - head < first_start:
                 first_start = t0 - head
             s, e = stretch(unit, t0, work, True)
+            idle[unit] += s - busy[unit]
             busy[unit] = e
-            busy_ps[unit] += e - s
             data_ps[unit] += work
             last_dir[unit] = w
             if write:
@@ -489,7 +521,7 @@ class FastModel:
         ts = self.t_stream
         heads = self._heads[write]
         w = int(write)
-        busy, busy_ps, data_ps = self.busy_until, self.busy_ps, self.data_ps
+        busy, idle, data_ps = self.busy_until, self._idle, self._data
         first_use = self.first_use
         period, block, ref_off = self.t_ref_period, self.t_ref_block, self.ref_offsets
         gives = period - block  # work one refresh period carries
@@ -545,8 +577,8 @@ class FastModel:
                 else:
                     k, r = divmod(work - avail, gives)
                     e = off + x + avail + k * period + (block + r if r else 0)
+            idle[unit] += s - busy[unit]
             busy[unit] = e
-            busy_ps[unit] += e - s
             data_ps[unit] += work
             if not small_write:
                 last_dir[unit] = w
@@ -567,7 +599,7 @@ class FastModel:
         the common case of a stream of long chunks): the head, the turnaround and the
         activations are worked out once (each unit's work, rows and eviction share once
         per split, ``split``), and the loop only books each unit's bus."""
-        busy, busy_ps, data_ps = self.busy_until, self.busy_ps, self.data_ps
+        busy, idle = self.busy_until, self._idle
         period, block = self.t_ref_period, self.t_ref_block
         gives = period - block
         n_units = len(busy)
@@ -587,36 +619,52 @@ class FastModel:
         acts = rows - (n_units if st == 0 else 0)
         # Each unit starts at max(busy + gap, t_head), so the first to start at this.
         first = min(busy) + gap
+        queued = first >= t_head  # every unit starts at its busy + gap
         if first < t_head:
             first = t_head
         if period == 0 or t_head < self._ref_last:
+            stretch = self._stretch
             for unit in range(n_units):
                 t0 = busy[unit] + gap
-                s, e = self._stretch(unit, t0 if t0 > t_head else t_head, works[unit])
+                s, e = stretch(unit, t0 if t0 > t_head else t_head, works[unit])
+                idle[unit] += s - busy[unit]
                 busy[unit] = e
-                busy_ps[unit] += e - s
-                data_ps[unit] += works[unit]
         else:
-            # ``_stretch`` for each unit, every unit's first window being past: the
-            # refresh windows its work skips (the work is > 0), ceil(rest / gives) of
-            # them beyond the first period's room ``avail``.
+            # ``_stretch`` for each unit, every unit's first window being past: a start
+            # inside a window moves to its end, and the work (> 0) skips ceil(rest /
+            # gives) windows beyond the room ``period - pos`` left in the first period.
             offs = self.ref_offsets
-            for unit in range(n_units):
-                s = busy[unit] + gap
-                if s < t_head:
-                    s = t_head
-                pos = (s - offs[unit]) % period
-                if pos < block:  # inside a window: start at its end
-                    s += block - pos
-                    avail = gives
-                else:
-                    avail = period - pos
-                work = works[unit]
-                data_ps[unit] += work
-                if work > avail:
-                    work -= (avail - work) // gives * block
-                busy_ps[unit] += work
-                busy[unit] = s + work
+            if queued:
+                # Each unit waits for its bus and turns it around: the gap is every
+                # unit's idle time at once (``_gaps``).
+                for unit in range(n_units):
+                    s = busy[unit] + gap
+                    pos = (s - offs[unit]) % period
+                    if pos < block:  # inside a window: start at its end
+                        idle[unit] += block - pos
+                        s += block - pos
+                        pos = block
+                    work = works[unit]
+                    if work > period - pos:
+                        work -= (period - pos - work) // gives * block
+                    busy[unit] = s + work
+                self._gaps += gap
+            else:
+                for unit in range(n_units):
+                    b = busy[unit]
+                    s = b + gap
+                    if s < t_head:
+                        s = t_head
+                    pos = (s - offs[unit]) % period
+                    if pos < block:
+                        s += block - pos
+                        pos = block
+                    idle[unit] += s - b
+                    work = works[unit]
+                    if work > period - pos:
+                        work -= (period - pos - work) // gives * block
+                    busy[unit] = s + work
+        self._owe(works)
         end = max(busy)
         if first - head < self.last_start:
             self.last_start = first - head
@@ -630,6 +678,18 @@ class FastModel:
                     fu[unit] = start
             self._unused_units = False
         return end, acts
+
+    def _owe(self, works: list[int]) -> None:
+        """Count one more booking of ``works`` (each unit's data time) into ``data_ps``."""
+        owed = self._owed
+        key = id(works)  # the entry holds ``works``: its id is not reused while owed
+        n = owed.get(key)
+        if n is None:
+            if len(owed) >= _OWED:
+                self._pay_owed()
+            owed[key] = (works, 1)
+        else:
+            owed[key] = (works, n[1] + 1)
 
     def _split_work(self, counts: list[int], add: int) -> Split:
         """For a chunk moving ``counts[i] + add`` bursts on unit ``i`` (every unit): each
@@ -1001,6 +1061,7 @@ class FastModel:
         unit's first use, in each rank that holds an open row; closed: busy)."""
         out = []
         nbk = self.cfg.banks
+        busy_ps = self.busy_ps
         for i in range(self.cfg.units):
             fu = int(self.first_use[i])
             if fu < 0:
@@ -1011,5 +1072,5 @@ class FastModel:
                             if any(x != -1 for x in rows[r * nbk:(r + 1) * nbk]))
                 out.append(max(0, now - fu) * max(1, ranks, self.rand_ranks[i]))
             else:
-                out.append(min(now, int(self.busy_ps[i])))
+                out.append(min(now, busy_ps[i]))
         return out
