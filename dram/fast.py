@@ -110,24 +110,27 @@ class _Long:
     (``_split_work``; None unless it reaches every unit, or when the layout is not
     cached), its head layout (``_head_layout``) and that layout's key, its tail's key,
     layout and length, the banks it opens a row in (``_touch_layout``; None if every
-    bank), and by the key of a pending tail the states it meets (``_states_after``)."""
+    bank) and whether those are banks of a unit that every unit has (``strided``), and
+    by the key of a pending tail the states it meets (``_states_after``)."""
 
     __slots__ = ("units", "counts", "add", "split", "head", "hkey", "tkey", "tail",
-                 "n_tail", "touched", "after")
+                 "n_tail", "touched", "strided", "after")
 
     def __init__(self, units: list[int], counts: list[int], add: int, split: Split | None,
                  head: list[tuple[int, int, int]], hkey: Key, tkey: Key, tail: Tail,
-                 n_tail: int, touched: list[int] | None) -> None:
+                 n_tail: int, touched: tuple[list[int], bool] | None) -> None:
         self.units, self.counts, self.add, self.split = units, counts, add, split
         self.head, self.hkey, self.tkey, self.tail = head, hkey, tkey, tail
-        self.n_tail, self.touched = n_tail, touched
+        self.n_tail = n_tail
+        self.touched: list[int] | None = None if touched is None else touched[0]
+        self.strided = touched is not None and touched[1]
         self.after: dict[Key, States] = {}
 
     @classmethod
     def decoded(cls, units: list[int], counts: list[int]) -> _Long:
         """A chunk decoded on its own (``_scan_long_np``): its units and bursts only, its
         open rows already written into the table."""
-        return cls(units, counts, 0, None, [], (0, 0), (0, 0), ([], {}), 0, [])
+        return cls(units, counts, 0, None, [], (0, 0), (0, 0), ([], {}), 0, ([], False))
 
 
 class FastModel:
@@ -823,8 +826,13 @@ class FastModel:
         if pend is not None:
             self._settle()
         orows = self._open_rows
-        for f in touched:
-            orows[f] = _UNKNOWN_ROW
+        if chunk.strided:  # the same banks of every unit: one slice per bank
+            unknown, nbk = self._all_unknown[:self.cfg.units], self.nb
+            for b in touched:
+                orows[b::nbk] = unknown
+        else:
+            for f in touched:
+                orows[f] = _UNKNOWN_ROW
         for d, flats in chunk.tail[0]:
             row = (r + d) & rm
             for f in flats:
@@ -926,9 +934,10 @@ class FastModel:
                 pick[unit] = (unit, f, (b0 % rp + j * self._blk - b0) // rp)
         return list(pick.values())
 
-    def _touch_layout(self, b0: int, nb: int, nz: list[int]) -> list[int]:
-        """Flat banks of the units ``nz`` in which the ``nb`` bursts from ``b0`` open a
-        row (fewer than a span, so not every bank)."""
+    def _touch_layout(self, b0: int, nb: int, nz: list[int]) -> tuple[list[int], bool]:
+        """The banks of the units ``nz`` in which the ``nb`` bursts from ``b0`` open a row
+        (fewer than a span, so not every bank): flat banks and False, or, when the chunk
+        opens rows in the same banks of every unit, those banks of a unit and True."""
         if self._units_lowest:
             # Units are the lowest fields: one sample per interleave period gives the
             # banks, and every unit the chunk reached touched each of them.
@@ -936,8 +945,10 @@ class FastModel:
             table, size = self._block_flat, len(self._block_flat)
             banks = sorted({table[(s // self._blk) % size] % self.nb
                             for s in range(b0 - b0 % per, b0 + nb, per)})
-            return [i * self.nb + b for i in nz for b in banks]
-        return sorted(set(self._blocks(b0, nb)[1]))
+            if len(nz) == self.cfg.units:
+                return banks, True
+            return [i * self.nb + b for i in nz for b in banks], False
+        return sorted(set(self._blocks(b0, nb)[1])), False
 
     def _tail_layout(self, bt: int, n: int) -> Tail:
         """The banks the ``n`` bursts from ``bt`` leave a row open in, grouped by that

@@ -72,3 +72,34 @@ def test_the_budget_does_not_grow_with_the_chunk() -> None:
             m.serve(False, i * size, size, Pattern.STREAM, 10_000_000)
         costs.append(_lines(m, [(False, 4 * size, size, Pattern.STREAM, 10_000_000)]))
     assert costs[0] == costs[1] <= 19 * PRESETS["hbm3"].units + 120
+
+
+def _queued_stream_lines(cfg: DramConfig) -> float:
+    """Lines run per chunk of a stream of 4 MiB chunks issued together (four reads, four
+    writes, ...), so that every unit is queued behind its bus, after eight chunks."""
+    m = FastModel(cfg)
+    seq = [((i // 4) % 2 == 1, i * 4 * MiB, 4 * MiB, Pattern.STREAM, 10_000_000 + i)
+           for i in range(40)]
+    for c in seq[:8]:
+        m.serve(*c)
+    return _lines(m, seq[8:]) / len(seq[8:])
+
+
+@pytest.mark.parametrize("cfg", [PRESETS["hbm2"], replace(PRESETS["hbm2"], channels=16),
+                                 PRESETS["hbm3"]], ids=["8 units", "16 units", "32 units"])
+def test_a_queued_stream_chunk_costs_eight_lines_per_unit(cfg: DramConfig) -> None:
+    """Units queued behind their buses are booked together: the turnaround is owed by
+    all of them at once and each unit's data time per split, so the loop runs eight
+    lines per unit (its start, the refresh window it may start in, the windows its work
+    skips, its new busy-until time). 149, 213 and 341 lines per chunk on 8, 16 and 32
+    units; the booking that added each unit's turnaround, data time and reserved time
+    to its lists ran 188, 284 and 476 (12 lines per unit), over this budget."""
+    assert _queued_stream_lines(cfg) <= 9 * cfg.units + 100
+
+
+def test_a_queued_stream_chunk_costs_eight_lines_per_added_unit() -> None:
+    """Doubling the units (16 -> 32 pseudo-channels of the same HBM2) adds the loop's
+    eight lines per unit and nothing else."""
+    hbm2 = PRESETS["hbm2"]
+    lines = [_queued_stream_lines(replace(hbm2, channels=ch)) for ch in (16, 32)]
+    assert lines[1] - lines[0] == 8 * 16
