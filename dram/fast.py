@@ -85,8 +85,9 @@ _OWED = 1024
 _MAX_LAYOUT_BLOCKS = 1 << 18
 
 _K = TypeVar("_K")
-#: A chunk tail's open rows: [(row distance, flat banks)] and {flat bank: row distance}.
-Tail = tuple[list[tuple[int, list[int]]], dict[int, int]]
+#: A chunk tail's open rows: [(row distance, flat banks, False) or (row distance, banks
+#: of a unit that every unit has, True)] and {flat bank: row distance}.
+Tail = tuple[list[tuple[int, list[int], bool]], dict[int, int]]
 _V = TypeVar("_V")
 #: Key of a cached layout: (phase in a period, length), bursts.
 Key = tuple[int, int]
@@ -258,6 +259,7 @@ class FastModel:
         self._units_lowest = self.amap.unit_period_bursts == u * self._blk
         self._pairs = (self._pair(0), self._pair(0), self._pair(2))
         self._all_unknown = [_UNKNOWN_ROW] * (u * nb)
+        self._unknown_units = [_UNKNOWN_ROW] * u
         self._all_units = list(range(u))
         #: Whether some unit has not been used yet (its ``first_use`` is still -1).
         self._unused_units = True
@@ -315,15 +317,25 @@ class FastModel:
     def _settle(self) -> None:
         """Write the rows the last long chunk left open (``_pending``) into the table."""
         assert self._pending is not None
-        _, (tail, _), r = self._pending
+        _, tail, r = self._pending
         self._pending = None
+        self._open_rows[:] = self._all_unknown
+        self._write_tail(tail, r)
+
+    def _write_tail(self, tail: Tail, r: int) -> None:
+        """Write the rows a chunk's tail (``_tail_layout``) whose first burst is in row
+        ``r`` leaves open into the table: banks every unit has one slice each."""
         orows = self._open_rows
-        orows[:] = self._all_unknown
-        rm = self.amap.row_mask
-        for d, flats in tail:
+        rm, u, nbk = self.amap.row_mask, self.cfg.units, self.nb
+        for d, banks, strided in tail[0]:
             row = (r + d) & rm
-            for f in flats:
-                orows[f] = row
+            if strided:
+                rows = [row] * u
+                for b in banks:
+                    orows[b::nbk] = rows
+            else:
+                for f in banks:
+                    orows[f] = row
 
     # -- timing ------------------------------------------------------------------------
     def _stretch(self, unit: int, start: int, work: int,
@@ -827,16 +839,13 @@ class FastModel:
             self._settle()
         orows = self._open_rows
         if chunk.strided:  # the same banks of every unit: one slice per bank
-            unknown, nbk = self._all_unknown[:self.cfg.units], self.nb
+            unknown, nbk = self._unknown_units, self.nb
             for b in touched:
                 orows[b::nbk] = unknown
         else:
             for f in touched:
                 orows[f] = _UNKNOWN_ROW
-        for d, flats in chunk.tail[0]:
-            row = (r + d) & rm
-            for f in flats:
-                orows[f] = row
+        self._write_tail(chunk.tail, r)
         return chunk, states
 
     def _long_layout(self, b0: int, nb: int) -> _Long:
@@ -963,7 +972,15 @@ class FastModel:
         groups: dict[int, list[int]] = {}
         for f, d in dist.items():
             groups.setdefault(d, []).append(f)
-        return sorted(groups.items()), dist
+        out = []
+        for d, fl in sorted(groups.items()):
+            banks = sorted({f % self.nb for f in fl})
+            # Distinct flat banks, as many as units x banks: those banks of every unit.
+            if len(fl) == self.cfg.units * len(banks):
+                out.append((d, banks, True))
+            else:
+                out.append((d, fl, False))
+        return out, dist
 
     def _scan_long_np(self, b0: int, nb: int, closed: bool) -> tuple[_Long, list[int]]:
         """``_scan_long`` decoding the chunk with numpy each time (for address maps whose
