@@ -646,26 +646,24 @@ class FastModel:
                 busy[unit] = e
         else:
             # ``_stretch`` for each unit, every unit's first window being past: a start
-            # inside a window moves to its end, and the work (> 0) skips ceil(rest /
-            # gives) windows beyond the room ``period - pos`` left in the first period.
+            # inside a window moves to its end, and the work skips ceil((work - room) /
+            # gives) windows beyond the room ``period - pos`` left in the first period
+            # (none if it fits: the room is at most ``gives`` and the work > 0).
             offs = self.ref_offsets
             if queued:
                 # Each unit waits for its bus and turns it around: the gap is every
                 # unit's idle time at once (``_gaps``).
-                for unit in range(n_units):
+                for unit, work in enumerate(works):
                     s = busy[unit] + gap
                     pos = (s - offs[unit]) % period
                     if pos < block:  # inside a window: start at its end
                         idle[unit] += block - pos
                         s += block - pos
                         pos = block
-                    work = works[unit]
-                    if work > period - pos:
-                        work -= (period - pos - work) // gives * block
-                    busy[unit] = s + work
+                    busy[unit] = s + work - (period - pos - work) // gives * block
                 self._gaps += gap
             else:
-                for unit in range(n_units):
+                for unit, work in enumerate(works):
                     b = busy[unit]
                     s = b + gap
                     if s < t_head:
@@ -675,10 +673,7 @@ class FastModel:
                         s += block - pos
                         pos = block
                     idle[unit] += s - b
-                    work = works[unit]
-                    if work > period - pos:
-                        work -= (period - pos - work) // gives * block
-                    busy[unit] = s + work
+                    busy[unit] = s + work - (period - pos - work) // gives * block
         self._owe(works)
         end = max(busy)
         if first - head < self.last_start:
