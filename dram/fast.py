@@ -5,16 +5,20 @@ O(bytes), and creates no event. Each unit (pseudo-channel) has a busy-until time
 data bus, as the kernel's ``Timeline``; the chunk completes at the latest unit's end. The
 per-unit state is kept in Python lists: a chunk touches a few to a few dozen units, where
 numpy's per-call overhead (microseconds) costs more than the arithmetic. Which unit and
-bank each block of a long chunk's head, tail and body falls in depends only on its phase
-in the row period and its length, so that layout is worked out once and reused; when the
-units agree on their state (nearly always in a stream) the head, turnaround, activations
-and each unit's work are worked out once too, and the loop only books each unit's bus. A
-chunk that covers every bank leaves its tail's open rows pending rather than written into
-the table, and the next long chunk finds its first-row states from a cache keyed by the
-two layouts and their row distance. A random chunk books its units in one loop with its
-constants hoisted. A 1 MiB stream chunk costs about 6 us with 8 units, 9 us with 16 and
-15 us with 32 (one core of a loaded 2-core machine); tests/dram/test_dram_budget.py
-bounds the lines of Python it runs per unit.
+bank each block of a long chunk's head, tail and body falls in, and how its bursts and
+work split over the units, depend only on its phase in the row period and its length,
+so that layout is worked out once, one record per (phase, length), and reused; when the
+units agree on their state (nearly always in a stream) the head, turnaround and
+activations are worked out once too, and the loop only books each unit's bus. A unit's
+reserved time is not added up per booking but kept as its busy-until time less its idle
+time, and units all queued behind their buses (a stream's usual state) add their common
+turnaround to one sum for all; their data time is owed per split and added in when
+read. Such a unit costs five lines of Python. A chunk that covers every bank leaves its
+tail's open rows pending rather than written into the table, and the next long chunk
+finds its first-row states from a cache keyed by the two layouts and their row distance;
+rows a chunk opens in the same banks of every unit are written one slice per bank. A
+random chunk books its units in one loop with its constants hoisted.
+tests/dram/test_dram_budget.py bounds the lines of Python a chunk runs per unit.
 
 - STREAM: the bursts are split over units by the address map (whole interleave periods
   arithmetically, the remainder block by block). A unit moves its bursts one per
