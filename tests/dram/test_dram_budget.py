@@ -47,11 +47,14 @@ def _lines(m: FastModel, chunks: list[tuple[bool, int, int, Pattern, int]]) -> i
     return lines
 
 
-def _lines_per_chunk(cfg: DramConfig) -> float:
-    """Lines run per chunk of a stream of 1 MiB chunks (four reads, four writes, ...
-    200 ns apart), after eight chunks have warmed the layout caches."""
+def _lines_per_chunk(cfg: DramConfig, size: int = MiB, first: int = 0,
+                     apart: int = 200_000) -> float:
+    """Lines run per chunk of a stream of ``size`` chunks (four reads, four writes, ...
+    issued from ``first`` ps, ``apart`` ps apart), after eight chunks have warmed the
+    layout caches."""
     m = FastModel(cfg)
-    seq = [((i // 4) % 2 == 1, i * MiB, MiB, Pattern.STREAM, i * 200_000) for i in range(40)]
+    seq = [((i // 4) % 2 == 1, i * size, size, Pattern.STREAM, first + i * apart)
+           for i in range(40)]
     for c in seq[:8]:
         m.serve(*c)
     return _lines(m, seq[8:]) / len(seq[8:])
@@ -76,14 +79,9 @@ def test_the_budget_does_not_grow_with_the_chunk() -> None:
 
 
 def _queued_stream_lines(cfg: DramConfig) -> float:
-    """Lines run per chunk of a stream of 4 MiB chunks issued together (four reads, four
-    writes, ...), so that every unit is queued behind its bus, after eight chunks."""
-    m = FastModel(cfg)
-    seq = [((i // 4) % 2 == 1, i * 4 * MiB, 4 * MiB, Pattern.STREAM, 10_000_000 + i)
-           for i in range(40)]
-    for c in seq[:8]:
-        m.serve(*c)
-    return _lines(m, seq[8:]) / len(seq[8:])
+    """Lines run per chunk of a stream of 4 MiB chunks issued together, so that every
+    unit is queued behind its bus."""
+    return _lines_per_chunk(cfg, 4 * MiB, 10_000_000, 1)
 
 
 @pytest.mark.parametrize("cfg", [PRESETS["hbm2"], replace(PRESETS["hbm2"], channels=16),
