@@ -223,6 +223,8 @@ class FastModel:
         self.wtr = c.t_wtr_s + c.t_cl
         self.wtr_miss = max(self.wtr, c.tck + c.t_rp + c.t_rcd + c.t_cl - c.t_cwl - c.t_burst)
         self.drain_batch = c.write_high - c.write_low
+        #: Stream writes shorter than a drain batch per unit are buffered (``small_write``).
+        self._small_write = self.drain_batch * u
         self._heads = [[self._head(w, st) for st in range(3)] for w in (False, True)]
         self.nb = nb
         #: Per unit, the share of its banks the last write chunk opened rows in.
@@ -330,7 +332,7 @@ class FastModel:
         """Write the rows a chunk's tail (``_tail_layout``) whose first burst is in row
         ``r`` leaves open into the table: banks every unit has one slice each."""
         orows = self._open_rows
-        rm, u, nbk = self.amap.row_mask, self.cfg.units, self.nb
+        rm, u, nbk = self.amap.row_mask, len(self.busy_until), self.nb
         for d, banks, strided in tail[0]:
             row = (r + d) & rm
             if strided:
@@ -821,7 +823,7 @@ class FastModel:
                                              self._after(chunk, pend[0], pend[1]))
             states = by_distance[1].get((r - pend[2]) & rm, by_distance[0])
         else:
-            states = [1] * self.cfg.units
+            states = [1] * len(self.busy_until)
             orows = self._open_rows
             rows = (r & rm, (r + 1) & rm)
             for unit, flat, d in chunk.head:
@@ -1033,7 +1035,7 @@ class FastModel:
             b0 = (address % am.capacity) >> am.burst_shift
             nb = ((address + nbytes - 1) >> am.burst_shift) - (address >> am.burst_shift) + 1
             blk = self._blk
-            small = write and nb < self.drain_batch * c.units
+            small = write and nb < self._small_write
             if (b0 + nb - 1) // blk - b0 // blk < _SCALAR_BLOCKS:
                 units_b, states = self._scan_short(b0, nb, closed)
                 for unit, b, acts in units_b:
