@@ -3,8 +3,8 @@ not times): a long stream chunk is booked in a few lines per unit it touches and
 constant, however many banks and rows it covers.
 
 The budget, ``19 x units + 120`` lines of ``dram/fast.py`` per 1 MiB chunk, holds with
-a wide margin (403 lines on HBM3's 32 units, 248 on 16 units, 171 on HBM2's 8; 572, 341
-and 226 before units queued behind their buses were booked together); the model before
+a wide margin (403 lines on HBM3's 32 units, 248 on 16 units, 171 on HBM2's 8; 556, 330
+and 218 before units queued behind their buses were booked together); the model before
 its booking was first reworked (writing the open rows of every chunk's tail into the
 table, one ``divmod`` and a dozen list updates per unit) ran 1129, 622 and 369, all over
 it. Counted with CPython 3.11's line events."""
