@@ -5,16 +5,20 @@ O(bytes), and creates no event. Each unit (pseudo-channel) has a busy-until time
 data bus, as the kernel's ``Timeline``; the chunk completes at the latest unit's end. The
 per-unit state is kept in Python lists: a chunk touches a few to a few dozen units, where
 numpy's per-call overhead (microseconds) costs more than the arithmetic. Which unit and
-bank each block of a long chunk's head, tail and body falls in depends only on its phase
-in the row period and its length, so that layout is worked out once and reused; when the
-units agree on their state (nearly always in a stream) the head, turnaround, activations
-and each unit's work are worked out once too, and the loop only books each unit's bus. A
-chunk that covers every bank leaves its tail's open rows pending rather than written into
-the table, and the next long chunk finds its first-row states from a cache keyed by the
-two layouts and their row distance. A random chunk books its units in one loop with its
-constants hoisted. A 1 MiB stream chunk costs about 6 us with 8 units, 9 us with 16 and
-15 us with 32 (one core of a loaded 2-core machine); tests/dram/test_dram_budget.py
-bounds the lines of Python it runs per unit.
+bank each block of a long chunk's head, tail and body falls in, and how its bursts and
+work split over the units, depend only on its phase in the row period and its length,
+so that layout is worked out once, one record per (phase, length), and reused; when the
+units agree on their state (nearly always in a stream) the head, turnaround and
+activations are worked out once too, and the loop only books each unit's bus. A unit's
+reserved time is not added up per booking but kept as its busy-until time less its idle
+time, and units all queued behind their buses (a stream's usual state) add their common
+turnaround to one sum for all; their data time is owed per split and added in when
+read. Such a unit costs five lines of Python. A chunk that covers every bank leaves its
+tail's open rows pending rather than written into the table, and the next long chunk
+finds its first-row states from a cache keyed by the two layouts and their row distance;
+rows a chunk opens in the same banks of every unit are written one slice per bank. A
+random chunk books its units in one loop with its constants hoisted.
+tests/dram/test_dram_budget.py bounds the lines of Python a chunk runs per unit.
 
 - STREAM: the bursts are split over units by the address map (whole interleave periods
   arithmetically, the remainder block by block). A unit moves its bursts one per
@@ -79,20 +83,59 @@ _SCALAR_BLOCKS = 64
 _UNKNOWN_ROW = -2
 #: Bound on each cache of decoded chunk layouts (entries of a few hundred ints each).
 _CACHE_ENTRIES = 4096
+#: Splits of uniform bookings whose data time is owed before it is added in.
+_OWED = 1024
 #: Largest row period (in row-blocks) whose decoded layout is kept as a table.
 _MAX_LAYOUT_BLOCKS = 1 << 18
 
 _K = TypeVar("_K")
-#: A chunk tail's open rows: [(row distance, flat banks)] and {flat bank: row distance}.
-Tail = tuple[list[tuple[int, list[int]]], dict[int, int]]
+#: A chunk tail's open rows: [(row distance, flat banks, False) or (row distance, banks
+#: of a unit that every unit has, True)] and {flat bank: row distance}.
+Tail = tuple[list[tuple[int, list[int], bool]], dict[int, int]]
 _V = TypeVar("_V")
 #: Key of a cached layout: (phase in a period, length), bursts.
 Key = tuple[int, int]
+#: Per unit its bus work (ps), the rows all units open, and per unit the share of its
+#: banks its writes leave a row open in.
+Split = tuple[list[int], int, list[float]]
+#: First-row state of each unit at any row distance but those listed, and by distance.
+States = tuple[list[int], dict[int, list[int]]]
 
 
 def distinct_banks(banks: float, queued: int) -> float:
     """Expected number of distinct banks among ``queued`` uniformly random accesses."""
     return banks * (1.0 - (1.0 - 1.0 / banks) ** queued)
+
+
+class _Long:
+    """What a long stream chunk at one phase in the row period and of one length needs,
+    worked out once (``FastModel._long_layout``) so that such a chunk costs one lookup,
+    its first rows' states and a loop over its units: the units it reaches, per unit
+    (indexed by unit) its bursts less ``add``, ``add``, the split of its work
+    (``_split_work``; None unless it reaches every unit, or when the layout is not
+    cached), its head layout (``_head_layout``) and that layout's key, its tail's key,
+    layout and length, the banks it opens a row in (``_touch_layout``; None if every
+    bank) and whether those are banks of a unit that every unit has (``strided``), and
+    by the key of a pending tail the states it meets (``_states_after``)."""
+
+    __slots__ = ("units", "counts", "add", "split", "head", "hkey", "tkey", "tail",
+                 "n_tail", "touched", "strided", "after")
+
+    def __init__(self, units: list[int], counts: list[int], add: int, split: Split | None,
+                 head: list[tuple[int, int, int]], hkey: Key, tkey: Key, tail: Tail,
+                 n_tail: int, touched: tuple[list[int], bool] | None) -> None:
+        self.units, self.counts, self.add, self.split = units, counts, add, split
+        self.head, self.hkey, self.tkey, self.tail = head, hkey, tkey, tail
+        self.n_tail = n_tail
+        self.touched: list[int] | None = None if touched is None else touched[0]
+        self.strided = touched is not None and touched[1]
+        self.after: dict[Key, States] = {}
+
+    @classmethod
+    def decoded(cls, units: list[int], counts: list[int]) -> _Long:
+        """A chunk decoded on its own (``_scan_long_np``): its units and bursts only, its
+        open rows already written into the table."""
+        return cls(units, counts, 0, None, [], (0, 0), (0, 0), ([], {}), 0, ([], False))
 
 
 class FastModel:
@@ -102,16 +145,25 @@ class FastModel:
         self.cfg = cfg
         self.amap = AddressMap(cfg)
         u = cfg.units
-        # Per unit: the data bus's busy-until time (a Timeline per unit), the time it was
-        # reserved, the direction it last moved data in (-1 none, 0 read, 1 write), its
-        # first use, and the time its bus carried data. Plain lists: a chunk touches a few
-        # to a few dozen units, where a Python loop costs less than numpy's per-call
-        # overhead.
+        # Per unit: the data bus's busy-until time (a Timeline per unit), the direction it
+        # last moved data in (-1 none, 0 read, 1 write) and its first use. Plain lists: a
+        # chunk touches a few to a few dozen units, where a Python loop costs less than
+        # numpy's per-call overhead.
         self.busy_until = [0] * u
-        self.busy_ps = [0] * u
         self.last_dir = [-1] * u
         self.first_use = [-1] * u
-        self.data_ps = [0] * u
+        # The time each bus was reserved (``busy_ps``) is its busy-until time less the
+        # time before it that it was not: per unit the idle spans before each booking
+        # (waits, refresh windows skipped at a start, turnarounds), less the turnarounds
+        # every unit paid at once (``_gaps``: a chunk over every unit queued behind all of
+        # them adds its turnaround to this one sum, not to each unit's).
+        self._idle = [0] * u
+        self._gaps = 0
+        # The time each bus carried data (``data_ps``): per unit, plus the works of the
+        # uniform bookings not yet added in, {id(works): (works, times booked)} (a stream
+        # books the same few splits over and over).
+        self._data = [0] * u
+        self._owed: dict[int, tuple[list[int], int]] = {}
         #: Per unit, the ranks its random accesses have opened rows in (at most ranks).
         self.rand_ranks = [0] * u
         # Open row of each bank (see ``open_rows``), less what ``_pending`` holds.
@@ -171,6 +223,8 @@ class FastModel:
         self.wtr = c.t_wtr_s + c.t_cl
         self.wtr_miss = max(self.wtr, c.tck + c.t_rp + c.t_rcd + c.t_cl - c.t_cwl - c.t_burst)
         self.drain_batch = c.write_high - c.write_low
+        #: Stream writes shorter than a drain batch per unit are buffered (``small_write``).
+        self._small_write = self.drain_batch * u
         self._heads = [[self._head(w, st) for st in range(3)] for w in (False, True)]
         self.nb = nb
         #: Per unit, the share of its banks the last write chunk opened rows in.
@@ -211,6 +265,7 @@ class FastModel:
         self._units_lowest = self.amap.unit_period_bursts == u * self._blk
         self._pairs = (self._pair(0), self._pair(0), self._pair(2))
         self._all_unknown = [_UNKNOWN_ROW] * (u * nb)
+        self._unknown_units = [_UNKNOWN_ROW] * u
         self._all_units = list(range(u))
         #: Whether some unit has not been used yet (its ``first_use`` is still -1).
         self._unused_units = True
@@ -229,11 +284,33 @@ class FastModel:
             self._block_flat = (bu * nb + bb).tolist()
         self._c_counts: dict[tuple[int, int], list[int]] = {}
         self._c_head: dict[tuple[int, int], list[tuple[int, int, int]]] = {}
-        self._c_touch: dict[tuple[int, int], list[int]] = {}
         self._c_tail: dict[Key, Tail] = {}
-        self._c_split: dict[tuple[Key, int], tuple[list[int], int, list[float]]] = {}
-        self._c_states: dict[tuple[tuple[int, int], tuple[int, int]],
-                             tuple[list[int], dict[int, list[int]]]] = {}
+        self._c_split: dict[tuple[Key, int], Split] = {}
+        self._c_states: dict[tuple[Key, Key], States] = {}
+        #: The whole layout of a long chunk, by (phase in the row period, length).
+        self._c_long: dict[Key, _Long] = {}
+        self._all_closed = [1] * u
+
+    @property
+    def busy_ps(self) -> list[int]:
+        """Per unit, the time its bus was reserved (data, and the refresh windows inside
+        its bookings), ps."""
+        g = self._gaps
+        return [b - i - g for b, i in zip(self.busy_until, self._idle, strict=True)]
+
+    @property
+    def data_ps(self) -> list[int]:
+        """Per unit, the time its bus carried data, ps."""
+        self._pay_owed()
+        return self._data
+
+    def _pay_owed(self) -> None:
+        """Add the works of the uniform bookings owed (``_owed``) into ``_data``."""
+        data = self._data
+        for works, n in self._owed.values():
+            for unit, w in enumerate(works):
+                data[unit] += n * w
+        self._owed.clear()
 
     @property
     def open_rows(self) -> list[int]:
@@ -246,15 +323,25 @@ class FastModel:
     def _settle(self) -> None:
         """Write the rows the last long chunk left open (``_pending``) into the table."""
         assert self._pending is not None
-        _, (tail, _), r = self._pending
+        _, tail, r = self._pending
         self._pending = None
+        self._open_rows[:] = self._all_unknown
+        self._write_tail(tail, r)
+
+    def _write_tail(self, tail: Tail, r: int) -> None:
+        """Write the rows a chunk's tail (``_tail_layout``) whose first burst is in row
+        ``r`` leaves open into the table: banks every unit has one slice each."""
         orows = self._open_rows
-        orows[:] = self._all_unknown
-        rm = self.amap.row_mask
-        for d, flats in tail:
+        rm, u, nbk = self.amap.row_mask, len(self.busy_until), self.nb
+        for d, banks, strided in tail[0]:
             row = (r + d) & rm
-            for f in flats:
-                orows[f] = row
+            if strided:
+                rows = [row] * u
+                for b in banks:
+                    orows[b::nbk] = rows
+            else:
+                for f in banks:
+                    orows[f] = row
 
     # -- timing ------------------------------------------------------------------------
     def _stretch(self, unit: int, start: int, work: int,
@@ -336,9 +423,9 @@ class FastModel:
         if t0 - head < self.last_start:
             self.last_start = t0 - head
         s, e = self._stretch(unit, t0, work, random)
+        self._idle[unit] += s - self.busy_until[unit]
         self.busy_until[unit] = e
-        self.busy_ps[unit] += e - s
-        self.data_ps[unit] += work
+        self._data[unit] += work
         if not small_write:
             self.last_dir[unit] = int(write)
             if write:
@@ -365,7 +452,7 @@ class FastModel:
         else:
             turn = self.wtr + round(1.0 * (self.wtr_miss - self.wtr))
         stretch = self._stretch
-        busy, busy_ps, data_ps = self.busy_until, self.busy_ps, self.data_ps
+        busy, idle, data_ps = self.busy_until, self._idle, self._data
         last_dir, w_evict, first_use = self.last_dir, self.w_evict, self.first_use
         rk = self.rand_ranks
         ranks, ts, nb = c.ranks, self.t_stream, self.nb
@@ -396,8 +483,8 @@ class FastModel:
             if t0 - head < first_start:
                 first_start = t0 - head
             s, e = stretch(unit, t0, work, True)
+            idle[unit] += s - busy[unit]
             busy[unit] = e
-            busy_ps[unit] += e - s
             data_ps[unit] += work
             last_dir[unit] = w
             if write:
@@ -435,24 +522,27 @@ class FastModel:
         end = np.where(rest <= 0, s0 + work, late)
         return np.where(work == 0, start, s0), np.where(work == 0, start, end)
 
-    def _book_units(self, units: list[int], counts: list[int], add: int, states: list[int],
-                    write: bool, start: int, small_write: bool,
-                    ckey: Key | None = None) -> tuple[int, int]:
-        """``_book`` for the units of one long stream chunk: unit ``i`` of ``units`` moves
-        ``counts[i] + add`` bursts from first-row state ``states[i]`` (``ckey``: the
-        split's key in ``_c_counts``, if cached). Returns the latest
-        end and the activations (one per ``bursts_per_row`` of a unit's bursts, less the
-        first if it hits). One loop, ``_stretch`` inlined: this is the hot path."""
+    def _book_units(self, chunk: _Long, states: list[int], write: bool, start: int,
+                    small_write: bool) -> tuple[int, int]:
+        """``_book`` for the units of one long stream chunk: unit ``i`` of
+        ``chunk.units`` moves ``chunk.counts[i] + chunk.add`` bursts from first-row state
+        ``states[i]``. Returns the latest end and the activations (one per
+        ``bursts_per_row`` of a unit's bursts, less the first if it hits). One loop,
+        ``_stretch`` inlined: this is the hot path."""
         last_dir, w_evict = self.last_dir, self.w_evict
+        units, counts, add = chunk.units, chunk.counts, chunk.add
         if (self._uniform_path and not small_write and len(units) == len(last_dir)
                 and states.count(states[0]) == len(states)
                 and last_dir.count(last_dir[0]) == len(last_dir)
                 and w_evict.count(w_evict[0]) == len(w_evict)):
-            return self._book_uniform(counts, add, states[0], write, start, ckey)
+            split = chunk.split
+            if split is None:
+                split = self._split_work(counts, add)
+            return self._book_uniform(split, states[0], write, start)
         ts = self.t_stream
         heads = self._heads[write]
         w = int(write)
-        busy, busy_ps, data_ps = self.busy_until, self.busy_ps, self.data_ps
+        busy, idle, data_ps = self.busy_until, self._idle, self._data
         first_use = self.first_use
         period, block, ref_off = self.t_ref_period, self.t_ref_block, self.ref_offsets
         gives = period - block  # work one refresh period carries
@@ -508,8 +598,8 @@ class FastModel:
                 else:
                     k, r = divmod(work - avail, gives)
                     e = off + x + avail + k * period + (block + r if r else 0)
+            idle[unit] += s - busy[unit]
             busy[unit] = e
-            busy_ps[unit] += e - s
             data_ps[unit] += work
             if not small_write:
                 last_dir[unit] = w
@@ -523,14 +613,14 @@ class FastModel:
         self.last_start = first
         return end, acts
 
-    def _book_uniform(self, counts: list[int], add: int, st: int, write: bool,
-                      start: int, ckey: Key | None = None) -> tuple[int, int]:
+    def _book_uniform(self, split: Split, st: int, write: bool,
+                      start: int) -> tuple[int, int]:
         """``_book_units`` for a chunk over every unit when the units agree on all but
         their bus times and bursts (first-row state, last direction, write eviction share:
         the common case of a stream of long chunks): the head, the turnaround and the
-        activations are worked out once (and each unit's work, rows and eviction share
-        once per split, ``_c_split``), and the loop only books each unit's bus."""
-        busy, busy_ps, data_ps = self.busy_until, self.busy_ps, self.data_ps
+        activations are worked out once (each unit's work, rows and eviction share once
+        per split, ``split``), and the loop only books each unit's bus."""
+        busy, idle = self.busy_until, self._idle
         period, block = self.t_ref_period, self.t_ref_block
         gives = period - block
         n_units = len(busy)
@@ -544,47 +634,53 @@ class FastModel:
             else:
                 gap = self.wtr + round(self.w_evict[0] * (self.wtr_miss - self.wtr))
         t_head = start + head
-        split = None if ckey is None else self._c_split.get((ckey, add))
-        if split is None:
-            split = self._split_work(counts, add)
-            if ckey is not None:
-                self._remember(self._c_split, (ckey, add), split)
         works, rows, evict = split
         # Rows each unit opens (every unit has bursts, so at least one), less one per
         # unit if the first row is open.
         acts = rows - (n_units if st == 0 else 0)
         # Each unit starts at max(busy + gap, t_head), so the first to start at this.
         first = min(busy) + gap
+        queued = first >= t_head  # every unit starts at its busy + gap
         if first < t_head:
             first = t_head
         if period == 0 or t_head < self._ref_last:
+            stretch = self._stretch
             for unit in range(n_units):
                 t0 = busy[unit] + gap
-                s, e = self._stretch(unit, t0 if t0 > t_head else t_head, works[unit])
+                s, e = stretch(unit, t0 if t0 > t_head else t_head, works[unit])
+                idle[unit] += s - busy[unit]
                 busy[unit] = e
-                busy_ps[unit] += e - s
-                data_ps[unit] += works[unit]
         else:
-            # ``_stretch`` for each unit, every unit's first window being past: the
-            # refresh windows its work skips (the work is > 0), ceil(rest / gives) of
-            # them beyond the first period's room ``avail``.
+            # ``_stretch`` for each unit, every unit's first window being past: a start
+            # inside a window moves to its end, and the work skips ceil((work - room) /
+            # gives) windows beyond the room ``period - pos`` left in the first period
+            # (none if it fits: the room is at most ``gives`` and the work > 0).
             offs = self.ref_offsets
-            for unit in range(n_units):
-                s = busy[unit] + gap
-                if s < t_head:
-                    s = t_head
-                pos = (s - offs[unit]) % period
-                if pos < block:  # inside a window: start at its end
-                    s += block - pos
-                    avail = gives
-                else:
-                    avail = period - pos
-                work = works[unit]
-                data_ps[unit] += work
-                if work > avail:
-                    work -= (avail - work) // gives * block
-                busy_ps[unit] += work
-                busy[unit] = s + work
+            if queued:
+                # Each unit waits for its bus and turns it around: the gap is every
+                # unit's idle time at once (``_gaps``).
+                for unit, work in enumerate(works):
+                    s = busy[unit] + gap
+                    pos = (s - offs[unit]) % period
+                    if pos < block:  # inside a window: start at its end
+                        idle[unit] += block - pos
+                        s += block - pos
+                        pos = block
+                    busy[unit] = s + work - (period - pos - work) // gives * block
+                self._gaps += gap
+            else:
+                for unit, work in enumerate(works):
+                    b = busy[unit]
+                    s = b + gap
+                    if s < t_head:
+                        s = t_head
+                    pos = (s - offs[unit]) % period
+                    if pos < block:
+                        s += block - pos
+                        pos = block
+                    idle[unit] += s - b
+                    busy[unit] = s + work - (period - pos - work) // gives * block
+        self._owe(works)
         end = max(busy)
         if first - head < self.last_start:
             self.last_start = first - head
@@ -599,7 +695,19 @@ class FastModel:
             self._unused_units = False
         return end, acts
 
-    def _split_work(self, counts: list[int], add: int) -> tuple[list[int], int, list[float]]:
+    def _owe(self, works: list[int]) -> None:
+        """Count one more booking of ``works`` (each unit's data time) into ``data_ps``."""
+        owed = self._owed
+        key = id(works)  # the entry holds ``works``: its id is not reused while owed
+        n = owed.get(key)
+        if n is None:
+            if len(owed) >= _OWED:
+                self._pay_owed()
+            owed[key] = (works, 1)
+        else:
+            owed[key] = (works, n[1] + 1)
+
+    def _split_work(self, counts: list[int], add: int) -> Split:
         """For a chunk moving ``counts[i] + add`` bursts on unit ``i`` (every unit): each
         unit's bus work in ps, the rows the units open in all, and the share of its banks
         each unit's writes leave a row open in (``_banks_touched``)."""
@@ -682,29 +790,72 @@ class FastModel:
         cache[key] = value
         return value
 
-    def _scan_long(self, b0: int, nb: int,
-                   closed: bool) -> tuple[list[int], list[int], int, list[int], Key | None]:
-        """As ``_scan_short`` for long chunks: the units reached, per unit (indexed by
-        unit) its bursts less ``add`` and its first-row state, ``add``, and the key of
-        the split (``_c_counts``; None if not cached). Whole
-        interleave periods are split arithmetically. The first row of each unit is looked
-        up, every bank the chunk
-        touched holds one of its rows (open, row not tracked: a later access is a row
-        miss), and the last rows of each unit and bank group, which a continuing stream
-        meets first, are tracked exactly.
+    def _scan_long(self, b0: int, nb: int, closed: bool) -> tuple[_Long, list[int]]:
+        """As ``_scan_short`` for long chunks: the chunk's layout (``_Long``) and per unit
+        (indexed by unit) its first-row state. The first row of each unit is looked up,
+        every bank the chunk touched holds one of its rows (open, row not tracked: a
+        later access is a row miss), and the last rows of each unit and bank group, which
+        a continuing stream meets first, are tracked exactly.
 
         The decoded layout (which unit and bank each block of the head, the tail and the
-        body falls in) depends only on the chunk's phase in the row period and its
-        length, so it is decoded once per (phase, length) and reused: a chunk then costs
-        a loop over its units and the banks whose rows it changes."""
+        body falls in, and how the bursts split over the units) depends only on the
+        chunk's phase in the row period and its length, so it is worked out once per
+        (phase, length) and reused: a chunk then costs a lookup and a loop over the
+        banks whose rows it changes (none when it covers every bank, ``_pending``)."""
         if not self._layout_cached:
             return self._scan_long_np(b0, nb, closed)
+        am = self.amap
+        key = (b0 % am.row_period_bursts, nb)
+        chunk = self._c_long.get(key)
+        if chunk is None:
+            chunk = self._remember(self._c_long, key, self._long_layout(b0, nb))
+        if closed:
+            return chunk, self._all_closed
+        rs, rm = am.row_shift, am.row_mask
+        r = b0 >> rs
+        pend = self._pending
+        if pend is not None:
+            # Every bank holds an untracked row but those of the last chunk's tail: the
+            # states depend on the two layouts and the distance between their rows.
+            by_distance = chunk.after.get(pend[0])
+            if by_distance is None:
+                by_distance = self._remember(chunk.after, pend[0],
+                                             self._after(chunk, pend[0], pend[1]))
+            states = by_distance[1].get((r - pend[2]) & rm, by_distance[0])
+        else:
+            states = [1] * len(self.busy_until)
+            orows = self._open_rows
+            rows = (r & rm, (r + 1) & rm)
+            for unit, flat, d in chunk.head:
+                o = orows[flat]
+                if o != -1:
+                    states[unit] = 0 if o == rows[d] else 2
+        r = (b0 + nb - chunk.n_tail) >> rs
+        touched = chunk.touched
+        if touched is None:
+            # Every bank is left open on an untracked row but those of the tail.
+            self._pending = (chunk.tkey, chunk.tail, r)
+            return chunk, states
+        if pend is not None:
+            self._settle()
+        orows = self._open_rows
+        if chunk.strided:  # the same banks of every unit: one slice per bank
+            unknown, nbk = self._unknown_units, self.nb
+            for b in touched:
+                orows[b::nbk] = unknown
+        else:
+            for f in touched:
+                orows[f] = _UNKNOWN_ROW
+        self._write_tail(chunk.tail, r)
+        return chunk, states
+
+    def _long_layout(self, b0: int, nb: int) -> _Long:
+        """The layout of the ``nb`` bursts from ``b0`` (``_Long``), from the caches of
+        its parts (keyed more loosely, so that chunks of other lengths share them)."""
         am = self.amap
         u = self.cfg.units
         period = am.unit_period_bursts
         rp = am.row_period_bursts
-        rs, rm = am.row_shift, am.row_mask
-        nbk = self.nb
         full, rem = divmod(nb, period)
         ckey = (b0 % period, rem)
         counts = self._c_counts.get(ckey)
@@ -714,61 +865,36 @@ class FastModel:
         add = full * (period // u)
         # Bursts of unit i: counts[i] + add.
         units = self._all_units if add else [i for i in range(u) if counts[i]]
-        states = [1] * u
-        if closed:
-            return units, counts, add, states, ckey
-        key = (b0 % rp, min(nb, period))
-        head = self._c_head.get(key)
+        split = None
+        if len(units) == u:
+            split = self._c_split.get((ckey, add))
+            if split is None:
+                split = self._remember(self._c_split, (ckey, add),
+                                       self._split_work(counts, add))
+        hkey = (b0 % rp, min(nb, period))
+        head = self._c_head.get(hkey)
         if head is None:
-            head = self._remember(self._c_head, key, self._head_layout(b0, key[1]))
-        r = b0 >> rs
-        pend = self._pending
-        if pend is not None:
-            # Every bank holds an untracked row but those of the last chunk's tail: the
-            # states depend on the two layouts and the distance between their rows.
-            pkey = (key, pend[0])
-            by_distance = self._c_states.get(pkey)
-            if by_distance is None:
-                by_distance = self._remember(self._c_states, pkey,
-                                             self._states_after(head, pend[1]))
-            states = by_distance[1].get((r - pend[2]) & rm, by_distance[0])
-        else:
-            orows = self._open_rows
-            rows = (r & rm, (r + 1) & rm)
-            for unit, flat, d in head:
-                o = orows[flat]
-                if o != -1:
-                    states[unit] = 0 if o == rows[d] else 2
+            head = self._remember(self._c_head, hkey, self._head_layout(b0, hkey[1]))
         n_tail = min(nb, self._tail)
         bt = b0 + nb - n_tail
         tkey = (bt % rp, n_tail)
-        tail_d = self._c_tail.get(tkey)
-        if tail_d is None:
-            tail_d = self._remember(self._c_tail, tkey, self._tail_layout(bt, n_tail))
-        if nb >= self._span and len(units) == u:
-            # Every bank is left open on an untracked row but those of the tail.
-            self._pending = (tkey, tail_d, bt >> rs)
-            return units, counts, add, states, ckey
-        if pend is not None:
-            self._settle()
-        orows = self._open_rows
-        if nb >= self._span:
-            row_unk = self._all_unknown[:nbk]
-            for i in units:
-                orows[i * nbk:(i + 1) * nbk] = row_unk
-        else:
-            key = (b0 % rp, nb)
-            touched = self._c_touch.get(key)
-            if touched is None:
-                touched = self._remember(self._c_touch, key, self._touch_layout(b0, nb, units))
-            for f in touched:
-                orows[f] = _UNKNOWN_ROW
-        r = bt >> rs
-        for d, flats in tail_d[0]:
-            row = (r + d) & rm
-            for f in flats:
-                orows[f] = row
-        return units, counts, add, states, ckey
+        tail = self._c_tail.get(tkey)
+        if tail is None:
+            tail = self._remember(self._c_tail, tkey, self._tail_layout(bt, n_tail))
+        # With the row on top the span is the row period, a multiple of the unit
+        # period: a chunk over the span reaches every bank of every unit.
+        touched = self._touch_layout(b0, nb, units) if nb < self._span else None
+        return _Long(units, counts, add, split, head, hkey, tkey, tail, n_tail, touched)
+
+    def _after(self, chunk: _Long, tkey: Key, tail: Tail) -> States:
+        """``_states_after`` for ``chunk``'s head and the pending ``tail`` (of key
+        ``tkey``), shared by chunks of other lengths with the same head."""
+        pkey = (chunk.hkey, tkey)
+        by_distance = self._c_states.get(pkey)
+        if by_distance is None:
+            by_distance = self._remember(self._c_states, pkey,
+                                         self._states_after(chunk.head, tail))
+        return by_distance
 
     def _states_after(self, head: list[tuple[int, int, int]],
                       tail: Tail) -> tuple[list[int], dict[int, list[int]]]:
@@ -818,9 +944,10 @@ class FastModel:
                 pick[unit] = (unit, f, (b0 % rp + j * self._blk - b0) // rp)
         return list(pick.values())
 
-    def _touch_layout(self, b0: int, nb: int, nz: list[int]) -> list[int]:
-        """Flat banks of the units ``nz`` in which the ``nb`` bursts from ``b0`` open a
-        row (fewer than a span, so not every bank)."""
+    def _touch_layout(self, b0: int, nb: int, nz: list[int]) -> tuple[list[int], bool]:
+        """The banks of the units ``nz`` in which the ``nb`` bursts from ``b0`` open a row
+        (fewer than a span, so not every bank): flat banks and False, or, when the chunk
+        opens rows in the same banks of every unit, those banks of a unit and True."""
         if self._units_lowest:
             # Units are the lowest fields: one sample per interleave period gives the
             # banks, and every unit the chunk reached touched each of them.
@@ -828,8 +955,10 @@ class FastModel:
             table, size = self._block_flat, len(self._block_flat)
             banks = sorted({table[(s // self._blk) % size] % self.nb
                             for s in range(b0 - b0 % per, b0 + nb, per)})
-            return [i * self.nb + b for i in nz for b in banks]
-        return sorted(set(self._blocks(b0, nb)[1]))
+            if len(nz) == self.cfg.units:
+                return banks, True
+            return [i * self.nb + b for i in nz for b in banks], False
+        return sorted(set(self._blocks(b0, nb)[1])), False
 
     def _tail_layout(self, bt: int, n: int) -> Tail:
         """The banks the ``n`` bursts from ``bt`` leave a row open in, grouped by that
@@ -844,10 +973,17 @@ class FastModel:
         groups: dict[int, list[int]] = {}
         for f, d in dist.items():
             groups.setdefault(d, []).append(f)
-        return sorted(groups.items()), dist
+        out = []
+        for d, fl in sorted(groups.items()):
+            banks = sorted({f % self.nb for f in fl})
+            # Distinct flat banks, as many as units x banks: those banks of every unit.
+            if len(fl) == self.cfg.units * len(banks):
+                out.append((d, banks, True))
+            else:
+                out.append((d, fl, False))
+        return out, dist
 
-    def _scan_long_np(self, b0: int, nb: int,
-                      closed: bool) -> tuple[list[int], list[int], int, list[int], Key | None]:
+    def _scan_long_np(self, b0: int, nb: int, closed: bool) -> tuple[_Long, list[int]]:
         """``_scan_long`` decoding the chunk with numpy each time (for address maps whose
         row is not the top field)."""
         am = self.amap
@@ -882,7 +1018,7 @@ class FastModel:
             sel = len(flat) - 1 - last_idx
             open_rows[tu[sel], tb[sel]] = tr[sel]
             self.open_rows[:] = open_rows.ravel().tolist()
-        return nz.tolist(), counts.tolist(), 0, st_all.tolist(), None
+        return _Long.decoded(nz.tolist(), counts.tolist()), st_all.tolist()
 
     def serve(self, write: bool, address: int, nbytes: int, pattern: Pattern,
               earliest: int) -> int:
@@ -899,7 +1035,7 @@ class FastModel:
             b0 = (address % am.capacity) >> am.burst_shift
             nb = ((address + nbytes - 1) >> am.burst_shift) - (address >> am.burst_shift) + 1
             blk = self._blk
-            small = write and nb < self.drain_batch * c.units
+            small = write and nb < self._small_write
             if (b0 + nb - 1) // blk - b0 // blk < _SCALAR_BLOCKS:
                 units_b, states = self._scan_short(b0, nb, closed)
                 for unit, b, acts in units_b:
@@ -907,9 +1043,8 @@ class FastModel:
                     end = max(end, self._book(unit, write, start, states.get(unit, 1),
                                               b * self.t_stream, small_write=small))
             else:
-                units, counts, add, first_states, ckey = self._scan_long(b0, nb, closed)
-                e, acts = self._book_units(units, counts, add, first_states, write, start,
-                                           small, ckey)
+                chunk, first_states = self._scan_long(b0, nb, closed)
+                e, acts = self._book_units(chunk, first_states, write, start, small)
                 self.acts += acts
                 if e > end:
                     end = e
@@ -955,6 +1090,7 @@ class FastModel:
         unit's first use, in each rank that holds an open row; closed: busy)."""
         out = []
         nbk = self.cfg.banks
+        busy_ps = self.busy_ps
         for i in range(self.cfg.units):
             fu = int(self.first_use[i])
             if fu < 0:
@@ -965,5 +1101,5 @@ class FastModel:
                             if any(x != -1 for x in rows[r * nbk:(r + 1) * nbk]))
                 out.append(max(0, now - fu) * max(1, ranks, self.rand_ranks[i]))
             else:
-                out.append(min(now, int(self.busy_ps[i])))
+                out.append(min(now, busy_ps[i]))
         return out

@@ -3,10 +3,11 @@ not times): a long stream chunk is booked in a few lines per unit it touches and
 constant, however many banks and rows it covers.
 
 The budget, ``19 x units + 120`` lines of ``dram/fast.py`` per 1 MiB chunk, holds with
-a margin of 20-25% (572 lines on HBM3's 32 units, 341 on 16 units, 226 on HBM2's 8); the
-model before its booking was reworked (writing the open rows of every chunk's tail into
-the table, one ``divmod`` and a dozen list updates per unit) ran 1129, 622 and 369, all
-over it. Counted with CPython 3.11's line events."""
+a wide margin (403 lines on HBM3's 32 units, 248 on 16 units, 171 on HBM2's 8; 556, 330
+and 218 before units queued behind their buses were booked together); the model before
+its booking was first reworked (writing the open rows of every chunk's tail into the
+table, one ``divmod`` and a dozen list updates per unit) ran 1129, 622 and 369, all over
+it. Counted with CPython 3.11's line events."""
 
 from __future__ import annotations
 
@@ -46,11 +47,14 @@ def _lines(m: FastModel, chunks: list[tuple[bool, int, int, Pattern, int]]) -> i
     return lines
 
 
-def _lines_per_chunk(cfg: DramConfig) -> float:
-    """Lines run per chunk of a stream of 1 MiB chunks (four reads, four writes, ...
-    200 ns apart), after eight chunks have warmed the layout caches."""
+def _lines_per_chunk(cfg: DramConfig, size: int = MiB, first: int = 0,
+                     apart: int = 200_000) -> float:
+    """Lines run per chunk of a stream of ``size`` chunks (four reads, four writes, ...
+    issued from ``first`` ps, ``apart`` ps apart), after eight chunks have warmed the
+    layout caches."""
     m = FastModel(cfg)
-    seq = [((i // 4) % 2 == 1, i * MiB, MiB, Pattern.STREAM, i * 200_000) for i in range(40)]
+    seq = [((i // 4) % 2 == 1, i * size, size, Pattern.STREAM, first + i * apart)
+           for i in range(40)]
     for c in seq[:8]:
         m.serve(*c)
     return _lines(m, seq[8:]) / len(seq[8:])
@@ -72,3 +76,30 @@ def test_the_budget_does_not_grow_with_the_chunk() -> None:
             m.serve(False, i * size, size, Pattern.STREAM, 10_000_000)
         costs.append(_lines(m, [(False, 4 * size, size, Pattern.STREAM, 10_000_000)]))
     assert costs[0] == costs[1] <= 19 * PRESETS["hbm3"].units + 120
+
+
+def _queued_stream_lines(cfg: DramConfig) -> float:
+    """Lines run per chunk of a stream of 4 MiB chunks issued together, so that every
+    unit is queued behind its bus."""
+    return _lines_per_chunk(cfg, 4 * MiB, 10_000_000, 1)
+
+
+@pytest.mark.parametrize("cfg", [PRESETS["hbm2"], replace(PRESETS["hbm2"], channels=16),
+                                 PRESETS["hbm3"]], ids=["8 units", "16 units", "32 units"])
+def test_a_queued_stream_chunk_costs_five_lines_per_unit(cfg: DramConfig) -> None:
+    """Units queued behind their buses are booked together: the turnaround is owed by
+    all of them at once and each unit's data time per split, so the loop runs five
+    lines per unit (its start, its phase in the refresh period, whether it starts in a
+    window, its new busy-until time past the windows its work skips). 125, 165 and 245
+    lines per chunk on 8, 16 and 32 units; the booking that added each unit's
+    turnaround, data time and reserved time to its lists ran 188, 284 and 476 (12 lines
+    per unit), over this budget."""
+    assert _queued_stream_lines(cfg) <= 6 * cfg.units + 90
+
+
+def test_a_queued_stream_chunk_costs_five_lines_per_added_unit() -> None:
+    """Doubling the units (16 -> 32 pseudo-channels of the same HBM2) adds the loop's
+    five lines per unit and nothing else."""
+    hbm2 = PRESETS["hbm2"]
+    lines = [_queued_stream_lines(replace(hbm2, channels=ch)) for ch in (16, 32)]
+    assert lines[1] - lines[0] == 5 * 16

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
+from unittest.mock import patch
 
 import pytest
 from hypothesis import given, settings
@@ -143,5 +144,51 @@ def test_layout_caches_stay_bounded_and_clearing_them_changes_nothing(
             i * 10_000) for i in range(120)]
     a, b = _serve_both(cfg, seq)
     assert _state(a) == _state(b)
-    for cache in (a._c_counts, a._c_head, a._c_touch, a._c_tail):
+    for cache in (a._c_counts, a._c_head, a._c_tail, a._c_long):
         assert 0 < len(cache) <= 8
+
+
+# A stream of long chunks over every unit, mostly booked at once (``_book_uniform``): the
+# units queued behind their buses (gap 0 or 1 ns: the turnaround is owed by every unit
+# at once), idle (gaps of a few refresh intervals), or some of each (a gap about one
+# chunk's time), from the start (before the units' first refresh windows) or later.
+stream_chunks = st.lists(
+    st.tuples(
+        st.booleans(),
+        st.sampled_from([-1, -1, -1]) | st.integers(0, 1 << 14),   # -1: continue; / 4 KiB
+        st.sampled_from([0, 0, 4160]),
+        st.sampled_from([2 * MiB, 8 * MiB, 64 * KiB]),
+        st.sampled_from([0, 0, 1_000, 60_000, 500_000, 9_000_000]),  # gap, ps
+        st.booleans(),  # read the counters after this chunk
+    ),
+    min_size=3, max_size=30,
+)
+
+
+@settings(max_examples=40, deadline=None)
+@given(cfg=st.sampled_from([PRESETS["hbm3"], replace(PRESETS["hbm2"], channels=16),
+                            replace(PRESETS["hbm2"], refresh="off")]),
+       t0=st.sampled_from([0, 50_000_000]), owed=st.sampled_from([1, 3, 1024]),
+       raw=stream_chunks)
+def test_booking_the_units_at_once_gives_the_unit_by_unit_booking(
+        cfg: DramConfig, t0: int, owed: int,
+        raw: list[tuple[bool, int, int, int, int, bool]]) -> None:
+    """The shared booking of a chunk over every unit (``_book_uniform``: the turnaround
+    of units queued behind their buses kept once for all, their data time owed per
+    split) gives what booking each unit on its own gives (``_book_units``), chunk by
+    chunk: completion, first start, activations, and every unit's bus times, counters
+    and open rows, read at any point of the stream."""
+    a, b = FastModel(cfg), FastModel(cfg)
+    b._uniform_path = False
+    t, nxt = t0, 0
+    with patch.object(fast_mod, "_OWED", owed):
+        for w, blk, off, n, gap, look in raw:
+            t += gap
+            addr = nxt + off if blk < 0 else blk * 4096 + off
+            nxt = addr + n
+            assert a.serve(w, addr, n, Pattern.STREAM, t) == b.serve(w, addr, n, Pattern.STREAM, t)
+            assert (a.last_start, a.acts) == (b.last_start, b.acts)
+            if look:
+                assert _state(a) == _state(b)
+        assert _state(a) == _state(b)
+        assert a.active_ps(t) == b.active_ps(t)
