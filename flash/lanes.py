@@ -98,6 +98,9 @@ class DieLanes:
         #: they are as booked, and ``_now`` gives their true times (class docstring)
         self._cap = 16
         self._ops = [np.zeros(n * self._cap, dtype=np.int64) for _ in range(7)]
+        #: per lane, the durations of every op queued on it so far (QS's running sum:
+        #: only differences between queued ops are read, so it is never reset)
+        self._qsum = np.zeros(n, dtype=np.int64)
         self._head = np.arange(n, dtype=np.int64) * self._cap
         self._tail = self._head.copy()
         self.suspends = {"program": 0, "erase": 0}
@@ -181,8 +184,16 @@ class DieLanes:
         h: int = self._head.item(i)
         if t == h:
             return -1, -1
-        st, en = self._now1(h, t - 1)
-        return en, (st if self._ops[KIND].item(t - 1) == PROG else -1)
+        ops = self._ops
+        k = t - 1
+        st: int = ops[ST].item(k)
+        en: int = ops[EN].item(k)
+        if k > h:  # ``_now1``, inline: this is on every scalar read and program
+            base: int = ops[EN].item(h) + ops[QS].item(k) - ops[QS].item(h + 1)
+            if base > st:
+                en += base - st
+                st = base
+        return en, (st if ops[KIND].item(k) == PROG else -1)
 
     def _room(self, lanes: I64) -> None:
         """Make a free slot at the tail of each of ``lanes``: move a lane's queue to the
@@ -216,8 +227,8 @@ class DieLanes:
         self._room(lanes)
         t = self._tail[lanes]
         ops = self._ops
-        p = t - 1
-        ops[QS][t] = np.where(t > self._head[lanes], ops[QS][p] + ops[EN][p] - ops[ST][p], 0)
+        ops[QS][t] = self._qsum[lanes]
+        self._qsum[lanes] += end - start
         ops[ST][t] = start
         ops[EN][t] = end
         ops[KIND][t] = kind
@@ -534,8 +545,17 @@ class DieLanes:
         h: int = self._head.item(i)
         k = self._tail.item(i) - 1
         stop = max(k - 4, h - 1)
+        # ``_now1`` of the slots behind the head, inline: the head's end less the
+        # durations queued up to the slot after it
+        e_h: int = ops[EN].item(h) - ops[QS].item(h + 1) if k > h else 0
         while k > stop:
-            st, end = self._now1(h, k)
+            st: int = ops[ST].item(k)
+            end: int = ops[EN].item(k)
+            if k > h:
+                base: int = e_h + ops[QS].item(k)
+                if base > st:
+                    end += base - st
+                    st = base
             if st < r or ops[KIND].item(k) != PROG:
                 return -1
             om = ops[MASK].item(k)
@@ -638,8 +658,9 @@ class DieLanes:
             self._room(np.array([i], dtype=np.int64))
             t = self._tail.item(i)
         ops = self._ops
-        ops[QS][t] = (ops[QS].item(t - 1) + ops[EN].item(t - 1) - ops[ST].item(t - 1)
-                      if t > self._head.item(i) else 0)
+        q: int = self._qsum.item(i)
+        ops[QS][t] = q
+        self._qsum[i] = q + duration
         ops[ST][t] = s
         ops[EN][t] = end
         ops[KIND][t] = kind
