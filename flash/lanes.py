@@ -68,7 +68,7 @@ class DieLanes:
     ``hold_many``), booked as ``read1``, ``prog1`` and ``hold1`` would book each lane,
     in numpy operations over all of them at once (a page's search for a waiting program
     to join too: four numpy steps back over the lanes' queues; a read's moving of the
-    work queued behind it: one pass over all the lanes' queued slots). ``read1`` and
+    work queued behind it: its head op only, below). ``read1`` and
     ``prog1`` are the same rules in scalar code, for callers that book one command.
 
     A read moves the work queued behind it without touching it. Moving makes each op

@@ -227,15 +227,20 @@ def test_flashneuron_that_cannot_fit_says_which_ratio_field() -> None:
         make_policy("flashneuron").plan(ctx)
 
 
-def test_autotm_plans_within_a_node_budget_the_same_on_every_run() -> None:
-    """The ILP's budget is branch-and-bound nodes, not seconds: the same inputs give the
-    same table however busy the machine is, and a budget of one node still yields a
-    plan (the best solution found at the root)."""
+def _deep_linear() -> Workload:
+    """Thirty 64 x 64 linear layers at batch 2: a chain AutoTM's ILP plans in seconds."""
     b = WorkloadBuilder("deep", batch=2)
     x = b.input("x", 64 * 64)
     for i in range(30):
         x = b.linear(f"l{i}", x, 64, 64, 64)
-    wl = b.finish(x)
+    return b.finish(x)
+
+
+def test_autotm_plans_within_a_node_budget_the_same_on_every_run() -> None:
+    """The ILP's budget is branch-and-bound nodes, not seconds: the same inputs give the
+    same table however busy the machine is, and a budget of one node still yields a
+    plan (the best solution found at the root)."""
+    wl = _deep_linear()
     ctx = context(wl, 0.2)
     ctx.policy = PolicyConfig(ilp_node_limit=1)
     first = make_policy("autotm").plan(ctx)
@@ -367,11 +372,7 @@ def test_autotm_ilp_stops_within_a_thousandth_of_the_iteration() -> None:
     took BERT-large at half its footprint 677 nodes and 145 s). 30 layers at 30 GB/s:
     the objective is 0.78 us, the proven gap about 0.7 us of a 3.1 ms iteration, and
     the solve takes 0.3 s instead of 3.4 s."""
-    b = WorkloadBuilder("deep", batch=2)
-    x = b.input("x", 64 * 64)
-    for i in range(30):
-        x = b.linear(f"l{i}", x, 64, 64, 64)
-    wl = b.finish(x)
+    wl = _deep_linear()
     c0 = context(wl, 0.4)
     ctx = PlanContext(wl, c0.capacity_pages, c0.op_start_ps, c0.op_end_ps, 30e9, 30e9,
                       PolicyConfig())
