@@ -266,8 +266,8 @@ def test_report_json_is_readable_as_any_new_file(runs: Callable[[str], Run]) -> 
 
 
 def test_bounds_are_computed_before_the_run_and_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    """``System.run`` solves the bounds (the traffic LP, whose matrix grows with the
-    square of the layers) before any page of the run's per-page state is touched, so
+    """``System.run`` solves the bounds (the traffic LP and the flash drain's batch)
+    before any page of the run's per-page state is touched, so
     the solver's memory and the run's do not add up; the report's bounds are that one
     computation's, with the achieved ratios added."""
     from tmhw import lower_bounds

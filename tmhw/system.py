@@ -138,10 +138,9 @@ class System:
     def run(self) -> dict[str, Any]:
         """Elaborate, simulate every iteration, finalize; return the report dict.
 
-        The bounds come first: they do not depend on the run, and their solver's
-        memory (the traffic LP's constraint matrix grows with the square of the
-        layers: 15.7M entries on eight GPT-3 blocks) is then given back before the
-        run's per-page state fills in, instead of piling on top of it."""
+        The bounds come first: they do not depend on the run, and their solvers'
+        memory (the traffic LP and the flash drain's batch) is then given back before
+        the run's per-page state fills in, instead of piling on top of it."""
         bounds = self.bounds()
         self.root.elaborate()
         self.root.start()
