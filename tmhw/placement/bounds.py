@@ -173,9 +173,9 @@ def write_epochs(gp: GapPlan, inputs: bool = False) -> tuple[np.ndarray, np.ndar
 
 
 def _cover(ga: np.ndarray, gb: np.ndarray, n: int, w: np.ndarray) -> np.ndarray:
-    """Per op, the sum of ``w[j]`` over the columns j that cover it (``_covered_ops``):
-    the interval matrix times ``w``, in integers, from one difference array over the
-    unrolled ops, folded onto one iteration."""
+    """Per op, the sum of ``w[j]`` over the columns j that cover it (ops ga[j]+1 ..
+    gb[j]-1): the interval matrix times ``w``, in integers, from one difference array
+    over the unrolled ops, folded onto one iteration."""
     w = np.asarray(w, dtype=np.int64)
     keep = gb - ga >= 2
     span = int(gb[keep].max(initial=0)) + 1
@@ -200,7 +200,7 @@ def _lp_rows(ga: np.ndarray, gb: np.ndarray, n: int, sv: np.ndarray, wcol: np.nd
     written out (a gap may cover it more than once when it spans iterations):
     ``y[0] = sum_j cnt_j x[j]`` and ``y[i] - y[i-1] = sum(x starting at i) - sum(x
     ending before i)``. The interval matrix itself has an entry per gap per op it
-    covers: 15.7M on eight GPT-3 blocks, where these rows have 0.2M. The epoch rows are
+    covers: 15.7M on eight GPT-3 blocks, where these rows have 23k. The epoch rows are
     ``x[sv[k]] - w[wcol[k]] <= 0`` (None: no epoch has two gaps)."""
     nv = len(ga)
     m = max(n, 1)
