@@ -172,6 +172,19 @@ def write_epochs(gp: GapPlan, inputs: bool = False) -> tuple[np.ndarray, np.ndar
     return epoch, pos, count
 
 
+def _covered_ops(ga: np.ndarray, gb: np.ndarray, n: int,
+                 dtype: type[np.signedinteger] = np.int64) -> tuple[np.ndarray, np.ndarray]:
+    """(op, column) pairs: column j covers ops ga[j]+1 .. gb[j]-1, folded onto one
+    iteration; column by column, each column's ops in unrolled order."""
+    lens = np.maximum(gb - ga - 1, 0)
+    total = int(lens.sum())
+    cols = np.repeat(np.arange(len(ga), dtype=dtype), lens)
+    rows = np.arange(total, dtype=dtype)
+    rows -= np.repeat((np.cumsum(lens) - lens - ga - 1).astype(dtype), lens)
+    rows %= max(n, 1)
+    return rows, cols
+
+
 def _cover(ga: np.ndarray, gb: np.ndarray, n: int, w: np.ndarray) -> np.ndarray:
     """Per op, the sum of ``w[j]`` over the columns j that cover it (ops ga[j]+1 ..
     gb[j]-1): the interval matrix times ``w``, in integers, from one difference array
@@ -187,6 +200,32 @@ def _cover(ga: np.ndarray, gb: np.ndarray, n: int, w: np.ndarray) -> np.ndarray:
     c = np.concatenate((c, np.zeros(-len(c) % m, dtype=np.int64)))
     out: np.ndarray = c.reshape(-1, m).sum(axis=0)[:n]
     return out
+
+
+def _lp_matrix(ga: np.ndarray, gb: np.ndarray, n: int, active: np.ndarray,
+               sv: np.ndarray, wcol: np.ndarray, ne: int) -> sp.csr_matrix:
+    """The LP's constraint rows, in CSR: minus the interval matrix's rows ``active``
+    (an op's capacity), then one row ``x[sv[i]] - w[wcol[i]] <= 0`` per gap in a shared
+    epoch. Built straight from the covered (op, column) pairs of the active ops, kept
+    as 32-bit indices where they fit: nothing the size of the whole interval matrix
+    besides the result (on eight GPT-3 blocks it has 15.7M entries)."""
+    nv = len(ga)
+    total = int(np.maximum(gb - ga - 1, 0).sum())
+    small = max(2 * n, nv + ne, len(active) + len(sv), total + 2 * len(sv)) < 2**31
+    it: type[np.signedinteger] = np.int32 if small else np.int64
+    rows, cols = _covered_ops(ga, gb, n, it)
+    row_of = np.full(max(n, 1), -1, dtype=it)
+    row_of[active] = np.arange(len(active), dtype=it)
+    rows = row_of[rows]
+    keep = rows >= 0
+    rows, cols = rows[keep], cols[keep]
+    del keep
+    k = np.arange(len(sv), dtype=it) + len(active)
+    rows = np.concatenate((rows, k, k))
+    cols = np.concatenate((cols, sv.astype(it), (nv + wcol).astype(it)))
+    data = np.concatenate((np.full(len(rows) - 2 * len(sv), -1.0), np.ones(len(sv)),
+                           -np.ones(len(sv))))
+    return sp.csr_matrix((data, (rows, cols)), shape=(len(active) + len(sv), nv + ne))
 
 
 def _lp_rows(ga: np.ndarray, gb: np.ndarray, n: int, sv: np.ndarray, wcol: np.ndarray,
@@ -283,7 +322,8 @@ def traffic_bound(gp: GapPlan, capacity_pages: int, *, node_limit: int = 20000,
     x = np.zeros(nv, dtype=np.int64)
     integral, relaxed = True, 0.0
     if len(active):
-        a_eq, a_ub = _lp_rows(gav, gbv, n, np.flatnonzero(shared), wcol, ne)
+        sv = np.flatnonzero(shared)
+        a_eq, a_ub = _lp_rows(gav, gbv, n, sv, wcol, ne)
         zeros_eq = np.zeros(n)
         zeros_ub = None if a_ub is None else np.zeros(a_ub.shape[0])
         c = np.concatenate((cost, np.ones(ne), np.zeros(n)))
@@ -299,15 +339,27 @@ def traffic_bound(gp: GapPlan, capacity_pages: int, *, node_limit: int = 20000,
         relaxed = float(lp.fun) * ps
         tries = [np.asarray(lp.x[:nv])]
         if (np.abs(tries[0] - np.round(tries[0])) > _TOL).any():
-            rows = [LinearConstraint(a_eq, 0.0, 0.0)]
-            if a_ub is not None:
-                rows.append(LinearConstraint(a_ub, -np.inf, 0.0))
-            # (HiGHS's MIP presolve prints a diagnostic line to stdout on these
-            # problems; without it the MILP finds the same optimum)
-            mip = milp(c, integrality=np.concatenate((np.ones(nv), np.zeros(ne + n))),
-                       bounds=Bounds(lb, ub), constraints=rows,
-                       options={"node_limit": int(node_limit), "mip_rel_gap": 0.0,
-                                "presolve": False})
+            # A fractional vertex: the interval rows themselves (capacity rows of the
+            # active ops, then the epoch rows) first as an LP, whose dual simplex may
+            # land on an integral vertex (BERT-base at 25% does), then as the MILP. On
+            # the cover-variable rows HiGHS's branch and bound is far slower (a GPT-3
+            # block at seq 16: minutes against seconds) and its presolve prints a
+            # diagnostic line to stdout. BERT-large, ResNet-50 and the GPT-3 block at
+            # 1/16 to 1/2 never get here, so their matrix stays small.
+            a_mip = _lp_matrix(gav, gbv, n, active, sv, wcol, ne)
+            b_mip = np.concatenate((-rhs[active].astype(np.float64), np.zeros(len(sv))))
+            again = linprog(c[:nv + ne], A_ub=a_mip, b_ub=b_mip, bounds=box[:nv + ne],
+                            method="highs-ds")
+            if again.status == 0 and not (
+                    np.abs(again.x[:nv] - np.round(again.x[:nv])) > _TOL).any():
+                mip = again
+            else:
+                mip = milp(c[:nv + ne], integrality=np.concatenate((np.ones(nv),
+                                                                    np.zeros(ne))),
+                           bounds=Bounds(lb[:nv + ne], ub[:nv + ne]),
+                           constraints=LinearConstraint(a_mip, -np.inf, b_mip),
+                           options={"node_limit": int(node_limit), "mip_rel_gap": 0.0})
+            del a_mip
             if mip.status == 0 and mip.x is not None:
                 tries = [np.asarray(mip.x[:nv])]
             else:
