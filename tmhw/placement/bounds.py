@@ -51,8 +51,10 @@ first (dual simplex, so its solution is a vertex); it is a valid lower bound in 
 (``TrafficBound.relaxed_bytes``) and, on most zoo models and capacities, already
 integral, hence optimal among integral plans too. Wrap gaps make the interval rows
 circular, which is not totally unimodular, so a fractional vertex is possible (a test
-builds one, and BERT-base at 25% lands on one); then the problem is solved again as a
-MILP with integral ``x`` (each ``w_e`` is integral at the optimum anyway). The MILP is
+builds one, and BERT-base at 25% lands on one); then the problem is solved again on
+the interval rows themselves, as an LP (BERT-base's lands on an integral vertex there)
+and else as a MILP with integral ``x`` (each ``w_e`` is integral at the optimum
+anyway). The MILP is
 slower than the LP, which is why it is not the first resort. If it does not finish
 within ``node_limit`` branch-and-bound nodes (a budget of work, not of wall time, so the
 result never depends on how busy the machine is), the relaxation is rounded up (which
