@@ -54,11 +54,10 @@ circular, which is not totally unimodular, so a fractional vertex is possible (a
 builds one, and BERT-base at 25% lands on one); then the problem is solved again on
 the interval rows themselves, as an LP (BERT-base's lands on an integral vertex there)
 and else as a MILP with integral ``x`` (each ``w_e`` is integral at the optimum
-anyway). The MILP is
-slower than the LP, which is why it is not the first resort. If it does not finish
-within ``node_limit`` branch-and-bound nodes (a budget of work, not of wall time, so the
-result never depends on how busy the machine is), the relaxation is rounded up (which
-keeps every capacity row satisfied) and ``integral`` is False.
+anyway). The MILP is slower than the LP, which is why it is not the first resort. If
+it does not finish within ``node_limit`` branch-and-bound nodes (a budget of work, not
+of wall time, so the result never depends on how busy the machine is), the relaxation
+is rounded up (which keeps every capacity row satisfied) and ``integral`` is False.
 
 An op whose own operands, the mini-batch and every tensor that cannot leave (accessed at
 that op) exceed the capacity cannot be brought under it by any policy; its constraint is
@@ -340,7 +339,7 @@ def traffic_bound(gp: GapPlan, capacity_pages: int, *, node_limit: int = 20000,
             raise RuntimeError(f"traffic bound LP: {lp.message}")
         relaxed = float(lp.fun) * ps
         tries = [np.asarray(lp.x[:nv])]
-        if (np.abs(tries[0] - np.round(tries[0])) > _TOL).any():
+        if _fractional(tries[0]):
             # A fractional vertex: the interval rows themselves (capacity rows of the
             # active ops, then the epoch rows) first as an LP, whose dual simplex may
             # land on an integral vertex (BERT-base at 25% does), then as the MILP. On
@@ -352,8 +351,7 @@ def traffic_bound(gp: GapPlan, capacity_pages: int, *, node_limit: int = 20000,
             b_mip = np.concatenate((-rhs[active].astype(np.float64), np.zeros(len(sv))))
             again = linprog(c[:nv + ne], A_ub=a_mip, b_ub=b_mip, bounds=box[:nv + ne],
                             method="highs-ds")
-            if again.status == 0 and not (
-                    np.abs(again.x[:nv] - np.round(again.x[:nv])) > _TOL).any():
+            if again.status == 0 and not _fractional(again.x[:nv]):
                 mip = again
             else:
                 mip = milp(c[:nv + ne], integrality=np.concatenate((np.ones(nv),
@@ -408,6 +406,11 @@ def traffic_bound(gp: GapPlan, capacity_pages: int, *, node_limit: int = 20000,
     return TrafficBound(read_b, write_b, read_b + write_b, evicted, written,
                         int(np.count_nonzero(overfull)), integral, fetched, relaxed,
                         int(capacity_pages), time.perf_counter() - t0)
+
+
+def _fractional(x: np.ndarray) -> bool:
+    """Whether any of ``x`` is further than ``_TOL`` from an integer."""
+    return bool((np.abs(x - np.round(x)) > _TOL).any())
 
 
 def _with_row(a: sp.csr_matrix, row: np.ndarray) -> sp.csr_matrix:
