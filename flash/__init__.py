@@ -9,12 +9,14 @@ wear levelling), ``scheduler`` (command forming, read priority, suspend, chip lo
 ``fast`` and ``detailed`` (the two timing models behind ``ssd.TimingModel``), ``phy``
 (ONFI command and data timing) and ``lanes`` (channel and die lanes); ``convoy``
 arbitrates reads by events under ``compat = "mqsim"`` (``FlashTarget.request``).
-``batch`` gives the device's best time for a batch of reads and writes.
+``batch`` gives the device's best time for a batch of reads and writes. The fast
+model's hot loops are compiled by numba (``tmhw.sim.jit``); ``compile_kernels`` fills
+its on-disk cache.
 """
 
 from flash.config import PRESETS, FlashConfig, FlashEnergy, OnfiTiming
 from flash.mqsim import load_mqsim_xml
-from flash.target import FlashTarget
+from flash.target import FlashTarget, compile_kernels
 
 __all__ = ["FlashConfig", "FlashEnergy", "FlashTarget", "OnfiTiming", "PRESETS",
-           "load_mqsim_xml"]
+           "compile_kernels", "load_mqsim_xml"]

@@ -39,8 +39,10 @@ import numpy.typing as npt
 
 from flash.config import FlashConfig
 from flash.ftl import GcJob
+from flash.lanes import FILL, RD, TAIL, UNTIL, gap_book, prog_lane, read_lane
 from flash.phy import OnfiPhy
-from flash.scheduler import CommandFormer, Counters, TimingBase
+from flash.scheduler import CommandFormer, Counters, TimingBase, group_dies
+from tmhw.sim.jit import njit
 
 I64 = npt.NDArray[np.int64]
 
@@ -57,7 +59,18 @@ class FastModel(TimingBase):
         self.chip_lock = former.chip_lock
         self.dpchip = cfg.dies_per_chip
         self.die0 = device * cfg.dies
+        self.device = device
         self.lanes_per_device = self.lane1 - self.lane0
+        #: the ONFI rules on die lanes: a chunk's read is one compiled call
+        self._compiled = not (self.convoy or self.chip_lock)
+        f = self.former
+        self._geo = np.array([f.ppp, f.P, f.multi, f.lanes_per_channel,
+                              self.lanes_per_device, self.t_r, phy.page_data, self.page],
+                             dtype=np.int64)
+        self._res = np.zeros((3, f.devices), dtype=np.int64)
+        #: and for programs: tPROG, pages per block, whether a multi-plane program's
+        #: pages share their offset
+        self._pgeo = np.array([self.t_prog, self.ppb, self.same_offset], dtype=np.int64)
 
     # -- lanes -------------------------------------------------------------------------
     def _lanes(self, udies: I64, *vals: I64) -> tuple[I64, I64 | None, list[I64]]:
@@ -109,6 +122,10 @@ class FastModel(TimingBase):
         end of the last)."""
         if self.ppn0:
             ppns = ppns + self.ppn0
+        if self._compiled and self.dies.spans is None:
+            cmds, first, last = self._read_compiled(ppns, nb, earliest)[:, self.device].tolist()
+            self.c.read_cmds += cmds
+            return first, last
         _, ops_d, _, c_start, c_end = self.read_lanes(ppns, nb, earliest)
         self.c.read_cmds += int(ops_d.sum())
         return int(c_start.min()), int(c_end.max())
@@ -167,6 +184,25 @@ class FastModel(TimingBase):
                 self.data_waits(c, r, s)
         return udies, ops_d, uch, c_start, c_end
 
+    def _read_compiled(self, ppns: I64, nb: I64, earliest: int | I64) -> I64:
+        """``read_lanes`` under the ONFI rules on die lanes, in one compiled call
+        (``_read_chunk``; another after each growth of the channels' rows): per device
+        of the lanes' array, its read commands, the start of its first data-out and the
+        end of its last (-1: no page there). The result is overwritten by the next
+        call."""
+        per_dev = not isinstance(earliest, int)
+        e = (np.ascontiguousarray(earliest, dtype=np.int64) if per_dev
+             else np.array([earliest], dtype=np.int64))
+        phy = self.phy
+        res = self._res
+        while True:
+            lane, ops, cap, sus, rule, _ = self.dies.arrays()
+            iv, meta = self.channels.arrays()
+            if not _read_chunk(ppns, nb, e, per_dev, self._geo, phy.rcmd_a, phy.rsetup_a,
+                               lane, ops, cap, sus, rule, iv, meta, res):
+                return res
+            self.channels.grow()
+
     # -- programs ----------------------------------------------------------------------
     def program1(self, ppn: int, first_in: int, l_end: int) -> int:
         """One page whose data crosses the host link in [first_in, l_end]."""
@@ -198,6 +234,11 @@ class FastModel(TimingBase):
         c = self.c
         c.pages_programmed += n
         c.channel_bytes += n * self.page
+        if self._compiled and self.dies.spans is None:
+            cmds, _, last = self._program_compiled(
+                ppns, first_in, l_end)[:, self.device].tolist()
+            c.program_cmds += cmds
+            return last
         _, ops_d, _, ends, joined = self.program_lanes(ppns, first_in, l_end)
         c.program_cmds += int(ops_d.sum())
         if joined is not None:
@@ -245,6 +286,31 @@ class FastModel(TimingBase):
                                             np.where(ops_l == 1, mask, 0), offs)
         return udies, ops_d, lanes, ends, joined
 
+    def _program_compiled(self, ppns: I64, first_in: int | I64, l_end: int | I64) -> I64:
+        """``program_lanes`` under the ONFI rules on die lanes, in one compiled call
+        (``_program_chunk``; another after each growth of the rows): per device of the
+        lanes' array, its program commands, its pages that joined a waiting program and
+        the end of its last program (-1: no page there). The result is overwritten by
+        the next call."""
+        per_dev = not isinstance(first_in, int)
+        f = (np.ascontiguousarray(first_in, dtype=np.int64) if per_dev
+             else np.array([first_in], dtype=np.int64))
+        le = (np.ascontiguousarray(l_end, dtype=np.int64) if per_dev
+              else np.array([l_end], dtype=np.int64))
+        res = self._res
+        while True:
+            lane, ops, cap, _, _, merged = self.dies.arrays()
+            iv, meta = self.channels.arrays()
+            full = _program_chunk(ppns, f, le, per_dev, self._geo, self._pgeo,
+                                  self.phy.pcmd_a, lane, ops, cap, merged, iv, meta, res)
+            if full == 0:
+                self.dies.merged += int(res[1].sum())
+                return res
+            if full == 1:
+                self.channels.grow()
+            else:
+                self.dies.make_room(self.former.die_groups(ppns)[0])
+
     # -- garbage collection ------------------------------------------------------------
     def gc(self, job: GcJob, earliest: int) -> int:
         """Book one block's relocation and erase; return when the erase ends."""
@@ -268,6 +334,156 @@ class FastModel(TimingBase):
         if m:
             self.dies.work1(lane, earliest, int(m * (cfg.t_r_mean + cfg.t_prog_mean)))
         return self.dies.work1(lane, earliest, cfg.t_bers, erase=True)
+
+
+@njit
+def _read_chunk(ppns: I64, nb: I64, earliest: I64, per_dev: bool, geo: I64, rcmd: I64,
+                rsetup: I64, lane: I64, ops: I64, cap: int, sus: I64, rule: I64, iv: I64,
+                meta: I64, res: I64) -> bool:
+    """``FastModel.read_lanes`` on die lanes (no chip lock, no convoy, no recorded
+    spans): the same steps, each die and channel booked by the scalar rule it books in
+    numpy. ``geo``: planes' pages, planes per die, multi-plane, lanes per channel and
+    per device, tR, a page's data-out and its bytes; the lanes' and channels' arrays are
+    ``DieLanes.arrays()`` and ``GapBank.arrays()``. Into ``res``, per device of the
+    lanes (one column each): its read commands, its first data-out's start and its last
+    one's end (-1: none). True when a channel's row is full: nothing booked; grow the
+    rows and call again. (Results go into ``res`` and not out as new arrays: numba
+    builds each array it returns from a pickled type, a few microseconds each.)"""
+    ppp, P, multi, lpc, lpd, t_r, page_data, page = (geo[0], geo[1], geo[2], geo[3],
+                                                     geo[4], geo[5], geo[6], geo[7])
+    udies, bytes_d, _p, ops_d, kp, _m = group_dies(ppns, nb, True, ppp, P, multi != 0)
+    m = udies.size
+    # the channels of the (sorted) lanes, and where each one's run starts
+    gidx = np.empty(m, dtype=np.int64)
+    first = np.empty(m + 1, dtype=np.int64)
+    g = -1
+    for x in range(m):
+        c = udies[x] // lpc
+        if g < 0 or c != udies[first[g]] // lpc:
+            g += 1
+            first[g] = x
+        gidx[x] = g
+    n_ch = g + 1
+    first[n_ch] = m
+    uch = np.empty(n_ch, dtype=np.int64)
+    for g in range(n_ch):
+        uch[g] = udies[first[g]] // lpc
+        if meta[FILL, uch[g]] == iv.shape[2]:
+            return True
+    res[0, :] = 0
+    res[1:, :] = -1
+    cmd = rcmd[kp]
+    # one command's data-out: setup plus its share of the die's bytes
+    x_op = rsetup[kp] + bytes_d * page_data // (page * ops_d)
+    busy_l = ops_d * (cmd + x_op)
+    d_end = np.empty(m, dtype=np.int64)
+    for x in range(m):
+        e = earliest[udies[x] // lpd] if per_dev else earliest[0]
+        d_end[x] = read_lane(lane, ops, cap, sus, rule, udies[x], e + cmd[x],
+                             ops_d[x] * t_r)
+    c_start = np.empty(n_ch, dtype=np.int64)
+    c_end = np.empty(n_ch, dtype=np.int64)
+    for g in range(n_ch):
+        busy = 0
+        lo = -1
+        hi = -1
+        for x in range(first[g], first[g + 1]):
+            busy += busy_l[x]
+            ready = d_end[x] - (ops_d[x] - 1) * t_r - cmd[x]
+            need = d_end[x] + x_op[x]
+            if lo < 0 or ready < lo:
+                lo = ready
+            if need > hi:
+                hi = need
+        c_end[g] = gap_book(iv, meta, uch[g], max(lo, hi - busy), busy)
+        c_start[g] = c_end[g] - busy
+        k = udies[first[g]] // lpd  # the channel's device
+        if res[1, k] < 0 or c_start[g] < res[1, k]:
+            res[1, k] = c_start[g]
+        if c_end[g] > res[2, k]:
+            res[2, k] = c_end[g]
+        # each lane's data leaves in lane order within the channel's span; the lane
+        # holds its last command's data until that data-out starts (cache read)
+        out = c_start[g]
+        for x in range(first[g], first[g + 1]):
+            out += busy_l[x]
+            free = out - x_op[x]
+            i = udies[x]
+            if lane[RD, i] < free:
+                lane[RD, i] = free
+            if lane[UNTIL, i] < free:
+                lane[UNTIL, i] = free
+            res[0, i // lpd] += ops_d[x]
+    return False
+
+
+@njit
+def _program_chunk(ppns: I64, first_in: I64, l_end: I64, per_dev: bool, geo: I64,
+                   pgeo: I64, pcmd: I64, lane: I64, ops: I64, cap: int, merged: I64,
+                   iv: I64, meta: I64, res: I64) -> int:
+    """``FastModel.program_lanes`` on die lanes (no chip lock, no recorded spans): the
+    same steps, each die and channel booked by the scalar rule it books in numpy.
+    ``geo`` as ``_read_chunk``'s, ``pgeo``: tPROG, pages per block, same-offset
+    programs. Into ``res``, per device (one column each): its program commands, its
+    pages that joined a waiting program and its last program's end (-1: none). 0 when
+    booked; nothing is booked when a channel's row is full (1) or a die lane's row has
+    no free slot (2): grow them and call again."""
+    ppp, P, multi, lpc, lpd, page_data = geo[0], geo[1], geo[2], geo[3], geo[4], geo[6]
+    t_prog, ppb, same_offset = pgeo[0], pgeo[1], pgeo[2]
+    udies, _w, pages_d, ops_d, kp, mask = group_dies(ppns, ppns, False, ppp, P, multi != 0)
+    m = udies.size
+    first = np.empty(m + 1, dtype=np.int64)
+    g = -1
+    for x in range(m):
+        c = udies[x] // lpc
+        if g < 0 or c != udies[first[g]] // lpc:
+            g += 1
+            first[g] = x
+    n_ch = g + 1
+    first[n_ch] = m
+    for g in range(n_ch):
+        if meta[FILL, udies[first[g]] // lpc] == iv.shape[2]:
+            return 1
+    for x in range(m):
+        i = udies[x]
+        if lane[TAIL, i] == (i + 1) * cap:
+            return 2
+    offs = np.full(m, -1, dtype=np.int64)
+    if same_offset:  # a lane's first page gives the offset its command programs
+        for j in range(ppns.size):
+            x = np.searchsorted(udies, ppns[j] // ppp // P)
+            if offs[x] < 0 or ppns[j] < offs[x]:
+                offs[x] = ppns[j]
+        offs %= ppb
+    res[0, :] = 0
+    res[1, :] = 0
+    res[2, :] = -1
+    for g in range(n_ch):
+        k = udies[first[g]] // lpd  # the channel's device
+        busy = 0
+        for x in range(first[g], first[g + 1]):
+            busy += ops_d[x] * (pcmd[kp[x]] + pages_d[x] * page_data // ops_d[x])
+        fi = first_in[k] if per_dev else first_in[0]
+        le = l_end[k] if per_dev else l_end[0]
+        c_end = gap_book(iv, meta, udies[first[g]] // lpc, max(fi, le - busy), busy)
+        c_start = c_end - busy
+        for x in range(first[g], first[g + 1]):
+            # a lane programs once its first command's data is in, and its last command
+            # cannot start before the channel has delivered everything; a lane of
+            # several commands programs no page into a waiting one
+            op_busy = pcmd[kp[x]] + pages_d[x] * page_data // ops_d[x]
+            e0 = max(c_start + op_busy, c_end - (ops_d[x] - 1) * t_prog)
+            i = udies[x]
+            before = merged[i]
+            end = prog_lane(lane, ops, cap, merged, P, i, e0, ops_d[x] * t_prog,
+                            mask[x] if ops_d[x] == 1 else 0, offs[x])
+            if merged[i] != before:
+                res[1, k] += 1
+            else:
+                res[0, k] += ops_d[x]
+            if end > res[2, k]:
+                res[2, k] = end
+    return 0
 
 
 class FastArray:
@@ -311,6 +527,14 @@ class FastArray:
         """``FastModel.read(ppns[i], nb[i], t0[i])`` on device ``devs[i]`` for each
         ``i``, in one call: per device, (start of its first data-out, end of its last)."""
         m = self.m
+        if m._compiled and m.dies.spans is None:
+            res = m._read_compiled(self._pages(devs, ppns), np.concatenate(nb),
+                                   self._per_device(devs, t0)).tolist()
+            out = {}
+            for k in devs:
+                self.models[k].c.read_cmds += res[0][k]
+                out[k] = (res[1][k], res[2][k])
+            return out
         udies, ops_d, uch, c_start, c_end = m.read_lanes(
             self._pages(devs, ppns), np.concatenate(nb), self._per_device(devs, t0))
         cmds = np.bincount(udies // self.dies_per_device, weights=ops_d,
@@ -330,6 +554,17 @@ class FastArray:
         """``FastModel.program(ppns[i], first_in[i], l_end[i])`` on device ``devs[i]``
         for each ``i``, in one call: per device, the end of its last program."""
         m = self.m
+        if m._compiled and m.dies.spans is None:
+            res = m._program_compiled(self._pages(devs, ppns), self._per_device(devs, first_in),
+                                      self._per_device(devs, l_end)).tolist()
+            out = {}
+            for k, p in zip(devs, ppns, strict=True):
+                c = self.models[k].c
+                c.program_cmds += res[0][k]
+                c.pages_programmed += int(p.size)
+                c.channel_bytes += int(p.size) * m.page
+                out[k] = res[2][k]
+            return out
         udies, ops_d, lanes, ends, joined = m.program_lanes(
             self._pages(devs, ppns), self._per_device(devs, first_in),
             self._per_device(devs, l_end))

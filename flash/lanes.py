@@ -20,6 +20,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from tmhw.sim.jit import njit
+
 I64 = npt.NDArray[np.int64]
 B = npt.NDArray[np.bool_]
 PROG, ERASE, GC = 0, 1, 2
@@ -46,6 +48,203 @@ def _top_bit(x: I64) -> I64:
     e = np.frexp(x.astype(np.float64))[1] - 1
     e -= (x >> e) == 0
     return e
+
+
+#: the rows of ``DieLanes._lane``
+UNTIL, RD, BUSY_D, COUNT_D, QSUM, HEAD, TAIL = range(7)
+
+
+def _rule_array(rule: SuspendRule | None) -> I64:
+    """A suspend rule as int64s for a kernel: (any rule, program, erase, program's
+    suspend latency, erase's, least remaining time)."""
+    if rule is None:
+        return np.zeros(6, dtype=np.int64)
+    return np.array([1, rule.program, rule.erase, rule.t_program, rule.t_erase,
+                     rule.min_remaining], dtype=np.int64)
+
+
+@njit
+def read_lane(lane: I64, ops: I64, cap: int, sus: I64, rule: I64, i: int, earliest: int,
+              d: int) -> int:
+    """``DieLanes.read1`` of a die lane (no chip batches, no recorded spans), compiled:
+    a read of ``d`` on lane ``i`` no earlier than ``earliest``; its end. The arrays are
+    ``DieLanes.arrays()``."""
+    t = lane[TAIL, i]
+    h = lane[HEAD, i]
+    qe = -1
+    if t != h:  # ``_last1``: the end of the newest queued op
+        k = t - 1
+        st = ops[ST, k]
+        qe = ops[EN, k]
+        if k > h:
+            base = ops[EN, h] + ops[QS, k] - ops[QS, h + 1]
+            if base > st:
+                qe += base - st
+    r = lane[RD, i]
+    s = earliest if earliest > r else r
+    if qe > s:
+        return _read_queued_lane(lane, ops, cap, sus, rule, i, s, d)
+    if qe >= 0:  # queued work that ended before the read: forgotten
+        lane[HEAD, i] = i * cap
+        lane[TAIL, i] = i * cap
+    end = s + d
+    lane[RD, i] = end
+    if lane[UNTIL, i] < end:
+        lane[UNTIL, i] = end
+    lane[BUSY_D, i] += d
+    lane[COUNT_D, i] += 1
+    return end
+
+
+@njit
+def _read_queued_lane(lane: I64, ops: I64, cap: int, sus: I64, rule: I64, i: int, s: int,
+                      d: int) -> int:
+    """``DieLanes._read_queued1`` (no recorded spans), compiled."""
+    h = lane[HEAD, i]
+    t = lane[TAIL, i]
+    st0 = ops[ST, h]
+    en0 = ops[EN, h]
+    while en0 <= s:  # ended before the read: forgotten, and the next is the head
+        h += 1
+        a = ops[ST, h]
+        e = ops[EN, h]
+        base = en0  # ``_now1(h - 1, h)``: the op before ends at en0
+        if base > a:
+            e += base - a
+            a = base
+        st0, en0 = a, e
+        ops[ST, h] = st0
+        ops[EN, h] = en0
+    lat = 0
+    kind = ops[KIND, h]
+    if s < st0:
+        start = s  # ahead of every waiting program and erase
+    else:
+        sl = -1  # ``_suspend_latency``
+        left = en0 - s
+        if rule[0] and kind != GC and (rule[2] if kind == ERASE else rule[1]):
+            x = rule[4] if kind == ERASE else rule[3]
+            if left >= rule[5] and left > x:
+                sl = x
+        if sl >= 0:
+            lat = sl
+            sus[1 if kind == ERASE else 0, i] += 1
+            ops[ST, h] = s  # the rest runs after the read
+            start = s + lat
+        else:
+            start = en0  # after the running one
+            h += 1
+    end = start + d
+    lane[RD, i] = end
+    if h < t:
+        # the head starts after the read; the ops behind follow it
+        a = ops[ST, h]
+        if end > a:
+            ops[ST, h] = end
+            ops[EN, h] += end - a
+        k = t - 1  # ``_now1(h, t - 1)``'s end
+        last = ops[EN, k]
+        if k > h:
+            base = ops[EN, h] + ops[QS, k] - ops[QS, h + 1]
+            if base > ops[ST, k]:
+                last += base - ops[ST, k]
+        lane[UNTIL, i] = last if last > end else end
+        lane[HEAD, i] = h
+    else:
+        if lane[UNTIL, i] < end:
+            lane[UNTIL, i] = end
+        lane[HEAD, i] = i * cap
+        lane[TAIL, i] = i * cap
+    lane[BUSY_D, i] += d + lat
+    lane[COUNT_D, i] += 1
+    return end
+
+
+@njit
+def hold_lane(lane: I64, i: int, t: int) -> None:
+    """``DieLanes.hold1``, compiled."""
+    if lane[RD, i] < t:
+        lane[RD, i] = t
+    if lane[UNTIL, i] < t:
+        lane[UNTIL, i] = t
+
+
+@njit
+def prog_lane(lane: I64, ops: I64, cap: int, merged: I64, P: int, i: int, ready: int,
+              duration: int, planes: int, page: int) -> int:
+    """``DieLanes.prog1`` of a die lane (no recorded spans), compiled: its end, or the
+    end of the waiting program the page joined, counted in ``merged`` (per lane). The
+    lane's row must have a free slot at its tail (``DieLanes.make_room``)."""
+    t = lane[TAIL, i]
+    h = lane[HEAD, i]
+    if planes and t != h:
+        k = t - 1  # ``_last1``: the newest queued op's start, if it is a program
+        st = ops[ST, k]
+        if k > h:
+            base = ops[EN, h] + ops[QS, k] - ops[QS, h + 1]
+            if base > st:
+                st = base
+        if ops[KIND, k] == PROG and ready <= st:
+            joined = _merge_lane(lane, ops, merged, P, i, ready, planes, page)
+            if joined >= 0:
+                return joined
+    b = lane[UNTIL, i]  # ``_append``
+    s = ready if ready > b else b
+    end = s + duration
+    ops[QS, t] = lane[QSUM, i]
+    lane[QSUM, i] += duration
+    ops[ST, t] = s
+    ops[EN, t] = end
+    ops[KIND, t] = PROG
+    ops[MASK, t] = planes
+    ops[PAGE, t] = page
+    ops[SPAN, t] = -1
+    lane[BUSY_D, i] += duration
+    lane[COUNT_D, i] += 1
+    lane[TAIL, i] = t + 1
+    lane[UNTIL, i] = end
+    return end
+
+
+@njit
+def _top(x: int) -> int:
+    """``x.bit_length() - 1`` of positive ``x``."""
+    b = -1
+    while x:
+        x >>= 1
+        b += 1
+    return b
+
+
+@njit
+def _merge_lane(lane: I64, ops: I64, merged: I64, P: int, i: int, r: int, m: int,
+                page: int) -> int:
+    """``DieLanes._merge1``, compiled."""
+    die = _top(m) // P
+    h = lane[HEAD, i]
+    k = lane[TAIL, i] - 1
+    stop = max(k - 4, h - 1)
+    e_h = ops[EN, h] - ops[QS, h + 1] if k > h else 0
+    while k > stop:
+        st = ops[ST, k]
+        end = ops[EN, k]
+        if k > h:
+            base = e_h + ops[QS, k]
+            if base > st:
+                end += base - st
+                st = base
+        if st < r or ops[KIND, k] != PROG:
+            return -1
+        om = ops[MASK, k]
+        if om and _top(om) // P == die:
+            if om & m:
+                return -1
+            if ops[PAGE, k] == page:
+                ops[MASK, k] = om | m
+                merged[i] += 1
+                return end
+        k -= 1
+    return -1
 
 
 class DieLanes:
@@ -85,10 +284,14 @@ class DieLanes:
         self.rule = rule
         #: plane bits per die in a mask (a lane that is a chip has several dies' bits)
         self.P = planes_per_die
-        self._until = np.zeros(n, dtype=np.int64)
-        self._rd = np.zeros(n, dtype=np.int64)
-        self._busy = np.zeros(n, dtype=np.int64)
-        self._count = np.zeros(n, dtype=np.int64)
+        self._rule = _rule_array(rule)
+        #: per lane its numbers, one row each (``UNTIL`` to ``TAIL``), so that a
+        #: compiled kernel takes them as one array: when it is next free, the end of its
+        #: last read, its busy time, its bookings, and ``_qsum``, ``_head``, ``_tail``
+        #: below; the attributes are views of the rows
+        self._lane = np.zeros((7, n), dtype=np.int64)
+        (self._until, self._rd, self._busy, self._count, self._qsum, self._head,
+         self._tail) = self._lane
         #: per die, the programs and erases booked after its last read, in order: slots
         #: ``_head[die]`` to ``_tail[die]`` of the die's row (slots ``die * _cap`` on) in
         #: each field's array ``_ops[f]``, for the fields ST, EN, KIND (PROG, ERASE,
@@ -97,13 +300,12 @@ class DieLanes:
         #: when a lane fills its row. ST and EN are true for the head op; for the others
         #: they are as booked, and ``_now`` gives their true times (class docstring)
         self._cap = 16
-        self._ops = [np.zeros(n * self._cap, dtype=np.int64) for _ in range(7)]
-        #: per lane, the durations of every op queued on it so far (QS's running sum:
-        #: only differences between queued ops are read, so it is never reset)
-        self._qsum = np.zeros(n, dtype=np.int64)
-        self._head = np.arange(n, dtype=np.int64) * self._cap
-        self._tail = self._head.copy()
-        self.suspends = {"program": 0, "erase": 0}
+        self._ops = np.zeros((7, n * self._cap), dtype=np.int64)
+        #: ``_qsum``: per lane, the durations of every op queued on it so far (QS's
+        #: running sum: only differences between queued ops are read, so it is never
+        #: reset)
+        self._head[:] = np.arange(n, dtype=np.int64) * self._cap
+        self._tail[:] = self._head
         self.merged = 0
         #: the same per lane (suspended programs, suspended erases; merged pages), for a
         #: device's share of lanes that span several (``counts``)
@@ -120,6 +322,24 @@ class DieLanes:
 
     def __len__(self) -> int:
         return int(self._until.size)
+
+    @property
+    def suspends(self) -> dict[str, int]:
+        """Reads' suspends of programs and of erases, on every lane."""
+        sus = self._lane_sus.sum(axis=1).tolist()
+        return {"program": sus[0], "erase": sus[1]}
+
+    def arrays(self) -> tuple[I64, I64, int, I64, I64, I64]:
+        """The state a compiled booking takes (``read_lane``, ``prog_lane``): the lanes'
+        numbers, the queued ops, the slots per lane's row, the suspends per lane, the
+        suspend rule (``_rule_array``) and the pages merged per lane."""
+        return (self._lane, self._ops, self._cap, self._lane_sus, self._rule,
+                self._lane_merged)
+
+    def make_room(self, lanes: I64) -> None:
+        """A free slot at the tail of each of ``lanes`` (their rows compacted, or every
+        row given more slots); the lanes' bookings are unchanged."""
+        self._room(np.ascontiguousarray(lanes, dtype=np.int64))
 
     @property
     def busy_until(self) -> I64:
@@ -210,12 +430,9 @@ class DieLanes:
                 self._head[i], self._tail[i] = i * cap, i * cap + t - h
         if (self._tail[lanes] >= (lanes + 1) * cap).any():
             n = len(self)
-            grown = []
-            for f in self._ops:
-                g = np.zeros((n, 2 * cap), dtype=np.int64)
-                g[:, :cap] = f.reshape(n, cap)
-                grown.append(g.reshape(-1))
-            self._ops = grown
+            grown = np.zeros((7, n, 2 * cap), dtype=np.int64)
+            grown[:, :, :cap] = self._ops.reshape(7, n, cap)
+            self._ops = grown.reshape(7, -1)
             base = np.arange(n, dtype=np.int64) * cap
             self._head += base
             self._tail += base
@@ -319,7 +536,6 @@ class DieLanes:
             sus = self._suspend_latency(kind, en0 - s)
             if sus >= 0:
                 lat = sus
-                self.suspends["erase" if kind == ERASE else "program"] += 1
                 self._lane_sus[int(kind == ERASE), i] += 1
                 if spans is not None:  # the part done before the suspend
                     spans[i][ops[SPAN].item(h)] = (st0, s)
@@ -406,9 +622,6 @@ class DieLanes:
             sus = ~ahead & allowed & (left >= rule.min_remaining) & (left > t_sus)
             if sus.any():
                 lat[sus] = t_sus[sus]
-                n_erase = int(np.count_nonzero(sus & erasing))
-                self.suspends["erase"] += n_erase
-                self.suspends["program"] += int(np.count_nonzero(sus)) - n_erase
                 ls, hs = lanes[sus], h[sus]
                 e = erasing[sus]
                 self._lane_sus[1, ls[e]] += 1
@@ -751,7 +964,7 @@ class GapLane:
     def prune(self, before: int) -> None:
         """Forget intervals that ended before ``before`` (no booking can reach them)."""
         k = bisect_right(self.ends, before)
-        if k > 64:
+        if k > PRUNE_KEEP:
             del self.starts[:k], self.ends[:k]
 
     @property
@@ -764,78 +977,189 @@ class GapLane:
 
 
 class GapBank:
-    """``n`` gap-filling lanes with ``LaneBank``'s interface."""
+    """``n`` gap-filling lanes (``GapLane``'s rules), their state in arrays: per lane
+    its sorted disjoint busy intervals as a row of ``_iv`` (starts in ``_iv[0]``, ends
+    in ``_iv[1]``, the first ``_meta[FILL]`` slots of the row), its busy time and its
+    booking count. A booking is one compiled call (``gap_book``), and so is a chunk's
+    booking of each of its channels (``_gap_reserve``); a row that fills doubles every
+    row's slots."""
 
     def __init__(self, prefix: str, n: int, record: bool = False) -> None:
         self.prefix = prefix
-        self.lanes = [GapLane(record) for _ in range(n)]
+        self._cap = 64
+        self._iv = np.zeros((2, n, self._cap), dtype=np.int64)
+        self._meta = np.zeros((3, n), dtype=np.int64)
         self.spans: list[list[tuple[int, int]]] | None = (
-            [lane.spans for lane in self.lanes]  # type: ignore[misc]
-            if record else None)
+            [[] for _ in range(n)] if record else None)
 
     def __len__(self) -> int:
-        return len(self.lanes)
+        return int(self._meta.shape[1])
+
+    def grow(self) -> None:
+        """Double every row's slots."""
+        n, cap = len(self), self._cap
+        iv = np.zeros((2, n, 2 * cap), dtype=np.int64)
+        iv[:, :, :cap] = self._iv
+        self._iv, self._cap = iv, 2 * cap
 
     @property
     def busy_until(self) -> I64:
-        return np.array([lane.busy_until for lane in self.lanes], dtype=np.int64)
+        fill = self._meta[FILL]
+        last = self._iv[1, np.arange(fill.size), np.maximum(fill - 1, 0)]
+        out: I64 = np.where(fill > 0, last, 0)
+        return out
 
     @property
     def busy_ps(self) -> I64:
-        return np.array([lane.busy_ps for lane in self.lanes], dtype=np.int64)
+        out: I64 = self._meta[BUSY].copy()
+        return out
 
     @property
     def count(self) -> I64:
-        return np.array([lane.count for lane in self.lanes], dtype=np.int64)
+        out: I64 = self._meta[COUNT].copy()
+        return out
+
+    def arrays(self) -> tuple[I64, I64]:
+        """The state a compiled booking takes (``gap_book``): the intervals and the
+        per-lane numbers."""
+        return self._iv, self._meta
+
+    def intervals(self, i: int) -> tuple[list[int], list[int]]:
+        """Lane ``i``'s busy intervals: (starts, ends), sorted."""
+        k = self._meta[FILL].item(i)
+        return self._iv[0, i, :k].tolist(), self._iv[1, i, :k].tolist()
+
+    def fit(self, i: int, t: int, dur: int) -> int:
+        """Earliest start >= ``t`` of an idle interval of length ``dur`` on lane ``i``
+        (``GapLane.fit``)."""
+        return int(_gap_fit(self._iv, self._meta, i, t, dur))
 
     def start_time(self, i: int, earliest: int) -> int:
-        return self.lanes[i].fit(earliest, 0)
+        return self.fit(i, earliest, 0)
 
     def reserve1(self, i: int, earliest: int, duration: int) -> int:
-        return self.lanes[i].book(earliest, duration)
+        """Reserve ``duration`` on lane ``i`` at its earliest fit no earlier than
+        ``earliest`` (``GapLane.book``); the end."""
+        e = int(gap_book(self._iv, self._meta, i, earliest, duration))
+        if e < 0:  # the lane's row is full
+            self.grow()
+            e = int(gap_book(self._iv, self._meta, i, earliest, duration))
+        if self.spans is not None:
+            self.spans[i].append((e - duration, e))
+        return e
 
     def reserve(self, idx: I64, earliest: I64, duration: I64) -> I64:
-        """``reserve1`` on each of lanes ``idx`` in turn; their ends. ``GapLane.book``'s
-        steps written out in one loop: a chunk books a few dozen channels, and a call
-        per booking cost as much as the booking."""
-        lanes = self.lanes
-        out = []
-        for i, t, dur in zip(idx.tolist(), earliest.tolist(), duration.tolist(), strict=True):
-            lane = lanes[i]
-            starts, ends = lane.starts, lane.ends
-            n = len(ends)
-            s, j = t, n
-            if n and t < ends[-1]:  # the earliest idle interval long enough (``_fit``)
-                j = bisect_right(ends, t)
-                while j < n and starts[j] < s + dur:
-                    if ends[j] > s:
-                        s = ends[j]
-                    j += 1
-            e = s + dur
-            lane.busy_ps += dur
-            lane.count += 1
-            if lane.spans is not None:
-                lane.spans.append((s, e))
-            out.append(e)
-            if dur == 0:
-                continue
-            if j > 0 and ends[j - 1] == s:
-                if j < n and starts[j] == e:
-                    ends[j - 1] = ends[j]
-                    del starts[j], ends[j]
-                else:
-                    ends[j - 1] = e
-            elif j < n and starts[j] == e:
-                starts[j] = s
-            else:
-                starts.insert(j, s)
-                ends.insert(j, e)
-        return np.array(out, dtype=np.int64)
+        """``reserve1`` on each of lanes ``idx`` in turn; their ends, in one compiled
+        call (another after each growth of the rows)."""
+        idx = np.ascontiguousarray(idx, dtype=np.int64)
+        earliest = np.ascontiguousarray(np.broadcast_to(earliest, idx.shape), dtype=np.int64)
+        duration = np.ascontiguousarray(duration, dtype=np.int64)
+        out = np.empty(idx.size, dtype=np.int64)
+        k = int(_gap_reserve(self._iv, self._meta, idx, earliest, duration, out, 0))
+        while k < idx.size:
+            self.grow()
+            k = int(_gap_reserve(self._iv, self._meta, idx, earliest, duration, out, k))
+        if self.spans is not None:
+            spans = self.spans
+            for i, d, e in zip(idx.tolist(), duration.tolist(), out.tolist(), strict=True):
+                spans[i].append((e - d, e))
+        return out
 
     def prune(self, before: int, lo: int = 0, hi: int | None = None) -> None:
         """``GapLane.prune`` of lanes ``lo`` to ``hi`` (default: all)."""
-        for lane in self.lanes[lo:hi]:
-            lane.prune(before)
+        _gap_prune(self._iv, self._meta, before, lo, len(self) if hi is None else hi)
 
     def report(self, i: int, elapsed: int) -> dict[str, float | int]:
-        return self.lanes[i].report(elapsed)
+        busy: int = self._meta[BUSY].item(i)
+        return {"busy_ps": busy, "count": self._meta[COUNT].item(i),
+                "utilization": round(busy / elapsed, 9) if elapsed > 0 else 0.0}
+
+
+#: the rows of ``GapBank._meta``: intervals kept, busy time, bookings
+FILL, BUSY, COUNT = range(3)
+#: intervals a lane keeps that no booking can reach before ``prune`` drops them
+PRUNE_KEEP = 64
+
+
+@njit
+def _gap_fit(iv: I64, meta: I64, i: int, t: int, dur: int) -> int:
+    """``GapLane._fit``'s start on row ``i``."""
+    n = meta[FILL, i]
+    st, en = iv[0, i], iv[1, i]
+    j = np.searchsorted(en[:n], t, side="right")
+    s = t
+    while j < n and st[j] < s + dur:
+        if en[j] > s:
+            s = en[j]
+        j += 1
+    return s
+
+
+@njit
+def gap_book(iv: I64, meta: I64, i: int, t: int, dur: int) -> int:
+    """``GapLane.book`` on row ``i``: its end, or -1 (nothing booked) when the row has
+    no free slot."""
+    n = meta[FILL, i]
+    if n == iv.shape[2]:
+        return -1
+    st, en = iv[0, i], iv[1, i]
+    s = t
+    j = n
+    if n and t < en[n - 1]:  # the earliest idle interval long enough (``_fit``)
+        j = np.searchsorted(en[:n], t, side="right")
+        while j < n and st[j] < s + dur:
+            if en[j] > s:
+                s = en[j]
+            j += 1
+    e = s + dur
+    meta[BUSY, i] += dur
+    meta[COUNT, i] += 1
+    if dur == 0:
+        return e
+    # intervals before j end at or before s; interval j starts at or after e
+    if j > 0 and en[j - 1] == s:
+        if j < n and st[j] == e:  # the booking closes the gap between two
+            en[j - 1] = en[j]
+            for k in range(j, n - 1):
+                st[k] = st[k + 1]
+                en[k] = en[k + 1]
+            meta[FILL, i] = n - 1
+        else:
+            en[j - 1] = e
+    elif j < n and st[j] == e:
+        st[j] = s
+    else:
+        for k in range(n, j, -1):
+            st[k] = st[k - 1]
+            en[k] = en[k - 1]
+        st[j] = s
+        en[j] = e
+        meta[FILL, i] = n + 1
+    return e
+
+
+@njit
+def _gap_reserve(iv: I64, meta: I64, idx: I64, t: I64, dur: I64, out: I64, k: int) -> int:
+    """``gap_book`` of bookings ``k`` on into ``out``; where it stopped (a full row),
+    or ``idx.size``."""
+    while k < idx.size:
+        e = gap_book(iv, meta, idx[k], t[k], dur[k])
+        if e < 0:
+            return k
+        out[k] = e
+        k += 1
+    return k
+
+
+@njit
+def _gap_prune(iv: I64, meta: I64, before: int, lo: int, hi: int) -> None:
+    """``GapLane.prune`` of rows ``lo`` to ``hi``."""
+    for i in range(lo, hi):
+        n = meta[FILL, i]
+        st, en = iv[0, i], iv[1, i]
+        k = np.searchsorted(en[:n], before, side="right")
+        if k > PRUNE_KEEP:
+            for x in range(n - k):
+                st[x] = st[x + k]
+                en[x] = en[x + k]
+            meta[FILL, i] = n - k

@@ -42,7 +42,7 @@ from flash.ssd import MODELS, Ssd
 from tmhw.sim import Component, EnergyMeter, EnergyTable, Op, Pattern, TmhwError, Transfer
 from tmhw.sim.trace import Tracer
 
-__all__ = ["MODELS", "FlashTarget"]
+__all__ = ["MODELS", "FlashTarget", "compile_kernels"]
 
 I64 = npt.NDArray[np.int64]
 
@@ -354,3 +354,19 @@ class FlashTarget(Component):
         for k, r in enumerate(reps):
             out[f"dev{k}"] = r
         return out
+
+
+def compile_kernels() -> None:
+    """Compile the fast model's kernels (``tmhw.sim.jit``) into numba's on-disk cache,
+    by a chunk written and read on a small device: a process that finds them there
+    loads them in a fraction of a second instead of compiling them for several. ``make``
+    runs this before the tests and the default study."""
+    from flash.config import PRESETS
+    from tmhw.sim.env import Environment
+    from tmhw.sim.units import MiB
+
+    dev = FlashTarget(Environment(), "flash", None, PRESETS["990pro"], precondition=0.01)
+    dev.transport(Transfer(Op.WRITE, 0, 2 * MiB), 0)
+    dev.transport(Transfer(Op.READ, 64 * MiB, 2 * MiB), 0)  # not in the write buffer
+    dev.channels.start_time(0, 0)
+    dev.channels.prune(0)

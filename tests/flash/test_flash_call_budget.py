@@ -62,7 +62,16 @@ def _count_lines(fn: Any, module: str) -> Counter[str]:
     return lines
 
 
+def _warm() -> None:
+    """Load the compiled kernels (a process's first call of each loads it from numba's
+    cache, a few thousand Python calls of numba's own), on a device of its own."""
+    dev = FlashTarget(Environment(), "flash", None, PRESETS["990pro"], precondition=0.01)
+    dev.transport(Transfer(Op.WRITE, 0, CHUNK), 0)
+    dev.transport(Transfer(Op.READ, 64 * CHUNK, CHUNK), 0)  # not in the write buffer
+
+
 def _device() -> FlashTarget:
+    _warm()
     dev = FlashTarget(Environment(), "flash", None, PRESETS["990pro"], model="fast",
                       precondition=0.5, seed=0)
     # programs queued on every die: the reads below meet them (read priority, suspend)
@@ -193,6 +202,7 @@ def test_ftl_write_of_a_chunk_by_its_bounds() -> None:
 def _striped(devices: int) -> FlashTarget:
     """990pro devices striped RAID-0 in 512 KiB units (a 2 MiB chunk touches four, 32
     pages on each), with programs queued on the dies the chunks below meet."""
+    _warm()
     cfg = dataclasses.replace(PRESETS["990pro"], devices=devices, stripe_bytes=512 * 1024)
     dev = FlashTarget(Environment(), "flash", None, cfg, model="fast", precondition=0.001,
                       seed=0)
@@ -232,7 +242,9 @@ def test_chunk_on_striped_devices_costs_its_touched_devices_only() -> None:
     write chunk made 436 Python calls at 16 devices and a read chunk 420, 144 of them
     timing calls (36 die-grouping, lane and booking calls per device and one
     ``GapLane.book`` per channel); now 243 and 171, of which 15 and 14 timing calls and
-    four host-link bookings (one per device: each device has its own link)."""
+    four host-link bookings (one per device: each device has its own link). A chunk's
+    timing on its devices is now one compiled call (``_read_chunk``, ``_program_chunk``),
+    and a read chunk makes 98 Python calls in all."""
     chunks = 8
     w16, r16 = _chunk_calls(_striped(16), chunks)
     w4, r4 = _chunk_calls(_striped(4), chunks)
@@ -242,11 +254,13 @@ def test_chunk_on_striped_devices_costs_its_touched_devices_only() -> None:
         # the cache, FTL and host link of each touched device
         assert calls["Ssd.write_map"] + calls["Ssd.read_map"] == 4 * chunks, \
             calls.most_common(8)
-        # the timing of a chunk's four devices: one call of each step
+        # the timing of a chunk's four devices: one compiled call (a make_room of the
+        # die lanes' rows, then another, where a row is full)
+        compiled = calls["FastModel._read_compiled"] + calls["FastModel._program_compiled"]
+        assert compiled == chunks, calls.most_common(12)
         for step in ("CommandFormer.die_groups", "CommandFormer.channel_groups",
-                     "GapBank.reserve"):
-            assert calls[step] == chunks, (step, calls.most_common(12))
-        assert calls["DieLanes.read_many"] + calls["DieLanes.prog_lanes"] == chunks
+                     "GapBank.reserve", "DieLanes.read_many", "DieLanes.prog_lanes"):
+            assert calls[step] <= calls["DieLanes.make_room"], (step, calls.most_common(12))
         timing = sum(v for k, v in calls.items() if k.startswith(_TIMING))
         assert timing <= 20 * chunks, sorted((k, v) for k, v in calls.items()
                                              if k.startswith(_TIMING))
