@@ -238,7 +238,7 @@ class FastModel(TimingBase):
             cmds, _, last = self._program_compiled(
                 ppns, first_in, l_end)[:, self.device].tolist()
             c.program_cmds += cmds
-            return last
+            return int(last)
         _, ops_d, _, ends, joined = self.program_lanes(ppns, first_in, l_end)
         c.program_cmds += int(ops_d.sum())
         if joined is not None:

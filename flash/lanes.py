@@ -242,7 +242,7 @@ def _merge_lane(lane: I64, ops: I64, merged: I64, P: int, i: int, r: int, m: int
             if ops[PAGE, k] == page:
                 ops[MASK, k] = om | m
                 merged[i] += 1
-                return end
+                return int(end)
         k -= 1
     return -1
 
