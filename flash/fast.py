@@ -450,10 +450,19 @@ def _program_chunk(ppns: I64, first_in: I64, l_end: I64, per_dev: bool, geo: I64
             return 2
     offs = np.full(m, -1, dtype=np.int64)
     if same_offset:  # a lane's first page gives the offset its command programs
-        for j in range(ppns.size):
-            x = np.searchsorted(udies, ppns[j] // ppp // P)
-            if offs[x] < 0 or ppns[j] < offs[x]:
-                offs[x] = ppns[j]
+        d0 = udies[0]
+        if udies[m - 1] - d0 < 4 * m + 64:  # the first page per die, indexed by die
+            low = np.full(udies[m - 1] - d0 + 1, -1, dtype=np.int64)
+            for j in range(ppns.size):
+                x = ppns[j] // ppp // P - d0
+                if low[x] < 0 or ppns[j] < low[x]:
+                    low[x] = ppns[j]
+            offs = low[udies - d0]
+        else:
+            for j in range(ppns.size):
+                x = np.searchsorted(udies, ppns[j] // ppp // P)
+                if offs[x] < 0 or ppns[j] < offs[x]:
+                    offs[x] = ppns[j]
         offs %= ppb
     res[0, :] = 0
     res[1, :] = 0

@@ -95,9 +95,10 @@ class CommandFormer:
         """Dies touched (sorted), the sum of ``weights`` over each die's pages (pages
         when None), pages and commands per die, planes per command, and each die's
         plane bit mask (same-die pages on distinct planes share a multi-plane command).
-        Counted over the pages sorted by plane in one compiled pass (``group_dies``): a
-        chunk of 128 pages costs the same on one device's 512 planes as on 16 devices'
-        8192."""
+        Counted in one compiled pass (``group_dies``) over the planes the pages span, or
+        over the pages sorted by plane where they span many more planes than they
+        number: a chunk of 128 pages costs about the same on one device's 512 planes as
+        on 16 devices' 8192."""
         if weights is None:
             return group_dies(ppns, ppns, False, self.ppp, self.P, self.multi)
         return group_dies(ppns, weights, True, self.ppp, self.P, self.multi)
@@ -240,39 +241,68 @@ class TimingBase:
 
 @njit
 def group_dies(ppns: I64, weights: I64, weighted: bool, ppp: int, P: int, multi: bool
-                ) -> tuple[I64, I64, I64, I64, I64, I64]:
-    """``CommandFormer.die_groups``: the pages sorted by plane (stably, so a die's
-    weights add in page order), then one pass over the planes, a die's run of planes at
-    a time: its pages, its weight, its commands (the most pages on one of its planes
-    under multi-plane forming, else its pages), its planes per command and plane mask."""
+               ) -> tuple[I64, I64, I64, I64, I64, I64]:
+    """``CommandFormer.die_groups``: the pages counted per plane (their weights summed),
+    then one pass over the planes in order, a die's run of planes at a time: its pages,
+    its weight, its commands (the most pages on one of its planes under multi-plane
+    forming, else its pages), its planes per command and plane mask. The counts are
+    kept per plane of the pages' span of planes where that span is short (a chunk, or a
+    batch of gigabytes over every plane: no sort), else over the pages sorted by plane
+    (a few pages over many devices' planes)."""
     n = ppns.size
     planes = ppns // ppp
-    order = np.argsort(planes, kind="mergesort")
-    udies = np.empty(n, dtype=np.int64)
-    w_d = np.zeros(n, dtype=np.int64)
-    pages_d = np.zeros(n, dtype=np.int64)
-    ops_d = np.zeros(n, dtype=np.int64)
-    kp = np.ones(n, dtype=np.int64)
-    mask = np.zeros(n, dtype=np.int64)
-    d = -1       # index of the current die
-    run = 0      # pages on the current plane so far
-    for j in range(n):
-        i = order[j]
-        pl = planes[i]
-        die = pl // P
+    if n == 0:
+        return planes, planes, planes, planes, planes, planes
+    lo = planes.min()
+    span = planes.max() - lo + 1
+    if span <= 4 * n + 64:
+        cnt = np.zeros(span, dtype=np.int64)
+        wsum = np.zeros(span, dtype=np.int64)
+        for j in range(n):
+            cnt[planes[j] - lo] += 1
+            wsum[planes[j] - lo] += weights[j] if weighted else 1
+        up = np.flatnonzero(cnt)
+        per_plane = cnt[up]
+        w_plane = wsum[up]
+        up += lo
+    else:
+        srt = np.sort(planes)
+        k = 1
+        for j in range(1, n):
+            k += srt[j] != srt[j - 1]
+        up = np.empty(k, dtype=np.int64)
+        per_plane = np.zeros(k, dtype=np.int64)
+        w_plane = np.zeros(k, dtype=np.int64)
+        x = -1
+        for j in range(n):
+            if x < 0 or srt[j] != up[x]:
+                x += 1
+                up[x] = srt[j]
+            per_plane[x] += 1
+        if weighted:
+            for j in range(n):
+                w_plane[np.searchsorted(up, planes[j])] += weights[j]
+        else:
+            w_plane[:] = per_plane
+    m = up.size
+    udies = np.empty(m, dtype=np.int64)
+    w_d = np.zeros(m, dtype=np.int64)
+    pages_d = np.zeros(m, dtype=np.int64)
+    ops_d = np.zeros(m, dtype=np.int64)
+    kp = np.ones(m, dtype=np.int64)
+    mask = np.zeros(m, dtype=np.int64)
+    d = -1
+    for x in range(m):
+        die = up[x] // P
         if d < 0 or die != udies[d]:
             d += 1
             udies[d] = die
-            run = 0
-        elif pl != planes[order[j - 1]]:
-            run = 0
-        run += 1
-        pages_d[d] += 1
-        w_d[d] += weights[i] if weighted else 1
+        pages_d[d] += per_plane[x]
+        w_d[d] += w_plane[x]
         if multi:
-            if run > ops_d[d]:
-                ops_d[d] = run
-            mask[d] |= np.int64(1) << (pl % P)
+            if per_plane[x] > ops_d[d]:
+                ops_d[d] = per_plane[x]
+            mask[d] |= np.int64(1) << (up[x] % P)
     k = d + 1
     if multi:
         for x in range(k):

@@ -13,9 +13,12 @@ four numpy steps back over their 128 lanes; searched lane by lane, as before, it
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import gc
 import sys
 from collections import Counter
+from collections.abc import Iterator
 from types import FrameType
 from typing import Any
 
@@ -27,6 +30,19 @@ MiB = 1 << 20
 CHUNK = 2 * MiB
 
 
+@contextlib.contextmanager
+def _no_gc() -> Iterator[None]:
+    """No garbage collection while calls are counted: a collection runs the finalizers
+    of whatever it frees (numba's compiler leaves objects with ``__del__`` behind), and
+    their calls are not the code's."""
+    gc.collect()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
 def _count_calls(fn: Any) -> Counter[str]:
     """Python function calls made while ``fn()`` runs, by qualified name."""
     calls: Counter[str] = Counter()
@@ -35,11 +51,12 @@ def _count_calls(fn: Any) -> Counter[str]:
         if event == "call":
             calls[frame.f_code.co_qualname] += 1
 
-    sys.setprofile(prof)
-    try:
-        fn()
-    finally:
-        sys.setprofile(None)
+    with _no_gc():
+        sys.setprofile(prof)
+        try:
+            fn()
+        finally:
+            sys.setprofile(None)
     return calls
 
 
@@ -135,11 +152,12 @@ def _count_py_and_c(fn: Any) -> tuple[int, int]:
         elif event == "c_call":
             n[1] += 1
 
-    sys.setprofile(prof)
-    try:
-        fn()
-    finally:
-        sys.setprofile(None)
+    with _no_gc():
+        sys.setprofile(prof)
+        try:
+            fn()
+        finally:
+            sys.setprofile(None)
     return n[0], n[1]
 
 
