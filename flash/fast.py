@@ -105,6 +105,17 @@ class FastModel(TimingBase):
         self.c.read_cmds += 1
         lane = self.former.lane_of(die)
         ch = die // self.former.dpc
+        if self._compiled and self.dies.spans is None:
+            dl, ops, cap, sus, rule, _ = self.dies.arrays()
+            iv, meta = self.channels.arrays()
+            c_end = _read_page(dl, ops, cap, sus, rule, iv, meta, lane, ch, earliest, cmd,
+                               t_r, x)
+            if c_end < 0:  # the channel's row is full
+                self.channels.grow()
+                iv, meta = self.channels.arrays()
+                c_end = _read_page(dl, ops, cap, sus, rule, iv, meta, lane, ch, earliest,
+                                   cmd, t_r, x)
+            return c_end - x, c_end
         arrive = earliest + cmd
         if self.convoy:  # the command needs idle channel time, between drains
             earliest = self.command_slot(ch, max(earliest, self.dies.read_free(lane)), cmd)
@@ -211,13 +222,33 @@ class FastModel(TimingBase):
         plane = ppn // self.former.ppp
         die = plane // self.P
         busy = phy.pcmd[1] + phy.page_data
-        c_end = self.channels.reserve1(die // self.former.dpc, max(first_in, l_end - busy),
-                                       busy)
         lane = self.former.lane_of(die)
         bit = plane % self.P + (die % self.dpchip) * self.P * self.chip_lock
         mask = (1 << bit) if self.former.multi else 0
         self.c.pages_programmed += 1
         self.c.channel_bytes += self.page
+        if self._compiled and self.dies.spans is None:
+            t_prog = self.t_prog_of[(ppn % self.ppb) % self.bits]
+            page = ppn % self.ppb if self.same_offset else -1
+            while True:
+                dl, ops, cap, _, _, mg = self.dies.arrays()
+                iv, meta = self.channels.arrays()
+                end = _program_page(dl, ops, cap, mg, self.P, iv, meta, lane,
+                                    die // self.former.dpc, max(first_in, l_end - busy),
+                                    busy, t_prog, mask, page)
+                if end >= 0:
+                    break
+                if end == -1:
+                    self.channels.grow()
+                else:
+                    self.dies.make_room(np.array([lane], dtype=np.int64))
+            if end & 1:  # joined a waiting program (``_program_page``)
+                self.dies.merged += 1
+            else:
+                self.c.program_cmds += 1
+            return end >> 1
+        c_end = self.channels.reserve1(die // self.former.dpc, max(first_in, l_end - busy),
+                                       busy)
         merged = self.dies.merged
         end = self.dies.prog1(lane, c_end, self.t_prog_of[(ppn % self.ppb) % self.bits],
                               mask, ppn % self.ppb if self.same_offset else -1)
@@ -334,6 +365,44 @@ class FastModel(TimingBase):
         if m:
             self.dies.work1(lane, earliest, int(m * (cfg.t_r_mean + cfg.t_prog_mean)))
         return self.dies.work1(lane, earliest, cfg.t_bers, erase=True)
+
+
+@njit
+def _read_page(lane: I64, ops: I64, cap: int, sus: I64, rule: I64, iv: I64, meta: I64,
+               i: int, ch: int, earliest: int, cmd: int, t_r: int, x: int) -> int:
+    """``FastModel.read1`` on die lanes (no chip lock, no convoy, no recorded spans):
+    the die's read, its data-out on channel ``ch`` and the cache-register hold; the
+    data-out's end, or -1 (nothing booked) when the channel's row is full."""
+    if meta[FILL, ch] == iv.shape[2]:
+        return -1
+    d_end = read_lane(lane, ops, cap, sus, rule, i, earliest + cmd, t_r)
+    c_end = gap_book(iv, meta, ch, d_end - cmd, cmd + x)
+    # cache read frees the die as its data starts out
+    free = c_end - x
+    if lane[RD, i] < free:
+        lane[RD, i] = free
+    if lane[UNTIL, i] < free:
+        lane[UNTIL, i] = free
+    return c_end
+
+
+@njit
+def _program_page(lane: I64, ops: I64, cap: int, merged: I64, P: int, iv: I64, meta: I64,
+                  i: int, ch: int, earliest: int, busy: int, t_prog: int, mask: int,
+                  page: int) -> int:
+    """``FastModel.program1`` on die lanes (no chip lock, no recorded spans): the
+    command and data-in on channel ``ch`` from ``earliest``, then the program, or the
+    page joining a waiting one. Its end times two, plus one if it joined (end times are
+    far below 2**62); -1 when the channel's row is full, -2 when the lane's is (nothing
+    booked)."""
+    if meta[FILL, ch] == iv.shape[2]:
+        return -1
+    if lane[TAIL, i] == (i + 1) * cap:
+        return -2
+    c_end = gap_book(iv, meta, ch, earliest, busy)
+    before = merged[i]
+    end = prog_lane(lane, ops, cap, merged, P, i, c_end, t_prog, mask, page)
+    return 2 * end + int(merged[i] != before)
 
 
 @njit
