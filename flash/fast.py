@@ -115,6 +115,7 @@ class FastModel(TimingBase):
                 iv, meta = self.channels.arrays()
                 c_end = _read_page(dl, ops, cap, sus, rule, iv, meta, lane, ch, earliest,
                                    cmd, t_r, x)
+            c_end = int(c_end)  # (a numpy integer where the kernels run uncompiled)
             return c_end - x, c_end
         arrive = earliest + cmd
         if self.convoy:  # the command needs idle channel time, between drains
@@ -246,7 +247,7 @@ class FastModel(TimingBase):
                 self.dies.merged += 1
             else:
                 self.c.program_cmds += 1
-            return end >> 1
+            return int(end >> 1)
         c_end = self.channels.reserve1(die // self.former.dpc, max(first_in, l_end - busy),
                                        busy)
         merged = self.dies.merged
