@@ -407,6 +407,22 @@ def _program_page(lane: I64, ops: I64, cap: int, merged: I64, P: int, iv: I64, m
 
 
 @njit
+def _channel_runs(udies: I64, lpc: int) -> I64:
+    """Where each channel's run of the sorted lanes ``udies`` starts (``lpc`` lanes per
+    channel), and their count last: run ``g`` is lanes ``first[g]`` to
+    ``first[g + 1]``."""
+    m = udies.size
+    first = np.empty(m + 1, dtype=np.int64)
+    g = -1
+    for x in range(m):
+        if g < 0 or udies[x] // lpc != udies[first[g]] // lpc:
+            g += 1
+            first[g] = x
+    first[g + 1] = m
+    return first[:g + 2]
+
+
+@njit
 def _read_chunk(ppns: I64, nb: I64, earliest: I64, per_dev: bool, geo: I64, rcmd: I64,
                 rsetup: I64, lane: I64, ops: I64, cap: int, sus: I64, rule: I64, iv: I64,
                 meta: I64, res: I64) -> bool:
@@ -423,18 +439,8 @@ def _read_chunk(ppns: I64, nb: I64, earliest: I64, per_dev: bool, geo: I64, rcmd
                                                      geo[4], geo[5], geo[6], geo[7])
     udies, bytes_d, _p, ops_d, kp, _m = group_dies(ppns, nb, True, ppp, P, multi != 0)
     m = udies.size
-    # the channels of the (sorted) lanes, and where each one's run starts
-    gidx = np.empty(m, dtype=np.int64)
-    first = np.empty(m + 1, dtype=np.int64)
-    g = -1
-    for x in range(m):
-        c = udies[x] // lpc
-        if g < 0 or c != udies[first[g]] // lpc:
-            g += 1
-            first[g] = x
-        gidx[x] = g
-    n_ch = g + 1
-    first[n_ch] = m
+    first = _channel_runs(udies, lpc)
+    n_ch = first.size - 1
     uch = np.empty(n_ch, dtype=np.int64)
     for g in range(n_ch):
         uch[g] = udies[first[g]] // lpc
@@ -502,15 +508,8 @@ def _program_chunk(ppns: I64, first_in: I64, l_end: I64, per_dev: bool, geo: I64
     t_prog, ppb, same_offset = pgeo[0], pgeo[1], pgeo[2]
     udies, _w, pages_d, ops_d, kp, mask = group_dies(ppns, ppns, False, ppp, P, multi != 0)
     m = udies.size
-    first = np.empty(m + 1, dtype=np.int64)
-    g = -1
-    for x in range(m):
-        c = udies[x] // lpc
-        if g < 0 or c != udies[first[g]] // lpc:
-            g += 1
-            first[g] = x
-    n_ch = g + 1
-    first[n_ch] = m
+    first = _channel_runs(udies, lpc)
+    n_ch = first.size - 1
     for g in range(n_ch):
         if meta[FILL, udies[first[g]] // lpc] == iv.shape[2]:
             return 1

@@ -43,6 +43,16 @@ def _no_gc() -> Iterator[None]:
         gc.enable()
 
 
+def _profiled(fn: Any, prof: Any) -> None:
+    """Run ``fn()`` with ``prof`` as the profile function, the collector off."""
+    with _no_gc():
+        sys.setprofile(prof)
+        try:
+            fn()
+        finally:
+            sys.setprofile(None)
+
+
 def _count_calls(fn: Any) -> Counter[str]:
     """Python function calls made while ``fn()`` runs, by qualified name."""
     calls: Counter[str] = Counter()
@@ -51,12 +61,7 @@ def _count_calls(fn: Any) -> Counter[str]:
         if event == "call":
             calls[frame.f_code.co_qualname] += 1
 
-    with _no_gc():
-        sys.setprofile(prof)
-        try:
-            fn()
-        finally:
-            sys.setprofile(None)
+    _profiled(fn, prof)
     return calls
 
 
@@ -152,12 +157,7 @@ def _count_py_and_c(fn: Any) -> tuple[int, int]:
         elif event == "c_call":
             n[1] += 1
 
-    with _no_gc():
-        sys.setprofile(prof)
-        try:
-            fn()
-        finally:
-            sys.setprofile(None)
+    _profiled(fn, prof)
     return n[0], n[1]
 
 
