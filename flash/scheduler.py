@@ -61,7 +61,7 @@ class CommandFormer:
     """Groups a transaction's physical pages into commands for ``cfg``'s geometry."""
 
     __slots__ = ("ppp", "P", "multi", "dpc", "lanes_per_channel", "chip_lock", "dies_per_chip",
-                 "lanes", "dies", "planes", "_bits", "devices", "pages_per_device")
+                 "lanes", "dies", "planes", "devices", "pages_per_device")
 
     def __init__(self, cfg: FlashConfig, devices: int = 1) -> None:
         """``devices`` > 1: the pages, dies, lanes and channels of that many devices
@@ -80,8 +80,6 @@ class CommandFormer:
         self.dies = devices * cfg.dies
         self.planes = self.dies * self.P
         self.pages_per_device = cfg.dies * self.P * self.ppp
-        #: plane bit of each plane of a die
-        self._bits = np.left_shift(1, np.arange(self.P, dtype=np.int64))
 
     def die_of(self, ppn: int) -> int:
         return ppn // self.ppp // self.P
