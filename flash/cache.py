@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from collections import OrderedDict, deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 
 class DataCache:
@@ -198,7 +198,7 @@ class DataCache:
                     out[lpn - lo] = True
         return out
 
-    def filled(self, lpns: range | list[int]) -> None:
+    def filled(self, lpns: Iterable[int]) -> None:
         """Pages read from NAND for the host now stay in the read cache."""
         cap = self.read_pages
         if cap == 0:

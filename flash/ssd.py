@@ -27,6 +27,7 @@ not modelled). Not a component: ``flash.target.FlashTarget`` owns one per device
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Protocol
 
 import numpy as np
@@ -134,17 +135,18 @@ class Ssd:
         t0 = self.host.fetch(earliest)
         lpns = range(lo, hi)
         held = self.cache.split_read(lpns, t0)
-        miss = ([lpn for lpn, h in zip(lpns, held, strict=True) if not h] if any(held)
-                else list(lpns))
+        miss: Sequence[int] = ([lpn for lpn, h in zip(lpns, held, strict=True) if not h]
+                               if any(held) else lpns)
         start = t0 if len(miss) < len(lpns) else -1
         if not miss:
             return t0, start, t0, None, _NONE
         if wire_bytes and self.cache.read_pages:
             # in place: the controller serves lines from DRAM, so the page stays
             self.cache.filled(miss)
-        elif self.cache.read_pages:
+        elif self.cache.read_pages and (address % page or (address + nbytes) % page):
             # the read cache keeps the NAND pages the host read only part of (only
-            # the first and the last page of a read can be partial)
+            # the first and the last page of a read can be partial, and only if the
+            # read does not start or end on a page boundary)
             end_b = address + nbytes
             part = [p for p in sorted({lo, hi - 1}) if not held[p - lo]
                     and (p * page < address or (p + 1) * page > end_b)]
@@ -192,7 +194,7 @@ class Ssd:
         c.channel_bytes += nb1
         return ppn, nb1
 
-    def _map_read(self, miss: list[int], address: int, nbytes: int,
+    def _map_read(self, miss: Sequence[int], address: int, nbytes: int,
                   run: bool = False) -> tuple[I64, I64]:
         """The physical pages of the missing logical pages, and the bytes wanted of
         each (``run``: they are every page of the read, a run of consecutive pages)."""
