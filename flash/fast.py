@@ -39,7 +39,7 @@ import numpy.typing as npt
 
 from flash.config import FlashConfig
 from flash.ftl import GcJob
-from flash.lanes import FILL, RD, TAIL, UNTIL, gap_book, prog_lane, read_lane
+from flash.lanes import FILL, TAIL, gap_book, hold_lane, prog_lane, read_lane
 from flash.phy import OnfiPhy
 from flash.scheduler import CommandFormer, Counters, TimingBase, group_dies
 from tmhw.sim.jit import njit
@@ -61,8 +61,9 @@ class FastModel(TimingBase):
         self.die0 = device * cfg.dies
         self.device = device
         self.lanes_per_device = self.lane1 - self.lane0
-        #: the ONFI rules on die lanes: a chunk's read is one compiled call
-        self._compiled = not (self.convoy or self.chip_lock)
+        #: the ONFI rules on die lanes, spans not recorded: a chunk's or a page's read
+        #: or program is one compiled call
+        self.compiled = not (self.convoy or self.chip_lock) and self.dies.spans is None
         f = self.former
         self._geo = np.array([f.ppp, f.P, f.multi, f.lanes_per_channel,
                               self.lanes_per_device, self.t_r, phy.page_data, self.page],
@@ -105,7 +106,7 @@ class FastModel(TimingBase):
         self.c.read_cmds += 1
         lane = self.former.lane_of(die)
         ch = die // self.former.dpc
-        if self._compiled and self.dies.spans is None:
+        if self.compiled:
             dl, ops, cap, sus, rule, _ = self.dies.arrays()
             iv, meta = self.channels.arrays()
             c_end = _read_page(dl, ops, cap, sus, rule, iv, meta, lane, ch, earliest, cmd,
@@ -134,7 +135,7 @@ class FastModel(TimingBase):
         end of the last)."""
         if self.ppn0:
             ppns = ppns + self.ppn0
-        if self._compiled and self.dies.spans is None:
+        if self.compiled:
             cmds, first, last = self._read_compiled(ppns, nb, earliest)[:, self.device].tolist()
             self.c.read_cmds += cmds
             return first, last
@@ -203,8 +204,7 @@ class FastModel(TimingBase):
         end of its last (-1: no page there). The result is overwritten by the next
         call."""
         per_dev = not isinstance(earliest, int)
-        e = (np.ascontiguousarray(earliest, dtype=np.int64) if per_dev
-             else np.array([earliest], dtype=np.int64))
+        e = _times(earliest)
         phy = self.phy
         res = self._res
         while True:
@@ -228,7 +228,7 @@ class FastModel(TimingBase):
         mask = (1 << bit) if self.former.multi else 0
         self.c.pages_programmed += 1
         self.c.channel_bytes += self.page
-        if self._compiled and self.dies.spans is None:
+        if self.compiled:
             t_prog = self.t_prog_of[(ppn % self.ppb) % self.bits]
             page = ppn % self.ppb if self.same_offset else -1
             while True:
@@ -266,7 +266,7 @@ class FastModel(TimingBase):
         c = self.c
         c.pages_programmed += n
         c.channel_bytes += n * self.page
-        if self._compiled and self.dies.spans is None:
+        if self.compiled:
             cmds, _, last = self._program_compiled(
                 ppns, first_in, l_end)[:, self.device].tolist()
             c.program_cmds += cmds
@@ -325,10 +325,7 @@ class FastModel(TimingBase):
         the end of its last program (-1: no page there). The result is overwritten by
         the next call."""
         per_dev = not isinstance(first_in, int)
-        f = (np.ascontiguousarray(first_in, dtype=np.int64) if per_dev
-             else np.array([first_in], dtype=np.int64))
-        le = (np.ascontiguousarray(l_end, dtype=np.int64) if per_dev
-              else np.array([l_end], dtype=np.int64))
+        f, le = _times(first_in), _times(l_end)
         res = self._res
         while True:
             lane, ops, cap, _, _, merged = self.dies.arrays()
@@ -368,6 +365,13 @@ class FastModel(TimingBase):
         return self.dies.work1(lane, earliest, cfg.t_bers, erase=True)
 
 
+def _times(t: int | I64) -> I64:
+    """A kernel's time argument: one time for all devices, or one per device."""
+    if isinstance(t, int):
+        return np.array([t], dtype=np.int64)
+    return np.ascontiguousarray(t, dtype=np.int64)
+
+
 @njit
 def _read_page(lane: I64, ops: I64, cap: int, sus: I64, rule: I64, iv: I64, meta: I64,
                i: int, ch: int, earliest: int, cmd: int, t_r: int, x: int) -> int:
@@ -378,12 +382,7 @@ def _read_page(lane: I64, ops: I64, cap: int, sus: I64, rule: I64, iv: I64, meta
         return -1
     d_end = read_lane(lane, ops, cap, sus, rule, i, earliest + cmd, t_r)
     c_end = gap_book(iv, meta, ch, d_end - cmd, cmd + x)
-    # cache read frees the die as its data starts out
-    free = c_end - x
-    if lane[RD, i] < free:
-        lane[RD, i] = free
-    if lane[UNTIL, i] < free:
-        lane[UNTIL, i] = free
+    hold_lane(lane, i, c_end - x)  # cache read frees the die as its data starts out
     return c_end
 
 
@@ -483,13 +482,8 @@ def _read_chunk(ppns: I64, nb: I64, earliest: I64, per_dev: bool, geo: I64, rcmd
         out = c_start[g]
         for x in range(first[g], first[g + 1]):
             out += busy_l[x]
-            free = out - x_op[x]
-            i = udies[x]
-            if lane[RD, i] < free:
-                lane[RD, i] = free
-            if lane[UNTIL, i] < free:
-                lane[UNTIL, i] = free
-            res[0, i // lpd] += ops_d[x]
+            hold_lane(lane, udies[x], out - x_op[x])
+            res[0, udies[x] // lpd] += ops_d[x]
     return False
 
 
@@ -605,7 +599,7 @@ class FastArray:
         """``FastModel.read(ppns[i], nb[i], t0[i])`` on device ``devs[i]`` for each
         ``i``, in one call: per device, (start of its first data-out, end of its last)."""
         m = self.m
-        if m._compiled and m.dies.spans is None:
+        if m.compiled:
             res = m._read_compiled(self._pages(devs, ppns), np.concatenate(nb),
                                    self._per_device(devs, t0)).tolist()
             out = {}
@@ -632,7 +626,7 @@ class FastArray:
         """``FastModel.program(ppns[i], first_in[i], l_end[i])`` on device ``devs[i]``
         for each ``i``, in one call: per device, the end of its last program."""
         m = self.m
-        if m._compiled and m.dies.spans is None:
+        if m.compiled:
             res = m._program_compiled(self._pages(devs, ppns), self._per_device(devs, first_in),
                                       self._per_device(devs, l_end)).tolist()
             out = {}

@@ -64,6 +64,19 @@ def _rule_array(rule: SuspendRule | None) -> I64:
 
 
 @njit
+def _now_slot(ops: I64, h: int, k: int) -> tuple[int, int]:
+    """``DieLanes._now1``, compiled: the true start and end of queued slot ``k`` of a
+    lane whose head op is at slot ``h``."""
+    a = ops[ST, k]
+    e = ops[EN, k]
+    if k > h:
+        base = ops[EN, h] + ops[QS, k] - ops[QS, h + 1]
+        if base > a:
+            return base, e + base - a
+    return a, e
+
+
+@njit
 def read_lane(lane: I64, ops: I64, cap: int, sus: I64, rule: I64, i: int, earliest: int,
               d: int) -> int:
     """``DieLanes.read1`` of a die lane (no chip batches, no recorded spans), compiled:
@@ -71,15 +84,7 @@ def read_lane(lane: I64, ops: I64, cap: int, sus: I64, rule: I64, i: int, earlie
     ``DieLanes.arrays()``."""
     t = lane[TAIL, i]
     h = lane[HEAD, i]
-    qe = -1
-    if t != h:  # ``_last1``: the end of the newest queued op
-        k = t - 1
-        st = ops[ST, k]
-        qe = ops[EN, k]
-        if k > h:
-            base = ops[EN, h] + ops[QS, k] - ops[QS, h + 1]
-            if base > st:
-                qe += base - st
+    qe = _now_slot(ops, h, t - 1)[1] if t != h else -1  # ``_last1``'s end
     r = lane[RD, i]
     s = earliest if earliest > r else r
     if qe > s:
@@ -106,13 +111,7 @@ def _read_queued_lane(lane: I64, ops: I64, cap: int, sus: I64, rule: I64, i: int
     en0 = ops[EN, h]
     while en0 <= s:  # ended before the read: forgotten, and the next is the head
         h += 1
-        a = ops[ST, h]
-        e = ops[EN, h]
-        base = en0  # ``_now1(h - 1, h)``: the op before ends at en0
-        if base > a:
-            e += base - a
-            a = base
-        st0, en0 = a, e
+        st0, en0 = _now_slot(ops, h - 1, h)
         ops[ST, h] = st0
         ops[EN, h] = en0
     lat = 0
@@ -142,12 +141,7 @@ def _read_queued_lane(lane: I64, ops: I64, cap: int, sus: I64, rule: I64, i: int
         if end > a:
             ops[ST, h] = end
             ops[EN, h] += end - a
-        k = t - 1  # ``_now1(h, t - 1)``'s end
-        last = ops[EN, k]
-        if k > h:
-            base = ops[EN, h] + ops[QS, k] - ops[QS, h + 1]
-            if base > ops[ST, k]:
-                last += base - ops[ST, k]
+        last = _now_slot(ops, h, t - 1)[1]
         lane[UNTIL, i] = last if last > end else end
         lane[HEAD, i] = h
     else:
@@ -177,17 +171,13 @@ def prog_lane(lane: I64, ops: I64, cap: int, merged: I64, P: int, i: int, ready:
     lane's row must have a free slot at its tail (``DieLanes.make_room``)."""
     t = lane[TAIL, i]
     h = lane[HEAD, i]
-    if planes and t != h:
-        k = t - 1  # ``_last1``: the newest queued op's start, if it is a program
-        st = ops[ST, k]
-        if k > h:
-            base = ops[EN, h] + ops[QS, k] - ops[QS, h + 1]
-            if base > st:
-                st = base
-        if ops[KIND, k] == PROG and ready <= st:
-            joined = _merge_lane(lane, ops, merged, P, i, ready, planes, page)
-            if joined >= 0:
-                return joined
+    # the page may join a program only if the newest queued op is one still waiting
+    # at ``ready`` (``_last1``)
+    if (planes and t != h and ops[KIND, t - 1] == PROG
+            and ready <= _now_slot(ops, h, t - 1)[0]):
+        joined = _merge_lane(lane, ops, merged, P, i, ready, planes, page)
+        if joined >= 0:
+            return joined
     b = lane[UNTIL, i]  # ``_append``
     s = ready if ready > b else b
     end = s + duration
@@ -224,15 +214,8 @@ def _merge_lane(lane: I64, ops: I64, merged: I64, P: int, i: int, r: int, m: int
     h = lane[HEAD, i]
     k = lane[TAIL, i] - 1
     stop = max(k - 4, h - 1)
-    e_h = ops[EN, h] - ops[QS, h + 1] if k > h else 0
     while k > stop:
-        st = ops[ST, k]
-        end = ops[EN, k]
-        if k > h:
-            base = e_h + ops[QS, k]
-            if base > st:
-                end += base - st
-                st = base
+        st, end = _now_slot(ops, h, k)
         if st < r or ops[KIND, k] != PROG:
             return -1
         om = ops[MASK, k]
