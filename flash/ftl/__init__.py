@@ -238,8 +238,17 @@ class FTL:
     def write_range(self, lo: int, hi: int) -> tuple[I64, list[GcJob]]:
         """``write`` of the logical pages [lo, hi): a run by construction, so none of
         ``write``'s checks that its pages are one."""
-        lpns = np.arange(lo, hi, dtype=np.int64)
         n = hi - lo
+        if n >= self.U * self.ppb:
+            # at least a block per plane: one vectorised program, where no plane must
+            # collect (``Programmer.program_long``)
+            if lo < 0 or hi > self.n_lpn:
+                raise TmhwError(f"flash: logical page out of range [0, {self.n_lpn})")
+            long = self.programmer.program_long(lo, hi, lambda: self._unmap_run(lo, n))
+            if long is not None:
+                self.host_pages += n
+                return long, []
+        lpns = np.arange(lo, hi, dtype=np.int64)
         if n > SparseL2P.DENSE_AT // 4 or 1 < n <= self.U:
             run = self._write_run(lpns)
             if run is not None:
@@ -411,12 +420,31 @@ class FTL:
         m = old >= 0
         k = int(m.sum())
         if k:
-            blocks = old[m] // self.ppb
+            self._drop_valid(old[m] // self.ppb)
+            self.l2p.set(lpns[m], -1)
+        return k
+
+    def _unmap_run(self, lo: int, n: int) -> int:
+        """``_unmap`` of the run [lo, lo + n)."""
+        old = self.l2p.get_run(lo, n)
+        m = old >= 0
+        k = int(m.sum())
+        if k:
+            self._drop_valid(old[m] // self.ppb)
+            if k == n and n > SparseL2P.DENSE_AT // 4:  # ``set`` of a run: all dense
+                self.l2p.set_run(lo, np.full(n, -1, dtype=np.int64))
+            else:
+                self.l2p.set(np.flatnonzero(m) + lo, -1)
+        return k
+
+    def _drop_valid(self, blocks: I64) -> None:
+        """One valid page fewer in ``blocks`` per occurrence."""
+        if blocks.size > self.valid.size // 8:
+            self.valid -= np.bincount(blocks, minlength=self.valid.size).astype(np.int32)
+        else:
             # (np.subtract.at is an order of magnitude slower than unique + counts)
             ub, cnt = np.unique(blocks, return_counts=True)
             self.valid[ub] -= cnt.astype(np.int32)
-            self.l2p.set(lpns[m], -1)
-        return k
 
     # -- introspection -----------------------------------------------------------------
     def mapped_pages(self) -> int:

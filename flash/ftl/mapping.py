@@ -207,6 +207,30 @@ class SparseL2P:
                 self._densify(si)[a - (si << SEG_BITS):b - (si << SEG_BITS)] = vals[a - lo:b - lo]
             a = b
 
+    def set_each(self, lo: int, vals: I64) -> None:
+        """``set1`` of each page of [lo, lo + len(vals)) in turn, at once, segment by
+        segment: a dense segment takes its slice; a sparse one turns dense if its dict
+        would reach ``DENSE_AT`` entries with the new pages (all of a segment's pages
+        are far more), and otherwise takes them into the dict."""
+        hi = lo + int(vals.size)
+        a = lo
+        while a < hi:
+            si = a >> SEG_BITS
+            b = min(hi, (si + 1) << SEG_BITS)
+            part = vals[a - lo:b - lo]
+            if self.segs[si] is None and b - a < self.DENSE_AT:
+                sp = self.sparse
+                before = len(sp)
+                sp.update(zip(range(a, b), part.tolist(), strict=True))
+                count = int(self.sparse_per_seg[si]) + len(sp) - before
+                if count >= self.DENSE_AT:
+                    self._densify(si)  # takes the segment's entries, these with them
+                else:
+                    self.sparse_per_seg[si] = count
+            else:
+                self._densify(si)[a - (si << SEG_BITS):b - (si << SEG_BITS)] = part
+            a = b
+
     def _set_seg(self, si: int, lpns: I64, vals: I64) -> None:
         """``set1`` of each of distinct ``lpns`` of segment ``si`` in turn, at once: a
         sparse segment takes them into the dict and turns dense if that brings it to
@@ -403,6 +427,41 @@ class AddressMap:
                 self.pool[r] = -1
             self.row1_of[block] = r + 1
         return r
+
+    def new_rows(self, blocks: I64) -> I64:
+        """``row`` of each of ``blocks`` (distinct, none with a row yet), at once: rows
+        given back first (last given, first taken), then new ones, the pool doubling as
+        ``row`` doubles it; each filled as ``row`` fills it."""
+        k = int(blocks.size)
+        rows = np.empty(k, dtype=np.int64)
+        reuse = min(k, len(self._free_rows))
+        for i in range(reuse):
+            rows[i] = self._free_rows.pop()
+        fresh = k - reuse
+        need = self._pool_used + fresh
+        size = self.pool.shape[0]
+        while size < need:
+            size *= 2
+        if size > self.pool.shape[0]:
+            grown = np.empty((size, self.ppb), dtype=self.lpn_dtype)
+            grown[: self._pool_used] = self.pool[: self._pool_used]
+            self.pool = grown
+        rows[reuse:] = np.arange(self._pool_used, need, dtype=np.int64)
+        self._pool_used = need
+        self.pool[rows] = -1
+        if self.n_pre:
+            # blocks that still hold part of the closed form: never erased, in use, and
+            # the first logical page the layout gives them is preconditioned
+            b = self.blocks
+            plane, j = np.divmod(blocks, self.bpp)
+            lowest = j * self.ppb * self.U + self.plane_stripe[plane]
+            held = ((b.erases[blocks] == 0) & ((b.state[blocks] == ACTIVE)
+                                               | (b.state[blocks] == FULL))
+                    & (lowest < self.n_pre))
+            for i in np.flatnonzero(held).tolist():
+                self.pool[rows[i]] = self.implicit_p2l(int(blocks[i]))
+        self.row1_of[blocks] = rows + 1
+        return rows
 
     def release_row(self, block: int) -> None:
         """``block`` is being erased: its P2L row goes back to the pool."""

@@ -8,7 +8,9 @@ Per plane, host writes and GC writes each have an active block (the block manage
 logical page into the block's P2L row, its ppn into the L2P map, and the block's valid
 count and write stamp advance. A full active block is closed; the next page opens a free
 block, and a host write first collects synchronously while the plane is at the hard GC
-threshold. (``FTL.write1`` is the same path for one host page, in scalar arithmetic.)
+threshold. (``FTL.write1`` is the same path for one host page, in scalar arithmetic;
+``program_long`` is the same path for a run of at least a block per plane, in
+vectorised arithmetic over the run's pages.)
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import numpy as np
 
 from flash.ftl.blocks import FULL, BlockManager
 from flash.ftl.gc import GcJob
-from flash.ftl.mapping import I64, AddressMap
+from flash.ftl.mapping import I64, SEG, SEG_BITS, AddressMap, SparseL2P
 
 
 class Programmer:
@@ -126,4 +128,101 @@ class Programmer:
             lo = int(first[g])
             hi = lo + int(counts[g])
             out[lo:hi] = self.program(int(uniq[g]), lpns[lo:hi], False, jobs)
+        return out
+
+    #: ``program_long`` books its pages in pieces of this many logical pages (whole
+    #: L2P segments): its temporaries stay a few MB whatever the run's length.
+    LONG_PIECE = 32 * SEG
+
+    def program_long(self, lo: int, hi: int, unmap: Callable[[], None]) -> I64 | None:
+        """Host-program the run [lo, hi) (already unmapped) of at least a block per
+        plane, where no plane must collect on the way: the end state of
+        ``program_planes`` on the run grouped by plane (each plane's pages in turn at
+        its write pointer, opening free blocks in plane order; its blocks' valid
+        counts, stamps in that order, states, P2L rows and the L2P map), computed per
+        page in numpy. Returns the ppns in logical order, or None (nothing done) when
+        a plane would have to collect (at the hard threshold before one of its block
+        openings), or when the plane-by-plane path would take a run's page counts per
+        L2P segment otherwise than ``SparseL2P.set_each`` takes them (fewer than 66
+        planes: a block's pages fill a segment's dict by ``DENSE_AT // 4`` at once)."""
+        b = self.blocks
+        m = self.amap
+        U, ppb = m.U, self.ppb
+        n = hi - lo
+        if n < U * ppb or -(-SEG // U) >= SparseL2P.DENSE_AT // 4:
+            return None
+        sp = m.stripe_plane
+        s = np.arange(U, dtype=np.int64)
+        first_s = lo + (s - lo) % U  # the run's first page at each stripe position
+        cnt = np.empty(U, dtype=np.int64)
+        cnt[sp] = (hi - first_s + U - 1) // U  # pages per plane (each >= ppb)
+        hb = b.host_blk.copy()
+        hw = b.host_wp.copy()
+        act = hb >= 0
+        a = np.where(act, np.minimum(ppb - hw, cnt), 0)  # pages into the active block
+        nnew = -(-(cnt - a) // ppb)
+        fc = np.array(b.free_count, dtype=np.int64)
+        # make_room collects before a block opening while free_count <= hard_blocks
+        if bool((fc - nnew < b.hard_blocks).any()):
+            return None
+        unmap()
+        # the pieces, plane by plane: the active block's, then each opened block's
+        blks: list[int] = []
+        sizes: list[int] = []
+        take = b.take_free
+        for p, c, k0, new in zip(range(U), cnt.tolist(), a.tolist(), nnew.tolist(),
+                                 strict=True):
+            if k0:
+                blks.append(int(hb[p]))
+                sizes.append(k0)
+            c -= k0
+            for _ in range(new):
+                blks.append(take(p))
+                sizes.append(min(ppb, c))
+                c -= ppb
+        blk_a = np.array(blks, dtype=np.int64)
+        size_a = np.array(sizes, dtype=np.int64)
+        pstart = np.zeros(U, dtype=np.int64)  # each plane's first piece
+        np.cumsum((act.astype(np.int64) + nnew)[:-1], out=pstart[1:])
+        start_wp = np.zeros(blk_a.size, dtype=np.int64)
+        start_wp[pstart[act]] = hw[act]
+        # rows: the active blocks' (made by ``row`` where they have none), then the
+        # opened blocks' at once
+        for blk in hb[act][m.row1_of[hb[act]] == 0].tolist():
+            m.row(blk)
+        opened = np.ones(blk_a.size, dtype=bool)
+        opened[pstart[act]] = False
+        m.new_rows(blk_a[opened])
+        row_a = m.row1_of[blk_a].astype(np.int64) - 1
+        pool = m.pool
+        out = np.empty(n, dtype=np.int64)
+        # per stripe position: its plane's first piece, active pages, write pointer
+        pst_s, a_s, act_s, hw_s = pstart[sp], a[sp], act[sp].astype(np.int64), hw[sp]
+        x0 = lo
+        while x0 < hi:
+            x1 = min(hi, ((x0 >> SEG_BITS) << SEG_BITS) + self.LONG_PIECE)
+            lp = np.arange(x0, x1, dtype=np.int64)
+            c = lp % U
+            k = (lp - first_s[c]) // U  # the page's index among its plane's
+            ak = a_s[c]
+            into_new = k >= ak
+            rest = k - ak
+            piece = pst_s[c] + np.where(into_new, act_s[c] + rest // ppb, 0)
+            slot = np.where(into_new, rest % ppb, hw_s[c] + k)
+            rows = row_a[piece]
+            if (pool[rows, slot] != -1).any():
+                raise AssertionError("FTL: program to a non-erased page")
+            pool[rows, slot] = lp
+            out[x0 - lo:x1 - lo] = blk_a[piece] * ppb + slot
+            x0 = x1
+        b.valid[blk_a] += size_a.astype(np.int32)
+        b.stamp[blk_a] = b.seq + np.cumsum(size_a)
+        b.seq += n
+        end_wp = start_wp + size_a
+        b.state[blk_a[end_wp == ppb]] = FULL
+        last = pstart + act.astype(np.int64) + nnew - 1  # each plane's last piece
+        full = end_wp[last] == ppb
+        b.host_blk[:] = np.where(full, -1, blk_a[last])
+        b.host_wp[:] = np.where(full, 0, end_wp[last])
+        m.l2p.set_each(lo, out)
         return out

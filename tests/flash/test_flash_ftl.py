@@ -4,6 +4,7 @@ levelling, bad-block retirement and the memory it holds."""
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 
 import numpy as np
 import pytest
@@ -13,7 +14,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
 from flash import PRESETS
-from flash.ftl import BAD, FTL, FULL, stripe_planes
+from flash.ftl import BAD, FTL, FULL, I64, stripe_planes
 from tmhw.sim import TmhwError
 from tmhw.sim.units import GiB
 
@@ -307,3 +308,59 @@ def test_l2p_set_of_a_few_pages_a_segment_ends_as_page_by_page_set1() -> None:
         assert all(np.array_equal(x, y) for x, y in zip(a.segs, b.segs, strict=True)
                    if x is not None)
     assert seen_sparse and a.dense_segs == len(a.segs) and a.nbytes() == b.nbytes()
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_a_write_of_blocks_per_plane_ends_in_the_state_of_the_plane_by_plane_path(
+        seed: int) -> None:
+    """The vectorised program of a run of at least a block per plane
+    (``Programmer.program_long``, taken by ``write_range``) leaves every map, count and
+    block state exactly where the plane-by-plane path leaves it, with the same ppns:
+    runs of 1 to 5 blocks per plane and a few pages, among short and scattered writes
+    that leave the map's segments sparse and dense and blocks half-written, over a
+    preconditioned range and past it, until GC runs (where the long path declines and
+    the general one collects). 128 planes, 16 pages a block."""
+    cfg = small(channels=4, dies_per_chip=4, planes_per_die=8, blocks_per_plane=96,
+                pages_per_block=16, over_provisioning=0.3)
+    fast, ref = FTL(cfg), FTL(cfg)
+    ref.programmer.program_long = lambda lo, hi, unmap: None  # type: ignore[method-assign]
+    for f in (fast, ref):
+        f.precondition(0.25)
+    U, ppb = cfg.planes, cfg.pages_per_block
+    assert U == 128
+    taken: list[bool] = []
+    long = fast.programmer.program_long
+
+    def counted(lo: int, hi: int, unmap: Callable[[], None]) -> I64 | None:
+        out = long(lo, hi, unmap)
+        taken.append(out is not None)
+        return out
+
+    fast.programmer.program_long = counted  # type: ignore[method-assign]
+    rng = np.random.default_rng(seed)
+    seen_sparse = False
+    for k in range(160):
+        kind = k % 4
+        if kind == 0:
+            n = int(rng.integers(1, 5)) * U * ppb + int(rng.integers(0, 300))
+            lo = int(rng.integers(0, fast.n_lpn - n))
+            before = fast.host_pages
+            sparse = bool(fast.l2p.sparse)
+            a, ja = fast.write_range(lo, lo + n)
+            seen_sparse |= sparse and taken[-1]
+            b, jb = ref.write_range(lo, lo + n)
+            assert fast.host_pages - before == n
+        else:
+            n = int(rng.choice([1, 7, 40, 300]))
+            lo = int(rng.integers(0, fast.n_lpn - n))
+            lpns = (np.arange(lo, lo + n, dtype=np.int64) if kind == 1
+                    else np.unique(rng.integers(0, fast.n_lpn, n)))
+            a, ja = fast.write(lpns)
+            b, jb = ref.write(lpns)
+        assert np.array_equal(a, b) and len(ja) == len(jb), k
+        if k % 20 == 0:
+            assert _ftl_state(fast) == _ftl_state(ref), k
+    fast.check()
+    assert sum(taken) >= 10 and not all(taken) and fast.forced_gc_count > 0
+    assert seen_sparse and any(s is not None for s in fast.l2p.segs)
+    assert _ftl_state(fast) == _ftl_state(ref)
