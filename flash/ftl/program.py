@@ -134,7 +134,7 @@ class Programmer:
     #: L2P segments): its temporaries stay a few MB whatever the run's length.
     LONG_PIECE = 32 * SEG
 
-    def program_long(self, lo: int, hi: int, unmap: Callable[[], None]) -> I64 | None:
+    def program_long(self, lo: int, hi: int, unmap: Callable[[], object]) -> I64 | None:
         """Host-program the run [lo, hi) (already unmapped) of at least a block per
         plane, where no plane must collect on the way: the end state of
         ``program_planes`` on the run grouped by plane (each plane's pages in turn at
@@ -170,16 +170,16 @@ class Programmer:
         blks: list[int] = []
         sizes: list[int] = []
         take = b.take_free
-        for p, c, k0, new in zip(range(U), cnt.tolist(), a.tolist(), nnew.tolist(),
-                                 strict=True):
+        for p, left, k0, new in zip(range(U), cnt.tolist(), a.tolist(), nnew.tolist(),
+                                    strict=True):
             if k0:
                 blks.append(int(hb[p]))
                 sizes.append(k0)
-            c -= k0
+            left -= k0
             for _ in range(new):
                 blks.append(take(p))
-                sizes.append(min(ppb, c))
-                c -= ppb
+                sizes.append(min(ppb, left))
+                left -= ppb
         blk_a = np.array(blks, dtype=np.int64)
         size_a = np.array(sizes, dtype=np.int64)
         pstart = np.zeros(U, dtype=np.int64)  # each plane's first piece

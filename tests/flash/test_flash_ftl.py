@@ -331,7 +331,7 @@ def test_a_write_of_blocks_per_plane_ends_in_the_state_of_the_plane_by_plane_pat
     taken: list[bool] = []
     long = fast.programmer.program_long
 
-    def counted(lo: int, hi: int, unmap: Callable[[], None]) -> I64 | None:
+    def counted(lo: int, hi: int, unmap: Callable[[], object]) -> I64 | None:
         out = long(lo, hi, unmap)
         taken.append(out is not None)
         return out
