@@ -173,30 +173,57 @@ class DataCache:
                 del lru[lpn]
 
     def split_read(self, lpns: range, now: int) -> list[bool]:
-        """Per page of ``lpns`` (consecutive): True if DRAM holds it (write buffer or
-        read cache). A buffered page whose program has ended leaves the buffer here
-        (then only the read cache may hold it)."""
-        lru = self._lru
+        """Per page of ``lpns`` (consecutive): True if DRAM holds it (``held_runs``)."""
         out = [False] * len(lpns)
-        if not self._lo and not self._one and not lru:
-            return out
         lo = lpns.start
+        for a, b in self.held_runs(lpns, now):
+            out[a - lo:b - lo] = [True] * (b - a)
+        return out
+
+    def held_runs(self, lpns: range, now: int) -> list[tuple[int, int]]:
+        """The pages of ``lpns`` (consecutive) DRAM holds (write buffer or read cache),
+        as maximal runs [a, b) in page order. A buffered page whose program has ended
+        leaves the buffer here (then only the read cache may hold it); a read-cache hit
+        becomes the most recently used, in page order."""
+        lru = self._lru
+        if not self._lo and not self._one and not lru:
+            return []
+        lo, hi = lpns.start, lpns.stop
+        held: list[tuple[int, int]] = []
         ended = False
-        for a, b, end in self._runs(lo, lpns.stop):
+        for a, b, end in self._runs(lo, hi):
             if end > now:
                 self.buffer_read_hits += b - a
-                out[a - lo:b - lo] = [True] * (b - a)
+                held.append((a, b))
             else:
                 ended = True
         if ended:  # programmed: the buffer copies are gone
-            self._drop(lo, lpns.stop, lambda e: e <= now)
+            self._drop(lo, hi, lambda e: e <= now)
+        if self._one:
+            held.sort()  # (one-page writes come first)
         if lru:
-            for lpn in sorted(lru.keys() & lpns):
-                if not out[lpn - lo]:
+            hits = lru.keys() & lpns
+            if hits:
+                starts = [a for a, _ in held]
+                ones: list[tuple[int, int]] = []
+                for lpn in sorted(hits):
+                    k = bisect_right(starts, lpn)
+                    if k and held[k - 1][1] > lpn:
+                        continue  # the buffer holds it
                     lru.move_to_end(lpn)
                     self.cache_read_hits += 1
-                    out[lpn - lo] = True
-        return out
+                    ones.append((lpn, lpn + 1))
+                if ones:
+                    held = sorted(held + ones)
+        if len(held) < 2:
+            return held
+        merged = [held[0]]
+        for a, b in held[1:]:
+            if a == merged[-1][1]:
+                merged[-1] = (merged[-1][0], b)
+            else:
+                merged.append((a, b))
+        return merged
 
     def filled(self, lpns: Iterable[int]) -> None:
         """Pages read from NAND for the host now stay in the read cache."""

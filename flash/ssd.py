@@ -27,7 +27,7 @@ not modelled). Not a component: ``flash.target.FlashTarget`` owns one per device
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from itertools import chain
 from typing import Any, Protocol
 
 import numpy as np
@@ -133,29 +133,41 @@ class Ssd:
         hi = (address + nbytes + page - 1) // page
         self.bytes_read += nbytes
         t0 = self.host.fetch(earliest)
-        lpns = range(lo, hi)
-        held = self.cache.split_read(lpns, t0)
-        miss: Sequence[int] = ([lpn for lpn, h in zip(lpns, held, strict=True) if not h]
-                               if any(held) else lpns)
-        start = t0 if len(miss) < len(lpns) else -1
-        if not miss:
+        held = self.cache.held_runs(range(lo, hi), t0)
+        if held:  # the runs between them miss
+            miss: list[tuple[int, int]] = []
+            at = lo
+            for a, b in held:
+                if a > at:
+                    miss.append((at, a))
+                at = b
+            if at < hi:
+                miss.append((at, hi))
+        else:
+            miss = [(lo, hi)]
+        n_miss = sum(b - a for a, b in miss)
+        start = t0 if n_miss < hi - lo else -1
+        if not n_miss:
             return t0, start, t0, None, _NONE
         if wire_bytes and self.cache.read_pages:
             # in place: the controller serves lines from DRAM, so the page stays
-            self.cache.filled(miss)
+            self.cache.filled(chain.from_iterable(range(a, b) for a, b in miss))
         elif self.cache.read_pages and (address % page or (address + nbytes) % page):
             # the read cache keeps the NAND pages the host read only part of (only
             # the first and the last page of a read can be partial, and only if the
             # read does not start or end on a page boundary)
             end_b = address + nbytes
-            part = [p for p in sorted({lo, hi - 1}) if not held[p - lo]
-                    and (p * page < address or (p + 1) * page > end_b)]
+            gone = {lo} if miss[0][0] == lo else set()  # the end pages that missed
+            if miss[-1][1] == hi:
+                gone.add(hi - 1)
+            part = [p for p in sorted(gone)
+                    if p * page < address or (p + 1) * page > end_b]
             if part:
                 self.cache.filled(part)
-        if len(miss) > 1:
-            ppns, nb = self._map_read(miss, address, nbytes, start < 0)
+        if n_miss > 1:
+            ppns, nb = self._map_read(miss, n_miss, address, nbytes)
             return t0, start, t0, ppns, nb
-        ppn, nb1 = self._page1(miss[0], address, nbytes)
+        ppn, nb1 = self._page1(miss[0][0], address, nbytes)
         if not nand1:
             return t0, start, t0, np.array([ppn]), np.array([nb1])
         x_start, x_end = self.model.read1(ppn, nb1, t0)
@@ -194,24 +206,24 @@ class Ssd:
         c.channel_bytes += nb1
         return ppn, nb1
 
-    def _map_read(self, miss: Sequence[int], address: int, nbytes: int,
-                  run: bool = False) -> tuple[I64, I64]:
-        """The physical pages of the missing logical pages, and the bytes wanted of
-        each (``run``: they are every page of the read, a run of consecutive pages)."""
+    def _map_read(self, miss: list[tuple[int, int]], n: int, address: int,
+                  nbytes: int) -> tuple[I64, I64]:
+        """The physical pages of the missing logical pages (the runs ``miss``, ``n``
+        pages in all), and the bytes wanted of each."""
         page = self.page
         c = self.c
-        first_off = address - miss[0] * page
-        last_cut = (miss[-1] + 1) * page - (address + nbytes)
-        if run:
-            ppns = self.ftl.lookup_run(miss[0], len(miss))
+        first_off = address - miss[0][0] * page
+        last_cut = miss[-1][1] * page - (address + nbytes)
+        ftl = self.ftl
+        if len(miss) == 1:
+            ppns = ftl.lookup_run(miss[0][0], n)
         else:
-            ppns = self.ftl.lookup(np.array(miss, dtype=np.int64))
+            ppns = np.concatenate([ftl.lookup_run(a, b - a) for a, b in miss])
         unm = ppns < 0
         if unm.any():
             c.unmapped_reads += int(unm.sum())
-            ppns[unm] = self.ftl.static_ppn(np.flatnonzero(unm) + miss[0] if run
-                                            else np.array(miss, dtype=np.int64)[unm])
-        n = len(miss)
+            lpns = np.concatenate([np.arange(a, b, dtype=np.int64) for a, b in miss])
+            ppns[unm] = ftl.static_ppn(lpns[unm])
         nb = np.full(n, page, dtype=np.int64)
         total = n * page
         if first_off > 0:

@@ -122,7 +122,7 @@ class SparseL2P:
                 out[a - lo:b - lo] = seg[a - (si << SEG_BITS):b - (si << SEG_BITS)]
             else:
                 part = out[a - lo:b - lo]
-                part[:] = self.amap.implicit_l2p(np.arange(a, b, dtype=np.int64))
+                part[:] = self.amap.implicit_run(a, b)
                 if self.sparse_per_seg[si]:
                     # the segment's dict entries among them (the loop runs in C)
                     got = np.array(list(map(self.sparse.get, range(a, b), repeat(-2))),
@@ -311,6 +311,9 @@ class AddressMap:
         self.stripe_plane2 = np.concatenate([self.stripe_plane, self.stripe_plane])
         self.plane_stripe = np.empty(self.U, dtype=np.int64)
         self.plane_stripe[self.stripe_plane] = np.arange(self.U)
+        #: the first ppn of the plane at each stripe position
+        self._plane_base = self.stripe_plane * (self.bpp * self.ppb)
+        self._plane_base_list: list[int] = self._plane_base.tolist()
         # P2L rows live in a pool that grows with the blocks written during the run.
         #: per block, 1 + the index of its row in ``pool`` (0: none yet); zeros, so
         #: the array's memory is only touched where blocks get rows
@@ -339,26 +342,34 @@ class AddressMap:
 
     def static_ppn1(self, lpn: int) -> int:
         """``static_ppn`` of one logical page, in scalar arithmetic."""
-        j = lpn // self.U
-        plane = self.stripe_plane_list[lpn % self.U]
-        return (plane * self.bpp + j // self.ppb) * self.ppb + j % self.ppb
+        j, s = divmod(lpn, self.U)
+        return self._plane_base_list[s] + j
 
     def _closed_form(self, lpns: I64) -> I64:
-        j = lpns // self.U
-        plane = self.stripe_plane[lpns % self.U]
-        ppn: I64 = (plane * self.bpp + j // self.ppb) * self.ppb + j % self.ppb
+        # page j of the plane at stripe position s: block j // ppb of the plane, page
+        # j % ppb of the block, so ppn = plane's first ppn + j
+        j, s = np.divmod(lpns, self.U)
+        ppn: I64 = self._plane_base[s] + j
         return ppn
 
     def implicit_l2p(self, lpns: I64) -> I64:
         """Preconditioned location of ``lpns`` (-1 past ``n_pre``)."""
+        if lpns.size and int(lpns.max()) < self.n_pre:
+            return self._closed_form(lpns)
+        return np.where(lpns < self.n_pre, self._closed_form(lpns), -1)
+
+    def implicit_run(self, lo: int, hi: int) -> I64:
+        """``implicit_l2p`` of the run [lo, hi)."""
+        lpns = np.arange(lo, hi, dtype=np.int64)
+        if hi <= self.n_pre:
+            return self._closed_form(lpns)
         return np.where(lpns < self.n_pre, self._closed_form(lpns), -1)
 
     def implicit_l2p1(self, lpn: int) -> int:
         if lpn >= self.n_pre:
             return -1
-        j = lpn // self.U
-        plane = self.stripe_plane_list[lpn % self.U]
-        return (plane * self.bpp + j // self.ppb) * self.ppb + j % self.ppb
+        j, s = divmod(lpn, self.U)
+        return self._plane_base_list[s] + j
 
     def implicit_p2l(self, block: int) -> I64:
         """Logical pages the preconditioned layout puts in ``block`` (-1: none)."""
