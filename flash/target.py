@@ -367,6 +367,7 @@ def compile_kernels() -> None:
 
     dev = FlashTarget(Environment(), "flash", None, PRESETS["990pro"], precondition=0.01)
     dev.transport(Transfer(Op.WRITE, 0, 2 * MiB), 0)
+    dev.transport(Transfer(Op.WRITE, 0, 2 * MiB), 0)  # its L2P segment dense now
     dev.transport(Transfer(Op.READ, 64 * MiB, 2 * MiB), 0)  # not in the write buffer
     dev.channels.start_time(0, 0)
     dev.channels.prune(0)

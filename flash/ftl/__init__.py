@@ -27,6 +27,7 @@ import numpy as np
 from flash.config import FlashConfig
 from flash.ftl.blocks import ACTIVE, BAD, FREE, FULL, BlockManager
 from flash.ftl.gc import GarbageCollector, GcJob
+from flash.ftl.kernels import DONE, NOT_ERASED, write_dense_run
 from flash.ftl.mapping import I64, SEG, SEG_BITS, AddressMap, SparseL2P, _ascending, stripe_planes
 from flash.ftl.program import Programmer
 from tmhw.sim import TmhwError
@@ -299,10 +300,24 @@ class FTL:
         U = self.U
         if lo < 0 or lo + n > self.n_lpn:
             raise TmhwError(f"flash: logical page out of range [0, {self.n_lpn})")
+        b = self.blocks
+        m = self.mapping
+        l2p = self.l2p
+        if l2p.dense_segs:
+            # every segment dense (the steady state): compiled, page by page
+            dense = np.empty(n, dtype=np.int64)
+            got = write_dense_run(lo, n, U, self.ppb, SEG_BITS, m.stripe_plane2, l2p.seg_row,
+                                  l2p.pool, m.row1_of, m.pool, self.valid, self.stamp,
+                                  self.state, b.host_blk, b.host_wp, b.seq, dense)
+            if got == DONE:
+                b.seq += n
+                self.host_pages += n
+                return dense
+            if got == NOT_ERASED:
+                raise AssertionError("FTL: program to a non-erased page")
         s0 = lo % U
         w = min(n, U)
-        planes = self.mapping.stripe_plane2[s0:s0 + w]
-        b = self.blocks
+        planes = m.stripe_plane2[s0:s0 + w]
         hb = b.host_blk[planes]
         if int(hb.min()) < 0:
             return None
@@ -313,7 +328,6 @@ class FTL:
             c = (n - np.arange(w, dtype=np.int64) + U - 1) // U  # pages per plane
             if int((hw + c).max()) > ppb:
                 return None
-        m = self.mapping
         old = self.l2p.get_run(lo, n)
         mapped = old >= 0
         if mapped.any():

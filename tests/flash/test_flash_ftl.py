@@ -237,7 +237,8 @@ def _ftl_state(f: FTL) -> tuple[object, ...]:
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_run_writes_end_in_the_state_of_the_plane_by_plane_path(seed: int) -> None:
+def test_run_writes_end_in_the_state_of_the_plane_by_plane_path(
+        seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
     """The vectorised write of a run (``FTL._write_run``, taken for runs of two pages up
     to a stripe, and for runs longer than ``DENSE_AT // 4``) leaves every map, count and
     block state exactly where the general path (group by plane, program plane by plane)
@@ -245,7 +246,20 @@ def test_run_writes_end_in_the_state_of_the_plane_by_plane_path(seed: int) -> No
     to 2 stripes + 3 pages, overwriting, straddling L2P segments and filling blocks (so
     some go through GC), with the map's segments both sparse and dense. 64 planes (a
     2 MiB chunk of 16 KiB pages is 128 pages), 16 pages a block, 4096-page L2P
-    segments."""
+    segments. Runs whose segments are all dense go through the compiled kernel
+    (``write_dense_run``), the others through numpy: both are taken."""
+    import flash.ftl as ftl_mod
+    from flash.ftl.kernels import DONE
+
+    kernel = ftl_mod.write_dense_run
+    answers: list[int] = []
+
+    def counted(*args: object) -> int:
+        got: int = kernel(*args)
+        answers.append(got)
+        return got
+
+    monkeypatch.setattr(ftl_mod, "write_dense_run", counted)
     cfg = small(channels=4, dies_per_chip=4, planes_per_die=4, blocks_per_plane=32,
                 pages_per_block=16, over_provisioning=0.3)
     run, ref = FTL(cfg), FTL(cfg)
@@ -268,6 +282,7 @@ def test_run_writes_end_in_the_state_of_the_plane_by_plane_path(seed: int) -> No
             assert _ftl_state(run) == _ftl_state(ref), k
     assert run.forced_gc_count > 0 and seen_sparse
     assert any(s is not None for s in run.l2p.segs)
+    assert answers.count(DONE) > 50 and len(answers) > answers.count(DONE)
     assert _ftl_state(run) == _ftl_state(ref)
 
 
