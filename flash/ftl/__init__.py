@@ -27,7 +27,7 @@ import numpy as np
 from flash.config import FlashConfig
 from flash.ftl.blocks import ACTIVE, BAD, FREE, FULL, BlockManager
 from flash.ftl.gc import GarbageCollector, GcJob
-from flash.ftl.kernels import DONE, NOT_ERASED, write_dense_run
+from flash.ftl.kernels import DONE, NEEDS_BLOCKS, NOT_ERASED, write_dense_run
 from flash.ftl.mapping import I64, SEG, SEG_BITS, AddressMap, SparseL2P, _ascending, stripe_planes
 from flash.ftl.program import Programmer
 from tmhw.sim import TmhwError
@@ -76,6 +76,9 @@ class FTL:
         self.hard_blocks = b.hard_blocks
         self.host_pages = 0
         self.trimmed_pages = 0
+        # ``_write_dense``'s blocks opened per plane (-1: none) and planes to open
+        self._opened = np.full(self.U, -1, dtype=np.int64)
+        self._need = np.zeros(self.U + 1, dtype=np.int64)
 
     # -- the layers' scalars -----------------------------------------------------------
     @property
@@ -282,7 +285,9 @@ class FTL:
         """``write`` of the run ``lpns`` (ascending, consecutive, more than
         ``DENSE_AT // 4`` pages or at most a stripe of two or more) when every plane's
         active block has room for its pages: one vectorised step, no GC. None (nothing
-        done) when a plane must open a block.
+        done) when a plane must open a block, unless every L2P segment of the run is
+        dense: then ``_write_dense`` opens the blocks and writes it, compiled, as the
+        general path would.
 
         Its end state is ``write``'s, where the pages go grouped by plane: the old
         copies' valid counts drop, the ``r``-th page of a plane goes ``r`` pages past its
@@ -303,18 +308,10 @@ class FTL:
         b = self.blocks
         m = self.mapping
         l2p = self.l2p
-        if l2p.dense_segs:
-            # every segment dense (the steady state): compiled, page by page
-            dense = np.empty(n, dtype=np.int64)
-            got = write_dense_run(lo, n, U, self.ppb, SEG_BITS, m.stripe_plane2, l2p.seg_row,
-                                  l2p.pool, m.row1_of, m.pool, self.valid, self.stamp,
-                                  self.state, b.host_blk, b.host_wp, b.seq, dense)
-            if got == DONE:
-                b.seq += n
-                self.host_pages += n
+        if l2p.dense_segs and n <= U * self.ppb:
+            dense = self._write_dense(lo, n)
+            if dense is not None:
                 return dense
-            if got == NOT_ERASED:
-                raise AssertionError("FTL: program to a non-erased page")
         s0 = lo % U
         w = min(n, U)
         planes = m.stripe_plane2[s0:s0 + w]
@@ -376,6 +373,43 @@ class FTL:
             self.l2p.set_by_segment(lo, ppns)  # count, the run's part of it too short
         self.host_pages += n
         return ppns
+
+    def _write_dense(self, lo: int, n: int) -> I64 | None:
+        """``write`` of the run [lo, lo + n) compiled (``kernels.write_dense_run``),
+        where every L2P segment it touches is dense (the steady state) and no plane
+        must collect: the blocks it must open are opened first, in the order the
+        general path opens them. None (nothing done) otherwise."""
+        b = self.blocks
+        m = self.mapping
+        l2p = self.l2p
+        out = np.empty(n, dtype=np.int64)
+        opened, need = self._opened, self._need
+
+        def call() -> int:
+            got: int = write_dense_run(lo, n, self.U, self.ppb, SEG_BITS, m.stripe_plane2,
+                                       l2p.seg_row, l2p.pool, m.row1_of, m.pool, self.valid,
+                                       self.stamp, self.state, b.host_blk, b.host_wp, b.seq,
+                                       opened, need, out)
+            return got
+
+        got = call()
+        if got == NEEDS_BLOCKS:
+            planes = need[1:1 + int(need[0])].tolist()
+            if any(b.free_count[p] <= b.hard_blocks for p in planes):
+                return None  # a plane must collect first: the general path
+            for p in planes:
+                blk = b.take_free(p)
+                m.row(blk)
+                opened[p] = blk
+            got = call()
+            opened[planes] = -1
+        if got == NOT_ERASED:
+            raise AssertionError("FTL: program to a non-erased page")
+        if got != DONE:
+            return None
+        b.seq += n
+        self.host_pages += n
+        return out
 
     def write1(self, lpn: int) -> tuple[int, list[GcJob]]:
         """``write`` of one logical page, in scalar arithmetic (the common case of a

@@ -2,9 +2,13 @@
 segments are all dense, the steady state of a training run, which rewrites the same
 tensors' pages iteration after iteration.
 
-``write_dense_run`` is ``FTL._write_run`` where every L2P segment the run touches is a
-dense row (so no dict entry and no closed form is involved) and every plane's active
-block has a P2L row: the same steps, page by page, on the layers' own arrays.
+``write_dense_run`` is the host write path (``FTL._write_pages``, of which
+``FTL._write_run`` is the case where every plane's active block has room) for a run
+whose every L2P segment is a dense row (so no dict entry and no closed form is
+involved), with at most a block's pages per plane: the same steps, page by page, on the
+layers' own arrays. The blocks it must open are opened by the caller first
+(``BlockManager.take_free``, with their P2L rows), since opening one may mean a
+collection, which stays in Python.
 """
 
 from __future__ import annotations
@@ -16,8 +20,9 @@ from flash.ftl.blocks import FULL
 from tmhw.sim.jit import njit
 
 I64 = npt.NDArray[np.int64]
-#: ``write_dense_run``'s answers
-DONE, DECLINED, NOT_ERASED = 0, 1, 2
+#: ``write_dense_run``'s answers: done; declined (the general path must do it); a
+#: target page not erased; blocks to open first (their planes in ``need``)
+DONE, DECLINED, NOT_ERASED, NEEDS_BLOCKS = 0, 1, 2, 3
 
 
 @njit
@@ -26,51 +31,91 @@ def write_dense_run(lo: int, n: int, U: int, ppb: int, seg_bits: int, sp2: I64,
                     row1_of: npt.NDArray[np.int32], p2l: npt.NDArray[np.signedinteger],
                     valid: npt.NDArray[np.int32], stamp: I64,
                     state: npt.NDArray[np.int8], host_blk: I64, host_wp: I64, seq: int,
-                    out: I64) -> int:
-    """``FTL._write_run`` of the run [lo, lo + n) (n >= 2) into ``out`` (its ppns),
-    when every segment it touches has a dense row (``seg_row`` >= 0) and every plane's
-    active block has room and a P2L row; ``DECLINED`` (nothing changed) otherwise,
-    ``NOT_ERASED`` (nothing changed) if a target page is not erased. The ``r``-th page
-    of a plane goes ``r`` pages past its write pointer; every active block written
-    gets the stamp ``seq + n``; a block filled is closed."""
+                    opened: I64, need: I64, out: I64) -> int:
+    """The host write of the run [lo, lo + n) (2 <= n <= planes x pages per block)
+    into ``out`` (its ppns), as ``FTL._write_pages`` does it with no collection: the
+    old copies' valid counts drop; the planes whose active block has room for their
+    pages ("fit") take them there at once, and every such block gets the stamp of the
+    write sequence after all of them; then each other plane in turn (in stripe order
+    for a run of at most a stripe, in plane order for a longer one) fills its active
+    block and continues in the block ``opened[plane]``, each piece stamped as it is
+    programmed; a block filled is closed. The write sequence ends at ``seq + n``.
+
+    Declined (nothing changed) when a segment is not dense, a plane has more than a
+    block's pages, or a block to write has no P2L row; ``NOT_ERASED`` (nothing changed)
+    if a target page is not erased; ``NEEDS_BLOCKS`` (nothing changed) when planes that
+    do not fit have no opened block: ``need[0]`` of them, in the order they would open,
+    in ``need[1:]``."""
     mask = (1 << seg_bits) - 1
     for si in range(lo >> seg_bits, ((lo + n - 1) >> seg_bits) + 1):
         if seg_row[si] < 0:
             return DECLINED
     s0 = lo % U
     w = min(n, U)
-    for x in range(w):
+    # the planes of the run in the order the general path takes the ones that do not fit
+    xs = np.arange(w)
+    if n > U:
+        xs = np.argsort(sp2[s0:s0 + w], kind="mergesort")
+    fit = np.empty(w, dtype=np.bool_)  # per stripe position of the run
+    k = 0
+    for j in range(w):
+        x = xs[j]
         plane = sp2[s0 + x]
         hb = host_blk[plane]
-        if hb < 0 or row1_of[hb] == 0:
-            return DECLINED
         c = (n - x + U - 1) // U  # the plane's pages in the run
-        if host_wp[plane] + c > ppb:
+        if c > ppb or (hb >= 0 and row1_of[hb] == 0):
             return DECLINED
+        fit[x] = hb >= 0 and host_wp[plane] + c <= ppb
+        if not fit[x]:
+            if opened[plane] < 0:
+                k += 1
+                need[k] = plane
+            elif row1_of[opened[plane]] == 0:
+                return DECLINED
+    if k:
+        need[0] = k
+        return NEEDS_BLOCKS
+    # where each page goes: (block, page in block)
+    blk_i = np.empty(n, dtype=np.int64)
+    slot_i = np.empty(n, dtype=np.int64)
     for i in range(n):
-        plane = sp2[s0 + i % U]
+        x = i % U
+        plane = sp2[s0 + x]
         hb = host_blk[plane]
-        if p2l[row1_of[hb] - 1, host_wp[plane] + i // U] != -1:
+        r = i // U  # the page's index among its plane's
+        if fit[x] or (hb >= 0 and host_wp[plane] + r < ppb):
+            blk_i[i] = hb
+            slot_i[i] = host_wp[plane] + r
+        else:
+            room = ppb - host_wp[plane] if hb >= 0 else 0
+            blk_i[i] = opened[plane]
+            slot_i[i] = r - room
+        if p2l[row1_of[blk_i[i]] - 1, slot_i[i]] != -1:
             return NOT_ERASED
     for i in range(n):
         lpn = lo + i
-        r = seg_row[lpn >> seg_bits]
-        old = l2p[r, lpn & mask]
+        row = seg_row[lpn >> seg_bits]
+        old = l2p[row, lpn & mask]
         if old >= 0:
             valid[old // ppb] -= 1
-        plane = sp2[s0 + i % U]
-        hb = host_blk[plane]
-        wp = host_wp[plane] + i // U
-        p2l[row1_of[hb] - 1, wp] = lpn
-        ppn = hb * ppb + wp
-        l2p[r, lpn & mask] = ppn
+    for i in range(n):
+        lpn = lo + i
+        p2l[row1_of[blk_i[i]] - 1, slot_i[i]] = lpn
+        ppn = blk_i[i] * ppb + slot_i[i]
+        l2p[seg_row[lpn >> seg_bits], lpn & mask] = ppn
         out[i] = ppn
+    # the planes that fit, at once
     for x in range(w):
+        if fit[x]:
+            seq += (n - x + U - 1) // U
+    for x in range(w):
+        if not fit[x]:
+            continue
         plane = sp2[s0 + x]
         hb = host_blk[plane]
         c = (n - x + U - 1) // U
         valid[hb] += c
-        stamp[hb] = seq + n
+        stamp[hb] = seq
         wp = host_wp[plane] + c
         if wp == ppb:
             state[hb] = FULL
@@ -78,4 +123,30 @@ def write_dense_run(lo: int, n: int, U: int, ppb: int, seg_bits: int, sp2: I64,
             host_wp[plane] = 0
         else:
             host_wp[plane] = wp
+    # then the others in turn: the active block's room, then the opened block
+    for j in range(w):
+        x = xs[j]
+        if fit[x]:
+            continue
+        plane = sp2[s0 + x]
+        hb = host_blk[plane]
+        left = (n - x + U - 1) // U
+        if hb >= 0:
+            k1 = ppb - host_wp[plane]
+            valid[hb] += k1
+            seq += k1
+            stamp[hb] = seq
+            state[hb] = FULL
+            left -= k1
+        nb = opened[plane]
+        valid[nb] += left
+        seq += left
+        stamp[nb] = seq
+        if left == ppb:
+            state[nb] = FULL
+            host_blk[plane] = -1
+            host_wp[plane] = 0
+        else:
+            host_blk[plane] = nb
+            host_wp[plane] = left
     return DONE
