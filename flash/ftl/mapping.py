@@ -189,8 +189,13 @@ class SparseL2P:
         while a < hi:
             si = a >> SEG_BITS
             b = min(hi, (si + 1) << SEG_BITS)
-            self._densify(si)[a - (si << SEG_BITS):b - (si << SEG_BITS)] = vals[a - lo:b - lo]
+            self._densify(si, self._whole(si, a, b))[a - (si << SEG_BITS):
+                                                     b - (si << SEG_BITS)] = vals[a - lo:b - lo]
             a = b
+
+    def _whole(self, si: int, a: int, b: int) -> bool:
+        """Whether [a, b) is every page of segment ``si`` (the last may be short)."""
+        return a == si << SEG_BITS and b == min((si + 1) << SEG_BITS, self.amap.n_lpn)
 
     def set_by_segment(self, lo: int, vals: I64) -> None:
         """``set`` of the pages [lo, lo + len(vals)) given in an order that is not
@@ -228,7 +233,8 @@ class SparseL2P:
                 else:
                     self.sparse_per_seg[si] = count
             else:
-                self._densify(si)[a - (si << SEG_BITS):b - (si << SEG_BITS)] = part
+                self._densify(si, self._whole(si, a, b))[a - (si << SEG_BITS):
+                                                         b - (si << SEG_BITS)] = part
             a = b
 
     def _set_seg(self, si: int, lpns: I64, vals: I64) -> None:
@@ -251,25 +257,32 @@ class SparseL2P:
             return
         self._densify(si)[lpns & (SEG - 1)] = vals
 
-    def _densify(self, si: int) -> npt.NDArray[np.signedinteger]:
+    def _densify(self, si: int, whole: bool = False) -> npt.NDArray[np.signedinteger]:
+        """Segment ``si`` as a dense row, made from the closed form and its dict entries
+        if it is sparse; with ``whole`` the caller is about to set every page of it, so
+        the row is not filled (the dict entries still leave the dict)."""
         seg = self.segs[si]
         if seg is None:
             amap = self.amap
             lo = si * SEG
-            ids = np.arange(lo, min(lo + SEG, amap.n_lpn), dtype=np.int64)
+            hi = min(lo + SEG, amap.n_lpn)
             row = self.dense_segs
             if row == self.pool.shape[0]:
                 self._grow()
             seg = self.pool[row]
-            seg[:] = -1
-            seg[: ids.size] = amap.implicit_l2p(ids)
+            if not whole:
+                seg[:] = -1
+                seg[: hi - lo] = amap.implicit_run(lo, hi)
+            else:
+                seg[hi - lo:] = -1  # past the last logical page, in a short last segment
             self.seg_row[si] = row
             if self.sparse_per_seg[si]:
                 # the segment's dict entries leave the dict (the loop runs in C)
-                got = list(map(self.sparse.pop, range(lo, lo + ids.size), repeat(-2)))
-                vals = np.array(got, dtype=np.int64)
-                held = vals != -2
-                seg[:ids.size][held] = vals[held]
+                got = list(map(self.sparse.pop, range(lo, hi), repeat(-2)))
+                if not whole:
+                    vals = np.array(got, dtype=np.int64)
+                    held = vals != -2
+                    seg[:hi - lo][held] = vals[held]
                 self.sparse_per_seg[si] = 0
             self.segs[si] = seg
             self.dense_segs += 1
@@ -311,6 +324,7 @@ class AddressMap:
         self.stripe_plane2 = np.concatenate([self.stripe_plane, self.stripe_plane])
         self.plane_stripe = np.empty(self.U, dtype=np.int64)
         self.plane_stripe[self.stripe_plane] = np.arange(self.U)
+        self._plane_stripe_list: list[int] = self.plane_stripe.tolist()
         #: the first ppn of the plane at each stripe position
         self._plane_base = self.stripe_plane * (self.bpp * self.ppb)
         self._plane_base_list: list[int] = self._plane_base.tolist()
@@ -432,12 +446,19 @@ class AddressMap:
                     self.pool = grown
                 r = self._pool_used
                 self._pool_used += 1
-            if self.is_implicit(block):
+            if self._holds_closed_form(block):
                 self.pool[r] = self.implicit_p2l(block)
             else:
                 self.pool[r] = -1
             self.row1_of[block] = r + 1
         return r
+
+    def _holds_closed_form(self, block: int) -> bool:
+        """``is_implicit``, and the closed form gives ``block`` a preconditioned page
+        (its first, the lowest: a block past the preconditioned ones holds none)."""
+        plane, j = divmod(block, self.bpp)
+        return (j * self.ppb * self.U + self._plane_stripe_list[plane] < self.n_pre
+                and self.is_implicit(block))
 
     def new_rows(self, blocks: I64) -> I64:
         """``row`` of each of ``blocks`` (distinct, none with a row yet), at once: rows
