@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tmhw.residency import Residency
+from tmhw.residency import CapacityError, Residency
 
 PAGE = 4096
 
@@ -80,3 +80,42 @@ def test_check_finds_lost_pages_and_miscounts_across_its_blocks() -> None:
     res.held_by_owner[1] += 1
     with pytest.raises(AssertionError, match="per-owner"):
         res.check()
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.tuples(st.booleans(), st.integers(0, 1_999), st.integers(1, 300),
+                          st.integers(0, 10**9)), min_size=1, max_size=80))
+def test_held_counts_per_group_and_ready_times_follow_every_hold_and_release(
+        steps: list[tuple[bool, int, int, int]]) -> None:
+    """Holds (compiled on a run, ``_hold_run``) and releases of overlapping runs across
+    group boundaries: the pages newly held are counted, each group's held count is the
+    number of its pages held, every held page reads back the ready time it was last held
+    with, and a hold past capacity raises and changes nothing."""
+    n = 2_000
+    starts = np.array([0, 7, 300, 301, 1_024, 1_500, n])
+    res = Residency(n, 1_200, PAGE, starts=starts)
+    held = np.zeros(n, dtype=bool)
+    ready = np.zeros(n, dtype=np.int64)
+    over = 0
+    for hold, a, ln, t in steps:
+        b = min(n, a + ln)
+        if hold:
+            new = int((~held[a:b]).sum())
+            if held.sum() + new > res.capacity:
+                before = (res.in_hbm.copy(), res.held_by_owner.copy(), res.held)
+                with pytest.raises(CapacityError):
+                    res.hold(slice(a, b), t, 0)
+                after = (res.in_hbm, res.held_by_owner, res.held)
+                assert all(np.array_equal(x, y) for x, y in zip(before, after, strict=True))
+                over += 1
+                continue
+            assert res.hold(slice(a, b), t, 0) == new
+            held[a:b] = True
+            ready[a:b] = t
+        else:
+            assert res.release(slice(a, b), 0) == int(held[a:b].sum())
+            held[a:b] = False
+        owner = np.searchsorted(starts, np.flatnonzero(held), side="right") - 1
+        assert res.held_by_owner.tolist() == np.bincount(owner, minlength=6).tolist()
+        assert np.array_equal(res.in_hbm, held) and res.held == int(held.sum())
+    assert np.array_equal(res.ready_of(slice(None))[held], ready[held])

@@ -7,6 +7,10 @@ eight GPT-3 blocks, whose 114M pages each count). HBM occupancy
 counts pages held plus pages whose HBM copy is still being written back (they free when
 the flash write completes), so capacity is a hard limit at every instant, in-flight
 prefetches included. Pure: times are passed in, no SimPy.
+
+Holding a run of pages and setting its ready times are compiled (``tmhw.sim.jit``):
+``_hold_run`` and ``_ready_run`` are the steps of ``hold`` and ``set_ready`` on a run,
+page by page, on the same arrays (a chunk's hold was a dozen numpy calls).
 """
 
 from __future__ import annotations
@@ -15,7 +19,10 @@ import heapq
 
 import numpy as np
 
+from tmhw.sim.jit import njit
 from tmhw.sim.stats import Level
+
+_NO_GROUPS = np.zeros(0, dtype=np.int64)
 
 
 def runs(pages: np.ndarray) -> list[tuple[int, int]]:
@@ -32,6 +39,69 @@ def runs(pages: np.ndarray) -> list[tuple[int, int]]:
 
 #: pages per block of the ready times' block maxima (``Residency.ready_time``)
 READY_BLOCK = 256
+
+
+@njit
+def _block_max_at(ready_ix: np.ndarray, block_max: np.ndarray, times: np.ndarray, k: int,
+                  ready: int, bs: int) -> None:
+    """Block ``k``, some of whose pages were just given ``ready``: its maximum."""
+    if ready >= block_max[k]:
+        block_max[k] = ready  # the others are no later than the old maximum
+        return
+    hi = min((k + 1) * bs, ready_ix.size)
+    m = times[ready_ix[k * bs]]
+    for p in range(k * bs + 1, hi):
+        t = times[ready_ix[p]]
+        if t > m:
+            m = t
+    block_max[k] = m
+
+
+@njit
+def _ready_run(ready_ix: np.ndarray, block_max: np.ndarray, times: np.ndarray, a: int,
+               b: int, idx: int, ready: int, bs: int) -> None:
+    """``Residency.set_ready`` of the pages [a, b) (b > a), ``ready`` being
+    ``times[idx]``."""
+    ready_ix[a:b] = idx
+    fa = -(-a // bs)
+    fb = b // bs  # the blocks [a, b) covers whole
+    if fa < fb:
+        block_max[fa:fb] = ready
+        if a < fa * bs:
+            _block_max_at(ready_ix, block_max, times, fa - 1, ready, bs)
+        if fb * bs < b:
+            _block_max_at(ready_ix, block_max, times, fb, ready, bs)
+    else:
+        for k in range(a // bs, (b - 1) // bs + 1):
+            _block_max_at(ready_ix, block_max, times, k, ready, bs)
+
+
+@njit
+def _hold_run(in_hbm: np.ndarray, starts: np.ndarray, held_by_owner: np.ndarray,
+              ready_ix: np.ndarray, block_max: np.ndarray, times: np.ndarray, a: int,
+              b: int, free: int, idx: int, ready: int, bs: int) -> int:
+    """``Residency.hold`` of the pages [a, b) (b > a) with ``free`` pages free: the
+    pages newly held, or -1 - that number (nothing changed) if more than ``free``.
+    ``starts``: the groups' first pages (empty: none counted)."""
+    new = 0
+    for p in range(a, b):
+        if not in_hbm[p]:
+            new += 1
+    if new > free:
+        return -1 - new
+    if new and starts.size:
+        o = np.searchsorted(starts, a, side="right") - 1
+        if starts[o + 1] >= b:  # a run inside one group, the common case
+            held_by_owner[o] += new
+        else:
+            for p in range(a, b):
+                while starts[o + 1] <= p:
+                    o += 1
+                if not in_hbm[p]:
+                    held_by_owner[o] += 1
+    in_hbm[a:b] = True
+    _ready_run(ready_ix, block_max, times, a, b, idx, ready, bs)
+    return new
 
 
 class CapacityError(RuntimeError):
@@ -129,25 +199,17 @@ class Residency:
 
     def set_ready(self, pages: np.ndarray | slice, ready: int) -> None:
         """``pages``' HBM copies are complete at ``ready``."""
-        self._ready_ix[pages] = self._time_index(ready)
-        bs = READY_BLOCK
+        idx = self._time_index(ready)
         if not isinstance(pages, slice):
-            for k in np.unique(np.asarray(pages) // bs).tolist():
+            self._ready_ix[pages] = idx
+            for k in np.unique(np.asarray(pages) // READY_BLOCK).tolist():
                 self._set_block_max(k, ready)
             return
-        a, b, _ = pages.indices(self.npages)
-        if b <= a:
-            return
-        fa, fb = -(-a // bs), b // bs          # the blocks [a, b) covers whole
-        if fa < fb:
-            self._block_max[fa:fb] = ready
-            if a < fa * bs:
-                self._set_block_max(fa - 1, ready)
-            if fb * bs < b:
-                self._set_block_max(fb, ready)
-        else:
-            for k in range(a // bs, (b - 1) // bs + 1):
-                self._set_block_max(k, ready)
+        a, b, step = pages.indices(self.npages)
+        if b > a:
+            assert step == 1
+            _ready_run(self._ready_ix, self._block_max, self._times, a, b, idx, ready,
+                       READY_BLOCK)
 
     def _set_block_max(self, k: int, ready: int) -> None:
         """Block ``k``, some of whose pages were just given ``ready``: its maximum."""
@@ -201,6 +263,20 @@ class Residency:
     def hold(self, pages: np.ndarray | slice, ready: int, now: int) -> int:
         """Mark pages held in HBM (allocated or being filled) with their ready times.
         Returns the number of pages newly held. Raises CapacityError past capacity."""
+        if isinstance(pages, slice):
+            a, b, step = pages.indices(self.npages)
+            if b > a and step == 1:
+                self.settle(now)
+                free = self.capacity - self.occupied_pages
+                new = _hold_run(self.in_hbm, _NO_GROUPS if self.starts is None
+                                else self.starts, self.held_by_owner, self._ready_ix,
+                                self._block_max, self._times, a, b, free,
+                                self._time_index(ready), ready, READY_BLOCK)
+                if new < 0:
+                    raise CapacityError(f"{-1 - new} pages over {free} free")
+                self.held += new
+                self.level.set(now, self.occupied_pages * self.page_size)
+                return int(new)
         sel = self.in_hbm[pages]
         new = int(np.size(sel) - np.count_nonzero(sel))
         self.settle(now)
