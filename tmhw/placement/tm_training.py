@@ -125,6 +125,8 @@ class Planner:
         self.eager: set[int] = set()
         #: whether prefetched tensors stream into their op (the monitor may turn it off)
         self.stream = ctx.policy.split
+        #: the table of the last plan round (``plan``)
+        self.planned: PlacementTable | None = None
 
     # -- the plan ------------------------------------------------------------------------
     def plan(self) -> None:
@@ -146,7 +148,8 @@ class Planner:
             if last is not None and np.array_equal(last, self.x):
                 break
             last = self.x.copy()
-            start = predict_starts(self.wl, self.table(), self.ctx)
+            self.planned = self.table()
+            start = predict_starts(self.wl, self.planned, self.ctx)
 
     def _plan_once(self, span: np.ndarray) -> None:
         p = self.ctx.policy
@@ -368,7 +371,10 @@ class TMTraining(Policy):
     def plan(self, ctx: PlanContext) -> PlacementTable:
         self.planner = Planner(ctx)
         self.planner.plan()
-        return self.planner.table()
+        # the table of the plan's last round: the plan it ended with (a round that
+        # changes nothing ends it), built and checked once
+        assert self.planner.planned is not None
+        return self.planner.planned
 
     def adjust(self, table: PlacementTable, ctx: PlanContext,
                fb: Feedback) -> PlacementTable:
