@@ -37,6 +37,7 @@ from flash.config import FlashConfig
 from flash.convoy import EventReads
 from flash.fast import FastArray
 from flash.ftl import FTL
+from flash.ftl.kernels import drop_old
 from flash.lanes import DieLanes, GapBank, GapLane
 from flash.ssd import MODELS, Ssd
 from tmhw.sim import Component, EnergyMeter, EnergyTable, Op, Pattern, TmhwError, Transfer
@@ -371,3 +372,12 @@ def compile_kernels() -> None:
     dev.transport(Transfer(Op.READ, 64 * MiB, 2 * MiB), 0)  # not in the write buffer
     dev.channels.start_time(0, 0)
     dev.channels.prune(0)
+    # one page each way (``_program_page``, ``_read_page``), the dies' grouping called
+    # from Python (a lane's row grown), and a long write's unmapping (``FTL._unmap_run``)
+    # on its own: a long write is 2 GiB
+    dev.transport(Transfer(Op.WRITE, 32 * MiB, 16 * 1024), 0)
+    dev.transport(Transfer(Op.READ, 96 * MiB, 16 * 1024), 0)
+    fast = dev.devices[0].fast
+    if fast is not None:
+        fast.former.die_groups(np.zeros(1, dtype=np.int64))
+    drop_old(np.zeros(1, dtype=np.int32), np.full(1, -1, dtype=np.int64), 1)

@@ -104,6 +104,14 @@ def _hold_run(in_hbm: np.ndarray, starts: np.ndarray, held_by_owner: np.ndarray,
     return new
 
 
+def compile_kernels() -> None:
+    """Compile this module's kernels into numba's on-disk cache (``make`` runs this with
+    ``flash.compile_kernels`` before the tests and the default study)."""
+    res = Residency(2 * READY_BLOCK, 2 * READY_BLOCK, 4096, starts=np.array([0, 3, 512]))
+    res.hold(slice(1, 300), 5, 0)
+    res.set_ready(slice(2, 4), 3)
+
+
 class CapacityError(RuntimeError):
     """An allocation would exceed HBM capacity (the caller must evict first)."""
 

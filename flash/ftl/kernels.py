@@ -150,3 +150,15 @@ def write_dense_run(lo: int, n: int, U: int, ppb: int, seg_bits: int, sp2: I64,
             host_blk[plane] = nb
             host_wp[plane] = left
     return DONE
+
+
+@njit
+def drop_old(valid: npt.NDArray[np.int32], old: I64, ppb: int) -> int:
+    """One valid page fewer in the block of each mapped page of ``old`` (ppns, -1:
+    unmapped); how many were mapped."""
+    k = 0
+    for x in old:
+        if x >= 0:
+            valid[x // ppb] -= 1
+            k += 1
+    return k
