@@ -82,7 +82,8 @@ class DramTarget(Component):
         if t.op is Op.TRIM or t.nbytes == 0:
             return earliest
         end = self.impl.serve(t.op is Op.WRITE, t.address, t.nbytes, t.pattern, earliest)
-        self.tracer.span(self._lane, earliest, end, t.op.value, None)
+        if self.tracer.enabled:
+            self.tracer.span(self._lane, earliest, end, t.op.value, None)
         return end
 
     def peak_bandwidth(self) -> float:

@@ -366,7 +366,7 @@ class DmaEngine(Component):
         start = req.cursor
         slots = self.wb_slots if req.kind == WRITEBACK else self.fetch_slots
         while req.cursor < req.p1:
-            k = min(range(len(slots)), key=slots.__getitem__)
+            k = slots.index(min(slots))  # the earliest free, the first of equals
             if slots[k] > now and booked_any:
                 break
             c0 = req.cursor
@@ -413,7 +413,7 @@ class DmaEngine(Component):
         c0 = req.cursor
         c1 = min(req.p1, c0 + (req.chunk_pages or self.wb_chunk_pages))
         slots = self.wb_slots
-        k = min(range(len(slots)), key=slots.__getitem__)
+        k = slots.index(min(slots))  # the earliest free, the first of equals
         free_at, _ = self._writeback(c0, c1, max(now, slots[k]), req)
         slots[k] = free_at
         req.end_ps = max(req.end_ps, free_at)
@@ -519,8 +519,9 @@ class DmaEngine(Component):
         self.chunks.add()
         self.meter.add("byte", nbytes)
         req.pages_moved += nbytes // self.page_size
-        self.tracer.span(f"{self.path}.{kind}", start, end, req.tag or kind,
-                         {"bytes": nbytes, "deadline_op": req.deadline_op})
+        if self.tracer.enabled:
+            self.tracer.span(f"{self.path}.{kind}", start, end, req.tag or kind,
+                             {"bytes": nbytes, "deadline_op": req.deadline_op})
 
     # -- report --------------------------------------------------------------------------
     def _finalize(self, now: int) -> None:
