@@ -116,13 +116,7 @@ def write_dense_run(lo: int, n: int, U: int, ppb: int, seg_bits: int, sp2: I64,
         c = (n - x + U - 1) // U
         valid[hb] += c
         stamp[hb] = seq
-        wp = host_wp[plane] + c
-        if wp == ppb:
-            state[hb] = FULL
-            host_blk[plane] = -1
-            host_wp[plane] = 0
-        else:
-            host_wp[plane] = wp
+        _advance(plane, hb, host_wp[plane] + c, ppb, state, host_blk, host_wp)
     # then the others in turn: the active block's room, then the opened block
     for j in range(w):
         x = xs[j]
@@ -142,14 +136,22 @@ def write_dense_run(lo: int, n: int, U: int, ppb: int, seg_bits: int, sp2: I64,
         valid[nb] += left
         seq += left
         stamp[nb] = seq
-        if left == ppb:
-            state[nb] = FULL
-            host_blk[plane] = -1
-            host_wp[plane] = 0
-        else:
-            host_blk[plane] = nb
-            host_wp[plane] = left
+        _advance(plane, nb, left, ppb, state, host_blk, host_wp)
     return DONE
+
+
+@njit
+def _advance(plane: int, blk: int, wp: int, ppb: int, state: npt.NDArray[np.int8],
+             host_blk: I64, host_wp: I64) -> None:
+    """``plane``'s active block is ``blk`` with write pointer ``wp``, or none if that
+    filled it (closed)."""
+    if wp == ppb:
+        state[blk] = FULL
+        host_blk[plane] = -1
+        host_wp[plane] = 0
+    else:
+        host_blk[plane] = blk
+        host_wp[plane] = wp
 
 
 @njit
