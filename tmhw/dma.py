@@ -372,20 +372,20 @@ class DmaEngine(Component):
             c0 = req.cursor
             c1 = min(req.p1, c0 + chunk)
             if req.kind == FETCH:
-                pages = self.res.missing(c0, c1)
-                if len(pages) == 0:
+                n_miss, miss = self.res.missing_runs(c0, c1)
+                if n_miss == 0:
                     req.cursor = c1
                     continue
                 free = self.res.free_pages(now)
                 after = now
-                if free < len(pages):
+                if free < n_miss:
                     # Space a write-back in flight is freeing: the data may be read
                     # from flash now and land in HBM once that space is free.
-                    t = self.res.claim_freeing(len(pages) - free, now)
+                    t = self.res.claim_freeing(n_miss - free, now)
                     if t is None:
                         break
                     after = t
-                end = self._fetch(pages, max(now, slots[k]), req, after)
+                end = self._fetch(miss, max(now, slots[k]), req, after)
             else:
                 if not req.keep and self.client is not None and self.client.is_stale(req):
                     self.void_writebacks += 1
@@ -442,14 +442,16 @@ class DmaEngine(Component):
         self.link_energy_pj += nbytes * 8 * self.link_cfg.pj_per_bit
         return max(end, src_end) + self.link_cfg.latency_ps
 
-    def _fetch(self, pages: np.ndarray, issue: int, req: DmaRequest, after: int = 0) -> int:
-        """Read ``pages`` from flash from ``issue`` on; their data crosses into HBM no
-        earlier than ``after`` (when the HBM space it takes over is free)."""
+    def _fetch(self, miss: list[tuple[int, int]], issue: int, req: DmaRequest,
+               after: int = 0) -> int:
+        """Read the runs of pages ``miss`` from flash from ``issue`` on; their data
+        crosses into HBM no earlier than ``after`` (when the HBM space it takes over is
+        free)."""
         ps = self.page_size
         end = issue
         t0 = issue + self.cfg.setup_ps
         now = int(self.env.now)
-        for a, b in runs(pages):
+        for a, b in miss:
             n = (b - a) * ps
             f_end = self.flash.transport(Transfer(Op.READ, a * ps, n, Pattern.STREAM,
                                                   req.tag), t0)

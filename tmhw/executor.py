@@ -60,7 +60,7 @@ from tmhw.config import SystemConfig
 from tmhw.dma import FETCH, INPLACE, WRITEBACK, DmaEngine, DmaRequest
 from tmhw.placement import Feedback, PlacementTable, PlanContext, Policy
 from tmhw.placement.table import Action, Move
-from tmhw.residency import Residency, runs
+from tmhw.residency import Residency
 from tmhw.sim.component import Component
 from tmhw.sim.errors import DoesNotFit
 from tmhw.sim.transfer import MemoryTarget, Transfer
@@ -457,7 +457,7 @@ class Executor(Component):
         access_count = self._access_count
         for t in cold:
             p0, p1 = self.ranges[t]
-            for a, b in runs(res.missing(p0, p1)):
+            for a, b in res.missing_runs(p0, p1)[1]:
                 end = max(end, self.dma.inplace_read(
                     a, b, now, pol.flatflash_line_bytes, pol.flatflash_line_overhead_bytes,
                     wl.tensors[t].name))

@@ -265,6 +265,17 @@ class Residency:
         """Page numbers in [p0, p1) not held in HBM."""
         return np.flatnonzero(~self.in_hbm[p0:p1]) + p0
 
+    def missing_runs(self, p0: int, p1: int) -> tuple[int, list[tuple[int, int]]]:
+        """How many pages of [p0, p1) HBM does not hold, and their runs [a, b) in
+        order (``runs`` of ``missing``; a chunk is most often all missing or all held)."""
+        held = int(np.count_nonzero(self.in_hbm[p0:p1]))
+        if held == 0:
+            return p1 - p0, [(p0, p1)] if p1 > p0 else []
+        if held == p1 - p0:
+            return 0, []
+        pages = self.missing(p0, p1)
+        return len(pages), runs(pages)
+
     def count_missing(self, p0: int, p1: int) -> int:
         return int(p1 - p0 - np.count_nonzero(self.in_hbm[p0:p1]))
 
