@@ -22,7 +22,7 @@ $(DEVSTAMP): pyproject.toml | $(BIN)/python
 
 # Compiled kernels (numba) go into their on-disk cache once, before any run needs them:
 # a cold compile takes several seconds, a cached load a fraction of one.
-KERNELS := $(BIN)/python -c "import flash, tmhw.residency as r; flash.compile_kernels(); r.compile_kernels()"
+KERNELS := $(BIN)/python -c "import tmhw.system; tmhw.system.compile_kernels()"
 
 run: $(STAMP)
 	$(KERNELS)

@@ -3,8 +3,9 @@
 A chunk costs a loop over its units and at most one row per bank per unit, never
 O(bytes), and creates no event. Each unit (pseudo-channel) has a busy-until time of its
 data bus, as the kernel's ``Timeline``; the chunk completes at the latest unit's end. The
-per-unit state is kept in Python lists: a chunk touches a few to a few dozen units, where
-numpy's per-call overhead (microseconds) costs more than the arithmetic. Which unit and
+per-unit state is kept in Python lists (the bus times in int64 arrays, for the compiled
+loop below): a chunk touches a few to a few dozen units, where numpy's per-call overhead
+(microseconds) costs more than the arithmetic. Which unit and
 bank each block of a long chunk's head, tail and body falls in, and how its bursts and
 work split over the units, depend only on its phase in the row period and its length,
 so that layout is worked out once, one record per (phase, length), and reused; when the
@@ -13,9 +14,11 @@ activations are worked out once too, and the loop only books each unit's bus. A 
 reserved time is not added up per booking but kept as its busy-until time less its idle
 time, and units all queued behind their buses (a stream's usual state) add their common
 turnaround to one sum for all; their data time is owed per split and added in when
-read. Such a unit costs five lines of Python. A chunk that covers every bank leaves its
-tail's open rows pending rather than written into the table, and the next long chunk
-finds its first-row states from a cache keyed by the two layouts and their row distance;
+read, and the loop over the units is compiled (``_book_all``, on the units' bus times as
+int64 arrays): such a chunk runs the same lines of Python on 8 units as on 32. A chunk
+that covers every bank leaves its tail's open rows pending rather than written into the
+table, and the next long chunk finds its first-row states from a cache keyed by the two
+layouts and their row distance;
 rows a chunk opens in the same banks of every unit are written one slice per bank. A
 random chunk books its units in one loop with its constants hoisted.
 tests/dram/test_dram_budget.py bounds the lines of Python a chunk runs per unit.
@@ -67,10 +70,12 @@ from __future__ import annotations
 from typing import TypeVar
 
 import numpy as np
+import numpy.typing as npt
 
 from dram.config import DramConfig
 from dram.mapping import AddressMap
 from dram.timing import ref_phase
+from tmhw.sim.jit import njit
 from tmhw.sim.transfer import Pattern
 
 #: Bytes of one random access (a cache line / NPU gather element).
@@ -95,11 +100,54 @@ Tail = tuple[list[tuple[int, list[int], bool]], dict[int, int]]
 _V = TypeVar("_V")
 #: Key of a cached layout: (phase in a period, length), bursts.
 Key = tuple[int, int]
-#: Per unit its bus work (ps), the rows all units open, and per unit the share of its
-#: banks its writes leave a row open in.
-Split = tuple[list[int], int, list[float]]
+#: Per unit its bus work (ps), the rows all units open, per unit the share of its banks
+#: its writes leave a row open in, and the works as an array (for ``_book_all``).
+Split = tuple[list[int], int, list[float], npt.NDArray[np.int64]]
 #: First-row state of each unit at any row distance but those listed, and by distance.
 States = tuple[list[int], dict[int, list[int]]]
+
+
+@njit
+def _book_all(busy: npt.NDArray[np.int64], idle: npt.NDArray[np.int64],
+              offs: npt.NDArray[np.int64], works: npt.NDArray[np.int64], gap: int,
+              t_head: int, period: int, block: int, queued: bool) -> int:
+    """``FastModel._book_uniform``'s booking of every unit's bus, every unit's first
+    refresh window being past (``_stretch`` in closed form): a unit starts at its bus
+    time plus ``gap``, or at ``t_head`` (unless ``queued``: every unit starts at its own);
+    a start inside a window [off + k period, + block) moves to its end, and the work
+    skips ceil((work - room) / gives) windows beyond the room ``period - pos`` left in
+    the first period (none if it fits: the room is at most ``gives`` and the work > 0).
+    A queued unit's idle time is the window only (its gap is counted once for all, by
+    the caller). The latest end."""
+    gives = period - block
+    end = 0
+    for unit in range(busy.size):
+        b = busy[unit]
+        s = b + gap
+        if not queued and s < t_head:
+            s = t_head
+        pos = (s - offs[unit]) % period
+        if pos < block:  # inside a window: start at its end
+            s += block - pos
+            pos = block
+        idle[unit] += s - b - (gap if queued else 0)
+        work = works[unit]
+        e = s + work - (period - pos - work) // gives * block
+        busy[unit] = e
+        if e > end:
+            end = e
+    return end
+
+
+def compile_kernels() -> None:
+    """Compile this module's kernel into numba's on-disk cache, by a stream of chunks
+    over every unit of an HBM2 stack after its first refresh windows (``make`` runs this
+    before the tests and the default study, through ``tmhw.system.compile_kernels``)."""
+    from dram.config import PRESETS
+
+    m = FastModel(PRESETS["hbm2"])
+    for i in range(3):
+        m.serve(False, i << 20, 1 << 20, Pattern.STREAM, 10_000_000)
 
 
 def distinct_banks(banks: float, queued: int) -> float:
@@ -148,8 +196,9 @@ class FastModel:
         # Per unit: the data bus's busy-until time (a Timeline per unit), the direction it
         # last moved data in (-1 none, 0 read, 1 write) and its first use. Plain lists: a
         # chunk touches a few to a few dozen units, where a Python loop costs less than
-        # numpy's per-call overhead.
-        self.busy_until = [0] * u
+        # numpy's per-call overhead; but the bus times are int64 arrays, which the
+        # compiled booking of a chunk over every unit (``_book_all``) updates in place.
+        self.busy_until = np.zeros(u, dtype=np.int64)
         self.last_dir = [-1] * u
         self.first_use = [-1] * u
         # The time each bus was reserved (``busy_ps``) is its busy-until time less the
@@ -157,7 +206,7 @@ class FastModel:
         # (waits, refresh windows skipped at a start, turnarounds), less the turnarounds
         # every unit paid at once (``_gaps``: a chunk over every unit queued behind all of
         # them adds its turnaround to this one sum, not to each unit's).
-        self._idle = [0] * u
+        self._idle = np.zeros(u, dtype=np.int64)
         self._gaps = 0
         # The time each bus carried data (``data_ps``): per unit, plus the works of the
         # uniform bookings not yet added in, {id(works): (works, times booked)} (a stream
@@ -295,8 +344,8 @@ class FastModel:
     def busy_ps(self) -> list[int]:
         """Per unit, the time its bus was reserved (data, and the refresh windows inside
         its bookings), ps."""
-        g = self._gaps
-        return [b - i - g for b, i in zip(self.busy_until, self._idle, strict=True)]
+        out: list[int] = (self.busy_until - self._idle - self._gaps).tolist()
+        return out
 
     @property
     def data_ps(self) -> list[int]:
@@ -472,7 +521,7 @@ class FastModel:
             if rk[unit] < n:
                 rk[unit] = n if n < ranks else ranks
             last = last_dir[unit]
-            ready = busy[unit] + (turn if last >= 0 and last != w else 0)
+            ready = int(busy[unit]) + (turn if last >= 0 and last != w else 0)
             if ready > t_head:
                 t0 = ready
                 evict = ev_busy
@@ -562,17 +611,18 @@ class FastModel:
             work = n * ts
             last = last_dir[unit]
             t0 = start + head
+            b = int(busy[unit])
             if small_write:
-                ready = busy[unit]
+                ready = b
                 if last == 0:
                     work += pairs[st] * work // div
             elif last != w and last >= 0:
                 if write:
-                    ready = busy[unit] + (rtw_miss if st == 2 else rtw)
+                    ready = b + (rtw_miss if st == 2 else rtw)
                 else:
-                    ready = busy[unit] + wtr + round(w_evict[unit] * d_wtr)
+                    ready = b + wtr + round(w_evict[unit] * d_wtr)
             else:
-                ready = busy[unit]
+                ready = b
             if ready > t0:
                 t0 = ready
             if t0 - head < first:
@@ -598,7 +648,7 @@ class FastModel:
                 else:
                     k, r = divmod(work - avail, gives)
                     e = off + x + avail + k * period + (block + r if r else 0)
-            idle[unit] += s - busy[unit]
+            idle[unit] += s - b
             busy[unit] = e
             data_ps[unit] += work
             if not small_write:
@@ -622,7 +672,6 @@ class FastModel:
         per split, ``split``), and the loop only books each unit's bus."""
         busy, idle = self.busy_until, self._idle
         period, block = self.t_ref_period, self.t_ref_block
-        gives = period - block
         n_units = len(busy)
         w = int(write)
         head = self._heads[write][st]
@@ -634,54 +683,32 @@ class FastModel:
             else:
                 gap = self.wtr + round(self.w_evict[0] * (self.wtr_miss - self.wtr))
         t_head = start + head
-        works, rows, evict = split
+        works, rows, evict, works_a = split
         # Rows each unit opens (every unit has bursts, so at least one), less one per
         # unit if the first row is open.
         acts = rows - (n_units if st == 0 else 0)
         # Each unit starts at max(busy + gap, t_head), so the first to start at this.
-        first = min(busy) + gap
+        first = int(busy.min()) + gap
         queued = first >= t_head  # every unit starts at its busy + gap
         if first < t_head:
             first = t_head
         if period == 0 or t_head < self._ref_last:
             stretch = self._stretch
             for unit in range(n_units):
-                t0 = busy[unit] + gap
+                b = int(busy[unit])
+                t0 = b + gap
                 s, e = stretch(unit, t0 if t0 > t_head else t_head, works[unit])
-                idle[unit] += s - busy[unit]
+                idle[unit] += s - b
                 busy[unit] = e
+            end = int(busy.max())
         else:
-            # ``_stretch`` for each unit, every unit's first window being past: a start
-            # inside a window moves to its end, and the work skips ceil((work - room) /
-            # gives) windows beyond the room ``period - pos`` left in the first period
-            # (none if it fits: the room is at most ``gives`` and the work > 0).
-            offs = self.ref_offsets
+            end = _book_all(busy, idle, self._ref_off, works_a, gap, t_head, period, block,
+                            queued)
             if queued:
-                # Each unit waits for its bus and turns it around: the gap is every
-                # unit's idle time at once (``_gaps``).
-                for unit, work in enumerate(works):
-                    s = busy[unit] + gap
-                    pos = (s - offs[unit]) % period
-                    if pos < block:  # inside a window: start at its end
-                        idle[unit] += block - pos
-                        s += block - pos
-                        pos = block
-                    busy[unit] = s + work - (period - pos - work) // gives * block
+                # each unit waited for its bus and turned it around: the gap is every
+                # unit's idle time at once (``_gaps``)
                 self._gaps += gap
-            else:
-                for unit, work in enumerate(works):
-                    b = busy[unit]
-                    s = b + gap
-                    if s < t_head:
-                        s = t_head
-                    pos = (s - offs[unit]) % period
-                    if pos < block:
-                        s += block - pos
-                        pos = block
-                    idle[unit] += s - b
-                    busy[unit] = s + work - (period - pos - work) // gives * block
         self._owe(works)
-        end = max(busy)
         if first - head < self.last_start:
             self.last_start = first - head
         self.last_dir[:] = [w] * n_units
@@ -713,8 +740,9 @@ class FastModel:
         each unit's writes leave a row open in (``_banks_touched``)."""
         ts, bpr, nb, bg1 = self.t_stream, self.bursts_per_row, self.nb, self.n_bg_rot - 1
         rows = [-(-(c + add) // bpr) for c in counts]
-        return ([(c + add) * ts for c in counts], sum(rows),
-                [(a + bg1 if a + bg1 < nb else nb) / nb for a in rows])
+        works = [(c + add) * ts for c in counts]
+        return (works, sum(rows), [(a + bg1 if a + bg1 < nb else nb) / nb for a in rows],
+                np.array(works, dtype=np.int64))
 
     def _split_stream(self, b0: int, nb: int) -> np.ndarray:
         """Bursts per unit of the ``nb`` consecutive bursts from burst index ``b0``."""

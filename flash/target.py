@@ -361,7 +361,7 @@ def compile_kernels() -> None:
     """Compile the fast model's kernels (``tmhw.sim.jit``) into numba's on-disk cache,
     by a chunk written and read on a small device: a process that finds them there
     loads them in a fraction of a second instead of compiling them for several. ``make``
-    runs this before the tests and the default study."""
+    runs this before the tests and the default study (``tmhw.system.compile_kernels``)."""
     from flash.config import PRESETS
     from tmhw.sim.env import Environment
     from tmhw.sim.units import MiB

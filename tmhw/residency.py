@@ -105,8 +105,8 @@ def _hold_run(in_hbm: np.ndarray, starts: np.ndarray, held_by_owner: np.ndarray,
 
 
 def compile_kernels() -> None:
-    """Compile this module's kernels into numba's on-disk cache (``make`` runs this with
-    ``flash.compile_kernels`` before the tests and the default study)."""
+    """Compile this module's kernels into numba's on-disk cache (``make`` runs this
+    before the tests and the default study, through ``tmhw.system.compile_kernels``)."""
     res = Residency(2 * READY_BLOCK, 2 * READY_BLOCK, 4096, starts=np.array([0, 3, 512]))
     res.hold(slice(1, 300), 5, 0)
     res.set_ready(slice(2, 4), 3)

@@ -153,6 +153,20 @@ class System:
         return build_report(self, bounds)
 
 
+def compile_kernels() -> None:
+    """Every component's compiled kernels (``tmhw.sim.jit``) into numba's on-disk cache:
+    a process that finds them there loads them in a fraction of a second instead of
+    compiling them for several. ``make`` runs this before the tests and the default
+    study."""
+    from dram.fast import compile_kernels as dram_kernels
+    from flash import compile_kernels as flash_kernels
+    from tmhw.residency import compile_kernels as residency_kernels
+
+    flash_kernels()
+    dram_kernels()
+    residency_kernels()
+
+
 def build_report(system: System, bounds: dict[str, Any] | None = None) -> dict[str, Any]:
     """Every figure of the run, nested like the config; ``tmhw.report.rollup`` then adds
     energy, power, throughput per watt, cost and endurance from these figures alone.

@@ -25,7 +25,7 @@ Chunk = tuple[bool, int, int, Pattern, int]
 
 
 def _state(m: FastModel) -> tuple[Any, ...]:
-    return (m.busy_until, m.busy_ps, m.data_ps, m.last_dir, m.first_use, m.w_evict,
+    return (m.busy_until.tolist(), m.busy_ps, m.data_ps, m.last_dir, m.first_use, m.w_evict,
             m.open_rows, m.acts, m.bursts_read, m.bursts_written, m.last_end)
 
 
