@@ -110,16 +110,21 @@ States = tuple[list[int], dict[int, list[int]]]
 @njit
 def _book_all(busy: npt.NDArray[np.int64], idle: npt.NDArray[np.int64],
               offs: npt.NDArray[np.int64], works: npt.NDArray[np.int64], gap: int,
-              t_head: int, period: int, block: int, queued: bool) -> int:
+              t_head: int, period: int, block: int, first_q: npt.NDArray[np.int64]) -> int:
     """``FastModel._book_uniform``'s booking of every unit's bus, every unit's first
     refresh window being past (``_stretch`` in closed form): a unit starts at its bus
-    time plus ``gap``, or at ``t_head`` (unless ``queued``: every unit starts at its own);
-    a start inside a window [off + k period, + block) moves to its end, and the work
-    skips ceil((work - room) / gives) windows beyond the room ``period - pos`` left in
-    the first period (none if it fits: the room is at most ``gives`` and the work > 0).
-    A queued unit's idle time is the window only (its gap is counted once for all, by
-    the caller). The latest end."""
+    time plus ``gap``, or at ``t_head``; a start inside a window [off + k period, +
+    block) moves to its end, and the work skips ceil((work - room) / gives) windows
+    beyond the room ``period - pos`` left in the first period (none if it fits: the room
+    is at most ``gives`` and the work > 0). When every unit's bus time plus ``gap`` is
+    at least ``t_head`` (queued: each starts at its own), a unit's idle time is the
+    window only (the caller counts the gap once for all). Into ``first_q``: the first
+    unit's start (before the windows) and whether queued; returns the latest end."""
     gives = period - block
+    first = busy.min() + gap
+    queued = first >= t_head
+    first_q[0] = first if queued else t_head
+    first_q[1] = queued
     end = 0
     for unit in range(busy.size):
         b = busy[unit]
@@ -302,6 +307,8 @@ class FastModel:
         self.ref_offsets_rand = [o % self.t_ref_period_rand if self.t_ref_period_rand else 0
                                  for o in self.ref_offsets]
         self._ref_off = np.array(self.ref_offsets, dtype=np.int64)
+        #: ``_book_all``'s first start and whether the units were queued
+        self._first_q = np.zeros(2, dtype=np.int64)
         #: The latest unit's first refresh window (from then on every unit's windows
         #: repeat every period).
         self._ref_last = max(self.ref_offsets)
@@ -687,12 +694,16 @@ class FastModel:
         # Rows each unit opens (every unit has bursts, so at least one), less one per
         # unit if the first row is open.
         acts = rows - (n_units if st == 0 else 0)
-        # Each unit starts at max(busy + gap, t_head), so the first to start at this.
-        first = int(busy.min()) + gap
-        queued = first >= t_head  # every unit starts at its busy + gap
-        if first < t_head:
-            first = t_head
-        if period == 0 or t_head < self._ref_last:
+        if period and t_head >= self._ref_last:
+            first_q = self._first_q
+            end = _book_all(busy, idle, self._ref_off, works_a, gap, t_head, period, block,
+                            first_q)
+            first = int(first_q[0])
+            if first_q[1]:
+                self._gaps += gap  # every unit's idle time at once (``_gaps``)
+        else:
+            # Each unit starts at max(busy + gap, t_head), so the first to start at this.
+            first = max(int(busy.min()) + gap, t_head)
             stretch = self._stretch
             for unit in range(n_units):
                 b = int(busy[unit])
@@ -701,13 +712,6 @@ class FastModel:
                 idle[unit] += s - b
                 busy[unit] = e
             end = int(busy.max())
-        else:
-            end = _book_all(busy, idle, self._ref_off, works_a, gap, t_head, period, block,
-                            queued)
-            if queued:
-                # each unit waited for its bus and turned it around: the gap is every
-                # unit's idle time at once (``_gaps``)
-                self._gaps += gap
         self._owe(works)
         if first - head < self.last_start:
             self.last_start = first - head
