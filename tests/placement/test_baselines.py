@@ -173,6 +173,30 @@ def test_table_replay_catches_a_drop_of_live_dirty_data() -> None:
         table_profile(wl, tab)
 
 
+def test_table_replay_catches_an_iteration_that_ends_otherwise_than_it_began() -> None:
+    """The cyclic check: a weight the plan leaves on flash at the start of an iteration
+    (its wrap gap evicted, its prefetch released in the next iteration) but that the
+    table marks resident would end the iteration on flash; the replay says which."""
+    b = WorkloadBuilder("two", batch=1)
+    x = b.input("x", 1024)
+    h = b.linear("l0", x, 16, 64, 64)
+    y = b.eltwise("e1", (h,), 16 * 64, saves="input")
+    wl = b.finish(y)
+    gp = GapPlan(context(wl, 1.0))
+    n = len(wl.ops)
+    gi = next(i for i, g in enumerate(gp.gaps)
+              if wl.tensors[g.tensor].kind.persistent and g.b >= n)
+    g = gp.gaps[gi]
+    gp.evict(gi, g.a, n)  # prefetched from the next iteration's first op on
+    tab = gp.table("wrap")
+    t = wl.tensors[g.tensor]
+    assert not tab.initial[t.page_start:t.page_end].any()
+    table_profile(wl, tab)  # valid as planned
+    tab.initial[t.page_start:t.page_end] = True
+    with pytest.raises(TableError, match=f"ends with {t.name} on flash, not as it began"):
+        table_profile(wl, tab)
+
+
 @SETTINGS
 @given(wl=workloads(), frac=st.floats(0.0, 1.0))
 def test_flatflash_reads_in_place_and_plans_only_the_frameworks_drops(

@@ -421,18 +421,31 @@ def table_profile(wl: Workload, table: PlacementTable, op_start_ps: np.ndarray |
                     raise TableError(f"{table.policy}: op {i} drops live dirty pages of "
                                      f"{t.name}")
                 free(p0, p1)
-    # A page can only be lost by dropping live dirty data, which raised above; this
-    # catches anything else at the end rather than scanning every page after every op.
-    lost = live & ~held & ~flash
-    if not table.reactive and lost.any():
-        p = int(np.flatnonzero(lost)[0])
-        raise TableError(f"{table.policy}: page {p} ends the iteration in neither tier")
-    if not table.reactive and not np.array_equal(held, table.initial & ~inp):
-        diff = np.flatnonzero(held != (table.initial & ~inp))
-        tid = int(wl.page_tensor()[diff[0]])
-        raise TableError(f"{table.policy}: the iteration ends with {wl.tensors[tid].name} "
-                         f"{'resident' if held[diff[0]] else 'on flash'}, not as it began")
+    if not table.reactive:
+        # A page can only be lost by dropping live dirty data, which raised above; this
+        # catches anything else at the end rather than scanning every page after every
+        # op. A block of pages at a time: no temporary the size of the page array.
+        for a in range(0, wl.npages, _END_BLOCK):
+            b = min(wl.npages, a + _END_BLOCK)
+            lost = live[a:b] & ~held[a:b] & ~flash[a:b]
+            if lost.any():
+                p = a + int(np.flatnonzero(lost)[0])
+                raise TableError(f"{table.policy}: page {p} ends the iteration in neither "
+                                 "tier")
+        for a in range(0, wl.npages, _END_BLOCK):
+            b = min(wl.npages, a + _END_BLOCK)
+            diff = np.flatnonzero(held[a:b] != (table.initial[a:b] & ~inp[a:b]))
+            if diff.size:
+                p = a + int(diff[0])
+                tid = int(wl.page_tensor()[p])
+                raise TableError(f"{table.policy}: the iteration ends with "
+                                 f"{wl.tensors[tid].name} "
+                                 f"{'resident' if held[p] else 'on flash'}, not as it began")
     return occ
+
+
+#: pages per block of ``table_profile``'s end checks
+_END_BLOCK = 1 << 20
 
 
 def predict_starts(wl: Workload, table: PlacementTable, ctx: PlanContext) -> np.ndarray:
