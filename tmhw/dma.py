@@ -483,12 +483,16 @@ class DmaEngine(Component):
         ps = self.page_size
         res = self.res
         now = int(self.env.now)
-        dirty = np.flatnonzero(res.in_hbm[c0:c1] & res.live[c0:c1] & ~res.in_flash[c0:c1]) + c0
-        if not req.keep:
-            res.release_clean(c0, c1, now)
+        mask = res.in_hbm[c0:c1] & res.live[c0:c1] & ~res.in_flash[c0:c1]
+        if c1 > c0 and np.count_nonzero(mask) == c1 - c0:
+            dirty = [(c0, c1)]  # the usual case: all dirty, so none clean to release
+        else:
+            dirty = runs(np.flatnonzero(mask) + c0)
+            if not req.keep:
+                res.release_clean(c0, c1, now)
         free_at = end = issue
         t0 = issue + self.cfg.setup_ps
-        for a, b in runs(dirty):
+        for a, b in dirty:
             n = (b - a) * ps
             ready = res.ready_time(a, b)
             h_end = max(t0, ready, self.hbm.transport(
