@@ -328,6 +328,11 @@ class AddressMap:
         #: the first ppn of the plane at each stripe position
         self._plane_base = self.stripe_plane * (self.bpp * self.ppb)
         self._plane_base_list: list[int] = self._plane_base.tolist()
+        #: ``_closed_form`` of the logical pages [0, SEG + planes): that of a run of at
+        #: most a segment from ``lpn`` is the slice from ``lpn % planes``, plus
+        #: ``lpn // planes``
+        x = np.arange(SEG + self.U, dtype=np.int64)
+        self._ramp = self._plane_base[x % self.U] + x // self.U
         # P2L rows live in a pool that grows with the blocks written during the run.
         #: per block, 1 + the index of its row in ``pool`` (0: none yet); zeros, so
         #: the array's memory is only touched where blocks get rows
@@ -373,7 +378,12 @@ class AddressMap:
         return np.where(lpns < self.n_pre, self._closed_form(lpns), -1)
 
     def implicit_run(self, lo: int, hi: int) -> I64:
-        """``implicit_l2p`` of the run [lo, hi)."""
+        """``implicit_l2p`` of the run [lo, hi): for a run of at most a segment, a slice
+        of ``_ramp`` moved by the run's first stripe."""
+        if hi <= self.n_pre and hi - lo <= SEG:
+            j, s = divmod(lo, self.U)
+            out: I64 = self._ramp[s:s + hi - lo] + j
+            return out
         lpns = np.arange(lo, hi, dtype=np.int64)
         if hi <= self.n_pre:
             return self._closed_form(lpns)

@@ -383,3 +383,25 @@ def test_a_write_of_blocks_per_plane_ends_in_the_state_of_the_plane_by_plane_pat
     assert sum(taken) >= 10 and not all(taken) and fast.forced_gc_count > 0
     assert seen_sparse and any(s is not None for s in fast.l2p.segs)
     assert _ftl_state(fast) == _ftl_state(ref)
+
+
+def test_the_closed_form_of_a_run_is_that_of_its_pages() -> None:
+    """``AddressMap.implicit_run`` (a slice of a precomputed ramp for a run of at most a
+    segment) gives the closed form page by page, ``implicit_l2p``: runs from every
+    stripe position, of one page to a whole segment, across segments, and across the
+    end of the preconditioned range."""
+    from flash.ftl import SEG
+
+    ftl = FTL(small(channels=4, dies_per_chip=4, planes_per_die=8, blocks_per_plane=96,
+                    pages_per_block=16, over_provisioning=0.3))
+    ftl.precondition(0.5)
+    m = ftl.mapping
+    rng = np.random.default_rng(0)
+    n_pre = m.n_pre
+    for k in range(400):
+        n = int(rng.choice([1, 2, m.U - 1, m.U, m.U + 3, SEG - 1, SEG, SEG + 7]))
+        lo = int(rng.choice([int(rng.integers(0, n_pre - n)), n_pre - n, n_pre - n // 2,
+                             k % m.U]))
+        lo = max(0, lo)
+        want = m.implicit_l2p(np.arange(lo, lo + n, dtype=np.int64))
+        assert np.array_equal(m.implicit_run(lo, lo + n), want), (lo, n)
