@@ -135,16 +135,18 @@ class Programmer:
     LONG_PIECE = 32 * SEG
 
     def program_long(self, lo: int, hi: int, unmap: Callable[[], object]) -> I64 | None:
-        """Host-program the run [lo, hi) (already unmapped) of at least a block per
-        plane, where no plane must collect on the way: the end state of
+        """Host-program the run [lo, hi) of at least a block per plane, where no plane
+        must collect on the way: the end state of ``unmap`` (the run's old copies
+        invalidated, called once the run is known to take this path) then
         ``program_planes`` on the run grouped by plane (each plane's pages in turn at
         its write pointer, opening free blocks in plane order; its blocks' valid
         counts, stamps in that order, states, P2L rows and the L2P map), computed per
-        page in numpy. Returns the ppns in logical order, or None (nothing done) when
-        a plane would have to collect (at the hard threshold before one of its block
-        openings), or when the plane-by-plane path would take a run's page counts per
-        L2P segment otherwise than ``SparseL2P.set_each`` takes them (fewer than 66
-        planes: a block's pages fill a segment's dict by ``DENSE_AT // 4`` at once)."""
+        page in numpy. Returns the ppns in logical order, or None (nothing done,
+        ``unmap`` not called) when a plane would have to collect (at the hard threshold
+        before one of its block openings), or when the plane-by-plane path would take a
+        run's page counts per L2P segment otherwise than ``SparseL2P.set_each`` takes
+        them (fewer than 66 planes: a block's pages fill a segment's dict by
+        ``DENSE_AT // 4`` at once)."""
         b = self.blocks
         m = self.amap
         U, ppb = m.U, self.ppb
