@@ -25,6 +25,9 @@ from bisect import bisect_left, bisect_right
 from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable
 
+#: log2 of the pages per block of the read cache's counts (``DataCache._lru_blocks``)
+_LRU_BITS = 9
+
 
 class DataCache:
     """Controller DRAM of one device: write buffer and read cache, in NAND pages."""
@@ -45,6 +48,10 @@ class DataCache:
         #: random small-write stream insert into and delete from long lists)
         self._one: dict[int, int] = {}
         self._lru: OrderedDict[int, None] = OrderedDict()
+        #: per block of ``2 ** _LRU_BITS`` pages, how many of its pages the read cache holds
+        #: (none: not a key), so that a read or write of pages it holds none of is
+        #: answered without a lookup per page
+        self._lru_blocks: dict[int, int] = {}
         self.write_hits = 0       # pages acknowledged from the buffer
         self.write_waits = 0      # writes that waited for buffer space
         self.buffer_read_hits = 0  # pages read from the write buffer
@@ -163,14 +170,32 @@ class DataCache:
             k += 1
         return out
 
+    def _cached_in(self, lpns: range) -> bool:
+        """Whether the read cache may hold a page of ``lpns``: some block of
+        ``2 ** _LRU_BITS`` pages they touch holds one (a few dict lookups, where the pages'
+        own lookups are one per page)."""
+        blocks = self._lru_blocks
+        return any(k in blocks for k in range(lpns.start >> _LRU_BITS,
+                                              ((lpns.stop - 1) >> _LRU_BITS) + 1))
+
+    def _lru_gone(self, lpn: int) -> None:
+        """``lpn`` left the read cache: one fewer in its block."""
+        k = lpn >> _LRU_BITS
+        n = self._lru_blocks[k] - 1
+        if n:
+            self._lru_blocks[k] = n
+        else:
+            del self._lru_blocks[k]
+
     def invalidate(self, lpns: range) -> None:
         """Drop the read-cache copies of ``lpns`` (they were rewritten or trimmed)."""
         lru = self._lru
-        if lru:
+        if lru and self._cached_in(lpns):
             # membership tests in C, over the smaller of the two
             dead = [k for k in lru if k in lpns] if len(lru) < len(lpns) else lru.keys() & lpns
             for lpn in dead:
                 del lru[lpn]
+                self._lru_gone(lpn)
 
     def split_read(self, lpns: range, now: int) -> list[bool]:
         """Per page of ``lpns`` (consecutive): True if DRAM holds it (``held_runs``)."""
@@ -201,7 +226,7 @@ class DataCache:
             self._drop(lo, hi, lambda e: e <= now)
         if self._one:
             held.sort()  # (one-page writes come first)
-        if lru:
+        if lru and self._cached_in(lpns):
             hits = lru.keys() & lpns
             if hits:
                 starts = [a for a, _ in held]
@@ -231,11 +256,16 @@ class DataCache:
         if cap == 0:
             return
         lru = self._lru
+        blocks = self._lru_blocks
         for lpn in lpns:
-            lru[lpn] = None
-            lru.move_to_end(lpn)
+            if lpn in lru:
+                lru.move_to_end(lpn)
+            else:
+                lru[lpn] = None
+                k = lpn >> _LRU_BITS
+                blocks[k] = blocks.get(k, 0) + 1
         while len(lru) > cap:
-            lru.popitem(last=False)
+            self._lru_gone(lru.popitem(last=False)[0])
 
     def holds(self, lpn: int, now: int) -> str:
         """Where DRAM holds ``lpn`` at ``now``: "buffer", "cache" or "" (not at all)."""

@@ -8,10 +8,13 @@ from __future__ import annotations
 
 from collections import OrderedDict, deque
 from typing import Any
+from unittest.mock import patch
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from flash import cache as cache_mod
 from flash.cache import DataCache
 
 WRITE_PAGES, READ_PAGES, SPAN = 12, 6, 40
@@ -90,10 +93,20 @@ step = st.tuples(st.sampled_from(["write", "write", "read", "fill", "holds"]),
                  st.integers(0, 400))
 
 
-@settings(max_examples=200, deadline=None)
+@pytest.mark.parametrize("lru_bits", [9, 2])
+@settings(max_examples=100, deadline=None)
 @given(steps=st.lists(step, min_size=1, max_size=60))
-def test_buffered_runs_answer_as_a_page_map(steps: list[tuple[str, int, int, int, int]]
+def test_buffered_runs_answer_as_a_page_map(lru_bits: int,
+                                            steps: list[tuple[str, int, int, int, int]]
                                             ) -> None:
+    """Also with the read cache counted in blocks of 4 pages (``_LRU_BITS`` 2), so that
+    reads and writes that touch no block holding a cached page skip the lookups."""
+    with patch.object(cache_mod, "_LRU_BITS", lru_bits):
+        _drive(steps)
+    assert cache_mod._LRU_BITS == 9
+
+
+def _drive(steps: list[tuple[str, int, int, int, int]]) -> None:
     runs, pages = DataCache(WRITE_PAGES, READ_PAGES), PageMap()
     now = 0
     for kind, lo, n, gap, prog in steps:
@@ -120,6 +133,10 @@ def test_buffered_runs_answer_as_a_page_map(steps: list[tuple[str, int, int, int
         assert [runs.write_hits, runs.write_waits, runs.buffer_read_hits,
                 runs.cache_read_hits] == pages.hits
         assert list(runs._lru) == list(pages.lru)
+        blocks: dict[int, int] = {}
+        for k in runs._lru:
+            blocks[k >> cache_mod._LRU_BITS] = blocks.get(k >> cache_mod._LRU_BITS, 0) + 1
+        assert runs._lru_blocks == blocks
         # the runs are disjoint, in page order, and none is empty
         assert all(a < b for a, b in zip(runs._lo, runs._hi, strict=True))
         assert all(b <= a for b, a in zip(runs._hi, runs._lo[1:], strict=False))
