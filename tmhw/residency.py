@@ -77,6 +77,43 @@ def _ready_run(ready_ix: np.ndarray, block_max: np.ndarray, times: np.ndarray, a
 
 
 @njit
+def _group_of(starts: np.ndarray, p: int) -> int:
+    """The group of page ``p``: the last of ``starts`` at or before it."""
+    return int(np.searchsorted(starts, p, side="right")) - 1
+
+
+@njit
+def _count_run(in_hbm: np.ndarray, starts: np.ndarray, held_by_owner: np.ndarray, a: int,
+               b: int, held: bool, n: int, sign: int) -> None:
+    """``sign`` x the pages of [a, b) whose held flag is ``held`` (``n`` of them, > 0)
+    into their groups' counts (``starts`` not empty)."""
+    o = _group_of(starts, a)
+    if starts[o + 1] >= b:  # a run inside one group, the common case
+        held_by_owner[o] += sign * n
+        return
+    for p in range(a, b):
+        while starts[o + 1] <= p:
+            o += 1
+        if in_hbm[p] == held:
+            held_by_owner[o] += sign
+
+
+@njit
+def _release_run(in_hbm: np.ndarray, starts: np.ndarray, held_by_owner: np.ndarray,
+                 a: int, b: int) -> int:
+    """``Residency.release``'s change of the flags and group counts for the pages
+    [a, b): how many were held."""
+    n = 0
+    for p in range(a, b):
+        if in_hbm[p]:
+            n += 1
+    if n and starts.size:
+        _count_run(in_hbm, starts, held_by_owner, a, b, True, n, -1)
+    in_hbm[a:b] = False
+    return n
+
+
+@njit
 def _hold_run(in_hbm: np.ndarray, starts: np.ndarray, held_by_owner: np.ndarray,
               ready_ix: np.ndarray, block_max: np.ndarray, times: np.ndarray, a: int,
               b: int, free: int, idx: int, ready: int, bs: int) -> int:
@@ -90,15 +127,7 @@ def _hold_run(in_hbm: np.ndarray, starts: np.ndarray, held_by_owner: np.ndarray,
     if new > free:
         return -1 - new
     if new and starts.size:
-        o = np.searchsorted(starts, a, side="right") - 1
-        if starts[o + 1] >= b:  # a run inside one group, the common case
-            held_by_owner[o] += new
-        else:
-            for p in range(a, b):
-                while starts[o + 1] <= p:
-                    o += 1
-                if not in_hbm[p]:
-                    held_by_owner[o] += 1
+        _count_run(in_hbm, starts, held_by_owner, a, b, False, new, 1)
     in_hbm[a:b] = True
     _ready_run(ready_ix, block_max, times, a, b, idx, ready, bs)
     return new
@@ -110,6 +139,7 @@ def compile_kernels() -> None:
     res = Residency(2 * READY_BLOCK, 2 * READY_BLOCK, 4096, starts=np.array([0, 3, 512]))
     res.hold(slice(1, 300), 5, 0)
     res.set_ready(slice(2, 4), 3)
+    res.release(slice(2, 290), 6)
 
 
 class CapacityError(RuntimeError):
@@ -311,13 +341,20 @@ class Residency:
 
     def release(self, pages: np.ndarray | slice, now: int, until: int | None = None) -> int:
         """Pages leave HBM; their space is free at ``until`` (a write-back's end) or now."""
-        sel = self.in_hbm[pages]
-        n = int(np.count_nonzero(sel))
-        if n == 0:
-            return 0
-        if self.starts is not None:
-            self._count(pages, sel, -1)
-        self.in_hbm[pages] = False
+        if isinstance(pages, slice) and pages.step in (None, 1):
+            a, b, _ = pages.indices(self.npages)
+            n = _release_run(self.in_hbm, _NO_GROUPS if self.starts is None else self.starts,
+                             self.held_by_owner, a, b) if b > a else 0
+            if n == 0:
+                return 0
+        else:
+            sel = self.in_hbm[pages]
+            n = int(np.count_nonzero(sel))
+            if n == 0:
+                return 0
+            if self.starts is not None:
+                self._count(pages, sel, -1)
+            self.in_hbm[pages] = False
         self.held -= n
         if until is not None and until > now:
             heapq.heappush(self._freeing, (until, n))
