@@ -49,12 +49,7 @@ def _block_max_at(ready_ix: np.ndarray, block_max: np.ndarray, times: np.ndarray
         block_max[k] = ready  # the others are no later than the old maximum
         return
     hi = min((k + 1) * bs, ready_ix.size)
-    m = times[ready_ix[k * bs]]
-    for p in range(k * bs + 1, hi):
-        t = times[ready_ix[p]]
-        if t > m:
-            m = t
-    block_max[k] = m
+    block_max[k] = _times_max(ready_ix, times, k * bs, hi)
 
 
 @njit
@@ -74,6 +69,37 @@ def _ready_run(ready_ix: np.ndarray, block_max: np.ndarray, times: np.ndarray, a
     else:
         for k in range(a // bs, (b - 1) // bs + 1):
             _block_max_at(ready_ix, block_max, times, k, ready, bs)
+
+
+@njit
+def _times_max(ready_ix: np.ndarray, times: np.ndarray, a: int, b: int) -> int:
+    """The latest ready time of the pages [a, b) (b > a)."""
+    m = times[ready_ix[a]]
+    for p in range(a + 1, b):
+        t = times[ready_ix[p]]
+        if t > m:
+            m = t
+    return int(m)
+
+
+@njit
+def _ready_max(ready_ix: np.ndarray, block_max: np.ndarray, times: np.ndarray, p0: int,
+               p1: int, bs: int) -> int:
+    """``Residency.ready_time`` of [p0, p1) (p1 > p0): the blocks it covers whole by
+    their maxima, the pages at its two ends one by one."""
+    fa = -(-p0 // bs)
+    fb = p1 // bs
+    if fb - fa < 2:
+        return _times_max(ready_ix, times, p0, p1)
+    out = block_max[fa]
+    for k in range(fa + 1, fb):
+        if block_max[k] > out:
+            out = block_max[k]
+    if p0 < fa * bs:
+        out = max(out, _times_max(ready_ix, times, p0, fa * bs))
+    if fb * bs < p1:
+        out = max(out, _times_max(ready_ix, times, fb * bs, p1))
+    return int(out)
 
 
 @njit
@@ -140,6 +166,7 @@ def compile_kernels() -> None:
     res.hold(slice(1, 300), 5, 0)
     res.set_ready(slice(2, 4), 3)
     res.release(slice(2, 290), 6)
+    res.ready_time(0, 2)
 
 
 class CapacityError(RuntimeError):
@@ -415,15 +442,8 @@ class Residency:
         """When every page of [p0, p1) is complete in HBM (all must be held)."""
         if p1 <= p0:
             return 0
-        bs, times, ix = READY_BLOCK, self._times, self._ready_ix
-        fa, fb = -(-p0 // bs), p1 // bs
-        if fb - fa < 2:
-            return int(times[ix[p0:p1]].max())
-        out = int(self._block_max[fa:fb].max())
-        if p0 < fa * bs:
-            out = max(out, int(times[ix[p0:fa * bs]].max()))
-        if fb * bs < p1:
-            out = max(out, int(times[ix[fb * bs:p1]].max()))
+        out: int = _ready_max(self._ready_ix, self._block_max, self._times, p0, p1,
+                              READY_BLOCK)
         return out
 
     def check(self) -> None:
