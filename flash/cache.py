@@ -11,7 +11,7 @@
 - **Read cache** (``FlashConfig.read_cache_bytes``). A NAND page the host read only part
   of stays in DRAM whole, least recently used first out (the rest of the page is what
   a small read's neighbour wants; a page delivered whole is not kept). A read of a page
-  still in the write buffer or in the read cache costs no NAND read (``split_read``).
+  still in the write buffer or in the read cache costs no NAND read (``held_runs``).
   A write drops the page's cached copy, so a read always returns the latest version.
 
 Pages here are logical NAND pages (``page_size`` bytes) of one device. DRAM time is not
@@ -196,14 +196,6 @@ class DataCache:
             for lpn in dead:
                 del lru[lpn]
                 self._lru_gone(lpn)
-
-    def split_read(self, lpns: range, now: int) -> list[bool]:
-        """Per page of ``lpns`` (consecutive): True if DRAM holds it (``held_runs``)."""
-        out = [False] * len(lpns)
-        lo = lpns.start
-        for a, b in self.held_runs(lpns, now):
-            out[a - lo:b - lo] = [True] * (b - a)
-        return out
 
     def held_runs(self, lpns: range, now: int) -> list[tuple[int, int]]:
         """The pages of ``lpns`` (consecutive) DRAM holds (write buffer or read cache),

@@ -8,9 +8,10 @@ counts pages held plus pages whose HBM copy is still being written back (they fr
 the flash write completes), so capacity is a hard limit at every instant, in-flight
 prefetches included. Pure: times are passed in, no SimPy.
 
-Holding a run of pages and setting its ready times are compiled (``tmhw.sim.jit``):
-``_hold_run`` and ``_ready_run`` are the steps of ``hold`` and ``set_ready`` on a run,
-page by page, on the same arrays (a chunk's hold was a dozen numpy calls).
+Holding, releasing and timing a run of pages are compiled (``tmhw.sim.jit``):
+``_hold_run``, ``_release_run``, ``_ready_run`` and ``_ready_max`` are the steps of
+``hold``, ``release``, ``set_ready`` and ``ready_time`` on a run, page by page, on the
+same arrays (a chunk's hold was a dozen numpy calls).
 """
 
 from __future__ import annotations
@@ -265,24 +266,24 @@ class Residency:
     def set_ready(self, pages: np.ndarray | slice, ready: int) -> None:
         """``pages``' HBM copies are complete at ``ready``."""
         idx = self._time_index(ready)
+        pages = self._pages(pages)
         if not isinstance(pages, slice):
             self._ready_ix[pages] = idx
             for k in np.unique(np.asarray(pages) // READY_BLOCK).tolist():
-                self._set_block_max(k, ready)
+                _block_max_at(self._ready_ix, self._block_max, self._times, k, ready,
+                              READY_BLOCK)
             return
-        a, b, step = pages.indices(self.npages)
-        if b > a:
-            assert step == 1
-            _ready_run(self._ready_ix, self._block_max, self._times, a, b, idx, ready,
-                       READY_BLOCK)
+        if pages.stop > pages.start:
+            _ready_run(self._ready_ix, self._block_max, self._times, pages.start,
+                       pages.stop, idx, ready, READY_BLOCK)
 
-    def _set_block_max(self, k: int, ready: int) -> None:
-        """Block ``k``, some of whose pages were just given ``ready``: its maximum."""
-        if ready >= self._block_max[k]:
-            self._block_max[k] = ready      # the others are no later than the old maximum
-        else:
-            bs = READY_BLOCK
-            self._block_max[k] = self._times[self._ready_ix[k * bs:(k + 1) * bs]].max()
+    def _pages(self, pages: np.ndarray | slice) -> np.ndarray | slice:
+        """``pages`` as a run ``slice(a, b)`` (the compiled steps' form) or, for a slice
+        with a step, as the page numbers it selects."""
+        if not isinstance(pages, slice):
+            return pages
+        a, b, step = pages.indices(self.npages)
+        return slice(a, b) if step == 1 else np.arange(a, b, step)
 
     def _time_index(self, t: int) -> int:
         """The index of time ``t`` in ``_times`` (the last one, when it is the same)."""
@@ -339,9 +340,10 @@ class Residency:
     def hold(self, pages: np.ndarray | slice, ready: int, now: int) -> int:
         """Mark pages held in HBM (allocated or being filled) with their ready times.
         Returns the number of pages newly held. Raises CapacityError past capacity."""
+        pages = self._pages(pages)
         if isinstance(pages, slice):
-            a, b, step = pages.indices(self.npages)
-            if b > a and step == 1:
+            a, b = pages.start, pages.stop
+            if b > a:
                 self.settle(now)
                 free = self.capacity - self.occupied_pages
                 new = _hold_run(self.in_hbm, _NO_GROUPS if self.starts is None
@@ -368,8 +370,9 @@ class Residency:
 
     def release(self, pages: np.ndarray | slice, now: int, until: int | None = None) -> int:
         """Pages leave HBM; their space is free at ``until`` (a write-back's end) or now."""
-        if isinstance(pages, slice) and pages.step in (None, 1):
-            a, b, _ = pages.indices(self.npages)
+        pages = self._pages(pages)
+        if isinstance(pages, slice):
+            a, b = pages.start, pages.stop
             n = _release_run(self.in_hbm, _NO_GROUPS if self.starts is None else self.starts,
                              self.held_by_owner, a, b) if b > a else 0
             if n == 0:
@@ -423,18 +426,11 @@ class Residency:
         return np.searchsorted(self.starts, pages, side="right") - 1
 
     def _count(self, pages: np.ndarray | slice, mask: np.ndarray, sign: int) -> None:
-        n = int(np.count_nonzero(mask))
-        if n == 0:
+        """``sign`` x the pages of ``pages`` (page numbers, or an empty run) that
+        ``mask`` selects into their groups' counts (runs: ``_count_run``)."""
+        if isinstance(pages, slice) or not np.count_nonzero(mask):
             return
-        if isinstance(pages, slice):
-            ends = self.owner_of(np.array((pages.start, pages.stop - 1)))
-            if ends[0] == ends[1]:
-                # A run inside one tensor, the common case: no histogram needed.
-                self.held_by_owner[ends[0]] += sign * n
-                return
-            sel = np.arange(pages.start, pages.stop)[mask]
-        else:
-            sel = np.asarray(pages)[mask]
+        sel = np.asarray(pages)[mask]
         self.held_by_owner += sign * np.bincount(self.owner_of(sel),
                                                  minlength=len(self.held_by_owner))
 

@@ -465,11 +465,9 @@ class FTL:
     def _unmap(self, lpns: I64) -> int:
         """Invalidate the current mapping of ``lpns``; return how many were mapped."""
         old = self.l2p.get(lpns)
-        m = old >= 0
-        k = int(m.sum())
+        k = drop_old(self.valid, old, self.ppb)
         if k:
-            self._drop_valid(old[m] // self.ppb)
-            self.l2p.set(lpns[m], -1)
+            self.l2p.set(lpns[old >= 0], -1)
         return k
 
     def _unmap_run(self, lo: int, n: int) -> int:
@@ -485,14 +483,6 @@ class FTL:
             self.l2p.set(np.flatnonzero(self.l2p.get_run(lo, n) >= 0) + lo, -1)
         return k
 
-    def _drop_valid(self, blocks: I64) -> None:
-        """One valid page fewer in ``blocks`` per occurrence."""
-        if blocks.size > self.valid.size // 8:
-            self.valid -= np.bincount(blocks, minlength=self.valid.size).astype(np.int32)
-        else:
-            # (np.subtract.at is an order of magnitude slower than unique + counts)
-            ub, cnt = np.unique(blocks, return_counts=True)
-            self.valid[ub] -= cnt.astype(np.int32)
 
     # -- introspection -----------------------------------------------------------------
     def mapped_pages(self) -> int:

@@ -384,10 +384,7 @@ class AddressMap:
             j, s = divmod(lo, self.U)
             out: I64 = self._ramp[s:s + hi - lo] + j
             return out
-        lpns = np.arange(lo, hi, dtype=np.int64)
-        if hi <= self.n_pre:
-            return self._closed_form(lpns)
-        return np.where(lpns < self.n_pre, self._closed_form(lpns), -1)
+        return self.implicit_l2p(np.arange(lo, hi, dtype=np.int64))
 
     def implicit_l2p1(self, lpn: int) -> int:
         if lpn >= self.n_pre:

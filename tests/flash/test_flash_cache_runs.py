@@ -106,6 +106,17 @@ def test_buffered_runs_answer_as_a_page_map(lru_bits: int,
     assert cache_mod._LRU_BITS == 9
 
 
+def _runs_of(held: list[bool], lo: int) -> list[tuple[int, int]]:
+    """The maximal runs [a, b) of the pages flagged held, pages numbered from ``lo``."""
+    out: list[tuple[int, int]] = []
+    for i, h in enumerate(held):
+        if h and out and out[-1][1] == lo + i:
+            out[-1] = (out[-1][0], lo + i + 1)
+        elif h:
+            out.append((lo + i, lo + i + 1))
+    return out
+
+
 def _drive(steps: list[tuple[str, int, int, int, int]]) -> None:
     runs, pages = DataCache(WRITE_PAGES, READ_PAGES), PageMap()
     now = 0
@@ -120,7 +131,8 @@ def _drive(steps: list[tuple[str, int, int, int, int]]) -> None:
                 runs.buffered(lpns, got + prog)
                 pages.buffered(lpns, want + prog)
         elif kind == "read":
-            got, want = runs.split_read(lpns, now), pages.split_read(lpns, now)
+            got, want = runs.held_runs(lpns, now), _runs_of(pages.split_read(lpns, now),
+                                                             lpns.start)
         elif kind == "fill":
             runs.filled(list(lpns))
             pages.filled(list(lpns))
