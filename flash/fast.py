@@ -42,7 +42,7 @@ from flash.ftl import GcJob
 from flash.lanes import FILL, TAIL, gap_book, hold_lane, prog_lane, read_lane
 from flash.phy import OnfiPhy
 from flash.scheduler import CommandFormer, Counters, TimingBase, group_dies
-from tmhw.sim.jit import njit
+from tmhw.sim.jit import njit, njit_noref
 
 I64 = npt.NDArray[np.int64]
 
@@ -372,7 +372,7 @@ def _times(t: int | I64) -> I64:
     return np.ascontiguousarray(t, dtype=np.int64)
 
 
-@njit
+@njit_noref
 def _read_page(lane: I64, ops: I64, cap: int, sus: I64, rule: I64, iv: I64, meta: I64,
                i: int, ch: int, earliest: int, cmd: int, t_r: int, x: int) -> int:
     """``FastModel.read1`` on die lanes (no chip lock, no convoy, no recorded spans):
@@ -386,7 +386,7 @@ def _read_page(lane: I64, ops: I64, cap: int, sus: I64, rule: I64, iv: I64, meta
     return c_end
 
 
-@njit
+@njit_noref
 def _program_page(lane: I64, ops: I64, cap: int, merged: I64, P: int, iv: I64, meta: I64,
                   i: int, ch: int, earliest: int, busy: int, t_prog: int, mask: int,
                   page: int) -> int:

@@ -20,13 +20,15 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from tmhw.sim.jit import njit
+from tmhw.sim.jit import njit_noref
 
 I64 = npt.NDArray[np.int64]
 B = npt.NDArray[np.bool_]
 PROG, ERASE, GC = 0, 1, 2
-#: the fields of a queued op in ``DieLanes._ops``
+#: the fields of a queued op in ``DieLanes._ops``, and their count with one spare: a
+#: slot's fields are one 64-byte row, so a booking touches one cache line per slot
 ST, EN, KIND, MASK, PAGE, SPAN, QS = range(7)
+FIELDS = 8
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,20 +65,20 @@ def _rule_array(rule: SuspendRule | None) -> I64:
                      rule.min_remaining], dtype=np.int64)
 
 
-@njit
+@njit_noref
 def _now_slot(ops: I64, h: int, k: int) -> tuple[int, int]:
     """``DieLanes._now1``, compiled: the true start and end of queued slot ``k`` of a
     lane whose head op is at slot ``h``."""
-    a = ops[ST, k]
-    e = ops[EN, k]
+    a = ops[k, ST]
+    e = ops[k, EN]
     if k > h:
-        base = ops[EN, h] + ops[QS, k] - ops[QS, h + 1]
+        base = ops[h, EN] + ops[k, QS] - ops[h + 1, QS]
         if base > a:
             return base, e + base - a
     return a, e
 
 
-@njit
+@njit_noref
 def read_lane(lane: I64, ops: I64, cap: int, sus: I64, rule: I64, i: int, earliest: int,
               d: int) -> int:
     """``DieLanes.read1`` of a die lane (no chip batches, no recorded spans), compiled:
@@ -101,21 +103,21 @@ def read_lane(lane: I64, ops: I64, cap: int, sus: I64, rule: I64, i: int, earlie
     return end
 
 
-@njit
+@njit_noref
 def _read_queued_lane(lane: I64, ops: I64, cap: int, sus: I64, rule: I64, i: int, s: int,
                       d: int) -> int:
     """``DieLanes._read_queued1`` (no recorded spans), compiled."""
     h = lane[HEAD, i]
     t = lane[TAIL, i]
-    st0 = ops[ST, h]
-    en0 = ops[EN, h]
+    st0 = ops[h, ST]
+    en0 = ops[h, EN]
     while en0 <= s:  # ended before the read: forgotten, and the next is the head
         h += 1
         st0, en0 = _now_slot(ops, h - 1, h)
-        ops[ST, h] = st0
-        ops[EN, h] = en0
+        ops[h, ST] = st0
+        ops[h, EN] = en0
     lat = 0
-    kind = ops[KIND, h]
+    kind = ops[h, KIND]
     if s < st0:
         start = s  # ahead of every waiting program and erase
     else:
@@ -128,7 +130,7 @@ def _read_queued_lane(lane: I64, ops: I64, cap: int, sus: I64, rule: I64, i: int
         if sl >= 0:
             lat = sl
             sus[1 if kind == ERASE else 0, i] += 1
-            ops[ST, h] = s  # the rest runs after the read
+            ops[h, ST] = s  # the rest runs after the read
             start = s + lat
         else:
             start = en0  # after the running one
@@ -137,10 +139,10 @@ def _read_queued_lane(lane: I64, ops: I64, cap: int, sus: I64, rule: I64, i: int
     lane[RD, i] = end
     if h < t:
         # the head starts after the read; the ops behind follow it
-        a = ops[ST, h]
+        a = ops[h, ST]
         if end > a:
-            ops[ST, h] = end
-            ops[EN, h] += end - a
+            ops[h, ST] = end
+            ops[h, EN] += end - a
         last = _now_slot(ops, h, t - 1)[1]
         lane[UNTIL, i] = last if last > end else end
         lane[HEAD, i] = h
@@ -154,7 +156,7 @@ def _read_queued_lane(lane: I64, ops: I64, cap: int, sus: I64, rule: I64, i: int
     return end
 
 
-@njit
+@njit_noref
 def hold_lane(lane: I64, i: int, t: int) -> None:
     """``DieLanes.hold1``, compiled."""
     if lane[RD, i] < t:
@@ -163,7 +165,7 @@ def hold_lane(lane: I64, i: int, t: int) -> None:
         lane[UNTIL, i] = t
 
 
-@njit
+@njit_noref
 def prog_lane(lane: I64, ops: I64, cap: int, merged: I64, P: int, i: int, ready: int,
               duration: int, planes: int, page: int) -> int:
     """``DieLanes.prog1`` of a die lane (no recorded spans), compiled: its end, or the
@@ -173,7 +175,7 @@ def prog_lane(lane: I64, ops: I64, cap: int, merged: I64, P: int, i: int, ready:
     h = lane[HEAD, i]
     # the page may join a program only if the newest queued op is one still waiting
     # at ``ready`` (``_last1``)
-    if (planes and t != h and ops[KIND, t - 1] == PROG
+    if (planes and t != h and ops[t - 1, KIND] == PROG
             and ready <= _now_slot(ops, h, t - 1)[0]):
         joined = _merge_lane(lane, ops, merged, P, i, ready, planes, page)
         if joined >= 0:
@@ -181,14 +183,14 @@ def prog_lane(lane: I64, ops: I64, cap: int, merged: I64, P: int, i: int, ready:
     b = lane[UNTIL, i]  # ``_append``
     s = ready if ready > b else b
     end = s + duration
-    ops[QS, t] = lane[QSUM, i]
+    ops[t, QS] = lane[QSUM, i]
     lane[QSUM, i] += duration
-    ops[ST, t] = s
-    ops[EN, t] = end
-    ops[KIND, t] = PROG
-    ops[MASK, t] = planes
-    ops[PAGE, t] = page
-    ops[SPAN, t] = -1
+    ops[t, ST] = s
+    ops[t, EN] = end
+    ops[t, KIND] = PROG
+    ops[t, MASK] = planes
+    ops[t, PAGE] = page
+    ops[t, SPAN] = -1
     lane[BUSY_D, i] += duration
     lane[COUNT_D, i] += 1
     lane[TAIL, i] = t + 1
@@ -196,7 +198,7 @@ def prog_lane(lane: I64, ops: I64, cap: int, merged: I64, P: int, i: int, ready:
     return end
 
 
-@njit
+@njit_noref
 def _top(x: int) -> int:
     """``x.bit_length() - 1`` of positive ``x``."""
     b = -1
@@ -206,7 +208,7 @@ def _top(x: int) -> int:
     return b
 
 
-@njit
+@njit_noref
 def _merge_lane(lane: I64, ops: I64, merged: I64, P: int, i: int, r: int, m: int,
                 page: int) -> int:
     """``DieLanes._merge1``, compiled."""
@@ -216,14 +218,14 @@ def _merge_lane(lane: I64, ops: I64, merged: I64, P: int, i: int, r: int, m: int
     stop = max(k - 4, h - 1)
     while k > stop:
         st, end = _now_slot(ops, h, k)
-        if st < r or ops[KIND, k] != PROG:
+        if st < r or ops[k, KIND] != PROG:
             return -1
-        om = ops[MASK, k]
+        om = ops[k, MASK]
         if om and _top(om) // P == die:
             if om & m:
                 return -1
-            if ops[PAGE, k] == page:
-                ops[MASK, k] = om | m
+            if ops[k, PAGE] == page:
+                ops[k, MASK] = om | m
                 merged[i] += 1
                 return int(end)
         k -= 1
@@ -245,13 +247,14 @@ class DieLanes:
     command until its cache register drains.
 
     The lanes' state is in numpy arrays: per lane its numbers, and its queue of programs
-    and erases as a row of slots per field (``_ops``, slots ``_head`` to ``_tail``). A
-    chunk's bookings are one call on its distinct lanes (``read_many``, ``prog_many``,
-    ``hold_many``), booked as ``read1``, ``prog1`` and ``hold1`` would book each lane,
-    in numpy operations over all of them at once (a page's search for a waiting program
-    to join too: four numpy steps back over the lanes' queues; a read's moving of the
-    work queued behind it: its head op only, below). ``read1`` and
-    ``prog1`` are the same rules in scalar code, for callers that book one command.
+    and erases as a row of slots, each slot's fields side by side (``_ops``, slots
+    ``_head`` to ``_tail``). A chunk's bookings are one call on its distinct lanes
+    (``read_many``, ``prog_many``, ``hold_many``), booked as ``read1``, ``prog1`` and
+    ``hold1`` would book each lane, in numpy operations over all of them at once (a
+    page's search for a waiting program to join too: four numpy steps back over the
+    lanes' queues; a read's moving of the work queued behind it: its head op only,
+    below). ``read1`` and ``prog1`` are the same rules in scalar code, for callers that
+    book one command.
 
     A read moves the work queued behind it without touching it. Moving makes each op
     start at the latest of where it was booked and the end of the op before it, so an
@@ -276,14 +279,15 @@ class DieLanes:
         (self._until, self._rd, self._busy, self._count, self._qsum, self._head,
          self._tail) = self._lane
         #: per die, the programs and erases booked after its last read, in order: slots
-        #: ``_head[die]`` to ``_tail[die]`` of the die's row (slots ``die * _cap`` on) in
-        #: each field's array ``_ops[f]``, for the fields ST, EN, KIND (PROG, ERASE,
+        #: ``_head[die]`` to ``_tail[die]`` of the die's row (slots ``die * _cap`` on) of
+        #: ``_ops``, a slot's fields ``_ops[slot, f]`` (``_ops.T[f]`` is one field of
+        #: every slot), for the fields ST, EN, KIND (PROG, ERASE,
         #: GC), MASK (plane bits), PAGE (page offset), SPAN (index in ``spans``), QS
         #: (the durations queued before it on the lane, from any origin); the rows grow
         #: when a lane fills its row. ST and EN are true for the head op; for the others
         #: they are as booked, and ``_now`` gives their true times (class docstring)
         self._cap = 16
-        self._ops = np.zeros((7, n * self._cap), dtype=np.int64)
+        self._ops = np.zeros((n * self._cap, FIELDS), dtype=np.int64)
         #: ``_qsum``: per lane, the durations of every op queued on it so far (QS's
         #: running sum: only differences between queued ops are read, so it is never
         #: reset)
@@ -352,7 +356,7 @@ class DieLanes:
     def _now(self, h: I64, k: I64) -> tuple[I64, I64]:
         """The true start and end of queued slots ``k`` of lanes whose head ops are at
         slots ``h`` (class docstring)."""
-        ops = self._ops
+        ops = self._ops.T
         a, e = ops[ST][k], ops[EN][k]
         behind = k > h
         base = ops[EN][h] + ops[QS][k] - ops[QS][np.where(behind, h + 1, k)]
@@ -361,7 +365,7 @@ class DieLanes:
 
     def _now1(self, h: int, k: int) -> tuple[int, int]:
         """``_now`` of one slot."""
-        ops = self._ops
+        ops = self._ops.T
         a: int = ops[ST].item(k)
         e: int = ops[EN].item(k)
         if k == h:
@@ -378,7 +382,7 @@ class DieLanes:
         last = np.where(queued, t - 1, 0)
         st, en = self._now(h, last)
         end = np.where(queued, en, -1)
-        prog = np.where(queued & (self._ops[KIND][last] == PROG), st, -1)
+        prog = np.where(queued & (self._ops[last, KIND] == PROG), st, -1)
         return end, prog
 
     def _last1(self, i: int) -> tuple[int, int]:
@@ -387,7 +391,7 @@ class DieLanes:
         h: int = self._head.item(i)
         if t == h:
             return -1, -1
-        ops = self._ops
+        ops = self._ops.T
         k = t - 1
         st: int = ops[ST].item(k)
         en: int = ops[EN].item(k)
@@ -408,14 +412,13 @@ class DieLanes:
         for i in lanes[full].tolist():
             h, t = self._head.item(i), self._tail.item(i)
             if h > i * cap:
-                for f in self._ops:
-                    f[i * cap:i * cap + t - h] = f[h:t]
+                self._ops[i * cap:i * cap + t - h] = self._ops[h:t]
                 self._head[i], self._tail[i] = i * cap, i * cap + t - h
         if (self._tail[lanes] >= (lanes + 1) * cap).any():
             n = len(self)
-            grown = np.zeros((7, n, 2 * cap), dtype=np.int64)
-            grown[:, :, :cap] = self._ops.reshape(7, n, cap)
-            self._ops = grown.reshape(7, -1)
+            grown = np.zeros((n, 2 * cap, FIELDS), dtype=np.int64)
+            grown[:, :cap] = self._ops.reshape(n, cap, FIELDS)
+            self._ops = grown.reshape(-1, FIELDS)
             base = np.arange(n, dtype=np.int64) * cap
             self._head += base
             self._tail += base
@@ -426,7 +429,7 @@ class DieLanes:
         """Queue an op at the tail of each of distinct ``lanes``, booked on them."""
         self._room(lanes)
         t = self._tail[lanes]
-        ops = self._ops
+        ops = self._ops.T
         ops[QS][t] = self._qsum[lanes]
         self._qsum[lanes] += end - start
         ops[ST][t] = start
@@ -502,7 +505,7 @@ class DieLanes:
     def _read_queued1(self, i: int, s: int, d: int) -> int:
         """A read of ``d`` from ``s`` on die ``i``, whose queue has work left to run
         after ``s``: it queues ahead of it, or suspends it; its end."""
-        ops, spans = self._ops, self.spans
+        ops, spans = self._ops.T, self.spans
         h: int = self._head.item(i)
         t: int = self._tail.item(i)
         st0: int = ops[ST].item(h)
@@ -558,7 +561,7 @@ class DieLanes:
     def _settle(self, lanes: I64) -> None:
         """Write out the true times of the ops queued behind the heads of ``lanes``,
         and their spans (when recording: a timeline shows each op where it runs)."""
-        ops, spans = self._ops, self.spans
+        ops, spans = self._ops.T, self.spans
         assert spans is not None
         h = self._head[lanes]
         n_q = self._tail[lanes] - h - 1
@@ -579,7 +582,7 @@ class DieLanes:
 
     def _read_queued(self, lanes: I64, s: I64, d: I64) -> I64:
         """``_read_queued1`` on each of distinct ``lanes``, in numpy; their ends."""
-        ops, spans, rule = self._ops, self.spans, self.rule
+        ops, spans, rule = self._ops.T, self.spans, self.rule
         t = self._tail[lanes]
         h = self._head[lanes]
         while True:  # forget the ops that ended before the read; the next is the head
@@ -735,7 +738,7 @@ class DieLanes:
     def _merge1(self, i: int, r: int, m: int, page: int) -> int:
         """The end of the waiting program on lane ``i`` that a page of planes ``m`` at
         offset ``page``, ready at ``r``, joins (``prog1``), or -1."""
-        ops, P = self._ops, self.P
+        ops, P = self._ops.T, self.P
         die = (m.bit_length() - 1) // P
         # the die's newest waiting program, among the last four commands of the lane
         h: int = self._head.item(i)
@@ -771,7 +774,7 @@ class DieLanes:
         """``_merge1`` on each of distinct ``lanes``, in numpy: the look-back over the
         last four commands of every lane is four steps over all the lanes still
         searching; each lane's end, or -1."""
-        ops, P = self._ops, self.P
+        ops, P = self._ops.T, self.P
         out = np.full(lanes.size, -1, dtype=np.int64)
         h = self._head[lanes]
         k = self._tail[lanes] - 1
@@ -853,7 +856,7 @@ class DieLanes:
         if t == (i + 1) * self._cap:
             self._room(np.array([i], dtype=np.int64))
             t = self._tail.item(i)
-        ops = self._ops
+        ops = self._ops.T
         q: int = self._qsum.item(i)
         ops[QS][t] = q
         self._qsum[i] = q + duration
@@ -1064,7 +1067,7 @@ FILL, BUSY, COUNT = range(3)
 PRUNE_KEEP = 64
 
 
-@njit
+@njit_noref
 def _gap_fit(iv: I64, meta: I64, i: int, t: int, dur: int) -> int:
     """``GapLane._fit``'s start on row ``i``."""
     n = meta[FILL, i]
@@ -1078,7 +1081,7 @@ def _gap_fit(iv: I64, meta: I64, i: int, t: int, dur: int) -> int:
     return s
 
 
-@njit
+@njit_noref
 def gap_book(iv: I64, meta: I64, i: int, t: int, dur: int) -> int:
     """``GapLane.book`` on row ``i``: its end, or -1 (nothing booked) when the row has
     no free slot."""
@@ -1121,7 +1124,7 @@ def gap_book(iv: I64, meta: I64, i: int, t: int, dur: int) -> int:
     return e
 
 
-@njit
+@njit_noref
 def _gap_reserve(iv: I64, meta: I64, idx: I64, t: I64, dur: I64, out: I64, k: int) -> int:
     """``gap_book`` of bookings ``k`` on into ``out``; where it stopped (a full row),
     or ``idx.size``."""
@@ -1134,7 +1137,7 @@ def _gap_reserve(iv: I64, meta: I64, idx: I64, t: I64, dur: I64, out: I64, k: in
     return k
 
 
-@njit
+@njit_noref
 def _gap_prune(iv: I64, meta: I64, before: int, lo: int, hi: int) -> None:
     """``GapLane.prune`` of rows ``lo`` to ``hi``."""
     for i in range(lo, hi):

@@ -20,7 +20,7 @@ import heapq
 
 import numpy as np
 
-from tmhw.sim.jit import njit
+from tmhw.sim.jit import njit_noref
 from tmhw.sim.stats import Level
 
 _NO_GROUPS = np.zeros(0, dtype=np.int64)
@@ -42,7 +42,7 @@ def runs(pages: np.ndarray) -> list[tuple[int, int]]:
 READY_BLOCK = 256
 
 
-@njit
+@njit_noref
 def _block_max_at(ready_ix: np.ndarray, block_max: np.ndarray, times: np.ndarray, k: int,
                   ready: int, bs: int) -> None:
     """Block ``k``, some of whose pages were just given ``ready``: its maximum."""
@@ -53,7 +53,7 @@ def _block_max_at(ready_ix: np.ndarray, block_max: np.ndarray, times: np.ndarray
     block_max[k] = _times_max(ready_ix, times, k * bs, hi)
 
 
-@njit
+@njit_noref
 def _ready_run(ready_ix: np.ndarray, block_max: np.ndarray, times: np.ndarray, a: int,
                b: int, idx: int, ready: int, bs: int) -> None:
     """``Residency.set_ready`` of the pages [a, b) (b > a), ``ready`` being
@@ -72,7 +72,7 @@ def _ready_run(ready_ix: np.ndarray, block_max: np.ndarray, times: np.ndarray, a
             _block_max_at(ready_ix, block_max, times, k, ready, bs)
 
 
-@njit
+@njit_noref
 def _times_max(ready_ix: np.ndarray, times: np.ndarray, a: int, b: int) -> int:
     """The latest ready time of the pages [a, b) (b > a)."""
     m = times[ready_ix[a]]
@@ -83,7 +83,7 @@ def _times_max(ready_ix: np.ndarray, times: np.ndarray, a: int, b: int) -> int:
     return int(m)
 
 
-@njit
+@njit_noref
 def _ready_max(ready_ix: np.ndarray, block_max: np.ndarray, times: np.ndarray, p0: int,
                p1: int, bs: int) -> int:
     """``Residency.ready_time`` of [p0, p1) (p1 > p0): the blocks it covers whole by
@@ -103,13 +103,13 @@ def _ready_max(ready_ix: np.ndarray, block_max: np.ndarray, times: np.ndarray, p
     return int(out)
 
 
-@njit
+@njit_noref
 def _group_of(starts: np.ndarray, p: int) -> int:
     """The group of page ``p``: the last of ``starts`` at or before it."""
     return int(np.searchsorted(starts, p, side="right")) - 1
 
 
-@njit
+@njit_noref
 def _count_run(in_hbm: np.ndarray, starts: np.ndarray, held_by_owner: np.ndarray, a: int,
                b: int, held: bool, n: int, sign: int) -> None:
     """``sign`` x the pages of [a, b) whose held flag is ``held`` (``n`` of them, > 0)
@@ -125,7 +125,7 @@ def _count_run(in_hbm: np.ndarray, starts: np.ndarray, held_by_owner: np.ndarray
             held_by_owner[o] += sign
 
 
-@njit
+@njit_noref
 def _release_run(in_hbm: np.ndarray, starts: np.ndarray, held_by_owner: np.ndarray,
                  a: int, b: int) -> int:
     """``Residency.release``'s change of the flags and group counts for the pages
@@ -140,7 +140,7 @@ def _release_run(in_hbm: np.ndarray, starts: np.ndarray, held_by_owner: np.ndarr
     return n
 
 
-@njit
+@njit_noref
 def _hold_run(in_hbm: np.ndarray, starts: np.ndarray, held_by_owner: np.ndarray,
               ready_ix: np.ndarray, block_max: np.ndarray, times: np.ndarray, a: int,
               b: int, free: int, idx: int, ready: int, bs: int) -> int:

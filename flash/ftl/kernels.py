@@ -17,7 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from flash.ftl.blocks import FULL
-from tmhw.sim.jit import njit
+from tmhw.sim.jit import njit, njit_noref
 
 I64 = npt.NDArray[np.int64]
 #: ``write_dense_run``'s answers: done; declined (the general path must do it); a
@@ -140,7 +140,7 @@ def write_dense_run(lo: int, n: int, U: int, ppb: int, seg_bits: int, sp2: I64,
     return DONE
 
 
-@njit
+@njit_noref
 def _advance(plane: int, blk: int, wp: int, ppb: int, state: npt.NDArray[np.int8],
              host_blk: I64, host_wp: I64) -> None:
     """``plane``'s active block is ``blk`` with write pointer ``wp``, or none if that
@@ -154,7 +154,7 @@ def _advance(plane: int, blk: int, wp: int, ppb: int, state: npt.NDArray[np.int8
         host_wp[plane] = wp
 
 
-@njit
+@njit_noref
 def drop_old(valid: npt.NDArray[np.int32], old: I64, ppb: int) -> int:
     """One valid page fewer in the block of each mapped page of ``old`` (ppns, -1:
     unmapped); how many were mapped."""

@@ -22,7 +22,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from flash import FlashTarget
-from flash.lanes import GapBank, GapLane
+from flash.lanes import KIND, MASK, PAGE, QS, GapBank, GapLane
 from tmhw.sim import Op, Transfer
 
 CFG = small(blocks_per_plane=32, pages_per_block=8, over_provisioning=0.2)
@@ -58,8 +58,8 @@ def _lane_state(dies: Any) -> list[Any]:
         k = np.arange(h, t, dtype=np.int64)
         st, en = dies._now(np.full(k.size, h, dtype=np.int64), k)
         out.append((lane[:5, i].tolist(), st.tolist(), en.tolist(),
-                    [(ops[f, h:t] - (ops[f, h] if f == 6 and t > h else 0)).tolist()
-                     for f in (2, 3, 4, 6)]))
+                    [(ops[h:t, f] - (ops[h, f] if f == QS and t > h else 0)).tolist()
+                     for f in (KIND, MASK, PAGE, QS)]))
     return out
 
 
