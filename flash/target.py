@@ -37,7 +37,7 @@ from flash.config import FlashConfig
 from flash.convoy import EventReads
 from flash.fast import FastArray
 from flash.ftl import FTL
-from flash.ftl.kernels import drop_old
+from flash.ftl.kernels import drop_old, place_long
 from flash.lanes import DieLanes, GapBank, GapLane
 from flash.ssd import MODELS, Ssd
 from tmhw.sim import Component, EnergyMeter, EnergyTable, Op, Pattern, TmhwError, Transfer
@@ -381,3 +381,6 @@ def compile_kernels() -> None:
     if fast is not None:
         fast.former.die_groups(np.zeros(1, dtype=np.int64))
     drop_old(np.zeros(1, dtype=np.int32), np.full(1, -1, dtype=np.int64), 1)
+    one = np.zeros(1, dtype=np.int64)
+    place_long(0, 1, 1, 1, one, one, one, one, one, one, one,
+               np.full((1, 1), -1, dtype=dev.ftl.mapping.lpn_dtype), np.zeros(1, dtype=np.int64))

@@ -470,11 +470,15 @@ class FTL:
             self.l2p.set(lpns[old >= 0], -1)
         return k
 
+    #: ``_unmap_run`` reads a long run's old copies in pieces of this many logical pages
+    #: (whole L2P segments): its temporaries stay a few MB whatever the run's length
+    UNMAP_PIECE = 32 * SEG
+
     def _unmap_run(self, lo: int, n: int) -> int:
         """``_unmap`` of the run [lo, lo + n), a piece at a time (no temporary the
         size of the run: a drained batch bound is 15.8M pages on the GPT-3 blocks)."""
         k = 0
-        piece = self.programmer.LONG_PIECE
+        piece = self.UNMAP_PIECE
         for a in range(lo, lo + n, piece):
             k += drop_old(self.valid, self.l2p.get_run(a, min(piece, lo + n - a)), self.ppb)
         if k == n and n > SparseL2P.DENSE_AT // 4:  # ``set`` of a run: all dense

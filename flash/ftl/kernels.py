@@ -164,3 +164,34 @@ def drop_old(valid: npt.NDArray[np.int32], old: I64, ppb: int) -> int:
             valid[x // ppb] -= 1
             k += 1
     return k
+
+
+@njit_noref
+def place_long(lo: int, hi: int, U: int, ppb: int, first_s: I64, a_s: I64, pst_s: I64,
+               act_s: I64, hw_s: I64, row_a: I64, blk_a: I64,
+               pool: npt.NDArray[np.signedinteger], out: I64) -> int:
+    """``Programmer.program_long``'s placement of the logical pages [lo, hi), page by
+    page: page ``lp`` at stripe position ``c = lp % U`` is its plane's ``k``-th, so it
+    goes into the plane's active block at its write pointer while ``k < a_s[c]``, then
+    into the plane's opened blocks in turn (``pst_s[c]``: the plane's first piece,
+    ``act_s[c]``: 1 if that is its active block). Each page's P2L entry is set (``pool``
+    rows ``row_a`` of the pieces' blocks ``blk_a``) and its ppn written to
+    ``out[lp - lo]``. Returns -1, or the first page whose target is not erased (it and
+    the pages after it not placed)."""
+    for lp in range(lo, hi):
+        c = lp % U
+        k = (lp - first_s[c]) // U
+        ak = a_s[c]
+        if k >= ak:
+            rest = k - ak
+            piece = pst_s[c] + act_s[c] + rest // ppb
+            slot = rest % ppb
+        else:
+            piece = pst_s[c]
+            slot = hw_s[c] + k
+        r = row_a[piece]
+        if pool[r, slot] != -1:
+            return lp
+        pool[r, slot] = lp
+        out[lp - lo] = blk_a[piece] * ppb + slot
+    return -1

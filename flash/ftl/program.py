@@ -21,7 +21,8 @@ import numpy as np
 
 from flash.ftl.blocks import FULL, BlockManager
 from flash.ftl.gc import GcJob
-from flash.ftl.mapping import I64, SEG, SEG_BITS, AddressMap, SparseL2P
+from flash.ftl.kernels import place_long
+from flash.ftl.mapping import I64, SEG, AddressMap, SparseL2P
 
 
 class Programmer:
@@ -130,23 +131,19 @@ class Programmer:
             out[lo:hi] = self.program(int(uniq[g]), lpns[lo:hi], False, jobs)
         return out
 
-    #: ``program_long`` books its pages in pieces of this many logical pages (whole
-    #: L2P segments): its temporaries stay a few MB whatever the run's length.
-    LONG_PIECE = 32 * SEG
-
     def program_long(self, lo: int, hi: int, unmap: Callable[[], object]) -> I64 | None:
         """Host-program the run [lo, hi) of at least a block per plane, where no plane
         must collect on the way: the end state of ``unmap`` (the run's old copies
         invalidated, called once the run is known to take this path) then
         ``program_planes`` on the run grouped by plane (each plane's pages in turn at
         its write pointer, opening free blocks in plane order; its blocks' valid
-        counts, stamps in that order, states, P2L rows and the L2P map), computed per
-        page in numpy. Returns the ppns in logical order, or None (nothing done,
-        ``unmap`` not called) when a plane would have to collect (at the hard threshold
-        before one of its block openings), or when the plane-by-plane path would take a
-        run's page counts per L2P segment otherwise than ``SparseL2P.set_each`` takes
-        them (fewer than 66 planes: a block's pages fill a segment's dict by
-        ``DENSE_AT // 4`` at once)."""
+        counts, stamps in that order, states, P2L rows and the L2P map), its pages
+        placed by one compiled loop (``place_long``). Returns the ppns in logical order,
+        or None (nothing done, ``unmap`` not called) when a plane would have to collect
+        (at the hard threshold before one of its block openings), or when the
+        plane-by-plane path would take a run's page counts per L2P segment otherwise
+        than ``SparseL2P.set_each`` takes them (fewer than 66 planes: a block's pages
+        fill a segment's dict by ``DENSE_AT // 4`` at once)."""
         b = self.blocks
         m = self.amap
         U, ppb = m.U, self.ppb
@@ -196,27 +193,11 @@ class Programmer:
         opened[pstart[act]] = False
         m.new_rows(blk_a[opened])
         row_a = m.row1_of[blk_a].astype(np.int64) - 1
-        pool = m.pool
         out = np.empty(n, dtype=np.int64)
         # per stripe position: its plane's first piece, active pages, write pointer
-        pst_s, a_s, act_s, hw_s = pstart[sp], a[sp], act[sp].astype(np.int64), hw[sp]
-        x0 = lo
-        while x0 < hi:
-            x1 = min(hi, ((x0 >> SEG_BITS) << SEG_BITS) + self.LONG_PIECE)
-            lp = np.arange(x0, x1, dtype=np.int64)
-            c = lp % U
-            k = (lp - first_s[c]) // U  # the page's index among its plane's
-            ak = a_s[c]
-            into_new = k >= ak
-            rest = k - ak
-            piece = pst_s[c] + np.where(into_new, act_s[c] + rest // ppb, 0)
-            slot = np.where(into_new, rest % ppb, hw_s[c] + k)
-            rows = row_a[piece]
-            if (pool[rows, slot] != -1).any():
-                raise AssertionError("FTL: program to a non-erased page")
-            pool[rows, slot] = lp
-            out[x0 - lo:x1 - lo] = blk_a[piece] * ppb + slot
-            x0 = x1
+        if place_long(lo, hi, U, ppb, first_s, a[sp], pstart[sp], act[sp].astype(np.int64),
+                      hw[sp], row_a, blk_a, m.pool, out) >= 0:
+            raise AssertionError("FTL: program to a non-erased page")
         b.valid[blk_a] += size_a.astype(np.int32)
         b.stamp[blk_a] = b.seq + np.cumsum(size_a)
         b.seq += n
