@@ -3,19 +3,20 @@
 A chunk costs a loop over its units and at most one row per bank per unit, never
 O(bytes), and creates no event. Each unit (pseudo-channel) has a busy-until time of its
 data bus, as the kernel's ``Timeline``; the chunk completes at the latest unit's end.
-The per-unit state (bus times, idle and data times, last direction, first use, write
-eviction share) and the open-row table are int64 and float64 arrays, and a long stream
-chunk on a map with the row on top (every preset's) is one compiled call on them
-(``_serve_long``): which unit and bank each row-block of its head, tail and body falls
-in comes from the decoded row period (``_block_flat``), the bursts per unit from the
-decoded interleave period, and the loop books each unit's bus and writes the rows the
-chunk leaves open, in a few hundred machine instructions. So such a chunk runs the same
-dozen lines of Python on 8 units as on 32, whatever its phase in the row period and its
-length. Short chunks (fewer than ``_SCALAR_BLOCKS`` row-blocks) are scanned block by block
-in Python, long chunks on other maps decoded with numpy and booked unit by unit in
-Python (``_scan_long_np``, ``_book_units``: the path the compiled one is tested
-against). A random chunk books its units in one loop with its constants hoisted.
-tests/dram/test_dram_budget.py bounds the lines of Python a chunk runs.
+The per-unit state (bus times, idle and data times, last direction, first use, ranks
+opened, write eviction share), the open-row table and the counters are int64 and
+float64 arrays, and on a map with the row on top (every preset's) a whole chunk is one
+compiled call on them (``_serve_k``; each kernel ``_name_k`` is the method ``_name``
+compiled): a long stream chunk's head, tail, touched banks and bursts per unit come
+from the decoded row period (``_block_flat``) and interleave period (``_unit_of``), a
+short one (fewer than ``_SCALAR_BLOCKS`` row-blocks) is scanned block by block, a random
+one dealt out over the units, and every unit's bus booked, in a few hundred machine
+instructions. So any chunk runs the same seven lines of Python on 8 units as on 32,
+whatever its phase, length and pattern. On other maps the chunk is decoded with numpy
+(long) or field by field (short) and booked unit by unit in Python (``_scan_long_np``,
+``_scan_short``, ``_book_units``, ``_book``, ``_book_random``): the path the compiled
+one is tested against (tests/dram/test_dram_speed.py), and whose line counts
+tests/dram/test_dram_budget.py bounds for the compiled one.
 
 - STREAM: the bursts are split over units by the address map (whole interleave periods
   arithmetically, the remainder block by block). A unit moves its bursts one per
@@ -83,45 +84,188 @@ _UNKNOWN_ROW = -2
 _MAX_LAYOUT_BLOCKS = 1 << 18
 # Rows of ``FastModel._st`` (int64, one column per unit): the state the compiled path
 # books in place, then the scratch rows it works in (no array built per call).
-_BUSY, _IDLE, _DATA, _DIR, _FIRST, _REF, _COUNT, _HEAD, _STATE, _ROWS = range(10)
+(_BUSY, _IDLE, _DATA, _DIR, _FIRST, _RANKS, _REF, _REF_RAND, _COUNT, _HEAD, _STATE,
+ _ROWS) = range(12)
 # Slots of ``FastModel._sc``, the counters the compiled path adds to.
 _ACTS, _START, _BURSTS_RD, _BURSTS_WR, _BYTES_RD, _BYTES_WR, _END = range(7)
 # Slots of ``FastModel._k``, the constants of the compiled path.
 (_K_NB, _K_BLK, _K_RP, _K_RS, _K_RM, _K_PER, _K_UBLK, _K_TAIL, _K_SPAN, _K_LOWEST,
  _K_CLOSED, _K_TS, _K_SMALL, _K_BPR, _K_BG1, _K_RTW, _K_RTW_MISS, _K_WTR, _K_WTR_MISS,
- _K_DIV, _K_REF_PERIOD, _K_REF_BLOCK, _K_PAIRS) = range(23)
+ _K_DIV, _K_REF_PERIOD, _K_REF_BLOCK, _K_REF_PERIOD_RAND, _K_CAP, _K_BURST_SHIFT,
+ _K_DELAY, _K_RAND_RD, _K_RAND_WR, _K_RAND_BARE, _K_RAND_BURSTS, _K_RAND_UNITS,
+ _K_RANKS, _K_PAIRS) = range(33)
 _K_HEADS = _K_PAIRS + 3  # after the write batches' turnarounds by first-row state
 _K_SIZE = _K_HEADS + 6  # the heads of reads, then of writes, by first-row state
 
 
 @njit
-def _serve_long(st: npt.NDArray[np.int64], wev: npt.NDArray[np.float64],
-                orows: npt.NDArray[np.int64], sc: npt.NDArray[np.int64],
-                k: npt.NDArray[np.int64], flat: npt.NDArray[np.int64],
-                unit_of: npt.NDArray[np.int64], b0: int, nb: int, write: bool,
-                start: int, nbytes: int) -> int:
-    """``FastModel.serve`` of the ``nb`` bursts from burst ``b0`` (a long stream chunk,
-    the row the top address field): the bursts per unit (``_split_stream``), each
-    unit's first-row state from the open rows of its first row-block (``_state``), the
-    booking of each unit's bus (``_book_units``) and the rows the chunk leaves open
-    (every bank it touched open on an untracked row, the last row-block of each bank
-    of its tail on its row: ``_scan_long_np``), decoded from ``flat``, the flat bank
-    of each row-block of a row period, and ``unit_of``, the unit of each unit-block of
-    an interleave period. State and counters change in place (``st``, ``wev`` the
-    write eviction shares, ``orows`` the open rows, ``sc``); returns the completion."""
+def _stretch_k(start: int, work: int, period: int, block: int,
+               off: int) -> tuple[int, int]:
+    """``FastModel._stretch`` on windows [off + k period, + block), k >= 0."""
+    if period == 0 or work == 0:
+        return start, start + work
+    off -= period  # the window at k = 0 as "the first" below
+    x = start - off
+    if x < period:  # before the first window
+        s0 = start
+        avail = period - x
+        if work <= avail:
+            return s0, s0 + work
+        work -= avail
+        x = period
+    else:
+        pos = x % period
+        if pos < block:
+            x += block - pos
+        s0 = x + off
+        avail = period - x % period
+        if work <= avail:
+            return s0, s0 + work
+        work -= avail
+        x += avail
+    q, rem = divmod(work, period - block)
+    if rem == 0:
+        return s0, off + x + q * period
+    return s0, off + x + q * period + block + rem
+
+
+@njit
+def _book_k(st: npt.NDArray[np.int64], wev: npt.NDArray[np.float64],
+            sc: npt.NDArray[np.int64], k: npt.NDArray[np.int64], unit: int, w: int,
+            start: int, state: int, n: int, small: bool) -> int:
+    """``FastModel._book`` of ``n`` stream bursts on unit ``unit`` from first-row state
+    ``state`` (``w`` 1 for a write; ``small``: a buffered small write); returns the end."""
+    head = k[_K_HEADS + 3 * w + state]
+    work = n * k[_K_TS]
+    last = st[_DIR, unit]
+    b = st[_BUSY, unit]
+    ready = b
+    if small:
+        if last == 0:
+            work += k[_K_PAIRS + state] * work // k[_K_DIV]
+    elif last != w and last >= 0:
+        if w:
+            ready = b + (k[_K_RTW_MISS] if state == 2 else k[_K_RTW])
+        else:
+            ready = b + k[_K_WTR] + round(wev[unit] * (k[_K_WTR_MISS] - k[_K_WTR]))
+    t0 = start + head
+    if ready > t0:
+        t0 = ready
+    if t0 - head < sc[_START]:
+        sc[_START] = t0 - head
+    s, e = _stretch_k(t0, work, k[_K_REF_PERIOD], k[_K_REF_BLOCK], st[_REF, unit])
+    st[_IDLE, unit] += s - b
+    st[_BUSY, unit] = e
+    st[_DATA, unit] += work
+    if not small:
+        st[_DIR, unit] = w
+        if w:
+            nbk = k[_K_NB]
+            a = -(-n // k[_K_BPR]) + k[_K_BG1]
+            wev[unit] = (a if a < nbk else nbk) / nbk
+    if st[_FIRST, unit] < 0:
+        st[_FIRST, unit] = start
+    return e
+
+
+@njit
+def _serve_k(st: npt.NDArray[np.int64], wev: npt.NDArray[np.float64],
+             orows: npt.NDArray[np.int64], sc: npt.NDArray[np.int64],
+             k: npt.NDArray[np.int64], flat: npt.NDArray[np.int64],
+             unit_of: npt.NDArray[np.int64], write: bool, address: int, nbytes: int,
+             stream: bool, earliest: int) -> int:
+    """``FastModel.serve`` of a chunk of ``nbytes`` > 0 on a map with the row on top,
+    decoded from ``flat``, the flat bank of each row-block of a row period, and
+    ``unit_of``, the unit of each unit-block of an interleave period. A long stream
+    chunk: the bursts per unit (``_split_stream``), each unit's first-row state from
+    the open rows of its first row-block, the booking of each unit's bus
+    (``_book_units``) and the rows it leaves open (every bank it touched open on an
+    untracked row, the last row-block of each bank of its tail on its row:
+    ``_scan_long_np``). A short one block by block (``_scan_short``), a random one
+    unit by unit (``_book_random``). State and counters change in place (``st``,
+    ``wev`` the write eviction shares, ``orows`` the open rows, ``sc``); returns the
+    completion."""
     u = st.shape[1]
-    busy, idle, data = st[_BUSY], st[_IDLE], st[_DATA]
-    last_dir, first_use, ref_off = st[_DIR], st[_FIRST], st[_REF]
-    counts, head_flat, states, head_row = st[_COUNT], st[_HEAD], st[_STATE], st[_ROWS]
-    nbk, blk, rp, rs, rm = k[_K_NB], k[_K_BLK], k[_K_RP], k[_K_RS], k[_K_RM]
-    period, ublk, closed = k[_K_PER], k[_K_UBLK], k[_K_CLOSED] != 0
+    nbk, blk, rs, rm = k[_K_NB], k[_K_BLK], k[_K_RS], k[_K_RM]
+    closed = k[_K_CLOSED] != 0
     size = flat.size
     w = 1 if write else 0
-    small = write and nb < k[_K_SMALL]
+    start = earliest + k[_K_DELAY]
+    sc[_START] = 1 << 62
+    end: int = start
+    bs = k[_K_BURST_SHIFT]
+    counts, states = st[_COUNT], st[_STATE]
+    if not stream:
+        n_acc = -(-nbytes // RANDOM_ACCESS_BYTES) * k[_K_RAND_UNITS]
+        first = flat[(((address % k[_K_CAP]) >> bs) // blk) % size] // nbk
+        e = _book_random_k(st, wev, sc, k, first, n_acc, w, start, 1 if closed else 2)
+        if e > end:
+            end = e
+        sc[_ACTS] += n_acc
+        bursts = n_acc * k[_K_RAND_BURSTS]
+    else:
+        b0 = (address % k[_K_CAP]) >> bs
+        nb = ((address + nbytes - 1) >> bs) - (address >> bs) + 1
+        small = write and nb < k[_K_SMALL]
+        bursts = nb
+        if (b0 + nb - 1) // blk - b0 // blk < _SCALAR_BLOCKS:
+            # Block by block, each unit's state read at its first block.
+            counts[:] = 0
+            states[:] = -1
+            acts = 0
+            stop = b0 + nb
+            j = b0 // blk
+            while j * blk < stop:
+                lo = j * blk if j * blk > b0 else b0
+                hi = (j + 1) * blk if (j + 1) * blk < stop else stop
+                f = flat[(lo // blk) % size]
+                unit = f // nbk
+                row = (lo >> rs) & rm
+                o = orows[f]
+                if states[unit] < 0:
+                    states[unit] = 1 if (o == -1 or closed) else (0 if o == row else 2)
+                counts[unit] += hi - lo
+                if closed or o != row:
+                    acts += 1
+                    if not closed:
+                        orows[f] = row
+                j += 1
+            sc[_ACTS] += acts
+            for unit in range(u):
+                if counts[unit]:
+                    e = _book_k(st, wev, sc, k, unit, w, start, states[unit], counts[unit],
+                                small)
+                    if e > end:
+                        end = e
+        else:
+            end = _long_k(st, wev, orows, sc, k, flat, unit_of, b0, nb, w, start, small,
+                          closed)
+    if write:
+        sc[_BURSTS_WR] += bursts
+        sc[_BYTES_WR] += nbytes
+    else:
+        sc[_BURSTS_RD] += bursts
+        sc[_BYTES_RD] += nbytes
+    if end > sc[_END]:
+        sc[_END] = end
+    return end
+
+
+@njit
+def _long_k(st: npt.NDArray[np.int64], wev: npt.NDArray[np.float64],
+            orows: npt.NDArray[np.int64], sc: npt.NDArray[np.int64],
+            k: npt.NDArray[np.int64], flat: npt.NDArray[np.int64],
+            unit_of: npt.NDArray[np.int64], b0: int, nb: int, w: int, start: int,
+            small: bool, closed: bool) -> int:
+    """``_serve_k`` of a long stream chunk of ``nb`` bursts from burst ``b0``."""
+    u = st.shape[1]
+    counts, head_flat, states, head_row = st[_COUNT], st[_HEAD], st[_STATE], st[_ROWS]
+    nbk, blk, rp, rs, rm = k[_K_NB], k[_K_BLK], k[_K_RP], k[_K_RS], k[_K_RM]
+    period, ublk = k[_K_PER], k[_K_UBLK]
+    size = flat.size
     # Bursts per unit: whole interleave periods evenly, the remainder block by block.
     full, rem = divmod(nb, period)
-    add = full * (period // u)
-    counts[:] = add
+    counts[:] = full * (period // u)
     if u == 1:
         counts[0] += rem
     elif rem:
@@ -145,9 +289,8 @@ def _serve_long(st: npt.NDArray[np.int64], wev: npt.NDArray[np.float64],
     if not closed:
         lowest = k[_K_LOWEST] != 0
         head_flat[:] = -1
-        j0 = b0 // blk
         base = b0 - b0 % rp
-        for j in range(j0, (b0 + min(nb, period) - 1) // blk + 1):
+        for j in range(b0 // blk, (b0 + min(nb, period) - 1) // blk + 1):
             f = flat[j % size]
             unit = f // nbk
             if lowest or head_flat[unit] < 0:
@@ -160,75 +303,18 @@ def _serve_long(st: npt.NDArray[np.int64], wev: npt.NDArray[np.float64],
                 o = orows[f]
                 if o != -1:
                     states[unit] = 0 if o == ((r + head_row[unit]) & rm) else 2
-    # Book each unit's bus (``_book_units``, ``_stretch`` inlined).
-    heads = _K_HEADS + 3 * w
-    ts, bpr, bg1 = k[_K_TS], k[_K_BPR], k[_K_BG1]
-    rtw, rtw_miss, wtr = k[_K_RTW], k[_K_RTW_MISS], k[_K_WTR]
-    d_wtr, div = k[_K_WTR_MISS] - wtr, k[_K_DIV]
-    ref_period, block = k[_K_REF_PERIOD], k[_K_REF_BLOCK]
-    gives = ref_period - block
-    first = 1 << 62
+    bpr = k[_K_BPR]
     end = start
     acts = 0
     for unit in range(u):
         n = counts[unit]
-        if n == 0:
-            continue
-        s_ = states[unit]
-        a = -(-n // bpr)
-        acts += (a if a > 1 else 1) - (1 if s_ == 0 else 0)
-        head = k[heads + s_]
-        work = n * ts
-        last = last_dir[unit]
-        t0 = start + head
-        b = busy[unit]
-        if small:
-            ready = b
-            if last == 0:
-                work += k[_K_PAIRS + s_] * work // div
-        elif last != w and last >= 0:
-            if write:
-                ready = b + (rtw_miss if s_ == 2 else rtw)
-            else:
-                ready = b + wtr + round(wev[unit] * d_wtr)
-        else:
-            ready = b
-        if ready > t0:
-            t0 = ready
-        if t0 - head < first:
-            first = t0 - head
-        if ref_period == 0:
-            s = t0
-            e = t0 + work
-        else:
-            off = ref_off[unit] - ref_period
-            x = t0 - off
-            if x < ref_period:
-                s = t0
-                avail = ref_period - x
-            else:
-                pos = x % ref_period
-                if pos < block:
-                    x += block - pos
-                s = x + off
-                avail = ref_period - x % ref_period
-            if work <= avail:
-                e = s + work
-            else:
-                q, r_ = divmod(work - avail, gives)
-                e = off + x + avail + q * ref_period + (block + r_ if r_ else 0)
-        idle[unit] += s - b
-        busy[unit] = e
-        data[unit] += work
-        if not small:
-            last_dir[unit] = w
-            if write:
-                a += bg1
-                wev[unit] = (a if a < nbk else nbk) / nbk
-        if first_use[unit] < 0:
-            first_use[unit] = start
-        if e > end:
-            end = e
+        if n:
+            a = -(-n // bpr)
+            acts += (a if a > 1 else 1) - (1 if states[unit] == 0 else 0)
+            e = _book_k(st, wev, sc, k, unit, w, start, states[unit], n, small)
+            if e > end:
+                end = e
+    sc[_ACTS] += acts
     # The rows left open: every bank the chunk touched on an untracked row, then the
     # last row-block of each bank in its tail on that block's row.
     if not closed:
@@ -250,23 +336,62 @@ def _serve_long(st: npt.NDArray[np.int64], wev: npt.NDArray[np.float64],
         r = bt >> rs
         for j in range(bt // blk, (b0 + nb - 1) // blk + 1):
             orows[flat[j % size]] = (r + (j * blk - base) // rp) & rm
-    sc[_ACTS] += acts
-    sc[_START] = first
-    if write:
-        sc[_BURSTS_WR] += nb
-        sc[_BYTES_WR] += nbytes
+    return end
+
+
+@njit
+def _book_random_k(st: npt.NDArray[np.int64], wev: npt.NDArray[np.float64],
+                   sc: npt.NDArray[np.int64], k: npt.NDArray[np.int64], first: int,
+                   n_acc: int, w: int, start: int, state: int) -> int:
+    """``FastModel._book_random``: ``n_acc`` random accesses dealt out from unit
+    ``first``, every one a row miss of state ``state``; returns the latest end."""
+    u = st.shape[1]
+    per, extra = divmod(n_acc, u)
+    t_acc = k[_K_RAND_WR] if w else k[_K_RAND_RD]
+    head = k[_K_HEADS + 3 * w + state]
+    t_head = start + head
+    if w:
+        turn = k[_K_RTW_MISS] if state == 2 else k[_K_RTW]
     else:
-        sc[_BURSTS_RD] += nb
-        sc[_BYTES_RD] += nbytes
-    if end > sc[_END]:
-        sc[_END] = end
+        turn = k[_K_WTR] + round(1.0 * (k[_K_WTR_MISS] - k[_K_WTR]))
+    ts, nbk, bpr, bg1 = k[_K_TS], k[_K_NB], k[_K_BPR], k[_K_BG1]
+    period, block, ranks = k[_K_REF_PERIOD_RAND], k[_K_REF_BLOCK], k[_K_RANKS]
+    end = 0
+    for j in range(min(u, n_acc)):
+        unit = (first + j) % u
+        n = per + 1 if j < extra else per
+        if st[_RANKS, unit] < n:
+            st[_RANKS, unit] = n if n < ranks else ranks
+        last = st[_DIR, unit]
+        b = st[_BUSY, unit]
+        ready = b + (turn if last >= 0 and last != w else 0)
+        if ready > t_head:
+            t0 = ready
+            work = n * t_acc
+        else:
+            t0 = t_head
+            work = (n - 1) * t_acc + k[_K_RAND_BARE]
+        if t0 - head < sc[_START]:
+            sc[_START] = t0 - head
+        s, e = _stretch_k(t0, work, period, block, st[_REF_RAND, unit])
+        st[_IDLE, unit] += s - b
+        st[_BUSY, unit] = e
+        st[_DATA, unit] += work
+        st[_DIR, unit] = w
+        if w:
+            a = -(-(work // ts) // bpr) + bg1
+            wev[unit] = (a if a < nbk else nbk) / nbk
+        if st[_FIRST, unit] < 0:
+            st[_FIRST, unit] = start
+        if e > end:
+            end = e
     return end
 
 
 def compile_kernels() -> None:
-    """Compile this module's kernel into numba's on-disk cache, by a stream of chunks
-    over every unit of an HBM2 stack (``make`` runs this before the tests and the
-    default study, through ``tmhw.system.compile_kernels``)."""
+    """Compile this module's kernels into numba's on-disk cache (``_serve_k`` compiles
+    with every kernel it calls), by a few chunks on an HBM2 stack (``make`` runs this
+    before the tests and the default study, through ``tmhw.system.compile_kernels``)."""
     from dram.config import PRESETS
 
     m = FastModel(PRESETS["hbm2"])
@@ -290,7 +415,7 @@ class FastModel:
         # (``busy_ps``) is its busy-until time less these; the time it carried data; the
         # direction it last moved data in (-1 none, 0 read, 1 write); its first use; its
         # refresh phase. One int64 array, with the compiled path's scratch rows below, so
-        # that ``_serve_long`` takes the state in one argument; the rows are views.
+        # that ``_serve_k`` takes the state in one argument; the rows are views.
         self._st = np.zeros((_ROWS + 1, u), dtype=np.int64)
         self.busy_until = self._st[_BUSY]
         self._idle = self._st[_IDLE]
@@ -300,10 +425,10 @@ class FastModel:
         self.first_use = self._st[_FIRST]
         self.first_use[:] = -1
         #: Per unit, the ranks its random accesses have opened rows in (at most ranks).
-        self.rand_ranks = [0] * u
+        self.rand_ranks = self._st[_RANKS]
         # Open row of each bank (see ``open_rows``).
         self._open_rows = np.full(u * self.amap.banks_per_unit, -1, dtype=np.int64)
-        # Counters, in one int64 array that ``_serve_long`` adds to (slots ``_ACTS`` ...).
+        # Counters, in one int64 array that ``_serve_k`` adds to (slots ``_ACTS`` ...).
         self._sc = np.zeros(_END + 1, dtype=np.int64)
         c = cfg
         n_bg = c.bank_groups if self.amap.bank_group_below_column() else 1
@@ -374,6 +499,7 @@ class FastModel:
         self.t_ref_period_rand = self.t_ref_period // ranks
         self.ref_offsets_rand = [o % self.t_ref_period_rand if self.t_ref_period_rand else 0
                                  for o in self.ref_offsets]
+        self._st[_REF_RAND] = self.ref_offsets_rand
         self._st[_REF] = self.ref_offsets
         # Bursts of one row-block (consecutive bursts sharing a row) and of one row per
         # bank per unit: enough of a chunk's tail to know which rows it leaves open.
@@ -383,10 +509,10 @@ class FastModel:
         self._span = u * nb * c.bursts_per_row  # bursts that touch every bank of every unit
         self._units_lowest = self.amap.unit_period_bursts == u * self._blk
         self._pairs = (self._pair(0), self._pair(0), self._pair(2))
-        # Long stream chunks are decoded from the decoded row period and booked in one
-        # compiled call (``_serve_long``) when the row is the top address field (the unit
-        # and bank of a burst then depend only on its phase in the row period);
-        # otherwise they are decoded with numpy and booked in Python.
+        # A chunk is decoded from the decoded row period and booked in one compiled call
+        # (``_serve_k``) when the row is the top address field (the unit and bank of a
+        # burst then depend only on its phase in the row period); otherwise it is decoded
+        # and booked in Python.
         am = self.amap
         n_blocks = am.row_period_bursts // self._blk
         self._compiled = am.row_on_top and n_blocks <= _MAX_LAYOUT_BLOCKS
@@ -410,6 +536,11 @@ class FastModel:
         k[_K_RTW], k[_K_RTW_MISS], k[_K_WTR] = self.rtw, self.rtw_miss, self.wtr
         k[_K_WTR_MISS], k[_K_DIV] = self.wtr_miss, max(1, self.drain_batch * self.t_stream)
         k[_K_REF_PERIOD], k[_K_REF_BLOCK] = self.t_ref_period, self.t_ref_block
+        k[_K_REF_PERIOD_RAND], k[_K_RANKS] = self.t_ref_period_rand, c.ranks
+        k[_K_CAP], k[_K_BURST_SHIFT], k[_K_DELAY] = am.capacity, am.burst_shift, c.controller_delay
+        k[_K_RAND_RD], k[_K_RAND_WR] = self.t_rand_rd, self.t_rand_wr
+        k[_K_RAND_BARE] = self.rand_bursts * c.t_burst
+        k[_K_RAND_BURSTS], k[_K_RAND_UNITS] = self.rand_bursts, self.rand_units
         k[_K_PAIRS:_K_PAIRS + 3] = self._pairs
         k[_K_HEADS:_K_HEADS + 6] = self._heads[0] + self._heads[1]
         self._k = k
@@ -657,7 +788,7 @@ class FastModel:
         ``counts[i]`` bursts (none: not booked) from first-row state ``states[i]``.
         Returns the latest end and the activations (one per ``bursts_per_row`` of a
         unit's bursts, less the first if it hits). One loop, ``_stretch`` inlined: the
-        loop ``_serve_long`` compiles, for maps without the row on top."""
+        loop ``_long_k`` compiles, for maps without the row on top."""
         last_dir, w_evict = self.last_dir, self.w_evict
         ts = self.t_stream
         heads = self._heads[write]
@@ -843,23 +974,21 @@ class FastModel:
         """Book a chunk; return its completion time (end of its last data), ps."""
         if nbytes <= 0:
             return earliest
+        if self._compiled:
+            end: int = _serve_k(self._st, self.w_evict, self._open_rows, self._sc, self._k,
+                                self._block_flat, self._unit_of, write, address, nbytes,
+                                pattern is Pattern.STREAM, earliest)
+            return end
         c = self.cfg
         am = self.amap
         start = earliest + c.controller_delay
-        if pattern is Pattern.STREAM:
-            b0 = (address % am.capacity) >> am.burst_shift
-            nb = ((address + nbytes - 1) >> am.burst_shift) - (address >> am.burst_shift) + 1
-            blk = self._blk
-            if (b0 + nb - 1) // blk - b0 // blk >= _SCALAR_BLOCKS and self._compiled:
-                # The hot path: the whole chunk in one compiled call.
-                end: int = _serve_long(self._st, self.w_evict, self._open_rows, self._sc,
-                                       self._k, self._block_flat, self._unit_of, b0, nb,
-                                       write, start, nbytes)
-                return end
         self.last_start = 1 << 62
         end = start
         closed = c.page_policy == "closed"
         if pattern is Pattern.STREAM:
+            b0 = (address % am.capacity) >> am.burst_shift
+            nb = ((address + nbytes - 1) >> am.burst_shift) - (address >> am.burst_shift) + 1
+            blk = self._blk
             small = write and nb < self._small_write
             if (b0 + nb - 1) // blk - b0 // blk < _SCALAR_BLOCKS:
                 units_b, states = self._scan_short(b0, nb, closed)
@@ -892,6 +1021,7 @@ class FastModel:
         if end > sc[_END]:
             sc[_END] = end
         return end
+
     # -- figures -----------------------------------------------------------------------
     @property
     def row_hits(self) -> int:
@@ -925,7 +1055,7 @@ class FastModel:
                 rows = self.open_rows[i * self.nb:(i + 1) * self.nb]
                 ranks = sum(1 for r in range(self.cfg.ranks)
                             if any(x != -1 for x in rows[r * nbk:(r + 1) * nbk]))
-                out.append(max(0, now - fu) * max(1, ranks, self.rand_ranks[i]))
+                out.append(max(0, now - fu) * max(1, ranks, int(self.rand_ranks[i])))
             else:
                 out.append(min(now, busy_ps[i]))
         return out

@@ -1,8 +1,9 @@
-"""The fast model's compiled path for long stream chunks (``_serve_long``: the chunk's
-layout from the decoded row period, its units booked and its open rows written in one
-call) computes what decoding every chunk with numpy and booking its units one by one in
-Python computes (``_scan_long_np``, ``_book_units``), chunk by chunk and in every
-counter. These tests count decodes and compare results, not times."""
+"""The fast model's compiled path (``_serve_k``: a chunk's layout from the decoded row
+period, its units booked and its open rows written in one call) computes what the
+Python path computes (long chunks decoded with numpy, ``_scan_long_np``, and booked
+unit by unit, ``_book_units``; short ones scanned block by block, ``_scan_short`` and
+``_book``; random ones, ``_book_random``), chunk by chunk and in every counter. These
+tests count decodes and compare results, not times."""
 
 from __future__ import annotations
 
@@ -24,14 +25,14 @@ Chunk = tuple[bool, int, int, Pattern, int]
 
 def _state(m: FastModel) -> tuple[Any, ...]:
     return (m.busy_until.tolist(), m.busy_ps, m.data_ps, m.last_dir.tolist(),
-            m.first_use.tolist(), m.w_evict.tolist(), m.open_rows.tolist(), m.rand_ranks,
+            m.first_use.tolist(), m.w_evict.tolist(), m.open_rows.tolist(), m.rand_ranks.tolist(),
             m.acts, m.bursts_read, m.bursts_written, m.bytes_read, m.bytes_written,
             m.last_end)
 
 
 def _decoding(cfg: DramConfig) -> FastModel:
-    """A model that decodes every long chunk with numpy and books its units one by one
-    in Python (the path of maps without the row on top)."""
+    """A model that decodes and books every chunk in Python (the path of maps without
+    the row on top)."""
     m = FastModel(cfg)
     m._compiled = False
     return m
@@ -62,7 +63,9 @@ chunks = st.lists(
         # split into chunks continues (its head meets the rows the last tail left open).
         st.sampled_from([-1, -1]) | st.integers(0, 1 << 20),
         st.sampled_from([0, 1, 33]),
-        st.sampled_from([1 * MiB, 6 * MiB + 4097, 256 * KiB, 96 * KiB, 43691, 16 * KiB]),
+        # Long chunks, and short ones (fewer than _SCALAR_BLOCKS row-blocks).
+        st.sampled_from([1 * MiB, 6 * MiB + 4097, 256 * KiB, 96 * KiB, 43691, 16 * KiB, 64,
+                         200, 4 * KiB]),
         st.sampled_from([Pattern.STREAM] * 7 + [Pattern.RANDOM]),
         st.sampled_from([0, 0, 1_000, 2_000_000]),             # gap before the chunk, ps
     ),
@@ -161,8 +164,8 @@ stream_chunks = st.lists(
        t0=st.sampled_from([0, 50_000_000]), raw=stream_chunks)
 def test_the_compiled_booking_gives_the_unit_by_unit_booking(
         cfg: DramConfig, t0: int, raw: list[tuple[bool, int, int, int, int, bool]]) -> None:
-    """The compiled booking of a long chunk (``_serve_long``) gives what booking each
-    unit in Python gives (``_book_units``), chunk by chunk: completion, first start,
+    """The compiled booking of a chunk (``_serve_k``) gives what booking each unit in
+    Python gives (``_book_units``, ``_book``), chunk by chunk: completion, first start,
     activations, and every unit's bus times, counters and open rows, read at any point
     of the stream."""
     a, b = FastModel(cfg), _decoding(cfg)
