@@ -331,11 +331,17 @@ def _long_k(st: npt.NDArray[np.int64], wev: npt.NDArray[np.float64],
         else:
             for j in range(b0 // blk, (b0 + nb - 1) // blk + 1):
                 orows[flat[j % size]] = _UNKNOWN_ROW
+        # Block by block from the tail's first, the row one more past each row period
+        # (no division per block: the tail is a few hundred blocks of every chunk).
         bt = b0 + nb - min(nb, k[_K_TAIL])
-        base = bt - bt % rp
         r = bt >> rs
-        for j in range(bt // blk, (b0 + nb - 1) // blk + 1):
-            orows[flat[j % size]] = (r + (j * blk - base) // rp) & rm
+        i = (bt // blk) % size
+        for _ in range(bt // blk, (b0 + nb - 1) // blk + 1):
+            orows[flat[i]] = r & rm
+            i += 1
+            if i == size:
+                i = 0
+                r += 1
     return end
 
 
