@@ -60,7 +60,6 @@ pessimistic: random writes on HBM3 with two ranks (12%), where the controller ke
 distinct banks busy than a random draw from its write queue would.
 """
 
-
 from __future__ import annotations
 
 import numpy as np
@@ -76,12 +75,13 @@ from tmhw.sim.transfer import Pattern
 RANDOM_ACCESS_BYTES = 64
 #: Above this many address blocks a partial interleave period is split evenly.
 _MAX_BLOCKS = 1 << 16
-#: Chunks of fewer row-blocks than this are scanned in Python rather than compiled.
+#: Stream chunks of fewer row-blocks than this are scanned block by block.
 _SCALAR_BLOCKS = 64
 #: Open-row table entry of a bank known to be open on a row not tracked.
 _UNKNOWN_ROW = -2
 #: Largest row period (in row-blocks) whose decoded layout is kept as a table.
 _MAX_LAYOUT_BLOCKS = 1 << 18
+
 # Rows of ``FastModel._st`` (int64, one column per unit): the state the compiled path
 # books in place, then the scratch rows it works in (no array built per call).
 (_BUSY, _IDLE, _DATA, _DIR, _FIRST, _RANKS, _REF, _REF_RAND, _COUNT, _HEAD, _STATE,
@@ -415,13 +415,14 @@ class FastModel:
         self.cfg = cfg
         self.amap = AddressMap(cfg)
         u = cfg.units
-        # Per unit (a column each, rows ``_BUSY`` ... ``_REF``): the data bus's busy-until
-        # time (a Timeline per unit); the idle spans before its bookings (waits, refresh
-        # windows skipped at a start, turnarounds), so that the time it was reserved
-        # (``busy_ps``) is its busy-until time less these; the time it carried data; the
-        # direction it last moved data in (-1 none, 0 read, 1 write); its first use; its
-        # refresh phase. One int64 array, with the compiled path's scratch rows below, so
-        # that ``_serve_k`` takes the state in one argument; the rows are views.
+        # Per unit (a column each, rows ``_BUSY`` ... ``_REF_RAND``): the data bus's
+        # busy-until time (a Timeline per unit); the idle spans before its bookings (waits,
+        # refresh windows skipped at a start, turnarounds), so that the time it was
+        # reserved (``busy_ps``) is its busy-until time less these; the time it carried
+        # data; the direction it last moved data in (-1 none, 0 read, 1 write); its first
+        # use; the ranks its random accesses opened rows in; its refresh phase for streams
+        # and for random accesses. One int64 array, with the compiled path's scratch rows
+        # below, so that ``_serve_k`` takes the state in one argument; the rows are views.
         self._st = np.zeros((_ROWS + 1, u), dtype=np.int64)
         self.busy_until = self._st[_BUSY]
         self._idle = self._st[_IDLE]
@@ -939,8 +940,11 @@ class FastModel:
         return [(u, a[0], a[1]) for u, a in per.items()], states
 
     def _scan_long_np(self, b0: int, nb: int, closed: bool) -> tuple[list[int], list[int]]:
-        """``_scan_long`` decoding the chunk with numpy each time (for address maps whose
-        row is not the top field)."""
+        """The bursts per unit (indexed by unit) and each unit's first-row state of a
+        long stream chunk, the chunk decoded with numpy: every bank it touched is left
+        open on an untracked row (a later access is a row miss), and the last rows of
+        each unit and bank group, which a continuing stream meets first, are tracked
+        exactly (``_long_k`` compiled, for maps whose row is not the top field)."""
         am = self.amap
         u = self.cfg.units
         open_rows = np.array(self.open_rows, dtype=np.int64).reshape(u, self.nb)

@@ -57,8 +57,8 @@ def _lines(m: FastModel, chunks: list[tuple[bool, int, int, Pattern, int]]) -> i
 def _lines_per_chunk(cfg: DramConfig, size: int = MiB, first: int = 0,
                      apart: int = 200_000) -> float:
     """Lines run per chunk of a stream of ``size`` chunks (four reads, four writes, ...
-    issued from ``first`` ps, ``apart`` ps apart), after eight chunks have warmed the
-    layout caches."""
+    issued from ``first`` ps, ``apart`` ps apart), after eight chunks have set every
+    unit's direction and open rows."""
     m = FastModel(cfg)
     seq = [((i // 4) % 2 == 1, i * size, size, Pattern.STREAM, first + i * apart)
            for i in range(40)]
