@@ -2,26 +2,21 @@
 
 A chunk costs a loop over its units and at most one row per bank per unit, never
 O(bytes), and creates no event. Each unit (pseudo-channel) has a busy-until time of its
-data bus, as the kernel's ``Timeline``; the chunk completes at the latest unit's end. The
-per-unit state is kept in Python lists (the bus times in int64 arrays, for the compiled
-loop below): a chunk touches a few to a few dozen units, where numpy's per-call overhead
-(microseconds) costs more than the arithmetic. Which unit and
-bank each block of a long chunk's head, tail and body falls in, and how its bursts and
-work split over the units, depend only on its phase in the row period and its length,
-so that layout is worked out once, one record per (phase, length), and reused; when the
-units agree on their state (nearly always in a stream) the head, turnaround and
-activations are worked out once too, and the loop only books each unit's bus. A unit's
-reserved time is not added up per booking but kept as its busy-until time less its idle
-time, and units all queued behind their buses (a stream's usual state) add their common
-turnaround to one sum for all; their data time is owed per split and added in when
-read, and the loop over the units is compiled (``_book_all``, on the units' bus times as
-int64 arrays): such a chunk runs the same lines of Python on 8 units as on 32. A chunk
-that covers every bank leaves its tail's open rows pending rather than written into the
-table, and the next long chunk finds its first-row states from a cache keyed by the two
-layouts and their row distance;
-rows a chunk opens in the same banks of every unit are written one slice per bank. A
-random chunk books its units in one loop with its constants hoisted.
-tests/dram/test_dram_budget.py bounds the lines of Python a chunk runs per unit.
+data bus, as the kernel's ``Timeline``; the chunk completes at the latest unit's end.
+The per-unit state (bus times, idle and data times, last direction, first use, ranks
+opened, write eviction share), the open-row table and the counters are int64 and
+float64 arrays, and on a map with the row on top (every preset's) a whole chunk is one
+compiled call on them (``_serve_k``; each kernel ``_name_k`` is the method ``_name``
+compiled): a long stream chunk's head, tail, touched banks and bursts per unit come
+from the decoded row period (``_block_flat``) and interleave period (``_unit_of``), a
+short one (fewer than ``_SCALAR_BLOCKS`` row-blocks) is scanned block by block, a random
+one dealt out over the units, and every unit's bus booked, in a few hundred machine
+instructions. So any chunk runs the same seven lines of Python on 8 units as on 32,
+whatever its phase, length and pattern. On other maps the chunk is decoded with numpy
+(long) or field by field (short) and booked unit by unit in Python (``_scan_long_np``,
+``_scan_short``, ``_book_units``, ``_book``, ``_book_random``): the path the compiled
+one is tested against (tests/dram/test_dram_speed.py), and whose line counts
+tests/dram/test_dram_budget.py bounds for the compiled one.
 
 - STREAM: the bursts are split over units by the address map (whole interleave periods
   arithmetically, the remainder block by block). A unit moves its bursts one per
@@ -67,8 +62,6 @@ distinct banks busy than a random draw from its write queue would.
 
 from __future__ import annotations
 
-from typing import TypeVar
-
 import numpy as np
 import numpy.typing as npt
 
@@ -82,115 +75,339 @@ from tmhw.sim.transfer import Pattern
 RANDOM_ACCESS_BYTES = 64
 #: Above this many address blocks a partial interleave period is split evenly.
 _MAX_BLOCKS = 1 << 16
-#: Chunks of fewer row-blocks than this are scanned in Python rather than numpy.
+#: Stream chunks of fewer row-blocks than this are scanned block by block.
 _SCALAR_BLOCKS = 64
 #: Open-row table entry of a bank known to be open on a row not tracked.
 _UNKNOWN_ROW = -2
-#: Bound on each cache of decoded chunk layouts (entries of a few hundred ints each).
-_CACHE_ENTRIES = 4096
-#: Splits of uniform bookings whose data time is owed before it is added in.
-_OWED = 1024
 #: Largest row period (in row-blocks) whose decoded layout is kept as a table.
 _MAX_LAYOUT_BLOCKS = 1 << 18
 
-_K = TypeVar("_K")
-#: A chunk tail's open rows: [(row distance, flat banks, False) or (row distance, banks
-#: of a unit that every unit has, True)] and {flat bank: row distance}.
-Tail = tuple[list[tuple[int, list[int], bool]], dict[int, int]]
-_V = TypeVar("_V")
-#: Key of a cached layout: (phase in a period, length), bursts.
-Key = tuple[int, int]
-#: Per unit its bus work (ps), the rows all units open, per unit the share of its banks
-#: its writes leave a row open in, and the works as an array (for ``_book_all``).
-Split = tuple[list[int], int, list[float], npt.NDArray[np.int64]]
-#: First-row state of each unit at any row distance but those listed, and by distance.
-States = tuple[list[int], dict[int, list[int]]]
+# Rows of ``FastModel._st`` (int64, one column per unit): the state the compiled path
+# books in place, then the scratch rows it works in (no array built per call).
+(_BUSY, _IDLE, _DATA, _DIR, _FIRST, _RANKS, _REF, _REF_RAND, _COUNT, _HEAD, _STATE,
+ _ROWS) = range(12)
+# Slots of ``FastModel._sc``, the counters the compiled path adds to.
+_ACTS, _START, _BURSTS_RD, _BURSTS_WR, _BYTES_RD, _BYTES_WR, _END = range(7)
+# Slots of ``FastModel._k``, the constants of the compiled path.
+(_K_NB, _K_BLK, _K_RP, _K_RS, _K_RM, _K_PER, _K_UBLK, _K_TAIL, _K_SPAN, _K_LOWEST,
+ _K_CLOSED, _K_TS, _K_SMALL, _K_BPR, _K_BG1, _K_RTW, _K_RTW_MISS, _K_WTR, _K_WTR_MISS,
+ _K_DIV, _K_REF_PERIOD, _K_REF_BLOCK, _K_REF_PERIOD_RAND, _K_CAP, _K_BURST_SHIFT,
+ _K_DELAY, _K_RAND_RD, _K_RAND_WR, _K_RAND_BARE, _K_RAND_BURSTS, _K_RAND_UNITS,
+ _K_RANKS, _K_PAIRS) = range(33)
+_K_HEADS = _K_PAIRS + 3  # after the write batches' turnarounds by first-row state
+_K_SIZE = _K_HEADS + 6  # the heads of reads, then of writes, by first-row state
 
 
 @njit
-def _book_all(busy: npt.NDArray[np.int64], idle: npt.NDArray[np.int64],
-              offs: npt.NDArray[np.int64], works: npt.NDArray[np.int64], gap: int,
-              t_head: int, period: int, block: int, first_q: npt.NDArray[np.int64]) -> int:
-    """``FastModel._book_uniform``'s booking of every unit's bus, every unit's first
-    refresh window being past (``_stretch`` in closed form): a unit starts at its bus
-    time plus ``gap``, or at ``t_head``; a start inside a window [off + k period, +
-    block) moves to its end, and the work skips ceil((work - room) / gives) windows
-    beyond the room ``period - pos`` left in the first period (none if it fits: the room
-    is at most ``gives`` and the work > 0). When every unit's bus time plus ``gap`` is
-    at least ``t_head`` (queued: each starts at its own), a unit's idle time is the
-    window only (the caller counts the gap once for all). Into ``first_q``: the first
-    unit's start (before the windows) and whether queued; returns the latest end."""
-    gives = period - block
-    first = busy.min() + gap
-    queued = first >= t_head
-    first_q[0] = first if queued else t_head
-    first_q[1] = queued
+def _stretch_k(start: int, work: int, period: int, block: int,
+               off: int) -> tuple[int, int]:
+    """``FastModel._stretch`` on windows [off + k period, + block), k >= 0."""
+    if period == 0 or work == 0:
+        return start, start + work
+    off -= period  # the window at k = 0 as "the first" below
+    x = start - off
+    if x < period:  # before the first window
+        s0 = start
+        avail = period - x
+        if work <= avail:
+            return s0, s0 + work
+        work -= avail
+        x = period
+    else:
+        pos = x % period
+        if pos < block:
+            x += block - pos
+        s0 = x + off
+        avail = period - x % period
+        if work <= avail:
+            return s0, s0 + work
+        work -= avail
+        x += avail
+    q, rem = divmod(work, period - block)
+    if rem == 0:
+        return s0, off + x + q * period
+    return s0, off + x + q * period + block + rem
+
+
+@njit
+def _book_k(st: npt.NDArray[np.int64], wev: npt.NDArray[np.float64],
+            sc: npt.NDArray[np.int64], k: npt.NDArray[np.int64], unit: int, w: int,
+            start: int, state: int, n: int, small: bool) -> int:
+    """``FastModel._book`` of ``n`` stream bursts on unit ``unit`` from first-row state
+    ``state`` (``w`` 1 for a write; ``small``: a buffered small write); returns the end."""
+    head = k[_K_HEADS + 3 * w + state]
+    work = n * k[_K_TS]
+    last = st[_DIR, unit]
+    b = st[_BUSY, unit]
+    ready = b
+    if small:
+        if last == 0:
+            work += k[_K_PAIRS + state] * work // k[_K_DIV]
+    elif last != w and last >= 0:
+        if w:
+            ready = b + (k[_K_RTW_MISS] if state == 2 else k[_K_RTW])
+        else:
+            ready = b + k[_K_WTR] + round(wev[unit] * (k[_K_WTR_MISS] - k[_K_WTR]))
+    t0 = start + head
+    if ready > t0:
+        t0 = ready
+    if t0 - head < sc[_START]:
+        sc[_START] = t0 - head
+    s, e = _stretch_k(t0, work, k[_K_REF_PERIOD], k[_K_REF_BLOCK], st[_REF, unit])
+    st[_IDLE, unit] += s - b
+    st[_BUSY, unit] = e
+    st[_DATA, unit] += work
+    if not small:
+        st[_DIR, unit] = w
+        if w:
+            nbk = k[_K_NB]
+            a = -(-n // k[_K_BPR]) + k[_K_BG1]
+            wev[unit] = (a if a < nbk else nbk) / nbk
+    if st[_FIRST, unit] < 0:
+        st[_FIRST, unit] = start
+    return e
+
+
+@njit
+def _serve_k(st: npt.NDArray[np.int64], wev: npt.NDArray[np.float64],
+             orows: npt.NDArray[np.int64], sc: npt.NDArray[np.int64],
+             k: npt.NDArray[np.int64], flat: npt.NDArray[np.int64],
+             unit_of: npt.NDArray[np.int64], write: bool, address: int, nbytes: int,
+             stream: bool, earliest: int) -> int:
+    """``FastModel.serve`` of a chunk of ``nbytes`` > 0 on a map with the row on top,
+    decoded from ``flat``, the flat bank of each row-block of a row period, and
+    ``unit_of``, the unit of each unit-block of an interleave period. A long stream
+    chunk: the bursts per unit (``_split_stream``), each unit's first-row state from
+    the open rows of its first row-block, the booking of each unit's bus
+    (``_book_units``) and the rows it leaves open (every bank it touched open on an
+    untracked row, the last row-block of each bank of its tail on its row:
+    ``_scan_long_np``). A short one block by block (``_scan_short``), a random one
+    unit by unit (``_book_random``). State and counters change in place (``st``,
+    ``wev`` the write eviction shares, ``orows`` the open rows, ``sc``); returns the
+    completion."""
+    u = st.shape[1]
+    nbk, blk, rs, rm = k[_K_NB], k[_K_BLK], k[_K_RS], k[_K_RM]
+    closed = k[_K_CLOSED] != 0
+    size = flat.size
+    w = 1 if write else 0
+    start = earliest + k[_K_DELAY]
+    sc[_START] = 1 << 62
+    end: int = start
+    bs = k[_K_BURST_SHIFT]
+    counts, states = st[_COUNT], st[_STATE]
+    if not stream:
+        n_acc = -(-nbytes // RANDOM_ACCESS_BYTES) * k[_K_RAND_UNITS]
+        first = flat[(((address % k[_K_CAP]) >> bs) // blk) % size] // nbk
+        e = _book_random_k(st, wev, sc, k, first, n_acc, w, start, 1 if closed else 2)
+        if e > end:
+            end = e
+        sc[_ACTS] += n_acc
+        bursts = n_acc * k[_K_RAND_BURSTS]
+    else:
+        b0 = (address % k[_K_CAP]) >> bs
+        nb = ((address + nbytes - 1) >> bs) - (address >> bs) + 1
+        small = write and nb < k[_K_SMALL]
+        bursts = nb
+        if (b0 + nb - 1) // blk - b0 // blk < _SCALAR_BLOCKS:
+            # Block by block, each unit's state read at its first block.
+            counts[:] = 0
+            states[:] = -1
+            acts = 0
+            stop = b0 + nb
+            j = b0 // blk
+            while j * blk < stop:
+                lo = j * blk if j * blk > b0 else b0
+                hi = (j + 1) * blk if (j + 1) * blk < stop else stop
+                f = flat[(lo // blk) % size]
+                unit = f // nbk
+                row = (lo >> rs) & rm
+                o = orows[f]
+                if states[unit] < 0:
+                    states[unit] = 1 if (o == -1 or closed) else (0 if o == row else 2)
+                counts[unit] += hi - lo
+                if closed or o != row:
+                    acts += 1
+                    if not closed:
+                        orows[f] = row
+                j += 1
+            sc[_ACTS] += acts
+            for unit in range(u):
+                if counts[unit]:
+                    e = _book_k(st, wev, sc, k, unit, w, start, states[unit], counts[unit],
+                                small)
+                    if e > end:
+                        end = e
+        else:
+            end = _long_k(st, wev, orows, sc, k, flat, unit_of, b0, nb, w, start, small,
+                          closed)
+    if write:
+        sc[_BURSTS_WR] += bursts
+        sc[_BYTES_WR] += nbytes
+    else:
+        sc[_BURSTS_RD] += bursts
+        sc[_BYTES_RD] += nbytes
+    if end > sc[_END]:
+        sc[_END] = end
+    return end
+
+
+@njit
+def _long_k(st: npt.NDArray[np.int64], wev: npt.NDArray[np.float64],
+            orows: npt.NDArray[np.int64], sc: npt.NDArray[np.int64],
+            k: npt.NDArray[np.int64], flat: npt.NDArray[np.int64],
+            unit_of: npt.NDArray[np.int64], b0: int, nb: int, w: int, start: int,
+            small: bool, closed: bool) -> int:
+    """``_serve_k`` of a long stream chunk of ``nb`` bursts from burst ``b0``."""
+    u = st.shape[1]
+    counts, head_flat, states, head_row = st[_COUNT], st[_HEAD], st[_STATE], st[_ROWS]
+    nbk, blk, rp, rs, rm = k[_K_NB], k[_K_BLK], k[_K_RP], k[_K_RS], k[_K_RM]
+    period, ublk = k[_K_PER], k[_K_UBLK]
+    size = flat.size
+    # Bursts per unit: whole interleave periods evenly, the remainder block by block.
+    full, rem = divmod(nb, period)
+    counts[:] = full * (period // u)
+    if u == 1:
+        counts[0] += rem
+    elif rem:
+        p0 = b0 % period
+        first_blk, last_blk = p0 // ublk, (p0 + rem - 1) // ublk
+        if last_blk - first_blk + 1 > _MAX_BLOCKS:
+            counts += rem // u
+            counts[:rem % u] += 1
+        else:
+            n_ub = unit_of.size
+            for j in range(first_blk, last_blk + 1):
+                wgt = ublk
+                if j == first_blk:
+                    wgt -= p0 - first_blk * ublk
+                if j == last_blk:
+                    wgt -= (last_blk + 1) * ublk - (p0 + rem)
+                counts[unit_of[j % n_ub]] += wgt
+    # First-row state of each unit: its first row-block in the chunk's first interleave
+    # period (with units lowest, a unit met twice takes its later block).
+    states[:] = 1
+    if not closed:
+        lowest = k[_K_LOWEST] != 0
+        head_flat[:] = -1
+        base = b0 - b0 % rp
+        for j in range(b0 // blk, (b0 + min(nb, period) - 1) // blk + 1):
+            f = flat[j % size]
+            unit = f // nbk
+            if lowest or head_flat[unit] < 0:
+                head_flat[unit] = f
+                head_row[unit] = (j * blk - base) // rp
+        r = b0 >> rs
+        for unit in range(u):
+            f = head_flat[unit]
+            if f >= 0:
+                o = orows[f]
+                if o != -1:
+                    states[unit] = 0 if o == ((r + head_row[unit]) & rm) else 2
+    bpr = k[_K_BPR]
+    end = start
+    acts = 0
+    for unit in range(u):
+        n = counts[unit]
+        if n:
+            a = -(-n // bpr)
+            acts += (a if a > 1 else 1) - (1 if states[unit] == 0 else 0)
+            e = _book_k(st, wev, sc, k, unit, w, start, states[unit], n, small)
+            if e > end:
+                end = e
+    sc[_ACTS] += acts
+    # The rows left open: every bank the chunk touched on an untracked row, then the
+    # last row-block of each bank in its tail on that block's row.
+    if not closed:
+        if nb >= k[_K_SPAN]:
+            orows[:] = _UNKNOWN_ROW
+        elif k[_K_LOWEST] != 0:
+            # Units lowest: one sample per interleave period gives the banks, and every
+            # unit the chunk reached touched each of them.
+            for p in range(b0 - b0 % period, b0 + nb, period):
+                bank = flat[(p // blk) % size] % nbk
+                for unit in range(u):
+                    if counts[unit]:
+                        orows[unit * nbk + bank] = _UNKNOWN_ROW
+        else:
+            for j in range(b0 // blk, (b0 + nb - 1) // blk + 1):
+                orows[flat[j % size]] = _UNKNOWN_ROW
+        # Block by block from the tail's first, the row one more past each row period
+        # (no division per block: the tail is a few hundred blocks of every chunk).
+        bt = b0 + nb - min(nb, k[_K_TAIL])
+        r = bt >> rs
+        i = (bt // blk) % size
+        for _ in range(bt // blk, (b0 + nb - 1) // blk + 1):
+            orows[flat[i]] = r & rm
+            i += 1
+            if i == size:
+                i = 0
+                r += 1
+    return end
+
+
+@njit
+def _book_random_k(st: npt.NDArray[np.int64], wev: npt.NDArray[np.float64],
+                   sc: npt.NDArray[np.int64], k: npt.NDArray[np.int64], first: int,
+                   n_acc: int, w: int, start: int, state: int) -> int:
+    """``FastModel._book_random``: ``n_acc`` random accesses dealt out from unit
+    ``first``, every one a row miss of state ``state``; returns the latest end."""
+    u = st.shape[1]
+    per, extra = divmod(n_acc, u)
+    t_acc = k[_K_RAND_WR] if w else k[_K_RAND_RD]
+    head = k[_K_HEADS + 3 * w + state]
+    t_head = start + head
+    if w:
+        turn = k[_K_RTW_MISS] if state == 2 else k[_K_RTW]
+    else:
+        turn = k[_K_WTR] + round(1.0 * (k[_K_WTR_MISS] - k[_K_WTR]))
+    ts, nbk, bpr, bg1 = k[_K_TS], k[_K_NB], k[_K_BPR], k[_K_BG1]
+    period, block, ranks = k[_K_REF_PERIOD_RAND], k[_K_REF_BLOCK], k[_K_RANKS]
     end = 0
-    for unit in range(busy.size):
-        b = busy[unit]
-        s = b + gap
-        if not queued and s < t_head:
-            s = t_head
-        pos = (s - offs[unit]) % period
-        if pos < block:  # inside a window: start at its end
-            s += block - pos
-            pos = block
-        idle[unit] += s - b - (gap if queued else 0)
-        work = works[unit]
-        e = s + work - (period - pos - work) // gives * block
-        busy[unit] = e
+    for j in range(min(u, n_acc)):
+        unit = (first + j) % u
+        n = per + 1 if j < extra else per
+        if st[_RANKS, unit] < n:
+            st[_RANKS, unit] = n if n < ranks else ranks
+        last = st[_DIR, unit]
+        b = st[_BUSY, unit]
+        ready = b + (turn if last >= 0 and last != w else 0)
+        if ready > t_head:
+            t0 = ready
+            work = n * t_acc
+        else:
+            t0 = t_head
+            work = (n - 1) * t_acc + k[_K_RAND_BARE]
+        if t0 - head < sc[_START]:
+            sc[_START] = t0 - head
+        s, e = _stretch_k(t0, work, period, block, st[_REF_RAND, unit])
+        st[_IDLE, unit] += s - b
+        st[_BUSY, unit] = e
+        st[_DATA, unit] += work
+        st[_DIR, unit] = w
+        if w:
+            a = -(-(work // ts) // bpr) + bg1
+            wev[unit] = (a if a < nbk else nbk) / nbk
+        if st[_FIRST, unit] < 0:
+            st[_FIRST, unit] = start
         if e > end:
             end = e
     return end
 
 
 def compile_kernels() -> None:
-    """Compile this module's kernel into numba's on-disk cache, by a stream of chunks
-    over every unit of an HBM2 stack after its first refresh windows (``make`` runs this
+    """Compile this module's kernels into numba's on-disk cache (``_serve_k`` compiles
+    with every kernel it calls), by a few chunks on an HBM2 stack (``make`` runs this
     before the tests and the default study, through ``tmhw.system.compile_kernels``)."""
     from dram.config import PRESETS
 
     m = FastModel(PRESETS["hbm2"])
     for i in range(3):
-        m.serve(False, i << 20, 1 << 20, Pattern.STREAM, 10_000_000)
+        m.serve(i == 1, i << 20, 1 << 20, Pattern.STREAM, 10_000_000)
 
 
 def distinct_banks(banks: float, queued: int) -> float:
     """Expected number of distinct banks among ``queued`` uniformly random accesses."""
     return banks * (1.0 - (1.0 - 1.0 / banks) ** queued)
-
-
-class _Long:
-    """What a long stream chunk at one phase in the row period and of one length needs,
-    worked out once (``FastModel._long_layout``) so that such a chunk costs one lookup,
-    its first rows' states and a loop over its units: the units it reaches, per unit
-    (indexed by unit) its bursts less ``add``, ``add``, the split of its work
-    (``_split_work``; None unless it reaches every unit, or when the layout is not
-    cached), its head layout (``_head_layout``) and that layout's key, its tail's key,
-    layout and length, the banks it opens a row in (``_touch_layout``; None if every
-    bank) and whether those are banks of a unit that every unit has (``strided``), and
-    by the key of a pending tail the states it meets (``_states_after``)."""
-
-    __slots__ = ("units", "counts", "add", "split", "head", "hkey", "tkey", "tail",
-                 "n_tail", "touched", "strided", "after")
-
-    def __init__(self, units: list[int], counts: list[int], add: int, split: Split | None,
-                 head: list[tuple[int, int, int]], hkey: Key, tkey: Key, tail: Tail,
-                 n_tail: int, touched: tuple[list[int], bool] | None) -> None:
-        self.units, self.counts, self.add, self.split = units, counts, add, split
-        self.head, self.hkey, self.tkey, self.tail = head, hkey, tkey, tail
-        self.n_tail = n_tail
-        self.touched: list[int] | None = None if touched is None else touched[0]
-        self.strided = touched is not None and touched[1]
-        self.after: dict[Key, States] = {}
-
-    @classmethod
-    def decoded(cls, units: list[int], counts: list[int]) -> _Long:
-        """A chunk decoded on its own (``_scan_long_np``): its units and bursts only, its
-        open rows already written into the table."""
-        return cls(units, counts, 0, None, [], (0, 0), (0, 0), ([], {}), 0, ([], False))
-
-
 class FastModel:
     """Chunk-level timing and counters for one ``DramConfig``. Times in ps."""
 
@@ -198,45 +415,28 @@ class FastModel:
         self.cfg = cfg
         self.amap = AddressMap(cfg)
         u = cfg.units
-        # Per unit: the data bus's busy-until time (a Timeline per unit), the direction it
-        # last moved data in (-1 none, 0 read, 1 write) and its first use. Plain lists: a
-        # chunk touches a few to a few dozen units, where a Python loop costs less than
-        # numpy's per-call overhead; but the bus times are int64 arrays, which the
-        # compiled booking of a chunk over every unit (``_book_all``) updates in place.
-        self.busy_until = np.zeros(u, dtype=np.int64)
-        self.last_dir = [-1] * u
-        self.first_use = [-1] * u
-        # The time each bus was reserved (``busy_ps``) is its busy-until time less the
-        # time before it that it was not: per unit the idle spans before each booking
-        # (waits, refresh windows skipped at a start, turnarounds), less the turnarounds
-        # every unit paid at once (``_gaps``: a chunk over every unit queued behind all of
-        # them adds its turnaround to this one sum, not to each unit's).
-        self._idle = np.zeros(u, dtype=np.int64)
-        self._gaps = 0
-        # The time each bus carried data (``data_ps``): per unit, plus the works of the
-        # uniform bookings not yet added in, {id(works): (works, times booked)} (a stream
-        # books the same few splits over and over).
-        self._data = [0] * u
-        self._owed: dict[int, tuple[list[int], int]] = {}
+        # Per unit (a column each, rows ``_BUSY`` ... ``_REF_RAND``): the data bus's
+        # busy-until time (a Timeline per unit); the idle spans before its bookings (waits,
+        # refresh windows skipped at a start, turnarounds), so that the time it was
+        # reserved (``busy_ps``) is its busy-until time less these; the time it carried
+        # data; the direction it last moved data in (-1 none, 0 read, 1 write); its first
+        # use; the ranks its random accesses opened rows in; its refresh phase for streams
+        # and for random accesses. One int64 array, with the compiled path's scratch rows
+        # below, so that ``_serve_k`` takes the state in one argument; the rows are views.
+        self._st = np.zeros((_ROWS + 1, u), dtype=np.int64)
+        self.busy_until = self._st[_BUSY]
+        self._idle = self._st[_IDLE]
+        self._data = self._st[_DATA]
+        self.last_dir = self._st[_DIR]
+        self.last_dir[:] = -1
+        self.first_use = self._st[_FIRST]
+        self.first_use[:] = -1
         #: Per unit, the ranks its random accesses have opened rows in (at most ranks).
-        self.rand_ranks = [0] * u
-        # Open row of each bank (see ``open_rows``), less what ``_pending`` holds.
-        self._open_rows = [-1] * (u * self.amap.banks_per_unit)
-        #: The rows a long chunk over every bank left open, not yet written into
-        #: ``_open_rows``: (tail layout key, tail layout, row of the tail's first burst).
-        #: Such a chunk leaves every bank open on an untracked row but those of its tail,
-        #: so the next long chunk of a stream finds its first rows' states from the two
-        #: layouts and the row distance alone (``_c_states``), and the table is only
-        #: written when something else reads it.
-        self._pending: tuple[Key, Tail, int] | None = None
-        self.bursts_read = 0
-        self.bursts_written = 0
-        self.acts = 0
-        self.bytes_read = 0
-        self.bytes_written = 0
-        self.last_end = 0
-        #: When the latest ``serve`` began service on its first unit (for latency).
-        self.last_start = 0
+        self.rand_ranks = self._st[_RANKS]
+        # Open row of each bank (see ``open_rows``).
+        self._open_rows = np.full(u * self.amap.banks_per_unit, -1, dtype=np.int64)
+        # Counters, in one int64 array that ``_serve_k`` adds to (slots ``_ACTS`` ...).
+        self._sc = np.zeros(_END + 1, dtype=np.int64)
         c = cfg
         n_bg = c.bank_groups if self.amap.bank_group_below_column() else 1
         self.n_bg_rot = n_bg
@@ -282,7 +482,7 @@ class FastModel:
         self._heads = [[self._head(w, st) for st in range(3)] for w in (False, True)]
         self.nb = nb
         #: Per unit, the share of its banks the last write chunk opened rows in.
-        self.w_evict = [0.0] * u
+        self.w_evict = np.zeros(u, dtype=np.float64)
         # Refresh windows: unit i is blocked over [off_i + k period, + block), k >= 0.
         if c.refresh == "off":
             self.t_ref_period, self.t_ref_block = 0, 0
@@ -306,12 +506,8 @@ class FastModel:
         self.t_ref_period_rand = self.t_ref_period // ranks
         self.ref_offsets_rand = [o % self.t_ref_period_rand if self.t_ref_period_rand else 0
                                  for o in self.ref_offsets]
-        self._ref_off = np.array(self.ref_offsets, dtype=np.int64)
-        #: ``_book_all``'s first start and whether the units were queued
-        self._first_q = np.zeros(2, dtype=np.int64)
-        #: The latest unit's first refresh window (from then on every unit's windows
-        #: repeat every period).
-        self._ref_last = max(self.ref_offsets)
+        self._st[_REF_RAND] = self.ref_offsets_rand
+        self._st[_REF] = self.ref_offsets
         # Bursts of one row-block (consecutive bursts sharing a row) and of one row per
         # bank per unit: enough of a chunk's tail to know which rows it leaves open.
         self._blk = max(1, c.interleave_bytes // c.burst_bytes)
@@ -320,85 +516,100 @@ class FastModel:
         self._span = u * nb * c.bursts_per_row  # bursts that touch every bank of every unit
         self._units_lowest = self.amap.unit_period_bursts == u * self._blk
         self._pairs = (self._pair(0), self._pair(0), self._pair(2))
-        self._all_unknown = [_UNKNOWN_ROW] * (u * nb)
-        self._unknown_units = [_UNKNOWN_ROW] * u
-        self._all_units = list(range(u))
-        #: Whether some unit has not been used yet (its ``first_use`` is still -1).
-        self._unused_units = True
-        #: Book chunks whose units agree on their state through ``_book_uniform``.
-        self._uniform_path = True
-        # Long stream chunks reuse the decoded layout of their head, tail and touched banks,
-        # keyed by phase in the row period (valid when the row is the top address field);
-        # otherwise they decode with numpy each time.
+        # A chunk is decoded from the decoded row period and booked in one compiled call
+        # (``_serve_k``) when the row is the top address field (the unit and bank of a
+        # burst then depend only on its phase in the row period); otherwise it is decoded
+        # and booked in Python.
         am = self.amap
         n_blocks = am.row_period_bursts // self._blk
-        self._layout_cached = am.row_on_top and n_blocks <= _MAX_LAYOUT_BLOCKS
+        self._compiled = am.row_on_top and n_blocks <= _MAX_LAYOUT_BLOCKS
         #: Flat bank (``unit * banks_per_unit + bank``) of each row-block of a row period.
-        self._block_flat: list[int] = []
-        if self._layout_cached:
+        self._block_flat = np.zeros(0, dtype=np.int64)
+        #: Unit of each unit-block of an interleave period.
+        self._unit_of = np.zeros(0, dtype=np.int64)
+        if self._compiled:
             bu, bb, _ = am.decode_bursts(np.arange(n_blocks, dtype=np.int64) * self._blk)
-            self._block_flat = (bu * nb + bb).tolist()
-        self._c_counts: dict[tuple[int, int], list[int]] = {}
-        self._c_head: dict[tuple[int, int], list[tuple[int, int, int]]] = {}
-        self._c_tail: dict[Key, Tail] = {}
-        self._c_split: dict[tuple[Key, int], Split] = {}
-        self._c_states: dict[tuple[Key, Key], States] = {}
-        #: The whole layout of a long chunk, by (phase in the row period, length).
-        self._c_long: dict[Key, _Long] = {}
-        self._all_closed = [1] * u
+            self._block_flat = np.ascontiguousarray(bu * nb + bb, dtype=np.int64)
+            ublk = am.unit_block_bursts
+            self._unit_of = am.units_of_bursts(
+                np.arange(am.unit_period_bursts // ublk, dtype=np.int64) * ublk)
+        k = np.zeros(_K_SIZE, dtype=np.int64)
+        k[_K_NB], k[_K_BLK], k[_K_RP] = nb, self._blk, am.row_period_bursts
+        k[_K_RS], k[_K_RM] = am.row_shift, am.row_mask
+        k[_K_PER], k[_K_UBLK] = am.unit_period_bursts, am.unit_block_bursts
+        k[_K_TAIL], k[_K_SPAN], k[_K_LOWEST] = self._tail, self._span, self._units_lowest
+        k[_K_CLOSED], k[_K_TS] = c.page_policy == "closed", self.t_stream
+        k[_K_SMALL], k[_K_BPR], k[_K_BG1] = self._small_write, c.bursts_per_row, n_bg - 1
+        k[_K_RTW], k[_K_RTW_MISS], k[_K_WTR] = self.rtw, self.rtw_miss, self.wtr
+        k[_K_WTR_MISS], k[_K_DIV] = self.wtr_miss, max(1, self.drain_batch * self.t_stream)
+        k[_K_REF_PERIOD], k[_K_REF_BLOCK] = self.t_ref_period, self.t_ref_block
+        k[_K_REF_PERIOD_RAND], k[_K_RANKS] = self.t_ref_period_rand, c.ranks
+        k[_K_CAP], k[_K_BURST_SHIFT], k[_K_DELAY] = am.capacity, am.burst_shift, c.controller_delay
+        k[_K_RAND_RD], k[_K_RAND_WR] = self.t_rand_rd, self.t_rand_wr
+        k[_K_RAND_BARE] = self.rand_bursts * c.t_burst
+        k[_K_RAND_BURSTS], k[_K_RAND_UNITS] = self.rand_bursts, self.rand_units
+        k[_K_PAIRS:_K_PAIRS + 3] = self._pairs
+        k[_K_HEADS:_K_HEADS + 6] = self._heads[0] + self._heads[1]
+        self._k = k
+
+    # The counters live in ``_sc``, where the compiled path adds to them.
+    @property
+    def acts(self) -> int:
+        """Row activations."""
+        return int(self._sc[_ACTS])
+
+    @acts.setter
+    def acts(self, v: int) -> None:
+        self._sc[_ACTS] = v
+
+    @property
+    def last_start(self) -> int:
+        """When the latest ``serve`` began service on its first unit (for latency)."""
+        return int(self._sc[_START])
+
+    @last_start.setter
+    def last_start(self, v: int) -> None:
+        self._sc[_START] = v
+
+    @property
+    def bursts_read(self) -> int:
+        return int(self._sc[_BURSTS_RD])
+
+    @property
+    def bursts_written(self) -> int:
+        return int(self._sc[_BURSTS_WR])
+
+    @property
+    def bytes_read(self) -> int:
+        return int(self._sc[_BYTES_RD])
+
+    @property
+    def bytes_written(self) -> int:
+        return int(self._sc[_BYTES_WR])
+
+    @property
+    def last_end(self) -> int:
+        """The latest completion served, ps."""
+        return int(self._sc[_END])
 
     @property
     def busy_ps(self) -> list[int]:
         """Per unit, the time its bus was reserved (data, and the refresh windows inside
         its bookings), ps."""
-        out: list[int] = (self.busy_until - self._idle - self._gaps).tolist()
+        out: list[int] = (self.busy_until - self._idle).tolist()
         return out
 
     @property
     def data_ps(self) -> list[int]:
         """Per unit, the time its bus carried data, ps."""
-        self._pay_owed()
-        return self._data
-
-    def _pay_owed(self) -> None:
-        """Add the works of the uniform bookings owed (``_owed``) into ``_data``."""
-        data = self._data
-        for works, n in self._owed.values():
-            for unit, w in enumerate(works):
-                data[unit] += n * w
-        self._owed.clear()
+        out: list[int] = self._data.tolist()
+        return out
 
     @property
-    def open_rows(self) -> list[int]:
+    def open_rows(self) -> npt.NDArray[np.int64]:
         """Open row of each bank, flat (``unit * banks_per_unit + bank``): -1 precharged,
         ``_UNKNOWN_ROW`` open on a row not tracked."""
-        if self._pending is not None:
-            self._settle()
         return self._open_rows
-
-    def _settle(self) -> None:
-        """Write the rows the last long chunk left open (``_pending``) into the table."""
-        assert self._pending is not None
-        _, tail, r = self._pending
-        self._pending = None
-        self._open_rows[:] = self._all_unknown
-        self._write_tail(tail, r)
-
-    def _write_tail(self, tail: Tail, r: int) -> None:
-        """Write the rows a chunk's tail (``_tail_layout``) whose first burst is in row
-        ``r`` leaves open into the table: banks every unit has one slice each."""
-        orows = self._open_rows
-        rm, u, nbk = self.amap.row_mask, len(self.busy_until), self.nb
-        for d, banks, strided in tail[0]:
-            row = (r + d) & rm
-            if strided:
-                rows = [row] * u
-                for b in banks:
-                    orows[b::nbk] = rows
-            else:
-                for f in banks:
-                    orows[f] = row
-
     # -- timing ------------------------------------------------------------------------
     def _stretch(self, unit: int, start: int, work: int,
                  random: bool = False) -> tuple[int, int]:
@@ -564,7 +775,7 @@ class FastModel:
         period, block = self.t_ref_period, self.t_ref_block
         if period == 0:
             return start, start + work
-        off = self._ref_off[units] - period
+        off = self._st[_REF][units] - period
         x = start - off
         early = x < period
         pos = x % period
@@ -578,23 +789,14 @@ class FastModel:
         end = np.where(rest <= 0, s0 + work, late)
         return np.where(work == 0, start, s0), np.where(work == 0, start, end)
 
-    def _book_units(self, chunk: _Long, states: list[int], write: bool, start: int,
+    def _book_units(self, counts: list[int], states: list[int], write: bool, start: int,
                     small_write: bool) -> tuple[int, int]:
-        """``_book`` for the units of one long stream chunk: unit ``i`` of
-        ``chunk.units`` moves ``chunk.counts[i] + chunk.add`` bursts from first-row state
-        ``states[i]``. Returns the latest end and the activations (one per
-        ``bursts_per_row`` of a unit's bursts, less the first if it hits). One loop,
-        ``_stretch`` inlined: this is the hot path."""
+        """``_book`` for the units of one long stream chunk: unit ``i`` moves
+        ``counts[i]`` bursts (none: not booked) from first-row state ``states[i]``.
+        Returns the latest end and the activations (one per ``bursts_per_row`` of a
+        unit's bursts, less the first if it hits). One loop, ``_stretch`` inlined: the
+        loop ``_long_k`` compiles, for maps without the row on top."""
         last_dir, w_evict = self.last_dir, self.w_evict
-        units, counts, add = chunk.units, chunk.counts, chunk.add
-        if (self._uniform_path and not small_write and len(units) == len(last_dir)
-                and states.count(states[0]) == len(states)
-                and last_dir.count(last_dir[0]) == len(last_dir)
-                and w_evict.count(w_evict[0]) == len(w_evict)):
-            split = chunk.split
-            if split is None:
-                split = self._split_work(counts, add)
-            return self._book_uniform(split, states[0], write, start)
         ts = self.t_stream
         heads = self._heads[write]
         w = int(write)
@@ -609,14 +811,15 @@ class FastModel:
         first = self.last_start
         end = 0
         acts = 0
-        for unit in units:
-            n = counts[unit] + add
+        for unit, n in enumerate(counts):
+            if not n:
+                continue
             st = states[unit]
             a = -(-n // bpr)
             acts += (a if a > 1 else 1) - (st == 0)
             head = heads[st]
             work = n * ts
-            last = last_dir[unit]
+            last = int(last_dir[unit])
             t0 = start + head
             b = int(busy[unit])
             if small_write:
@@ -627,7 +830,7 @@ class FastModel:
                 if write:
                     ready = b + (rtw_miss if st == 2 else rtw)
                 else:
-                    ready = b + wtr + round(w_evict[unit] * d_wtr)
+                    ready = b + wtr + round(float(w_evict[unit]) * d_wtr)
             else:
                 ready = b
             if ready > t0:
@@ -669,85 +872,6 @@ class FastModel:
                 end = e
         self.last_start = first
         return end, acts
-
-    def _book_uniform(self, split: Split, st: int, write: bool,
-                      start: int) -> tuple[int, int]:
-        """``_book_units`` for a chunk over every unit when the units agree on all but
-        their bus times and bursts (first-row state, last direction, write eviction share:
-        the common case of a stream of long chunks): the head, the turnaround and the
-        activations are worked out once (each unit's work, rows and eviction share once
-        per split, ``split``), and the loop only books each unit's bus."""
-        busy, idle = self.busy_until, self._idle
-        period, block = self.t_ref_period, self.t_ref_block
-        n_units = len(busy)
-        w = int(write)
-        head = self._heads[write][st]
-        last = self.last_dir[0]
-        gap = 0
-        if last != w and last >= 0:
-            if write:
-                gap = self.rtw_miss if st == 2 else self.rtw
-            else:
-                gap = self.wtr + round(self.w_evict[0] * (self.wtr_miss - self.wtr))
-        t_head = start + head
-        works, rows, evict, works_a = split
-        # Rows each unit opens (every unit has bursts, so at least one), less one per
-        # unit if the first row is open.
-        acts = rows - (n_units if st == 0 else 0)
-        if period and t_head >= self._ref_last:
-            first_q = self._first_q
-            end = _book_all(busy, idle, self._ref_off, works_a, gap, t_head, period, block,
-                            first_q)
-            first = int(first_q[0])
-            if first_q[1]:
-                self._gaps += gap  # every unit's idle time at once (``_gaps``)
-        else:
-            # Each unit starts at max(busy + gap, t_head), so the first to start at this.
-            first = max(int(busy.min()) + gap, t_head)
-            stretch = self._stretch
-            for unit in range(n_units):
-                b = int(busy[unit])
-                t0 = b + gap
-                s, e = stretch(unit, t0 if t0 > t_head else t_head, works[unit])
-                idle[unit] += s - b
-                busy[unit] = e
-            end = int(busy.max())
-        self._owe(works)
-        if first - head < self.last_start:
-            self.last_start = first - head
-        self.last_dir[:] = [w] * n_units
-        if write:
-            self.w_evict[:] = evict
-        if self._unused_units:
-            fu = self.first_use
-            for unit in range(n_units):
-                if fu[unit] < 0:
-                    fu[unit] = start
-            self._unused_units = False
-        return end, acts
-
-    def _owe(self, works: list[int]) -> None:
-        """Count one more booking of ``works`` (each unit's data time) into ``data_ps``."""
-        owed = self._owed
-        key = id(works)  # the entry holds ``works``: its id is not reused while owed
-        n = owed.get(key)
-        if n is None:
-            if len(owed) >= _OWED:
-                self._pay_owed()
-            owed[key] = (works, 1)
-        else:
-            owed[key] = (works, n[1] + 1)
-
-    def _split_work(self, counts: list[int], add: int) -> Split:
-        """For a chunk moving ``counts[i] + add`` bursts on unit ``i`` (every unit): each
-        unit's bus work in ps, the rows the units open in all, and the share of its banks
-        each unit's writes leave a row open in (``_banks_touched``)."""
-        ts, bpr, nb, bg1 = self.t_stream, self.bursts_per_row, self.nb, self.n_bg_rot - 1
-        rows = [-(-(c + add) // bpr) for c in counts]
-        works = [(c + add) * ts for c in counts]
-        return (works, sum(rows), [(a + bg1 if a + bg1 < nb else nb) / nb for a in rows],
-                np.array(works, dtype=np.int64))
-
     def _split_stream(self, b0: int, nb: int) -> np.ndarray:
         """Bursts per unit of the ``nb`` consecutive bursts from burst index ``b0``."""
         am = self.amap
@@ -815,209 +939,12 @@ class FastModel:
             k += 1
         return [(u, a[0], a[1]) for u, a in per.items()], states
 
-    @staticmethod
-    def _remember(cache: dict[_K, _V], key: _K, value: _V) -> _V:
-        if len(cache) >= _CACHE_ENTRIES:
-            cache.clear()  # a bound on memory; entries are pure functions of their key
-        cache[key] = value
-        return value
-
-    def _scan_long(self, b0: int, nb: int, closed: bool) -> tuple[_Long, list[int]]:
-        """As ``_scan_short`` for long chunks: the chunk's layout (``_Long``) and per unit
-        (indexed by unit) its first-row state. The first row of each unit is looked up,
-        every bank the chunk touched holds one of its rows (open, row not tracked: a
-        later access is a row miss), and the last rows of each unit and bank group, which
-        a continuing stream meets first, are tracked exactly.
-
-        The decoded layout (which unit and bank each block of the head, the tail and the
-        body falls in, and how the bursts split over the units) depends only on the
-        chunk's phase in the row period and its length, so it is worked out once per
-        (phase, length) and reused: a chunk then costs a lookup and a loop over the
-        banks whose rows it changes (none when it covers every bank, ``_pending``)."""
-        if not self._layout_cached:
-            return self._scan_long_np(b0, nb, closed)
-        am = self.amap
-        key = (b0 % am.row_period_bursts, nb)
-        chunk = self._c_long.get(key)
-        if chunk is None:
-            chunk = self._remember(self._c_long, key, self._long_layout(b0, nb))
-        if closed:
-            return chunk, self._all_closed
-        rs, rm = am.row_shift, am.row_mask
-        r = b0 >> rs
-        pend = self._pending
-        if pend is not None:
-            # Every bank holds an untracked row but those of the last chunk's tail: the
-            # states depend on the two layouts and the distance between their rows.
-            by_distance = chunk.after.get(pend[0])
-            if by_distance is None:
-                by_distance = self._remember(chunk.after, pend[0],
-                                             self._after(chunk, pend[0], pend[1]))
-            states = by_distance[1].get((r - pend[2]) & rm, by_distance[0])
-        else:
-            states = [1] * len(self.busy_until)
-            orows = self._open_rows
-            rows = (r & rm, (r + 1) & rm)
-            for unit, flat, d in chunk.head:
-                o = orows[flat]
-                if o != -1:
-                    states[unit] = 0 if o == rows[d] else 2
-        r = (b0 + nb - chunk.n_tail) >> rs
-        touched = chunk.touched
-        if touched is None:
-            # Every bank is left open on an untracked row but those of the tail.
-            self._pending = (chunk.tkey, chunk.tail, r)
-            return chunk, states
-        if pend is not None:
-            self._settle()
-        orows = self._open_rows
-        if chunk.strided:  # the same banks of every unit: one slice per bank
-            unknown, nbk = self._unknown_units, self.nb
-            for b in touched:
-                orows[b::nbk] = unknown
-        else:
-            for f in touched:
-                orows[f] = _UNKNOWN_ROW
-        self._write_tail(chunk.tail, r)
-        return chunk, states
-
-    def _long_layout(self, b0: int, nb: int) -> _Long:
-        """The layout of the ``nb`` bursts from ``b0`` (``_Long``), from the caches of
-        its parts (keyed more loosely, so that chunks of other lengths share them)."""
-        am = self.amap
-        u = self.cfg.units
-        period = am.unit_period_bursts
-        rp = am.row_period_bursts
-        full, rem = divmod(nb, period)
-        ckey = (b0 % period, rem)
-        counts = self._c_counts.get(ckey)
-        if counts is None:
-            counts = self._remember(self._c_counts, ckey,
-                                    [int(x) for x in self._split_stream(b0 % period, rem)])
-        add = full * (period // u)
-        # Bursts of unit i: counts[i] + add.
-        units = self._all_units if add else [i for i in range(u) if counts[i]]
-        split = None
-        if len(units) == u:
-            split = self._c_split.get((ckey, add))
-            if split is None:
-                split = self._remember(self._c_split, (ckey, add),
-                                       self._split_work(counts, add))
-        hkey = (b0 % rp, min(nb, period))
-        head = self._c_head.get(hkey)
-        if head is None:
-            head = self._remember(self._c_head, hkey, self._head_layout(b0, hkey[1]))
-        n_tail = min(nb, self._tail)
-        bt = b0 + nb - n_tail
-        tkey = (bt % rp, n_tail)
-        tail = self._c_tail.get(tkey)
-        if tail is None:
-            tail = self._remember(self._c_tail, tkey, self._tail_layout(bt, n_tail))
-        # With the row on top the span is the row period, a multiple of the unit
-        # period: a chunk over the span reaches every bank of every unit.
-        touched = self._touch_layout(b0, nb, units) if nb < self._span else None
-        return _Long(units, counts, add, split, head, hkey, tkey, tail, n_tail, touched)
-
-    def _after(self, chunk: _Long, tkey: Key, tail: Tail) -> States:
-        """``_states_after`` for ``chunk``'s head and the pending ``tail`` (of key
-        ``tkey``), shared by chunks of other lengths with the same head."""
-        pkey = (chunk.hkey, tkey)
-        by_distance = self._c_states.get(pkey)
-        if by_distance is None:
-            by_distance = self._remember(self._c_states, pkey,
-                                         self._states_after(chunk.head, tail))
-        return by_distance
-
-    def _states_after(self, head: list[tuple[int, int, int]],
-                      tail: Tail) -> tuple[list[int], dict[int, list[int]]]:
-        """First-row state of each unit for a chunk with head layout ``head`` when the
-        table is a pending ``tail`` (see ``_pending``), by the distance in rows (masked)
-        from the tail's first row to the chunk's: (the states at any other distance,
-        {distance: states}). A head bank the tail left open hits at one distance only."""
-        rm = self.amap.row_mask
-        dist = tail[1]
-        other = [1] * self.cfg.units
-        hits: dict[int, list[int]] = {}
-        for unit, flat, d in head:
-            other[unit] = 2  # open on an untracked row, or on another row of the tail's
-            if flat in dist:
-                hits.setdefault((dist[flat] - d) & rm, []).append(unit)
-        by_distance = {}
-        for delta, units in hits.items():
-            states = other[:]
-            for unit in units:
-                states[unit] = 0
-            by_distance[delta] = states
-        return other, by_distance
-
-    def _blocks(self, b0: int, n: int) -> tuple[range, list[int]]:
-        """The row-blocks (indices) of the ``n`` bursts from ``b0`` and the flat bank of
-        each (from the decoded row period: the row is the top field)."""
-        blocks = range(b0 // self._blk, (b0 + n - 1) // self._blk + 1)
-        table = self._block_flat
-        start = blocks.start % len(table)
-        flats = table[start:start + len(blocks)]
-        while len(flats) < len(blocks):  # wrapped past the end of the row period
-            flats += table[:len(blocks) - len(flats)]
-        return blocks, flats
-
-    def _head_layout(self, b0: int, n: int) -> list[tuple[int, int, int]]:
-        """(unit, flat bank, row of its row-block less the row of ``b0``: 0 or 1) whose
-        open row gives each unit's first-row state, for the ``n`` bursts from ``b0``."""
-        blocks, flats = self._blocks(b0, n)
-        rp = self.amap.row_period_bursts
-        pick: dict[int, tuple[int, int, int]] = {}
-        for j, f in zip(blocks, flats, strict=True):
-            unit = f // self.nb
-            # Each unit's first block, except with units lowest, where a unit appearing
-            # twice (an unaligned start) takes its later block, as a vector assignment
-            # over the blocks does.
-            if self._units_lowest or unit not in pick:
-                pick[unit] = (unit, f, (b0 % rp + j * self._blk - b0) // rp)
-        return list(pick.values())
-
-    def _touch_layout(self, b0: int, nb: int, nz: list[int]) -> tuple[list[int], bool]:
-        """The banks of the units ``nz`` in which the ``nb`` bursts from ``b0`` open a row
-        (fewer than a span, so not every bank): flat banks and False, or, when the chunk
-        opens rows in the same banks of every unit, those banks of a unit and True."""
-        if self._units_lowest:
-            # Units are the lowest fields: one sample per interleave period gives the
-            # banks, and every unit the chunk reached touched each of them.
-            per = self.amap.unit_period_bursts
-            table, size = self._block_flat, len(self._block_flat)
-            banks = sorted({table[(s // self._blk) % size] % self.nb
-                            for s in range(b0 - b0 % per, b0 + nb, per)})
-            if len(nz) == self.cfg.units:
-                return banks, True
-            return [i * self.nb + b for i in nz for b in banks], False
-        return sorted(set(self._blocks(b0, nb)[1])), False
-
-    def _tail_layout(self, bt: int, n: int) -> Tail:
-        """The banks the ``n`` bursts from ``bt`` leave a row open in, grouped by that
-        row's distance in rows from the row of ``bt`` ([(distance, flat banks)]), and the
-        distance by bank."""
-        blocks, flats = self._blocks(bt, n)
-        last = dict(zip(flats, blocks, strict=True))  # the last block of each bank wins
-        rp = self.amap.row_period_bursts
-        first_row = bt - bt % rp
-        blk = self._blk
-        dist = {f: (j * blk - first_row) // rp for f, j in last.items()}
-        groups: dict[int, list[int]] = {}
-        for f, d in dist.items():
-            groups.setdefault(d, []).append(f)
-        out = []
-        for d, fl in sorted(groups.items()):
-            banks = sorted({f % self.nb for f in fl})
-            # Distinct flat banks, as many as units x banks: those banks of every unit.
-            if len(fl) == self.cfg.units * len(banks):
-                out.append((d, banks, True))
-            else:
-                out.append((d, fl, False))
-        return out, dist
-
-    def _scan_long_np(self, b0: int, nb: int, closed: bool) -> tuple[_Long, list[int]]:
-        """``_scan_long`` decoding the chunk with numpy each time (for address maps whose
-        row is not the top field)."""
+    def _scan_long_np(self, b0: int, nb: int, closed: bool) -> tuple[list[int], list[int]]:
+        """The bursts per unit (indexed by unit) and each unit's first-row state of a
+        long stream chunk, the chunk decoded with numpy: every bank it touched is left
+        open on an untracked row (a later access is a row miss), and the last rows of
+        each unit and bank group, which a continuing stream meets first, are tracked
+        exactly (``_long_k`` compiled, for maps whose row is not the top field)."""
         am = self.amap
         u = self.cfg.units
         open_rows = np.array(self.open_rows, dtype=np.int64).reshape(u, self.nb)
@@ -1050,13 +977,18 @@ class FastModel:
             sel = len(flat) - 1 - last_idx
             open_rows[tu[sel], tb[sel]] = tr[sel]
             self.open_rows[:] = open_rows.ravel().tolist()
-        return _Long.decoded(nz.tolist(), counts.tolist()), st_all.tolist()
+        return counts.tolist(), st_all.tolist()
 
     def serve(self, write: bool, address: int, nbytes: int, pattern: Pattern,
               earliest: int) -> int:
         """Book a chunk; return its completion time (end of its last data), ps."""
         if nbytes <= 0:
             return earliest
+        if self._compiled:
+            end: int = _serve_k(self._st, self.w_evict, self._open_rows, self._sc, self._k,
+                                self._block_flat, self._unit_of, write, address, nbytes,
+                                pattern is Pattern.STREAM, earliest)
+            return end
         c = self.cfg
         am = self.amap
         start = earliest + c.controller_delay
@@ -1075,8 +1007,8 @@ class FastModel:
                     end = max(end, self._book(unit, write, start, states.get(unit, 1),
                                               b * self.t_stream, small_write=small))
             else:
-                chunk, first_states = self._scan_long(b0, nb, closed)
-                e, acts = self._book_units(chunk, first_states, write, start, small)
+                counts, first_states = self._scan_long_np(b0, nb, closed)
+                e, acts = self._book_units(counts, first_states, write, start, small)
                 self.acts += acts
                 if e > end:
                     end = e
@@ -1089,13 +1021,15 @@ class FastModel:
                 end = e
             self.acts += n_acc
             bursts = n_acc * self.rand_bursts
+        sc = self._sc
         if write:
-            self.bursts_written += bursts
-            self.bytes_written += nbytes
+            sc[_BURSTS_WR] += bursts
+            sc[_BYTES_WR] += nbytes
         else:
-            self.bursts_read += bursts
-            self.bytes_read += nbytes
-        self.last_end = max(self.last_end, end)
+            sc[_BURSTS_RD] += bursts
+            sc[_BYTES_RD] += nbytes
+        if end > sc[_END]:
+            sc[_END] = end
         return end
 
     # -- figures -----------------------------------------------------------------------
@@ -1131,7 +1065,7 @@ class FastModel:
                 rows = self.open_rows[i * self.nb:(i + 1) * self.nb]
                 ranks = sum(1 for r in range(self.cfg.ranks)
                             if any(x != -1 for x in rows[r * nbk:(r + 1) * nbk]))
-                out.append(max(0, now - fu) * max(1, ranks, self.rand_ranks[i]))
+                out.append(max(0, now - fu) * max(1, ranks, int(self.rand_ranks[i])))
             else:
                 out.append(min(now, busy_ps[i]))
         return out

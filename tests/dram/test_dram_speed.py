@@ -1,22 +1,21 @@
-"""The fast model's cheap path for long stream chunks computes what decoding every chunk
-computes: a long chunk reuses the decoded layout (which unit and bank its head, tail and
-body blocks fall in) of earlier chunks at the same phase in the row period, and books its
-units in a Python loop, the head, turnaround and activations once when the units agree on
-their state. These tests count decodes and compare results, not times."""
+"""The fast model's compiled path (``_serve_k``: a chunk's layout from the decoded row
+period, its units booked and its open rows written in one call) computes what the
+Python path computes (long chunks decoded with numpy, ``_scan_long_np``, and booked
+unit by unit, ``_book_units``; short ones scanned block by block, ``_scan_short`` and
+``_book``; random ones, ``_book_random``), chunk by chunk and in every counter. These
+tests count decodes and compare results, not times."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
-from unittest.mock import patch
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dram import PRESETS, DramConfig
-from dram import fast as fast_mod
 from dram.fast import FastModel
 from tmhw.sim.transfer import Pattern
 from tmhw.sim.units import KiB, MiB
@@ -25,22 +24,23 @@ Chunk = tuple[bool, int, int, Pattern, int]
 
 
 def _state(m: FastModel) -> tuple[Any, ...]:
-    return (m.busy_until.tolist(), m.busy_ps, m.data_ps, m.last_dir, m.first_use, m.w_evict,
-            m.open_rows, m.acts, m.bursts_read, m.bursts_written, m.last_end)
+    return (m.busy_until.tolist(), m.busy_ps, m.data_ps, m.last_dir.tolist(),
+            m.first_use.tolist(), m.w_evict.tolist(), m.open_rows.tolist(), m.rand_ranks.tolist(),
+            m.acts, m.bursts_read, m.bursts_written, m.bytes_read, m.bytes_written,
+            m.last_end)
 
 
 def _decoding(cfg: DramConfig) -> FastModel:
-    """A model that decodes every long chunk with numpy (no layout reuse) and books its
-    units one by one (no shortcut for units in the same state)."""
+    """A model that decodes and books every chunk in Python (the path of maps without
+    the row on top)."""
     m = FastModel(cfg)
-    m._layout_cached = False
-    m._uniform_path = False
+    m._compiled = False
     return m
 
 
 def _serve_both(cfg: DramConfig, chunks: list[Chunk]) -> tuple[FastModel, FastModel]:
     a, b = FastModel(cfg), _decoding(cfg)
-    assert a._layout_cached
+    assert a._compiled
     for w, addr, n, p, t in chunks:
         assert a.serve(w, addr, n, p, t) == b.serve(w, addr, n, p, t)
         assert a.last_start == b.last_start
@@ -63,7 +63,9 @@ chunks = st.lists(
         # split into chunks continues (its head meets the rows the last tail left open).
         st.sampled_from([-1, -1]) | st.integers(0, 1 << 20),
         st.sampled_from([0, 1, 33]),
-        st.sampled_from([1 * MiB, 6 * MiB + 4097, 256 * KiB, 96 * KiB, 43691, 16 * KiB]),
+        # Long chunks, and short ones (fewer than _SCALAR_BLOCKS row-blocks).
+        st.sampled_from([1 * MiB, 6 * MiB + 4097, 256 * KiB, 96 * KiB, 43691, 16 * KiB, 64,
+                         200, 4 * KiB]),
         st.sampled_from([Pattern.STREAM] * 7 + [Pattern.RANDOM]),
         st.sampled_from([0, 0, 1_000, 2_000_000]),             # gap before the chunk, ps
     ),
@@ -83,10 +85,10 @@ def _chunks(raw: list[tuple[bool, int, int, int, Pattern, int]]) -> list[Chunk]:
 
 @settings(max_examples=60, deadline=None)
 @given(cfg=configs, raw=chunks)
-def test_reused_layouts_and_shared_booking_give_the_timing_of_the_plain_model(
+def test_the_compiled_chunk_gives_the_timing_of_the_decoding_model(
         cfg: DramConfig, raw: list[tuple[bool, int, int, int, Pattern, int]]) -> None:
     seq = _chunks(raw)
-    # Twice over, so that the second pass meets layouts the first one cached.
+    # Twice over, so that the second pass meets the rows the first one left open.
     a, b = _serve_both(cfg, seq + [(w, addr, n, p, t + seq[-1][4]) for w, addr, n, p, t in seq])
     assert _state(a) == _state(b)
 
@@ -115,7 +117,7 @@ def test_booking_a_chunk_mix_gives_the_vectorised_model_s_figures(
 
 
 @pytest.mark.parametrize("name", ["hbm2", "hbm3"])
-def test_a_long_stream_chunk_at_a_known_phase_decodes_nothing(
+def test_a_long_stream_chunk_decodes_nothing(
         name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     m = FastModel(PRESETS[name])
     decodes = []
@@ -128,36 +130,27 @@ def test_a_long_stream_chunk_at_a_known_phase_decodes_nothing(
     monkeypatch.setattr(m.amap, "decode_bursts", count)
     monkeypatch.setattr(m.amap, "units_of_bursts", count)
     monkeypatch.setattr(m.amap, "decode_burst", count)
-    # Same phase in the row period and length, other rows, both directions.
+    # The same phase in the row period and length on other rows, other phases and
+    # lengths, both directions: the row period was decoded when the model was built.
     period = m.amap.row_period_bursts * m.cfg.burst_bytes
     for k in range(1, 6):
         m.serve(k % 2 == 0, 3 * MiB + 4096 + k * period * 5, 1 * MiB + 4160, Pattern.STREAM,
                 k * 1000)
+        m.serve(k % 2 == 1, k * 7 * MiB + k * 4160, k * 97 * KiB + 32, Pattern.STREAM,
+                k * 1000)
     assert decodes == []
 
 
-def test_layout_caches_stay_bounded_and_clearing_them_changes_nothing(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(fast_mod, "_CACHE_ENTRIES", 8)
-    cfg = PRESETS["hbm2"]
-    seq = [(i % 2 == 0, (i * 40961 * 64) % cfg.capacity, 64 * KiB + i * 192, Pattern.STREAM,
-            i * 10_000) for i in range(120)]
-    a, b = _serve_both(cfg, seq)
-    assert _state(a) == _state(b)
-    for cache in (a._c_counts, a._c_head, a._c_tail, a._c_long):
-        assert 0 < len(cache) <= 8
-
-
-# A stream of long chunks over every unit, mostly booked at once (``_book_uniform``): the
-# units queued behind their buses (gap 0 or 1 ns: the turnaround is owed by every unit
-# at once), idle (gaps of a few refresh intervals), or some of each (a gap about one
-# chunk's time), from the start (before the units' first refresh windows) or later.
+# A stream of long chunks over every unit: the units queued behind their buses (gap 0 or
+# 1 ns), idle (gaps of a few refresh intervals), or some of each (a gap about one chunk's
+# time), from the start (before the units' first refresh windows) or later, with DMA-sized
+# chunks (4 KiB pages, buffered when written) in between.
 stream_chunks = st.lists(
     st.tuples(
         st.booleans(),
         st.sampled_from([-1, -1, -1]) | st.integers(0, 1 << 14),   # -1: continue; / 4 KiB
         st.sampled_from([0, 0, 4160]),
-        st.sampled_from([2 * MiB, 8 * MiB, 64 * KiB]),
+        st.sampled_from([2 * MiB, 8 * MiB, 64 * KiB, 4 * KiB, 4 * KiB]),
         st.sampled_from([0, 0, 1_000, 60_000, 500_000, 9_000_000]),  # gap, ps
         st.booleans(),  # read the counters after this chunk
     ),
@@ -168,27 +161,22 @@ stream_chunks = st.lists(
 @settings(max_examples=40, deadline=None)
 @given(cfg=st.sampled_from([PRESETS["hbm3"], replace(PRESETS["hbm2"], channels=16),
                             replace(PRESETS["hbm2"], refresh="off")]),
-       t0=st.sampled_from([0, 50_000_000]), owed=st.sampled_from([1, 3, 1024]),
-       raw=stream_chunks)
-def test_booking_the_units_at_once_gives_the_unit_by_unit_booking(
-        cfg: DramConfig, t0: int, owed: int,
-        raw: list[tuple[bool, int, int, int, int, bool]]) -> None:
-    """The shared booking of a chunk over every unit (``_book_uniform``: the turnaround
-    of units queued behind their buses kept once for all, their data time owed per
-    split) gives what booking each unit on its own gives (``_book_units``), chunk by
-    chunk: completion, first start, activations, and every unit's bus times, counters
-    and open rows, read at any point of the stream."""
-    a, b = FastModel(cfg), FastModel(cfg)
-    b._uniform_path = False
+       t0=st.sampled_from([0, 50_000_000]), raw=stream_chunks)
+def test_the_compiled_booking_gives_the_unit_by_unit_booking(
+        cfg: DramConfig, t0: int, raw: list[tuple[bool, int, int, int, int, bool]]) -> None:
+    """The compiled booking of a chunk (``_serve_k``) gives what booking each unit in
+    Python gives (``_book_units``, ``_book``), chunk by chunk: completion, first start,
+    activations, and every unit's bus times, counters and open rows, read at any point
+    of the stream."""
+    a, b = FastModel(cfg), _decoding(cfg)
     t, nxt = t0, 0
-    with patch.object(fast_mod, "_OWED", owed):
-        for w, blk, off, n, gap, look in raw:
-            t += gap
-            addr = nxt + off if blk < 0 else blk * 4096 + off
-            nxt = addr + n
-            assert a.serve(w, addr, n, Pattern.STREAM, t) == b.serve(w, addr, n, Pattern.STREAM, t)
-            assert (a.last_start, a.acts) == (b.last_start, b.acts)
-            if look:
-                assert _state(a) == _state(b)
-        assert _state(a) == _state(b)
-        assert a.active_ps(t) == b.active_ps(t)
+    for w, blk, off, n, gap, look in raw:
+        t += gap
+        addr = nxt + off if blk < 0 else blk * 4096 + off
+        nxt = addr + n
+        assert a.serve(w, addr, n, Pattern.STREAM, t) == b.serve(w, addr, n, Pattern.STREAM, t)
+        assert (a.last_start, a.acts) == (b.last_start, b.acts)
+        if look:
+            assert _state(a) == _state(b)
+    assert _state(a) == _state(b)
+    assert a.active_ps(t) == b.active_ps(t)
