@@ -38,7 +38,7 @@ from flash.convoy import EventReads
 from flash.fast import FastArray
 from flash.ftl import FTL
 from flash.ftl.kernels import drop_old
-from flash.lanes import DieLanes, GapBank, GapLane
+from flash.lanes import BankLane, DieLanes, GapBank
 from flash.ssd import MODELS, Ssd
 from tmhw.sim import Component, EnergyMeter, EnergyTable, Op, Pattern, TmhwError, Transfer
 from tmhw.sim.trace import Tracer
@@ -114,11 +114,11 @@ class FlashTarget(Component):
         return self.devices[0].model.channels
 
     @property
-    def link_rd(self) -> GapLane:
+    def link_rd(self) -> BankLane:
         return self.devices[0].host.link_rd
 
     @property
-    def link_wr(self) -> GapLane:
+    def link_wr(self) -> BankLane:
         return self.devices[0].host.link_wr
 
     @property

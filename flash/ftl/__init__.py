@@ -27,7 +27,8 @@ import numpy as np
 from flash.config import FlashConfig
 from flash.ftl.blocks import ACTIVE, BAD, FREE, FULL, BlockManager
 from flash.ftl.gc import GarbageCollector, GcJob
-from flash.ftl.kernels import DONE, NEEDS_BLOCKS, NOT_ERASED, drop_old, write_dense_run
+from flash.ftl.kernels import (DONE, NEEDS_BLOCKS, NOT_ERASED, drop_old, write_dense_run,
+                               write_open)
 from flash.ftl.mapping import I64, SEG, SEG_BITS, AddressMap, SparseL2P, _ascending, stripe_planes
 from flash.ftl.program import Programmer
 from tmhw.sim import TmhwError
@@ -447,6 +448,32 @@ class FTL:
         self.l2p.set1(lpn, ppn)
         self.host_pages += 1
         return ppn, jobs
+
+    def write_many(self, lpns: I64) -> tuple[I64, int]:
+        """``write1`` of each of ``lpns`` in turn (a page may repeat), in one compiled
+        call (``kernels.write_open``), for as long as each page's plane has room in its
+        active block: the ppns of the first ``m`` pages, and ``m`` (the next page needs
+        ``write1``: a block to open, a collection, or a page out of range)."""
+        bad = np.flatnonzero((lpns < 0) | (lpns >= self.n_lpn))
+        if bad.size:
+            lpns = lpns[:int(bad[0])]
+        out = np.empty(lpns.size, dtype=np.int64)
+        if not lpns.size:
+            return out, 0
+        b = self.blocks
+        seq = np.array([b.seq], dtype=np.int64)
+        m = int(write_open(lpns, self.l2p.get_many(lpns), self.U, self.ppb,
+                           self.stripe_plane, b.host_blk, b.host_wp, self.mapping.row1_of,
+                           self.mapping.pool, self.valid, self.stamp, self.state, seq,
+                           out))
+        b.seq = int(seq[0])
+        self.host_pages += m
+        if m:
+            # each page's last write is its mapping (a dict keeps the last value)
+            last = dict(zip(lpns[:m].tolist(), out[:m].tolist(), strict=True))
+            self.l2p.set_many(np.fromiter(last.keys(), dtype=np.int64, count=len(last)),
+                              np.fromiter(last.values(), dtype=np.int64, count=len(last)))
+        return out[:m], m
 
     def trim(self, lpns: I64) -> int:
         """Unmap logical pages; returns how many were mapped."""

@@ -164,3 +164,53 @@ def drop_old(valid: npt.NDArray[np.int32], old: I64, ppb: int) -> int:
             valid[x // ppb] -= 1
             k += 1
     return k
+
+
+@njit
+def write_open(lpns: I64, olds: I64, U: int, ppb: int, stripe_plane: I64, host_blk: I64,
+               host_wp: I64, row1_of: npt.NDArray[np.int32],
+               p2l: npt.NDArray[np.signedinteger], valid: npt.NDArray[np.int32],
+               stamp: I64, state: npt.NDArray[np.int8], seq: I64, out: I64) -> int:
+    """``FTL.write1`` of each of ``lpns`` in turn (a page may repeat), their ppns into
+    ``out``, for as long as the page's plane has an active block with a P2L row and an
+    erased page at its write pointer: the old copy's valid count drops (``olds``: each
+    page's physical page before the first of them, -1 unmapped; a repeated page's old
+    copy is its last write here), the page goes at the write pointer, its block's stamp
+    is the write sequence (``seq[0]``, advanced), and a block it fills is full. The L2P
+    map is the caller's to update. How many were written: the first one not written
+    needs what only ``write1`` does (open a block, collect, raise)."""
+    n = lpns.size
+    s = seq[0]
+    for k in range(n):
+        lpn = lpns[k]
+        plane = stripe_plane[lpn % U]
+        blk = host_blk[plane]
+        if blk < 0:
+            seq[0] = s
+            return k
+        r = row1_of[blk] - 1
+        wp = host_wp[plane]
+        if r < 0 or p2l[r, wp] != -1:
+            seq[0] = s
+            return k
+        old = olds[k]
+        for j in range(k - 1, -1, -1):
+            if lpns[j] == lpn:
+                old = out[j]
+                break
+        if old >= 0:
+            valid[old // ppb] -= 1
+        p2l[r, wp] = lpn
+        out[k] = blk * ppb + wp
+        valid[blk] += 1
+        s += 1
+        stamp[blk] = s
+        wp += 1
+        if wp == ppb:
+            state[blk] = FULL
+            blk = -1
+            wp = 0
+        host_blk[plane] = blk
+        host_wp[plane] = wp
+    seq[0] = s
+    return n

@@ -132,6 +132,46 @@ class SparseL2P:
             a = b
         return out
 
+    def get_many(self, lpns: I64) -> I64:
+        """``get1`` of each of ``lpns`` (any order, repeats allowed), a few numpy steps
+        and one dict lookup per page (``get`` makes a pass per sparse segment, which
+        scattered pages each have one of)."""
+        out = self.amap.implicit_l2p(lpns)
+        sp = self.sparse
+        if sp:  # a page of a dense segment is never in the dict
+            got = np.fromiter(map(sp.get, lpns.tolist(), repeat(-2)), dtype=np.int64,
+                              count=lpns.size)
+            held = got != -2
+            out[held] = got[held]
+        if self.dense_segs:
+            rows = self.seg_row[lpns >> SEG_BITS]
+            dense = rows >= 0
+            out[dense] = self.pool[rows[dense], lpns[dense] & (SEG - 1)]
+        return out
+
+    def set_many(self, lpns: I64, ppns: I64) -> None:
+        """``set1`` of each of distinct ``lpns`` in turn, at once: dense segments take
+        their pages in one step, the rest go into the dict, and a segment whose dict
+        reaches ``DENSE_AT`` entries turns dense (taking them; ``set1`` would have
+        turned it dense at that entry and put the rest in its row: the same map)."""
+        rows = self.seg_row[lpns >> SEG_BITS]
+        dense = rows >= 0
+        if dense.any():
+            self.pool[rows[dense], lpns[dense] & (SEG - 1)] = ppns[dense]
+            if dense.all():
+                return
+            lpns, ppns = lpns[~dense], ppns[~dense]
+        sp = self.sparse
+        keys = lpns.tolist()
+        new = [k >> SEG_BITS for k in keys if k not in sp]
+        sp.update(zip(keys, ppns.tolist(), strict=True))
+        if new:
+            segs = np.array(new, dtype=np.int64)
+            np.add.at(self.sparse_per_seg, segs, 1)
+            full = segs[self.sparse_per_seg[segs] >= self.DENSE_AT]
+            for si in np.unique(full).tolist():
+                self._densify(si)
+
     def set1(self, lpn: int, ppn: int) -> None:
         si = lpn >> SEG_BITS
         seg = self.segs[si]
