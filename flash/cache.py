@@ -101,6 +101,71 @@ class DataCache:
                 self._assign(lpn, lpn + 1, e)
         self.invalidate(lpns)
 
+    # -- one-page commands in batches (``flash.pages``) -----------------------------------
+    @property
+    def runs(self) -> bool:
+        """Whether a multi-page write's run is buffered (only one-page writes'
+        pages are, else)."""
+        return bool(self._lo)
+
+    def release_until(self, t: int) -> None:
+        """``admit``'s first step at ``t``: the oldest buffered writes whose programs
+        ended by ``t`` free their space, a one-page write's page leaving the buffer
+        unless a newer copy of it is still there (as ``_release``, without its search
+        of the runs when there are none)."""
+        fifo = self._fifo
+        one = self._one
+        while fifo and fifo[0][0] <= t:
+            end, lpns = fifo[0]
+            if self._lo or len(lpns) != 1:
+                self._release()
+                continue
+            fifo.popleft()
+            self._used -= 1
+            e = one.get(lpns.start)
+            if e is not None and e <= end:
+                del one[lpns.start]
+
+    def buffered_pages(self, lpns: list[int], ends: list[int]) -> None:
+        """``buffered`` of each one-page write ``lpns[k]`` until ``ends[k]``, in turn.
+        (A page's place in the dict of one-page writes is not kept: only its pages and
+        ends are ever read.)"""
+        if self._lo or self._lru:
+            for lpn, e in zip(lpns, ends, strict=True):
+                self.buffered(range(lpn, lpn + 1), e)
+            return
+        self._fifo.extend(zip(ends, [range(p, p + 1) for p in lpns], strict=True))
+        self._used += len(lpns)
+        self.write_hits += len(lpns)
+        self._one.update(zip(lpns, ends, strict=True))
+
+    def first_cached(self, lpns: list[int]) -> int:
+        """The first of ``lpns`` whose block of ``2 ** _LRU_BITS`` pages the read cache
+        holds a page of (``len(lpns)``: none; then ``invalidate`` of each is no work)."""
+        blocks = self._lru_blocks
+        if blocks:
+            for k, p in enumerate(lpns):
+                if p >> _LRU_BITS in blocks:
+                    return k
+        return len(lpns)
+
+    def first_held(self, lpns: list[int], now: int) -> int:
+        """``held_runs`` of each one-page range of ``lpns`` in turn at ``now``, for as
+        long as DRAM holds none of them: the buffered copies of those pages whose
+        programs ended leave the buffer, as ``held_runs`` drops them. The index of the
+        first page DRAM (maybe) holds, which is left as it is (``len(lpns)``: none).
+        Not with buffered runs (``runs``)."""
+        one = self._one
+        k = self.first_cached(lpns) if self._lru else len(lpns)
+        if one:
+            for j in range(k):
+                e = one.get(lpns[j])
+                if e is not None:
+                    if e > now:
+                        return j
+                    del one[lpns[j]]
+        return k
+
     # -- the runs of buffered pages ------------------------------------------------------
     def _cut(self, at: int) -> int:
         """Split the run holding page ``at`` (if it starts before it) so that a run

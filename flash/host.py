@@ -56,6 +56,26 @@ class HostInterface:
         self.queue_waits += 1
         return heapq.heappop(q)
 
+    def fetch_many(self, n: int, earliest: int) -> int:
+        """``fetch`` of ``n`` commands submitted at ``earliest``, each completing after
+        ``earliest`` (``done`` in between): how many of them, first to last, the device
+        takes at ``earliest``. The commands complete at or before ``earliest`` leave
+        the queue now if any of the ``n`` fetches would find it full and drop them
+        (later completions are never dropped there, and under ``depth`` commands no
+        fetch looks), so the queue ends as those fetches leave it."""
+        q = self._open
+        if len(q) + n - 1 >= self.depth:
+            while q and q[0] <= earliest:
+                heapq.heappop(q)
+        return max(0, min(n, self.depth - len(q)))
+
+    def done_many(self, ends: list[int]) -> None:
+        """``done`` of each of ``ends`` in turn, the queue staying within ``depth``
+        (after ``fetch_many``)."""
+        q = self._open
+        for e in ends:
+            heapq.heappush(q, e)
+
     def held(self, now: int) -> int:
         """Commands the device holds at ``now``, of those whose completion is known."""
         q = self._open

@@ -40,6 +40,7 @@ from flash.fast import FastModel
 from flash.ftl import FTL, GcJob
 from flash.host import HostInterface
 from flash.lanes import DieLanes, GapBank
+from flash.pages import serve_pages
 from flash.phy import OnfiPhy
 from flash.scheduler import CommandFormer, Counters
 
@@ -189,9 +190,9 @@ class Ssd:
     def serve_many(self, read: bool, addresses: list[int], nbytes: int,
                    earliest: int) -> list[int]:
         """``read`` (or ``write``) of ``nbytes`` at each of ``addresses`` in turn, from
-        ``earliest``; their completion times."""
-        f = self.read if read else self.write
-        return [f(a, nbytes, earliest) for a in addresses]
+        ``earliest``; their completion times. Whole-page commands take the batch path
+        (``flash.pages``) as far as it goes."""
+        return serve_pages(self, read, addresses, nbytes, earliest)
 
     def _page1(self, lpn: int, address: int, nbytes: int) -> tuple[int, int]:
         """The physical page of one missing logical page, and the bytes wanted of it."""
