@@ -24,6 +24,9 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable
+from functools import partial
+from itertools import islice, takewhile
+from operator import ge, itemgetter
 
 #: log2 of the pages per block of the read cache's counts (``DataCache._lru_blocks``)
 _LRU_BITS = 9
@@ -111,20 +114,26 @@ class DataCache:
     def release_until(self, t: int) -> None:
         """``admit``'s first step at ``t``: the oldest buffered writes whose programs
         ended by ``t`` free their space, a one-page write's page leaving the buffer
-        unless a newer copy of it is still there (as ``_release``, without its search
-        of the runs when there are none)."""
+        unless a newer copy of it is still there (``_release`` of each, its steps in C
+        where every such write is of one page and no run is buffered)."""
         fifo = self._fifo
-        one = self._one
-        while fifo and fifo[0][0] <= t:
-            end, lpns = fifo[0]
-            if self._lo or len(lpns) != 1:
+        k = len(list(takewhile(partial(ge, t), map(itemgetter(0), fifo))))
+        if not k:
+            return
+        if self._lo or sum(map(len, map(itemgetter(1), islice(fifo, k)))) != k:
+            for _ in range(k):
                 self._release()
-                continue
-            fifo.popleft()
-            self._used -= 1
-            e = one.get(lpns.start)
-            if e is not None and e <= end:
-                del one[lpns.start]
+            return
+        gone = [fifo.popleft() for _ in range(k)]
+        self._used -= k
+        one = self._one
+        pages = [r.start for _, r in gone]
+        # a page goes if its newest copy ends by its write's end (a page released
+        # twice here goes at most once: the first release that drops it)
+        dead = [p for p, e, (end, _) in zip(pages, map(one.get, pages), gone, strict=True)
+                if e is not None and e <= end]
+        for p in dead:
+            one.pop(p, None)
 
     def buffered_pages(self, lpns: list[int], ends: list[int]) -> None:
         """``buffered`` of each one-page write ``lpns[k]`` until ``ends[k]``, in turn.
@@ -330,6 +339,7 @@ class DataCache:
             if end > now:
                 return "buffer"
         return "cache" if lpn in self._lru else ""
+
 
 
 def _always(_: int) -> bool:

@@ -38,6 +38,7 @@ from flash.lanes import FILL, TAIL, _gap_prune, gap_book
 from tmhw.sim.jit import njit
 
 if TYPE_CHECKING:
+    from flash.fast import FastModel
     from flash.ssd import Ssd
 
 I64 = npt.NDArray[np.int64]
@@ -51,161 +52,168 @@ CH_FULL, LANE_FULL, LINK_FULL = 1, 2, 3
 PRUNE_EVERY = 256
 
 
-def serve_pages(ssd: Ssd, read: bool, addresses: list[int], nbytes: int,
-                earliest: int) -> list[int]:
-    """``Ssd.read`` (or ``Ssd.write``) of ``nbytes`` at each of ``addresses`` in turn,
-    from ``earliest``: their completion times, a batch's prefix booked here and the
-    rest by the per-command path."""
-    f = ssd.read if read else ssd.write
-    ends = _batch(ssd, read, addresses, nbytes, earliest)
-    while len(ends) < len(addresses):
-        # the command the batch stopped at, per command; then the batch again
-        ends.append(f(addresses[len(ends)], nbytes, earliest))
-        more = _batch(ssd, read, addresses[len(ends):], nbytes, earliest)
-        if not more:
-            return ends + [f(a, nbytes, earliest) for a in addresses[len(ends):]]
-        ends += more
-    return ends
+class PageBatch:
+    """The batch path of one device on the fast model (module docstring): its
+    constant arrays, made once."""
 
+    def __init__(self, ssd: Ssd, fast: FastModel) -> None:
+        self.ssd = ssd
+        self.fast = fast
+        phy, f = fast.phy, fast.former
+        #: ``_read_pages``' and ``_write_pages``' geometry and cell timing
+        self.rgeo = np.array([f.ppp, f.P, f.dpc, fast.ppb, fast.bits, phy.rcmd[1],
+                              phy.rsetup[1] + phy.page_data, fast.ch0, fast.ch1],
+                             dtype=np.int64)
+        self.wgeo = np.array([f.ppp, f.P, f.dpc, fast.ppb, fast.bits,
+                              phy.pcmd[1] + phy.page_data, f.multi, fast.same_offset,
+                              fast.ch0, fast.ch1], dtype=np.int64)
+        self.t_r = np.array(fast.t_r_of, dtype=np.int64)
+        self.t_prog = np.array(fast.t_prog_of, dtype=np.int64)
+        #: whole-page transfers on this path: the fast model's compiled rules, data
+        #: cut through, nothing recorded
+        self.on = (fast.compiled and not ssd.store_forward
+                   and ssd.host.links.spans is None)
 
-def _batch(ssd: Ssd, read: bool, addresses: list[int], nbytes: int,
-           earliest: int) -> list[int]:
-    """The completion times of the first commands of the batch that this path serves
-    (module docstring); none when it serves none."""
-    fast = ssd.fast
-    page = ssd.page
-    host = ssd.host
-    cache = ssd.cache
-    dur = int(nbytes * host.ps_per_byte)
-    if (fast is None or not fast.compiled or ssd.store_forward or nbytes != page
-            or dur <= 0 or host.links.spans is not None or cache.runs
-            or ssd.ftl.low_planes):
-        return []
-    addrs = np.array(addresses, dtype=np.int64)
-    if (addrs % page).any():
-        return []
-    n = host.fetch_many(len(addresses), earliest)
-    if not n:
-        return []
-    lpns = addrs[:n] // page
-    keys: list[int] = lpns.tolist()
-    if read:
-        n = cache.first_held(keys, earliest)
-    else:
-        if cache.write_pages:
-            cache.release_until(earliest)
-            n = min(n, cache.write_pages - cache.used_pages)
-        n = min(n, cache.first_cached(keys))
-    if n <= 0:
-        return []
-    if read:
-        return _read(ssd, lpns[:n], nbytes, dur, earliest)
-    return _write(ssd, lpns[:n], nbytes, dur, earliest)
+    def serve(self, read: bool, addresses: list[int], nbytes: int,
+              earliest: int) -> list[int]:
+        """``Ssd.read`` (or ``Ssd.write``) of ``nbytes`` at each of ``addresses`` in
+        turn, from ``earliest``: their completion times, booked here as far as the
+        layers take the commands and per command where they do not."""
+        ssd = self.ssd
+        f = ssd.read if read else ssd.write
+        if not self.on:
+            return [f(a, nbytes, earliest) for a in addresses]
+        ends = self._batch(read, addresses, nbytes, earliest)
+        while len(ends) < len(addresses):
+            # the command the batch stopped at, per command; then the batch again
+            ends.append(f(addresses[len(ends)], nbytes, earliest))
+            more = self._batch(read, addresses[len(ends):], nbytes, earliest)
+            if not more:
+                return ends + [f(a, nbytes, earliest) for a in addresses[len(ends):]]
+            ends += more
+        return ends
 
+    def _batch(self, read: bool, addresses: list[int], nbytes: int,
+               earliest: int) -> list[int]:
+        """The completion times of the first commands of the batch that the layers
+        take (module docstring); none when they take none."""
+        ssd = self.ssd
+        page = ssd.page
+        host = ssd.host
+        cache = ssd.cache
+        dur = int(nbytes * host.ps_per_byte)
+        if nbytes != page or dur <= 0 or cache.runs or ssd.ftl.low_planes:
+            return []
+        lpns, off = np.divmod(np.array(addresses, dtype=np.int64), page)
+        if off.any():
+            return []
+        n = host.fetch_many(len(addresses), earliest)
+        if not n:
+            return []
+        keys: list[int] = lpns[:n].tolist()
+        if read:
+            n = cache.first_held(keys, earliest)
+        else:
+            if cache.write_pages:
+                cache.release_until(earliest)
+                n = min(n, cache.write_pages - cache.used_pages)
+            n = min(n, cache.first_cached(keys))
+        if n <= 0:
+            return []
+        if read:
+            return self._read(lpns[:n], nbytes, dur, earliest)
+        return self._write(lpns[:n], keys, nbytes, dur, earliest)
 
-def _state(ssd: Ssd) -> I64:
-    return np.array([ssd.transfers, ssd.active_ps, ssd._active_until, 0, 0, 0],
-                    dtype=np.int64)
+    def _state(self) -> I64:
+        ssd = self.ssd
+        return np.array([ssd.transfers, ssd.active_ps, ssd._active_until, 0, 0, 0],
+                        dtype=np.int64)
 
+    def _done(self, st: I64, ends: list[int]) -> None:
+        """The batch's completions into the NVMe queue and the device's figures."""
+        ssd = self.ssd
+        ssd.host.done_many(ends)
+        ssd.transfers, ssd.active_ps, ssd._active_until = st[:3].tolist()
 
-def _done(ssd: Ssd, st: I64, ends: list[int]) -> None:
-    """The batch's completions into the NVMe queue and the device's figures."""
-    ssd.host.done_many(ends)
-    ssd.transfers, ssd.active_ps, ssd._active_until = st[:3].tolist()
+    def _read(self, lpns: I64, nbytes: int, dur: int, t0: int) -> list[int]:
+        ssd, fast = self.ssd, self.fast
+        c = ssd.c
+        ftl = ssd.ftl
+        n = int(lpns.size)
+        ppns = ftl.l2p.get_many(lpns)
+        unm = ppns < 0
+        if unm.any():  # never written: where sequential preconditioning put it
+            c.unmapped_reads += int(np.count_nonzero(unm))
+            ppns[unm] = ftl.static_ppn(lpns[unm])
+        if fast.ppn0:
+            ppns += fast.ppn0
+        st = self._state()
+        ends = np.empty(n, dtype=np.int64)
+        links = ssd.host.links
+        k = 0
+        while True:
+            lane, ops, cap, sus, rule, _ = fast.dies.arrays()
+            iv, meta = fast.channels.arrays()
+            liv, lmeta = links.arrays()
+            k = int(_read_pages(ppns, t0, dur, self.rgeo, self.t_r, lane, ops, cap, sus,
+                                rule, iv, meta, liv, lmeta, st, ends, k))
+            if k == n:
+                break
+            self._grow(int(st[STOP]), int(ppns[k]))
+        out: list[int] = ends.tolist()
+        c.read_cmds += n
+        c.host_pages_read += n
+        c.channel_bytes += n * ssd.page
+        ssd.bytes_read += n * nbytes
+        self._done(st, out)
+        return out
 
+    def _write(self, lpns: I64, keys: list[int], nbytes: int, dur: int,
+               t0: int) -> list[int]:
+        ssd, fast = self.ssd, self.fast
+        ppns, n = ssd.ftl.write_many(lpns)
+        if not n:
+            return []
+        if fast.ppn0:
+            ppns += fast.ppn0
+        buffered = ssd.cache.write_pages > 0
+        st = self._state()
+        ends = np.empty(n, dtype=np.int64)
+        p_ends = np.empty(n, dtype=np.int64)
+        links = ssd.host.links
+        k = 0
+        while True:
+            lane, ops, cap, _, _, merged = fast.dies.arrays()
+            iv, meta = fast.channels.arrays()
+            liv, lmeta = links.arrays()
+            k = int(_write_pages(ppns, t0, dur, buffered, self.wgeo, self.t_prog, lane, ops,
+                                 cap, merged, iv, meta, liv, lmeta, st, ends, p_ends, k))
+            if k == n:
+                break
+            self._grow(int(st[STOP]), int(ppns[k]))
+        c = ssd.c
+        c.pages_programmed += n
+        c.channel_bytes += n * ssd.page
+        c.program_cmds += int(st[CMDS])
+        fast.dies.merged += int(st[JOINED])
+        ssd.bytes_written += n * nbytes
+        if buffered:
+            ssd.cache.buffered_pages(keys[:n], p_ends.tolist())
+        # written through: no read-cache copy to drop (``DataCache.first_cached``)
+        out: list[int] = ends.tolist()
+        self._done(st, out)
+        return out
 
-def _read(ssd: Ssd, lpns: I64, nbytes: int, dur: int, t0: int) -> list[int]:
-    fast = ssd.fast
-    assert fast is not None
-    c = ssd.c
-    ftl = ssd.ftl
-    n = int(lpns.size)
-    ppns = ftl.l2p.get_many(lpns)
-    unm = ppns < 0
-    if unm.any():  # never written: where sequential preconditioning would have put it
-        c.unmapped_reads += int(np.count_nonzero(unm))
-        ppns[unm] = ftl.static_ppn(lpns[unm])
-    ppns += fast.ppn0
-    phy = fast.phy
-    f = fast.former
-    geo = np.array([f.ppp, f.P, f.dpc, fast.ppb, fast.bits, phy.rcmd[1],
-                    phy.rsetup[1] + phy.page_data, fast.ch0, fast.ch1], dtype=np.int64)
-    t_r = np.array(fast.t_r_of, dtype=np.int64)
-    st = _state(ssd)
-    ends = np.empty(n, dtype=np.int64)
-    links = ssd.host.links
-    k = 0
-    while True:
-        lane, ops, cap, sus, rule, _ = fast.dies.arrays()
-        iv, meta = fast.channels.arrays()
-        liv, lmeta = links.arrays()
-        k = int(_read_pages(ppns, t0, dur, geo, t_r, lane, ops, cap, sus, rule, iv, meta,
-                            liv, lmeta, st, ends, k))
-        if k == n:
-            break
-        _grow(ssd, int(st[STOP]), int(ppns[k]))
-    out: list[int] = ends.tolist()
-    c.read_cmds += n
-    c.host_pages_read += n
-    c.channel_bytes += n * ssd.page
-    ssd.bytes_read += n * nbytes
-    _done(ssd, st, out)
-    return out
-
-
-def _write(ssd: Ssd, lpns: I64, nbytes: int, dur: int, t0: int) -> list[int]:
-    fast = ssd.fast
-    assert fast is not None
-    ppns, n = ssd.ftl.write_many(lpns)
-    if not n:
-        return []
-    ppns += fast.ppn0
-    phy = fast.phy
-    f = fast.former
-    geo = np.array([f.ppp, f.P, f.dpc, fast.ppb, fast.bits, phy.pcmd[1] + phy.page_data,
-                    f.multi, fast.same_offset, fast.ch0, fast.ch1], dtype=np.int64)
-    t_prog = np.array(fast.t_prog_of, dtype=np.int64)
-    buffered = ssd.cache.write_pages > 0
-    st = _state(ssd)
-    ends = np.empty(n, dtype=np.int64)
-    p_ends = np.empty(n, dtype=np.int64)
-    links = ssd.host.links
-    k = 0
-    while True:
-        lane, ops, cap, _, _, merged = fast.dies.arrays()
-        iv, meta = fast.channels.arrays()
-        liv, lmeta = links.arrays()
-        k = int(_write_pages(ppns, t0, dur, buffered, geo, t_prog, lane, ops, cap, merged,
-                             iv, meta, liv, lmeta, st, ends, p_ends, k))
-        if k == n:
-            break
-        _grow(ssd, int(st[STOP]), int(ppns[k]))
-    c = ssd.c
-    c.pages_programmed += n
-    c.channel_bytes += n * ssd.page
-    c.program_cmds += int(st[CMDS])
-    fast.dies.merged += int(st[JOINED])
-    ssd.bytes_written += n * nbytes
-    keys: list[int] = lpns[:n].tolist()
-    if buffered:
-        ssd.cache.buffered_pages(keys, p_ends.tolist())
-    # written through: no read-cache copy to drop (``DataCache.first_cached``)
-    out: list[int] = ends.tolist()
-    _done(ssd, st, out)
-    return out
-
-
-def _grow(ssd: Ssd, why: int, ppn: int) -> None:
-    """More room where a kernel stopped (``STOP``), for the page ``ppn`` it stopped at
-    (in the lanes' numbering)."""
-    fast = ssd.fast
-    assert fast is not None
-    if why == CH_FULL:
-        fast.channels.grow()
-    elif why == LANE_FULL:
-        fast.dies.make_room(np.array([fast.former.die_of(ppn)], dtype=np.int64))
-    else:
-        ssd.host.links.grow()
+    def _grow(self, why: int, ppn: int) -> None:
+        """More room where a kernel stopped (``STOP``), for the page ``ppn`` it stopped
+        at (in the lanes' numbering)."""
+        fast = self.fast
+        if why == CH_FULL:
+            fast.channels.grow()
+        elif why == LANE_FULL:
+            fast.dies.make_room(np.array([fast.former.die_of(ppn)], dtype=np.int64))
+        else:
+            self.ssd.host.links.grow()
 
 
 @njit

@@ -214,3 +214,15 @@ def write_open(lpns: I64, olds: I64, U: int, ppb: int, stripe_plane: I64, host_b
         host_wp[plane] = wp
     seq[0] = s
     return n
+
+
+@njit
+def count_new(per_seg: npt.NDArray[np.int32], segs: I64, dense_at: int) -> bool:
+    """One more dict entry in segment ``segs[k]`` for each ``k`` (``SparseL2P``'s
+    ``sparse_per_seg``); whether a segment reached ``dense_at`` entries."""
+    reached = False
+    for k in range(segs.size):
+        per_seg[segs[k]] += 1
+        if per_seg[segs[k]] >= dense_at:
+            reached = True
+    return reached

@@ -26,6 +26,7 @@ import numpy.typing as npt
 
 from flash.config import FlashConfig
 from flash.ftl.blocks import ACTIVE, FULL, BlockManager
+from flash.ftl.kernels import count_new
 
 SEG_BITS = 12
 SEG = 1 << SEG_BITS
@@ -167,10 +168,10 @@ class SparseL2P:
         sp.update(zip(keys, ppns.tolist(), strict=True))
         if new:
             segs = np.array(new, dtype=np.int64)
-            np.add.at(self.sparse_per_seg, segs, 1)
-            full = segs[self.sparse_per_seg[segs] >= self.DENSE_AT]
-            for si in np.unique(full).tolist():
-                self._densify(si)
+            if count_new(self.sparse_per_seg, segs, self.DENSE_AT):
+                full = segs[self.sparse_per_seg[segs] >= self.DENSE_AT]
+                for si in np.unique(full).tolist():
+                    self._densify(si)
 
     def set1(self, lpn: int, ppn: int) -> None:
         si = lpn >> SEG_BITS
