@@ -450,30 +450,52 @@ class FTL:
         return ppn, jobs
 
     def write_many(self, lpns: I64) -> tuple[I64, int]:
-        """``write1`` of each of ``lpns`` in turn (a page may repeat), in one compiled
-        call (``kernels.write_open``), for as long as each page's plane has room in its
-        active block: the ppns of the first ``m`` pages, and ``m`` (the next page needs
-        ``write1``: a block to open, a collection, or a page out of range)."""
+        """``write1`` of each of ``lpns`` in turn (a page may repeat), compiled
+        (``kernels.write_open``), for as long as no page needs a collection: where a
+        plane must open a block, it opens it here (``write1``'s steps) if that needs no
+        forced collection and leaves the plane above the soft threshold. The ppns of
+        the first ``m`` pages, and ``m`` (the next page needs ``write1``: a collection,
+        a page out of range, or a target page not erased, which ``write1`` raises)."""
         bad = np.flatnonzero((lpns < 0) | (lpns >= self.n_lpn))
         if bad.size:
             lpns = lpns[:int(bad[0])]
-        out = np.empty(lpns.size, dtype=np.int64)
-        if not lpns.size:
+        n = int(lpns.size)
+        out = np.empty(n, dtype=np.int64)
+        if not n:
             return out, 0
         b = self.blocks
+        m = self.mapping
         seq = np.array([b.seq], dtype=np.int64)
-        m = int(write_open(lpns, self.l2p.get_many(lpns), self.U, self.ppb,
-                           self.stripe_plane, b.host_blk, b.host_wp, self.mapping.row1_of,
-                           self.mapping.pool, self.valid, self.stamp, self.state, seq,
-                           out))
+        olds = self.l2p.get_many(lpns)
+        k = 0
+        while True:
+            k = int(write_open(lpns, olds, self.U, self.ppb, self.stripe_plane, b.host_blk,
+                               b.host_wp, m.row1_of, m.pool, self.valid, self.stamp,
+                               self.state, seq, out, k))
+            if k == n:
+                break
+            plane = self._stripe_plane_list[int(lpns[k]) % self.U]
+            blk = b.host_blk.item(plane)
+            if blk < 0:
+                free = b.free_count[plane]
+                if free <= b.hard_blocks or free - 1 < b.soft_blocks:
+                    break  # a collection now, or soon in the background
+                blk = b.take_free(plane)
+                b.host_blk[plane], b.host_wp[plane] = blk, 0
+            elif m.row1_of.item(blk):
+                break  # the page at the write pointer is not erased
+            m.row(blk)  # its P2L row (the pool may grow)
         b.seq = int(seq[0])
-        self.host_pages += m
-        if m:
-            # each page's last write is its mapping (a dict keeps the last value)
-            last = dict(zip(lpns[:m].tolist(), out[:m].tolist(), strict=True))
-            self.l2p.set_many(np.fromiter(last.keys(), dtype=np.int64, count=len(last)),
-                              np.fromiter(last.values(), dtype=np.int64, count=len(last)))
-        return out[:m], m
+        self.host_pages += k
+        if k:
+            keys = lpns[:k]
+            ppns = out[:k]
+            if len(set(keys.tolist())) < k:  # each page's last write is its mapping
+                last = dict(zip(keys.tolist(), ppns.tolist(), strict=True))
+                keys = np.fromiter(last.keys(), dtype=np.int64, count=len(last))
+                ppns = np.fromiter(last.values(), dtype=np.int64, count=len(last))
+            self.l2p.set_many(keys, ppns)
+        return out[:k], k
 
     def trim(self, lpns: I64) -> int:
         """Unmap logical pages; returns how many were mapped."""

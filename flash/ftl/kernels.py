@@ -170,18 +170,20 @@ def drop_old(valid: npt.NDArray[np.int32], old: I64, ppb: int) -> int:
 def write_open(lpns: I64, olds: I64, U: int, ppb: int, stripe_plane: I64, host_blk: I64,
                host_wp: I64, row1_of: npt.NDArray[np.int32],
                p2l: npt.NDArray[np.signedinteger], valid: npt.NDArray[np.int32],
-               stamp: I64, state: npt.NDArray[np.int8], seq: I64, out: I64) -> int:
+               stamp: I64, state: npt.NDArray[np.int8], seq: I64, out: I64,
+               k0: int) -> int:
     """``FTL.write1`` of each of ``lpns`` in turn (a page may repeat), their ppns into
     ``out``, for as long as the page's plane has an active block with a P2L row and an
     erased page at its write pointer: the old copy's valid count drops (``olds``: each
     page's physical page before the first of them, -1 unmapped; a repeated page's old
     copy is its last write here), the page goes at the write pointer, its block's stamp
     is the write sequence (``seq[0]``, advanced), and a block it fills is full. The L2P
-    map is the caller's to update. How many were written: the first one not written
-    needs what only ``write1`` does (open a block, collect, raise)."""
+    map is the caller's to update. Pages ``k0`` on (those before are written, their
+    ppns in ``out``); where it stopped: ``lpns.size``, or the first page not written,
+    which needs what only ``write1`` does (open a block or its row, collect, raise)."""
     n = lpns.size
     s = seq[0]
-    for k in range(n):
+    for k in range(k0, n):
         lpn = lpns[k]
         plane = stripe_plane[lpn % U]
         blk = host_blk[plane]
