@@ -377,6 +377,10 @@ def compile_kernels() -> None:
     # ``FTL._unmap`` and a long write's ``_unmap_run``) on its own: a long write is 2 GiB
     dev.transport(Transfer(Op.WRITE, 32 * MiB, 16 * 1024), 0)
     dev.transport(Transfer(Op.READ, 96 * MiB, 16 * 1024), 0)
+    # a batch of whole pages each way (``flash.pages``: ``_read_pages``,
+    # ``_write_pages``, the FTL's ``write_open`` and the L2P's ``count_new``)
+    for op in (Op.READ, Op.WRITE):
+        dev.transport_many(op, [128 * MiB, 160 * MiB], 16 * 1024, Pattern.RANDOM, 0)
     fast = dev.devices[0].fast
     if fast is not None:
         fast.former.die_groups(np.zeros(1, dtype=np.int64))

@@ -27,8 +27,7 @@ import numpy as np
 from flash.config import FlashConfig
 from flash.ftl.blocks import ACTIVE, BAD, FREE, FULL, BlockManager
 from flash.ftl.gc import GarbageCollector, GcJob
-from flash.ftl.kernels import (DONE, NEEDS_BLOCKS, NOT_ERASED, drop_old, write_dense_run,
-                               write_open)
+from flash.ftl.kernels import DONE, NEEDS_BLOCKS, NOT_ERASED, drop_old, write_dense_run, write_open
 from flash.ftl.mapping import I64, SEG, SEG_BITS, AddressMap, SparseL2P, _ascending, stripe_planes
 from flash.ftl.program import Programmer
 from tmhw.sim import TmhwError
