@@ -10,8 +10,10 @@ Each layer does what the per-command path does, for the commands in order:
   and every read after it, is left to the per-command path (``DataCache.first_held``);
   writes are taken while the buffer has room for them without waiting
   (``DataCache.release_until``), and none of their pages is in the read cache;
-- FTL: reads are looked up at once (``SparseL2P.get_many``); writes are placed by
-  ``FTL.write_many`` while no plane has to open a block (which may collect);
+- FTL: a read's page is looked up in the timing kernel (``flash.ftl.kernels.l2p_of``,
+  the L2P dict's entries fetched for it first); writes are placed by ``FTL.write_many``
+  (one kernel call, and another after each block it opens) while no page needs a
+  collection;
 - timing: one compiled call (``_read_pages``, ``_write_pages``) books each command's
   NAND read or program (``flash.fast._read_page``, ``_program_page``), its transfer on
   the host link (``flash.host``'s rows of a ``GapBank``), its completion and the
@@ -34,6 +36,8 @@ import numpy as np
 import numpy.typing as npt
 
 from flash.fast import _program_page, _read_page
+from flash.ftl.kernels import l2p_of
+from flash.ftl.mapping import SEG_BITS
 from flash.lanes import FILL, TAIL, _gap_prune, gap_book
 from tmhw.sim.jit import njit
 
@@ -44,8 +48,9 @@ if TYPE_CHECKING:
 I64 = npt.NDArray[np.int64]
 #: ``_State``: the device's transfers so far, its active time and the end of the last
 #: transaction that extends it (``Ssd._finish``), program commands and pages joined to
-#: waiting programs in the batch, and why a kernel stopped early
-TRANSFERS, ACTIVE, ACTIVE_UNTIL, CMDS, JOINED, STOP = range(6)
+#: waiting programs in the batch, reads of pages never written, and why and at which
+#: page (in the lanes' numbering) a kernel stopped early
+TRANSFERS, ACTIVE, ACTIVE_UNTIL, CMDS, JOINED, UNMAPPED, STOP, PPN = range(8)
 #: ``STOP``: a channel's row, a die lane's row or a link direction's row is full
 CH_FULL, LANE_FULL, LINK_FULL = 1, 2, 3
 #: bookings between prunes of the channels and the link (``Ssd._finish``)
@@ -121,12 +126,12 @@ class PageBatch:
         if n <= 0:
             return []
         if read:
-            return self._read(lpns[:n], nbytes, dur, earliest)
+            return self._read(lpns[:n], keys[:n], nbytes, dur, earliest)
         return self._write(lpns[:n], keys, nbytes, dur, earliest)
 
     def _state(self) -> I64:
         ssd = self.ssd
-        return np.array([ssd.transfers, ssd.active_ps, ssd._active_until, 0, 0, 0],
+        return np.array([ssd.transfers, ssd.active_ps, ssd._active_until, 0, 0, 0, 0, 0],
                         dtype=np.int64)
 
     def _done(self, st: I64, ends: list[int]) -> None:
@@ -135,18 +140,17 @@ class PageBatch:
         ssd.host.done_many(ends)
         ssd.transfers, ssd.active_ps, ssd._active_until = st[:3].tolist()
 
-    def _read(self, lpns: I64, nbytes: int, dur: int, t0: int) -> list[int]:
+    def _read(self, lpns: I64, keys: list[int], nbytes: int, dur: int,
+              t0: int) -> list[int]:
         ssd, fast = self.ssd, self.fast
         c = ssd.c
         ftl = ssd.ftl
         n = int(lpns.size)
-        ppns = ftl.l2p.get_many(lpns)
-        unm = ppns < 0
-        if unm.any():  # never written: where sequential preconditioning put it
-            c.unmapped_reads += int(np.count_nonzero(unm))
-            ppns[unm] = ftl.static_ppn(lpns[unm])
-        if fast.ppn0:
-            ppns += fast.ppn0
+        l2p = ftl.l2p
+        held = l2p.held(keys)
+        seg_row, pool = l2p.arrays()
+        lgeo = np.array([ftl.n_pre, ftl.U, SEG_BITS, fast.ppn0], dtype=np.int64)
+        plane_base = ftl.mapping.plane_base
         st = self._state()
         ends = np.empty(n, dtype=np.int64)
         links = ssd.host.links
@@ -155,12 +159,14 @@ class PageBatch:
             lane, ops, cap, sus, rule, _ = fast.dies.arrays()
             iv, meta = fast.channels.arrays()
             liv, lmeta = links.arrays()
-            k = int(_read_pages(ppns, t0, dur, self.rgeo, self.t_r, lane, ops, cap, sus,
-                                rule, iv, meta, liv, lmeta, st, ends, k))
+            k = int(_read_pages(lpns, held, lgeo, plane_base, seg_row, pool, t0, dur,
+                                self.rgeo, self.t_r, lane, ops, cap, sus, rule, iv, meta,
+                                liv, lmeta, st, ends, k))
             if k == n:
                 break
-            self._grow(int(st[STOP]), int(ppns[k]))
+            self._grow(int(st[STOP]), int(st[PPN]))
         out: list[int] = ends.tolist()
+        c.unmapped_reads += int(st[UNMAPPED])
         c.read_cmds += n
         c.host_pages_read += n
         c.channel_bytes += n * ssd.page
@@ -171,7 +177,7 @@ class PageBatch:
     def _write(self, lpns: I64, keys: list[int], nbytes: int, dur: int,
                t0: int) -> list[int]:
         ssd, fast = self.ssd, self.fast
-        ppns, n = ssd.ftl.write_many(lpns)
+        ppns, n = ssd.ftl.write_many(lpns, keys)
         if not n:
             return []
         if fast.ppn0:
@@ -233,28 +239,44 @@ def _finish(st: I64, t0: int, end: int, iv: I64, meta: I64, liv: I64, lmeta: I64
 
 
 @njit
-def _read_pages(ppns: I64, t0: int, dur: int, geo: I64, t_r_of: I64, lane: I64, ops: I64,
-                cap: int, sus: I64, rule: I64, iv: I64, meta: I64, liv: I64, lmeta: I64,
-                st: I64, ends: I64, k: int) -> int:
-    """Whole-page reads of ``ppns`` (in the lanes' numbering) from ``k`` on, each taken
-    at ``t0``: ``FastModel.read1`` (``_read_page``), the data's ``dur`` ps on the
-    link's read direction from its data-out start, and ``_finish``; each completion
-    into ``ends``. ``geo``: pages per plane, planes per die, dies per channel, pages
-    per block, bits per cell, a read command's and a page's data-out time (with
-    setup), the device's channels. Where it stopped: ``ppns.size``, or a page whose
-    channel or link row is full (why in ``st[STOP]``; nothing of it booked)."""
+def _read_pages(lpns: I64, held: I64, lgeo: I64, plane_base: I64, seg_row: I64,
+                l2p: npt.NDArray[np.signedinteger], t0: int, dur: int, geo: I64,
+                t_r_of: I64, lane: I64, ops: I64, cap: int, sus: I64, rule: I64, iv: I64,
+                meta: I64, liv: I64, lmeta: I64, st: I64, ends: I64, k: int) -> int:
+    """Whole-page reads of ``lpns`` from ``k`` on, each taken at ``t0``: the page's
+    physical page (``flash.ftl.kernels.l2p_of``; a page never written is read where
+    sequential preconditioning put it, counted in ``st``), ``FastModel.read1``
+    (``_read_page``), the data's ``dur`` ps on the link's read direction from its
+    data-out start, and ``_finish``; each completion into ``ends``. ``lgeo``:
+    preconditioned pages, planes in the stripe, log2 of an L2P segment's pages, the
+    device's first ppn in the lanes' numbering; ``geo``: pages per plane, planes per
+    die, dies per channel, pages per block, bits per cell, a read command's and a
+    page's data-out time (with setup), the device's channels. Where it stopped:
+    ``lpns.size``, or a page whose channel or link row is full (why and its ppn in
+    ``st``; nothing of it booked)."""
+    n_pre, U, seg_bits, ppn0 = lgeo[0], lgeo[1], lgeo[2], lgeo[3]
     ppp, P, dpc, ppb, bits, cmd, x, ch0, ch1 = (geo[0], geo[1], geo[2], geo[3], geo[4],
                                                 geo[5], geo[6], geo[7], geo[8])
-    for j in range(k, ppns.size):
-        ppn = ppns[j]
+    for j in range(k, lpns.size):
+        lpn = lpns[j]
+        ppn = l2p_of(lpn, held[j], n_pre, U, plane_base, seg_bits, seg_row, l2p)
+        if ppn < 0:  # never written
+            ppn = plane_base[lpn % U] + lpn // U
+            unmapped = 1
+        else:
+            unmapped = 0
+        ppn += ppn0
         die = ppn // ppp // P  # its lane: no chip lock on this path
         ch = die // dpc
         if meta[FILL, ch] == iv.shape[2]:
             st[STOP] = CH_FULL
+            st[PPN] = ppn
             return j
         if lmeta[FILL, 0] == liv.shape[2]:
             st[STOP] = LINK_FULL
+            st[PPN] = ppn
             return j
+        st[UNMAPPED] += unmapped
         c_end = _read_page(lane, ops, cap, sus, rule, iv, meta, die, ch, t0, cmd,
                            t_r_of[(ppn % ppb) % bits], x)
         end = gap_book(liv, lmeta, 0, c_end - x, dur)
@@ -262,7 +284,7 @@ def _read_pages(ppns: I64, t0: int, dur: int, geo: I64, t_r_of: I64, lane: I64, 
             end = c_end
         ends[j] = end
         _finish(st, t0, end, iv, meta, liv, lmeta, ch0, ch1)
-    return ppns.size
+    return lpns.size
 
 
 @njit

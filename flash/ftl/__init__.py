@@ -448,32 +448,32 @@ class FTL:
         self.host_pages += 1
         return ppn, jobs
 
-    def write_many(self, lpns: I64) -> tuple[I64, int]:
-        """``write1`` of each of ``lpns`` in turn (a page may repeat), compiled
-        (``kernels.write_open``), for as long as no page needs a collection: where a
-        plane must open a block, it opens it here (``write1``'s steps) if that needs no
-        forced collection and leaves the plane above the soft threshold. The ppns of
-        the first ``m`` pages, and ``m`` (the next page needs ``write1``: a collection,
-        a page out of range, or a target page not erased, which ``write1`` raises)."""
-        bad = np.flatnonzero((lpns < 0) | (lpns >= self.n_lpn))
-        if bad.size:
-            lpns = lpns[:int(bad[0])]
+    def write_many(self, lpns: I64, keys: list[int]) -> tuple[I64, int]:
+        """``write1`` of each of ``lpns`` (``keys``: the same as a list) in turn (a
+        page may repeat), compiled (``kernels.write_open``), for as long as no page
+        needs a collection: where a plane must open a block, it opens it here
+        (``write1``'s steps) if that needs no forced collection and leaves the plane
+        above the soft threshold. The ppns of the first ``m`` pages, and ``m`` (the
+        next page needs ``write1``: a collection, a page out of range, or a target page
+        not erased, which ``write1`` raises)."""
         n = int(lpns.size)
         out = np.empty(n, dtype=np.int64)
-        if not n:
-            return out, 0
+        dense = np.empty(n, dtype=np.bool_)
         b = self.blocks
         m = self.mapping
         seq = np.array([b.seq], dtype=np.int64)
-        olds = self.l2p.get_many(lpns)
+        held = self.l2p.held(keys)
+        seg_row, l2p = self.l2p.arrays()
+        geo = np.array([self.n_lpn, m.n_pre, self.U, self.ppb, SEG_BITS], dtype=np.int64)
+        base = m.plane_base
         k = 0
         while True:
-            k = int(write_open(lpns, olds, self.U, self.ppb, self.stripe_plane, b.host_blk,
-                               b.host_wp, m.row1_of, m.pool, self.valid, self.stamp,
-                               self.state, seq, out, k))
-            if k == n:
+            k = int(write_open(lpns, held, geo, base, seg_row, l2p,
+                               self.stripe_plane, b.host_blk, b.host_wp, m.row1_of, m.pool,
+                               self.valid, self.stamp, self.state, seq, out, dense, k))
+            if k == n or not 0 <= keys[k] < self.n_lpn:
                 break
-            plane = self._stripe_plane_list[int(lpns[k]) % self.U]
+            plane = self._stripe_plane_list[keys[k] % self.U]
             blk = b.host_blk.item(plane)
             if blk < 0:
                 free = b.free_count[plane]
@@ -486,14 +486,9 @@ class FTL:
             m.row(blk)  # its P2L row (the pool may grow)
         b.seq = int(seq[0])
         self.host_pages += k
-        if k:
-            keys = lpns[:k]
-            ppns = out[:k]
-            if len(set(keys.tolist())) < k:  # each page's last write is its mapping
-                last = dict(zip(keys.tolist(), ppns.tolist(), strict=True))
-                keys = np.fromiter(last.keys(), dtype=np.int64, count=len(last))
-                ppns = np.fromiter(last.values(), dtype=np.int64, count=len(last))
-            self.l2p.set_many(keys, ppns)
+        if k and not dense[:k].all():  # the pages of sparse segments, into the dict
+            sp = np.flatnonzero(~dense[:k])
+            self.l2p.set_sparse(lpns[sp].tolist(), out[sp].tolist())
         return out[:k], k
 
     def trim(self, lpns: I64) -> int:

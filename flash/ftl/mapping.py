@@ -133,41 +133,28 @@ class SparseL2P:
             a = b
         return out
 
-    def get_many(self, lpns: I64) -> I64:
-        """``get1`` of each of ``lpns`` (any order, repeats allowed), a few numpy steps
-        and one dict lookup per page (``get`` makes a pass per sparse segment, which
-        scattered pages each have one of)."""
-        out = self.amap.implicit_l2p(lpns)
-        sp = self.sparse
-        if sp:  # a page of a dense segment is never in the dict
-            got = np.fromiter(map(sp.get, lpns.tolist(), repeat(-2)), dtype=np.int64,
-                              count=lpns.size)
-            held = got != -2
-            out[held] = got[held]
-        if self.dense_segs:
-            rows = self.seg_row[lpns >> SEG_BITS]
-            dense = rows >= 0
-            out[dense] = self.pool[rows[dense], lpns[dense] & (SEG - 1)]
-        return out
+    def held(self, lpns: list[int]) -> I64:
+        """The dict's entry of each of ``lpns`` (-2: none), for ``kernels.l2p_of``."""
+        if not self.sparse:
+            return np.full(len(lpns), -2, dtype=np.int64)
+        return np.fromiter(map(self.sparse.get, lpns, repeat(-2)), dtype=np.int64,
+                           count=len(lpns))
 
-    def set_many(self, lpns: I64, ppns: I64) -> None:
-        """``set1`` of each of distinct ``lpns`` in turn, at once: dense segments take
-        their pages in one step, the rest go into the dict, and a segment whose dict
-        reaches ``DENSE_AT`` entries turns dense (taking them; ``set1`` would have
-        turned it dense at that entry and put the rest in its row: the same map)."""
-        rows = self.seg_row[lpns >> SEG_BITS]
-        dense = rows >= 0
-        if dense.any():
-            self.pool[rows[dense], lpns[dense] & (SEG - 1)] = ppns[dense]
-            if dense.all():
-                return
-            lpns, ppns = lpns[~dense], ppns[~dense]
+    def arrays(self) -> tuple[I64, npt.NDArray[np.signedinteger]]:
+        """What ``kernels.l2p_of`` reads: each segment's row (-1: not dense) and the
+        rows (a view: use it before the pool grows)."""
+        return self.seg_row, self.pool
+
+    def set_sparse(self, lpns: list[int], ppns: list[int]) -> None:
+        """``set1`` of each of ``lpns`` (of segments not dense) in turn, at once: they
+        go into the dict, and a segment whose dict reaches ``DENSE_AT`` entries turns
+        dense (taking them; ``set1`` would have turned it dense at that entry and put
+        the rest in its row: the same map)."""
         sp = self.sparse
-        keys = lpns.tolist()
-        new = [k >> SEG_BITS for k in keys if k not in sp]
-        sp.update(zip(keys, ppns.tolist(), strict=True))
+        new = {k for k in lpns if k not in sp}
+        sp.update(zip(lpns, ppns, strict=True))  # a page set twice keeps its last
         if new:
-            segs = np.array(new, dtype=np.int64)
+            segs = np.fromiter(new, dtype=np.int64, count=len(new)) >> SEG_BITS
             if count_new(self.sparse_per_seg, segs, self.DENSE_AT):
                 full = segs[self.sparse_per_seg[segs] >= self.DENSE_AT]
                 for si in np.unique(full).tolist():
@@ -395,6 +382,11 @@ class AddressMap:
         return ppn % self.ppb
 
     # -- the preconditioned closed form ------------------------------------------------
+    @property
+    def plane_base(self) -> I64:
+        """Each stripe position's plane's first ppn (``kernels.l2p_of``)."""
+        return self._plane_base
+
     def static_ppn(self, lpns: I64) -> I64:
         """Where each of ``lpns`` sits in the preconditioned layout (whether or not it
         was preconditioned): page ``lpn // planes`` of its plane."""
