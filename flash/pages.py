@@ -6,10 +6,11 @@ whole-page writes, issued at one time (``Ssd.serve_many``, from
 Each layer does what the per-command path does, for the commands in order:
 
 - NVMe queue: ``HostInterface.fetch_many`` takes the commands that would not wait;
-- controller DRAM: a read of a page the write buffer or the read cache (maybe) holds,
-  and every read after it, is left to the per-command path (``DataCache.first_held``);
-  writes are taken while the buffer has room for them without waiting
-  (``DataCache.release_until``), and none of their pages is in the read cache;
+- controller DRAM: a read of a page the write buffer or the read cache (maybe) holds
+  is left to the per-command path (``DataCache.first_held``), and so are reads while a
+  multi-page write's run is buffered; writes are taken while the buffer has room for
+  them without waiting (``DataCache.release_until``) and none of their pages is in the
+  read cache;
 - FTL: a read's page is looked up in the timing kernel (``flash.ftl.kernels.l2p_of``,
   the L2P dict's entries fetched for it first); writes are placed by ``FTL.write_many``
   (one kernel call, and another after each block it opens) while no page needs a
@@ -22,10 +23,11 @@ Each layer does what the per-command path does, for the commands in order:
 
 The command a layer does not take goes through the per-command path, from the state
 the batch left, and the batch path resumes after it (for the rest of the batch, if it
-takes none of them). Only the fast model under the ONFI
-rules with nothing recorded (``FastModel.compiled``), cut-through transfers (not
-``compat = "mqsim"``) and no background collection pending take this path; the
-per-command path is the reference it is tested against.
+takes none of them). Only the fast model under the ONFI rules with nothing recorded
+(``FastModel.compiled``) and cut-through transfers (not ``compat = "mqsim"``) take this
+path, and writes only while no plane is under the soft collection threshold (each
+would be followed by a background collection); the per-command path is the reference
+it is tested against (``tests/flash/test_flash_pages.py``).
 """
 
 from __future__ import annotations
@@ -107,7 +109,9 @@ class PageBatch:
         host = ssd.host
         cache = ssd.cache
         dur = int(nbytes * host.ps_per_byte)
-        if nbytes != page or dur <= 0 or cache.runs or ssd.ftl.low_planes:
+        # (a read's DRAM lookup here knows one-page writes only; a write would be
+        # followed by a background collection)
+        if nbytes != page or dur <= 0 or (cache.runs if read else ssd.ftl.low_planes):
             return []
         lpns, off = np.divmod(np.array(addresses, dtype=np.int64), page)
         if off.any():
