@@ -1,7 +1,7 @@
 """One-page commands in batches: a host queue's batch of whole-page reads, or of
-whole-page writes, issued at one time (``Ssd.serve_many``, from
-``FlashTarget.transport_many``), served layer by layer in a few calls per batch where
-``Ssd.read`` or ``Ssd.write`` of each in turn makes some thirty per command.
+whole-page writes, issued at one time to one device (``FlashTarget.transport_many``),
+served layer by layer in a few calls per batch, where ``Ssd.serve_many`` (``Ssd.read``
+or ``Ssd.write`` of each in turn) makes some thirty per command.
 
 Each layer does what the per-command path does, for the commands in order:
 
@@ -32,20 +32,15 @@ it is tested against (``tests/flash/test_flash_pages.py``).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 import numpy.typing as npt
 
-from flash.fast import _program_page, _read_page
+from flash.fast import FastModel, _program_page, _read_page
 from flash.ftl.kernels import l2p_of
 from flash.ftl.mapping import SEG_BITS
 from flash.lanes import FILL, TAIL, _gap_prune, gap_book
+from flash.ssd import Ssd
 from tmhw.sim.jit import njit
-
-if TYPE_CHECKING:
-    from flash.fast import FastModel
-    from flash.ssd import Ssd
 
 I64 = npt.NDArray[np.int64]
 #: ``_State``: the device's transfers so far, its active time and the end of the last

@@ -40,7 +40,6 @@ from flash.fast import FastModel
 from flash.ftl import FTL, GcJob
 from flash.host import HostInterface
 from flash.lanes import DieLanes, GapBank
-from flash.pages import PageBatch
 from flash.phy import OnfiPhy
 from flash.scheduler import CommandFormer, Counters
 
@@ -113,8 +112,6 @@ class Ssd:
         self.mmio_reads = 0
         self._active_until = 0
         self.active_ps = 0
-        #: the batch path of whole-page commands (``flash.pages``), on the fast model
-        self.batch = PageBatch(self, self.fast) if self.fast is not None else None
 
     # -- serving -----------------------------------------------------------------------
     def read(self, address: int, nbytes: int, earliest: int, wire_bytes: int = 0) -> int:
@@ -192,12 +189,10 @@ class Ssd:
     def serve_many(self, read: bool, addresses: list[int], nbytes: int,
                    earliest: int) -> list[int]:
         """``read`` (or ``write``) of ``nbytes`` at each of ``addresses`` in turn, from
-        ``earliest``; their completion times. Whole-page commands take the batch path
-        (``flash.pages``) as far as it goes."""
-        if self.batch is None:
-            f = self.read if read else self.write
-            return [f(a, nbytes, earliest) for a in addresses]
-        return self.batch.serve(read, addresses, nbytes, earliest)
+        ``earliest``; their completion times. (The reference of ``flash.pages``, which
+        books the same in a few calls per batch.)"""
+        f = self.read if read else self.write
+        return [f(a, nbytes, earliest) for a in addresses]
 
     def _page1(self, lpn: int, address: int, nbytes: int) -> tuple[int, int]:
         """The physical page of one missing logical page, and the bytes wanted of it."""

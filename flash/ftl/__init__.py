@@ -458,19 +458,23 @@ class FTL:
         not erased, which ``write1`` raises)."""
         n = int(lpns.size)
         out = np.empty(n, dtype=np.int64)
-        dense = np.empty(n, dtype=np.bool_)
+        sparse = np.empty((2, n), dtype=np.int64)
+        res = np.zeros(2, dtype=np.int64)
         b = self.blocks
         m = self.mapping
         seq = np.array([b.seq], dtype=np.int64)
         held = self.l2p.held(keys)
         seg_row, l2p = self.l2p.arrays()
-        geo = np.array([self.n_lpn, m.n_pre, self.U, self.ppb, SEG_BITS], dtype=np.int64)
+        l2 = self.l2p
+        geo = np.array([self.n_lpn, m.n_pre, self.U, self.ppb, SEG_BITS, l2.DENSE_AT],
+                       dtype=np.int64)
         base = m.plane_base
         k = 0
         while True:
             k = int(write_open(lpns, held, geo, base, seg_row, l2p,
                                self.stripe_plane, b.host_blk, b.host_wp, m.row1_of, m.pool,
-                               self.valid, self.stamp, self.state, seq, out, dense, k))
+                               self.valid, self.stamp, self.state, seq, out,
+                               l2.sparse_per_seg, sparse, res, k))
             if k == n or not 0 <= keys[k] < self.n_lpn:
                 break
             plane = self._stripe_plane_list[keys[k] % self.U]
@@ -486,9 +490,9 @@ class FTL:
             m.row(blk)  # its P2L row (the pool may grow)
         b.seq = int(seq[0])
         self.host_pages += k
-        if k and not dense[:k].all():  # the pages of sparse segments, into the dict
-            sp = np.flatnonzero(~dense[:k])
-            self.l2p.set_sparse(lpns[sp].tolist(), out[sp].tolist())
+        c = int(res[0])
+        if c:  # the pages of sparse segments, into the dict
+            l2.set_sparse(sparse[0, :c].tolist(), sparse[1, :c].tolist(), bool(res[1]))
         return out[:k], k
 
     def trim(self, lpns: I64) -> int:

@@ -26,7 +26,6 @@ import numpy.typing as npt
 
 from flash.config import FlashConfig
 from flash.ftl.blocks import ACTIVE, FULL, BlockManager
-from flash.ftl.kernels import count_new
 
 SEG_BITS = 12
 SEG = 1 << SEG_BITS
@@ -145,20 +144,17 @@ class SparseL2P:
         rows (a view: use it before the pool grows)."""
         return self.seg_row, self.pool
 
-    def set_sparse(self, lpns: list[int], ppns: list[int]) -> None:
-        """``set1`` of each of ``lpns`` (of segments not dense) in turn, at once: they
-        go into the dict, and a segment whose dict reaches ``DENSE_AT`` entries turns
-        dense (taking them; ``set1`` would have turned it dense at that entry and put
-        the rest in its row: the same map)."""
-        sp = self.sparse
-        new = {k for k in lpns if k not in sp}
-        sp.update(zip(lpns, ppns, strict=True))  # a page set twice keeps its last
-        if new:
-            segs = np.fromiter(new, dtype=np.int64, count=len(new)) >> SEG_BITS
-            if count_new(self.sparse_per_seg, segs, self.DENSE_AT):
-                full = segs[self.sparse_per_seg[segs] >= self.DENSE_AT]
-                for si in np.unique(full).tolist():
-                    self._densify(si)
+    def set_sparse(self, lpns: list[int], ppns: list[int], reached: bool) -> None:
+        """The end of ``set1`` of each of ``lpns`` (of segments not dense) in turn,
+        their dict counts ``sparse_per_seg`` already raised (``kernels.write_open``):
+        they go into the dict, and with ``reached`` each segment of theirs whose dict
+        reached ``DENSE_AT`` entries turns dense (taking them; ``set1`` would have
+        turned it dense at that entry and put the rest in its row: the same map)."""
+        self.sparse.update(zip(lpns, ppns, strict=True))  # a page set twice: its last
+        if reached:
+            segs = np.array(lpns, dtype=np.int64) >> SEG_BITS
+            for si in np.unique(segs[self.sparse_per_seg[segs] >= self.DENSE_AT]).tolist():
+                self._densify(si)
 
     def set1(self, lpn: int, ppn: int) -> None:
         si = lpn >> SEG_BITS

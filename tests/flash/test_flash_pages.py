@@ -1,6 +1,6 @@
 """The batch path of one-page commands (``flash.pages``) books exactly what the
 per-command path books: two devices built alike, one served a batch at a time
-(``Ssd.serve_many``) and one command at a time (``Ssd.read``, ``Ssd.write``), give every
+(``PageBatch.serve``) and one command at a time (``Ssd.read``, ``Ssd.write``), give every
 command the same completion time and end in the same state, layer by layer, through
 the edges where the batch hands a command to the per-command path: a write buffer
 that fills, forced and background collections, an NVMe queue shorter than the batch,
@@ -18,6 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from flash import FlashConfig
+from flash.pages import PageBatch
 from flash.ssd import Ssd
 from tmhw.sim.units import US, KiB
 
@@ -32,6 +33,11 @@ def _pair(cfg: FlashConfig) -> tuple[Ssd, Ssd]:
     def make() -> Ssd:
         return Ssd(cfg, model="fast", precondition=0.6, seed=0, age=0.0, record=False)
     return make(), make()
+
+
+def _serve(d: Ssd, read: bool, addrs: list[int], nbytes: int, now: int) -> list[int]:
+    assert d.fast is not None
+    return PageBatch(d, d.fast).serve(read, addrs, nbytes, now)
 
 
 def _state(d: Ssd) -> dict[str, Any]:
@@ -62,6 +68,16 @@ def _state(d: Ssd) -> dict[str, Any]:
     }
 
 
+def _light(d: Ssd) -> tuple[Any, ...]:
+    """What a batch changes beyond its completions, cheaply (after every batch): the
+    L2P map's form (which segments are dense, the dict), the buffer's fill, the NVMe
+    queue, the FTL's write pointers."""
+    l2p = d.ftl.l2p
+    return (l2p.dense_segs, l2p.sparse_per_seg.tolist(), sorted(l2p.sparse.items()),
+            d.cache.used_pages, sorted(d.host._open), d.ftl.blocks.host_wp.tolist(),
+            d.transfers, d.active_ps)
+
+
 batches = st.lists(
     st.tuples(st.booleans(),                                     # read or write
               st.lists(st.integers(0, HOT - 1), min_size=1, max_size=20),
@@ -76,10 +92,11 @@ def _run(cfg: FlashConfig, plan: list[tuple[bool, list[int], int, int]]) -> None
     for read, pages, nbytes, gap in plan:
         now += gap * US
         addrs = [p * PAGE for p in pages]
-        got = batched.serve_many(read, addrs, nbytes, now)
+        got = _serve(batched, read, addrs, nbytes, now)
         f = single.read if read else single.write
         want = [f(a, nbytes, now) for a in addrs]
         assert got == want
+        assert _light(batched) == _light(single)
     assert _state(batched) == _state(single)
 
 
@@ -123,8 +140,23 @@ def test_sustained_writes_collect_and_wait_alike() -> None:
     now = 0
     for read, pages, nbytes, gap in plan:
         now += gap * US
-        batched.serve_many(read, [p * PAGE for p in pages], nbytes, now)
+        _serve(batched, read, [p * PAGE for p in pages], nbytes, now)
     r = batched.report(10**12)
     assert r["gc_count"] > 0
     assert r["cache"]["write_buffer_waits"] > 0 and r["nvme_queue_waits"] > 0
     assert len(single) < 16 * len(plan) // 3
+
+
+def test_a_segment_turns_dense_with_its_256th_dict_entry() -> None:
+    """Distinct pages written in batches of 16 put their mappings in the L2P map's dict
+    until its segment holds ``DENSE_AT`` (256) of them: the last write of the 16th
+    batch brings the 256th and turns the segment dense, there and not a write later."""
+    cfg = dataclasses.replace(CFG, write_buffer_bytes=64 * PAGE, nvme_queue_depth=64)
+    plan = [(False, list(range(16 * i, 16 * i + 16)), PAGE, 20000) for i in range(17)]
+    _run(cfg, plan)  # (it compares the map's form after every batch)
+    batched, _ = _pair(cfg)
+    now = 0
+    for read, pages, nbytes, gap in plan[:16]:
+        now += gap * US
+        _serve(batched, read, [p * PAGE for p in pages], nbytes, now)
+    assert batched.ftl.l2p.dense_segs == 1
