@@ -86,12 +86,13 @@ batches = st.lists(
     min_size=1, max_size=14)
 
 
-def _run(cfg: FlashConfig, plan: list[tuple[bool, list[int], int, int]]) -> None:
+def _run(cfg: FlashConfig, plan: list[tuple[bool, list[int], int, int]],
+         page: int = PAGE) -> None:
     batched, single = _pair(cfg)
     now = 0
     for read, pages, nbytes, gap in plan:
         now += gap * US
-        addrs = [p * PAGE for p in pages]
+        addrs = [p * page for p in pages]
         got = _serve(batched, read, addrs, nbytes, now)
         f = single.read if read else single.write
         want = [f(a, nbytes, now) for a in addrs]
@@ -105,6 +106,19 @@ def _run(cfg: FlashConfig, plan: list[tuple[bool, list[int], int, int]]) -> None
 def test_batch_books_what_commands_one_by_one_book(plan: list[tuple[bool, list[int],
                                                                     int, int]]) -> None:
     _run(CFG, plan)
+
+
+@settings(max_examples=15, deadline=None)
+@given(name=st.sampled_from(["mqsim-default", "pm1743", "slc-ull"]), plan=batches)
+def test_batch_books_the_same_on_other_devices(name: str, plan: list[tuple[
+        bool, list[int], int, int]]) -> None:
+    """Other page sizes, cells (SLC: one program time; MQSim's default: no controller
+    DRAM) and planes per die: the commands' pages are of the device's own size."""
+    cfg = small(name, blocks_per_plane=32, pages_per_block=8, over_provisioning=0.2,
+                nvme_queue_depth=6)
+    page = cfg.page_size
+    _run(cfg, [(r, pages, nbytes * page // PAGE, gap) for r, pages, nbytes, gap in plan],
+         page)
 
 
 @settings(max_examples=25, deadline=None)
