@@ -341,6 +341,5 @@ class DataCache:
         return "cache" if lpn in self._lru else ""
 
 
-
 def _always(_: int) -> bool:
     return True

@@ -11,9 +11,8 @@
   booked when its command is taken, into the lane's earliest idle gap from its data's
   ready time (``flash.lanes.GapLane``'s rules; the two directions are rows of one
   ``GapBank``), so a read that a busy die delays does not hold the link against a later
-  read whose data is out first. (A busy-until FIFO here made
-  8 KiB random reads at queue depth 64 on mqsim-default wait 90 us on average for a
-  link that was 51% busy.)
+  read whose data is out first. (A busy-until FIFO here made 8 KiB random reads at
+  queue depth 64 on mqsim-default wait 90 us on average for a link that was 51% busy.)
 
 Pure bookkeeping: no SimPy events.
 """

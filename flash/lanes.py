@@ -1058,7 +1058,6 @@ class GapBank:
                 "utilization": round(busy / elapsed, 9) if elapsed > 0 else 0.0}
 
 
-
 class BankLane:
     """Row ``i`` of a ``GapBank`` as one lane with ``GapLane``'s interface: its state
     stays in the bank's arrays, so a compiled caller books on it as on any row (the
@@ -1113,6 +1112,7 @@ class BankLane:
 
     def report(self, elapsed: int) -> dict[str, float | int]:
         return self.bank.report(self.i, elapsed)
+
 
 #: the rows of ``GapBank._meta``: intervals kept, busy time, bookings
 FILL, BUSY, COUNT = range(3)

@@ -126,7 +126,7 @@ class PageBatch:
             return []
         if read:
             return self._read(lpns[:n], keys[:n], nbytes, dur, earliest)
-        return self._write(lpns[:n], keys, nbytes, dur, earliest)
+        return self._write(lpns[:n], keys[:n], nbytes, dur, earliest)
 
     def _state(self) -> I64:
         ssd = self.ssd

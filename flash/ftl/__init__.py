@@ -463,9 +463,9 @@ class FTL:
         b = self.blocks
         m = self.mapping
         seq = np.array([b.seq], dtype=np.int64)
-        held = self.l2p.held(keys)
-        seg_row, l2p = self.l2p.arrays()
         l2 = self.l2p
+        held = l2.held(keys)
+        seg_row, l2p = l2.arrays()
         geo = np.array([self.n_lpn, m.n_pre, self.U, self.ppb, SEG_BITS, l2.DENSE_AT],
                        dtype=np.int64)
         base = m.plane_base

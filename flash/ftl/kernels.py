@@ -261,4 +261,3 @@ def write_open(lpns: I64, held: I64, geo: I64, plane_base: I64, seg_row: I64,
                     res[1] = 1
     seq[0] = s
     return n
-
