@@ -24,6 +24,9 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable
+from functools import partial
+from itertools import islice, takewhile
+from operator import ge, itemgetter
 
 #: log2 of the pages per block of the read cache's counts (``DataCache._lru_blocks``)
 _LRU_BITS = 9
@@ -100,6 +103,77 @@ class DataCache:
             for lpn, e in zip(lpns, ends, strict=True):
                 self._assign(lpn, lpn + 1, e)
         self.invalidate(lpns)
+
+    # -- one-page commands in batches (``flash.pages``) -----------------------------------
+    @property
+    def runs(self) -> bool:
+        """Whether a multi-page write's run is buffered (only one-page writes'
+        pages are, else)."""
+        return bool(self._lo)
+
+    def release_until(self, t: int) -> None:
+        """``admit``'s first step at ``t``: the oldest buffered writes whose programs
+        ended by ``t`` free their space, a one-page write's page leaving the buffer
+        unless a newer copy of it is still there (``_release`` of each, its steps in C
+        where every such write is of one page and no run is buffered)."""
+        fifo = self._fifo
+        k = len(list(takewhile(partial(ge, t), map(itemgetter(0), fifo))))
+        if not k:
+            return
+        if self._lo or sum(map(len, map(itemgetter(1), islice(fifo, k)))) != k:
+            for _ in range(k):
+                self._release()
+            return
+        gone = [fifo.popleft() for _ in range(k)]
+        self._used -= k
+        one = self._one
+        pages = [r.start for _, r in gone]
+        # a page goes if its newest copy ends by its write's end (a page released
+        # twice here goes at most once: the first release that drops it)
+        dead = [p for p, e, (end, _) in zip(pages, map(one.get, pages), gone, strict=True)
+                if e is not None and e <= end]
+        for p in dead:
+            one.pop(p, None)
+
+    def buffered_pages(self, lpns: list[int], ends: list[int]) -> None:
+        """``buffered`` of each one-page write ``lpns[k]`` until ``ends[k]``, in turn.
+        (A page's place in the dict of one-page writes is not kept: only its pages and
+        ends are ever read.)"""
+        if self._lo or self._lru:
+            for lpn, e in zip(lpns, ends, strict=True):
+                self.buffered(range(lpn, lpn + 1), e)
+            return
+        self._fifo.extend(zip(ends, [range(p, p + 1) for p in lpns], strict=True))
+        self._used += len(lpns)
+        self.write_hits += len(lpns)
+        self._one.update(zip(lpns, ends, strict=True))
+
+    def first_cached(self, lpns: list[int]) -> int:
+        """The first of ``lpns`` whose block of ``2 ** _LRU_BITS`` pages the read cache
+        holds a page of (``len(lpns)``: none; then ``invalidate`` of each is no work)."""
+        blocks = self._lru_blocks
+        if blocks:
+            for k, p in enumerate(lpns):
+                if p >> _LRU_BITS in blocks:
+                    return k
+        return len(lpns)
+
+    def first_held(self, lpns: list[int], now: int) -> int:
+        """``held_runs`` of each one-page range of ``lpns`` in turn at ``now``, for as
+        long as DRAM holds none of them: the buffered copies of those pages whose
+        programs ended leave the buffer, as ``held_runs`` drops them. The index of the
+        first page DRAM (maybe) holds, which is left as it is (``len(lpns)``: none).
+        Not with buffered runs (``runs``)."""
+        one = self._one
+        k = self.first_cached(lpns) if self._lru else len(lpns)
+        if one:
+            for j in range(k):
+                e = one.get(lpns[j])
+                if e is not None:
+                    if e > now:
+                        return j
+                    del one[lpns[j]]
+        return k
 
     # -- the runs of buffered pages ------------------------------------------------------
     def _cut(self, at: int) -> int:

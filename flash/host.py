@@ -9,10 +9,10 @@
   ``link_wr`` before they are buffered or programmed. A direction carries transfers in
   the order their data is ready, not the order their commands came in: a transfer is
   booked when its command is taken, into the lane's earliest idle gap from its data's
-  ready time (``flash.lanes.GapLane``), so a read that a busy die delays does not hold
-  the link against a later read whose data is out first. (A busy-until FIFO here made
-  8 KiB random reads at queue depth 64 on mqsim-default wait 90 us on average for a
-  link that was 51% busy.)
+  ready time (``flash.lanes.GapLane``'s rules; the two directions are rows of one
+  ``GapBank``), so a read that a busy die delays does not hold the link against a later
+  read whose data is out first. (A busy-until FIFO here made 8 KiB random reads at
+  queue depth 64 on mqsim-default wait 90 us on average for a link that was 51% busy.)
 
 Pure bookkeeping: no SimPy events.
 """
@@ -22,20 +22,24 @@ from __future__ import annotations
 import heapq
 
 from flash.config import FlashConfig
-from flash.lanes import GapLane
+from flash.lanes import BankLane, GapBank
 from tmhw.sim.units import S
 
 
 class HostInterface:
     """NVMe queue and PCIe link of one device."""
 
-    __slots__ = ("depth", "_open", "link_rd", "link_wr", "ps_per_byte", "queue_waits")
+    __slots__ = ("depth", "_open", "links", "link_rd", "link_wr", "ps_per_byte",
+                 "queue_waits")
 
     def __init__(self, cfg: FlashConfig, record: bool = False) -> None:
         self.depth = cfg.nvme_queue_depth
         self._open: list[int] = []  # completion times of the commands the device holds
-        self.link_rd = GapLane(record)
-        self.link_wr = GapLane(record)
+        #: the two directions as rows of one bank (read 0, write 1), so a compiled
+        #: booking reaches them as arrays (``flash.pages``)
+        self.links = GapBank("link", 2, record)
+        self.link_rd = BankLane(self.links, 0)
+        self.link_wr = BankLane(self.links, 1)
         self.ps_per_byte = S / cfg.host_bytes_per_s
         self.queue_waits = 0
 
@@ -50,6 +54,28 @@ class HostInterface:
             return earliest
         self.queue_waits += 1
         return heapq.heappop(q)
+
+    def fetch_many(self, n: int, earliest: int) -> int:
+        """``fetch`` of ``n`` commands submitted at ``earliest``, each completing after
+        ``earliest`` (``done`` in between): how many of them, first to last, the device
+        takes at ``earliest``. The commands complete at or before ``earliest`` leave
+        the queue now if any of the ``n`` fetches would find it full and drop them
+        (later completions are never dropped there, and under ``depth`` commands no
+        fetch looks), so the queue ends as those fetches leave it."""
+        q = self._open
+        if len(q) + n - 1 >= self.depth:
+            if q and max(q) <= earliest:  # all complete (one pass in C, not a pop each)
+                q.clear()
+            while q and q[0] <= earliest:
+                heapq.heappop(q)
+        return max(0, min(n, self.depth - len(q)))
+
+    def done_many(self, ends: list[int]) -> None:
+        """``done`` of each of ``ends`` in turn, the queue staying within ``depth``
+        (after ``fetch_many``)."""
+        q = self._open
+        for e in ends:
+            heapq.heappush(q, e)
 
     def held(self, now: int) -> int:
         """Commands the device holds at ``now``, of those whose completion is known."""

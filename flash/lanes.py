@@ -1061,6 +1061,62 @@ class GapBank:
                 "utilization": round(busy / elapsed, 9) if elapsed > 0 else 0.0}
 
 
+class BankLane:
+    """Row ``i`` of a ``GapBank`` as one lane with ``GapLane``'s interface: its state
+    stays in the bank's arrays, so a compiled caller books on it as on any row (the
+    host link's directions, ``flash.host``, which ``flash.pages`` books in a kernel)."""
+
+    __slots__ = ("bank", "i")
+
+    def __init__(self, bank: GapBank, i: int) -> None:
+        self.bank = bank
+        self.i = i
+
+    def fit(self, t: int, dur: int) -> int:
+        """Earliest start >= ``t`` of an idle interval of length ``dur``."""
+        return self.bank.fit(self.i, t, dur)
+
+    def book(self, t: int, dur: int) -> int:
+        """Reserve ``dur`` at the earliest fit no earlier than ``t``; return the end."""
+        return self.bank.reserve1(self.i, t, dur)
+
+    def prune(self, before: int) -> None:
+        """Forget intervals that ended before ``before`` (no booking can reach them)."""
+        self.bank.prune(before, self.i, self.i + 1)
+
+    @property
+    def starts(self) -> list[int]:
+        return self.bank.intervals(self.i)[0]
+
+    @property
+    def ends(self) -> list[int]:
+        return self.bank.intervals(self.i)[1]
+
+    @property
+    def spans(self) -> list[tuple[int, int]] | None:
+        spans = self.bank.spans
+        return None if spans is None else spans[self.i]
+
+    @property
+    def busy_ps(self) -> int:
+        out: int = self.bank._meta[BUSY].item(self.i)
+        return out
+
+    @property
+    def count(self) -> int:
+        out: int = self.bank._meta[COUNT].item(self.i)
+        return out
+
+    @property
+    def busy_until(self) -> int:
+        k = self.bank._meta[FILL].item(self.i)
+        out: int = self.bank._iv[1, self.i, k - 1].item() if k else 0
+        return out
+
+    def report(self, elapsed: int) -> dict[str, float | int]:
+        return self.bank.report(self.i, elapsed)
+
+
 #: the rows of ``GapBank._meta``: intervals kept, busy time, bookings
 FILL, BUSY, COUNT = range(3)
 #: intervals a lane keeps that no booking can reach before ``prune`` drops them

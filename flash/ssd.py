@@ -189,7 +189,8 @@ class Ssd:
     def serve_many(self, read: bool, addresses: list[int], nbytes: int,
                    earliest: int) -> list[int]:
         """``read`` (or ``write``) of ``nbytes`` at each of ``addresses`` in turn, from
-        ``earliest``; their completion times."""
+        ``earliest``; their completion times. (The reference of ``flash.pages``, which
+        books the same in a few calls per batch.)"""
         f = self.read if read else self.write
         return [f(a, nbytes, earliest) for a in addresses]
 

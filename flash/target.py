@@ -38,7 +38,8 @@ from flash.convoy import EventReads
 from flash.fast import FastArray
 from flash.ftl import FTL
 from flash.ftl.kernels import drop_old, place_long
-from flash.lanes import DieLanes, GapBank, GapLane
+from flash.lanes import BankLane, DieLanes, GapBank
+from flash.pages import PageBatch
 from flash.ssd import MODELS, Ssd
 from tmhw.sim import Component, EnergyMeter, EnergyTable, Op, Pattern, TmhwError, Transfer
 from tmhw.sim.trace import Tracer
@@ -85,6 +86,9 @@ class FlashTarget(Component):
                 record=record, device=k, devices=n, shared=first) for k in range(1, n)]
         self._capacity = cfg.total_capacity
         self._one = first if n == 1 else None
+        #: a single device's batch path of whole-page commands (``transport_many``)
+        self._pages = (PageBatch(first, first.fast)
+                       if n == 1 and first.fast is not None else None)
         #: several devices on the fast model: their lanes are one array, and a
         #: transfer's NAND work on all the devices it touches is one call
         fast = [d.fast for d in self.devices if d.fast is not None]
@@ -114,11 +118,11 @@ class FlashTarget(Component):
         return self.devices[0].model.channels
 
     @property
-    def link_rd(self) -> GapLane:
+    def link_rd(self) -> BankLane:
         return self.devices[0].host.link_rd
 
     @property
-    def link_wr(self) -> GapLane:
+    def link_wr(self) -> BankLane:
         return self.devices[0].host.link_wr
 
     @property
@@ -288,6 +292,8 @@ class FlashTarget(Component):
             return [self.transport(Transfer(op, a, nbytes, pattern), earliest)
                     for a in addresses]
         self.transfers += len(addresses)
+        if self._pages is not None:
+            return self._pages.serve(op is Op.READ, addresses, nbytes, earliest)
         return self._one.serve_many(op is Op.READ, addresses, nbytes, earliest)
 
     def _split(self, address: int, nbytes: int) -> list[tuple[Ssd, int, int]]:
@@ -377,6 +383,10 @@ def compile_kernels() -> None:
     # ``FTL._unmap`` and a long write's ``_unmap_run``) on its own: a long write is 2 GiB
     dev.transport(Transfer(Op.WRITE, 32 * MiB, 16 * 1024), 0)
     dev.transport(Transfer(Op.READ, 96 * MiB, 16 * 1024), 0)
+    # a batch of whole pages each way (``flash.pages``: ``_read_pages``,
+    # ``_write_pages`` and the FTL's ``write_open``)
+    for op in (Op.READ, Op.WRITE):
+        dev.transport_many(op, [128 * MiB, 160 * MiB], 16 * 1024, Pattern.RANDOM, 0)
     fast = dev.devices[0].fast
     if fast is not None:
         fast.former.die_groups(np.zeros(1, dtype=np.int64))

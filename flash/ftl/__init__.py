@@ -27,7 +27,7 @@ import numpy as np
 from flash.config import FlashConfig
 from flash.ftl.blocks import ACTIVE, BAD, FREE, FULL, BlockManager
 from flash.ftl.gc import GarbageCollector, GcJob
-from flash.ftl.kernels import DONE, NEEDS_BLOCKS, NOT_ERASED, drop_old, write_dense_run
+from flash.ftl.kernels import DONE, NEEDS_BLOCKS, NOT_ERASED, drop_old, write_dense_run, write_open
 from flash.ftl.mapping import I64, SEG, SEG_BITS, AddressMap, SparseL2P, _ascending, stripe_planes
 from flash.ftl.program import Programmer
 from tmhw.sim import TmhwError
@@ -447,6 +447,53 @@ class FTL:
         self.l2p.set1(lpn, ppn)
         self.host_pages += 1
         return ppn, jobs
+
+    def write_many(self, lpns: I64, keys: list[int]) -> tuple[I64, int]:
+        """``write1`` of each of ``lpns`` (``keys``: the same as a list) in turn (a
+        page may repeat), compiled (``kernels.write_open``), for as long as no page
+        needs a collection: where a plane must open a block, it opens it here
+        (``write1``'s steps) if that needs no forced collection and leaves the plane
+        above the soft threshold. The ppns of the first ``m`` pages, and ``m`` (the
+        next page needs ``write1``: a collection, a page out of range, or a target page
+        not erased, which ``write1`` raises)."""
+        n = int(lpns.size)
+        out = np.empty(n, dtype=np.int64)
+        sparse = np.empty((2, n), dtype=np.int64)
+        res = np.zeros(2, dtype=np.int64)
+        b = self.blocks
+        m = self.mapping
+        seq = np.array([b.seq], dtype=np.int64)
+        l2 = self.l2p
+        held = l2.held(keys)
+        seg_row, l2p = l2.arrays()
+        geo = np.array([self.n_lpn, m.n_pre, self.U, self.ppb, SEG_BITS, l2.DENSE_AT],
+                       dtype=np.int64)
+        base = m.plane_base
+        k = 0
+        while True:
+            k = int(write_open(lpns, held, geo, base, seg_row, l2p,
+                               self.stripe_plane, b.host_blk, b.host_wp, m.row1_of, m.pool,
+                               self.valid, self.stamp, self.state, seq, out,
+                               l2.sparse_per_seg, sparse, res, k))
+            if k == n or not 0 <= keys[k] < self.n_lpn:
+                break
+            plane = self._stripe_plane_list[keys[k] % self.U]
+            blk = b.host_blk.item(plane)
+            if blk < 0:
+                free = b.free_count[plane]
+                if free <= b.hard_blocks or free - 1 < b.soft_blocks:
+                    break  # a collection now, or soon in the background
+                blk = b.take_free(plane)
+                b.host_blk[plane], b.host_wp[plane] = blk, 0
+            elif m.row1_of.item(blk):
+                break  # the page at the write pointer is not erased
+            m.row(blk)  # its P2L row (the pool may grow)
+        b.seq = int(seq[0])
+        self.host_pages += k
+        c = int(res[0])
+        if c:  # the pages of sparse segments, into the dict
+            l2.set_sparse(sparse[0, :c].tolist(), sparse[1, :c].tolist(), bool(res[1]))
+        return out[:k], k
 
     def trim(self, lpns: I64) -> int:
         """Unmap logical pages; returns how many were mapped."""

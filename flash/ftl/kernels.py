@@ -195,3 +195,100 @@ def place_long(lo: int, hi: int, U: int, ppb: int, first_s: I64, a_s: I64, pst_s
         pool[r, slot] = lp
         out[lp - lo] = blk_a[piece] * ppb + slot
     return -1
+
+
+@njit
+def l2p_of(lpn: int, held: int, n_pre: int, U: int, plane_base: I64, seg_bits: int,
+           seg_row: I64, l2p: npt.NDArray[np.signedinteger]) -> int:
+    """``SparseL2P.get1`` compiled: the physical page of ``lpn`` (-1 unmapped) from its
+    dense segment's row (``seg_row``, ``l2p``: ``SparseL2P.seg_row`` and ``pool``), or
+    else its dict entry (``held``; -2: none, the dict being the caller's), or else the
+    preconditioned closed form (page ``lpn // U`` of its plane, below ``n_pre``)."""
+    row = seg_row[lpn >> seg_bits]
+    if row >= 0:
+        return int(l2p[row, lpn & ((1 << seg_bits) - 1)])
+    if held != -2:
+        return held
+    if lpn >= n_pre:
+        return -1
+    return int(plane_base[lpn % U] + lpn // U)
+
+
+@njit
+def write_open(lpns: I64, held: I64, geo: I64, plane_base: I64, seg_row: I64,
+               l2p: npt.NDArray[np.signedinteger], stripe_plane: I64, host_blk: I64,
+               host_wp: I64, row1_of: npt.NDArray[np.int32],
+               p2l: npt.NDArray[np.signedinteger], valid: npt.NDArray[np.int32],
+               stamp: I64, state: npt.NDArray[np.int8], seq: I64, out: I64,
+               per_seg: npt.NDArray[np.int32], sparse: I64, res: I64, k0: int) -> int:
+    """``FTL.write1`` of each of ``lpns`` in turn (a page may repeat), their ppns into
+    ``out``, from ``k0`` on, for as long as the page is in range and its plane has an
+    active block with a P2L row and an erased page at its write pointer: the old
+    copy's valid count drops (``l2p_of``, ``held``: each page's dict entry before the
+    first of them; a repeated page's old copy is its last write here), the page goes at
+    the write pointer, its block's stamp is the write sequence (``seq[0]``, advanced),
+    a block it fills is full, and a page of a dense L2P segment is mapped there. The
+    others' (page, ppn) go to ``sparse`` (rows 0 and 1, from column ``res[0]``, which
+    counts them), for the caller to put in the dict, and a page new to the dict counts
+    in its segment's ``per_seg``; ``res[1]`` is set when a segment reaches
+    ``dense_at`` entries there (the caller makes it dense). ``geo``: logical pages,
+    preconditioned pages, planes in the stripe, pages per block, log2 of an L2P
+    segment's pages, ``dense_at``. Where it stopped: ``lpns.size``, or the first page
+    not written, which needs what only ``write1`` does (open a block or its row,
+    collect, raise)."""
+    n_lpn, n_pre, U, ppb, seg_bits, dense_at = (geo[0], geo[1], geo[2], geo[3], geo[4],
+                                                geo[5])
+    n = lpns.size
+    s = seq[0]
+    for k in range(k0, n):
+        lpn = lpns[k]
+        if lpn < 0 or lpn >= n_lpn:
+            seq[0] = s
+            return k
+        plane = stripe_plane[lpn % U]
+        blk = host_blk[plane]
+        if blk < 0:
+            seq[0] = s
+            return k
+        r = row1_of[blk] - 1
+        wp = host_wp[plane]
+        if r < 0 or p2l[r, wp] != -1:
+            seq[0] = s
+            return k
+        old = -2
+        for j in range(k - 1, -1, -1):
+            if lpns[j] == lpn:
+                old = out[j]
+                break
+        repeat = old != -2
+        if not repeat:
+            old = l2p_of(lpn, held[k], n_pre, U, plane_base, seg_bits, seg_row, l2p)
+        if old >= 0:
+            valid[old // ppb] -= 1
+        p2l[r, wp] = lpn
+        ppn = blk * ppb + wp
+        out[k] = ppn
+        valid[blk] += 1
+        s += 1
+        stamp[blk] = s
+        wp += 1
+        if wp == ppb:
+            state[blk] = FULL
+            blk = -1
+            wp = 0
+        host_blk[plane] = blk
+        host_wp[plane] = wp
+        si = lpn >> seg_bits
+        row = seg_row[si]
+        if row >= 0:
+            l2p[row, lpn & ((1 << seg_bits) - 1)] = ppn
+        else:
+            sparse[0, res[0]] = lpn
+            sparse[1, res[0]] = ppn
+            res[0] += 1
+            if held[k] == -2 and not repeat:  # a new entry of the dict
+                per_seg[si] += 1
+                if per_seg[si] >= dense_at:
+                    res[1] = 1
+    seq[0] = s
+    return n

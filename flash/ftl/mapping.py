@@ -136,6 +136,30 @@ class SparseL2P:
             a = b
         return out
 
+    def held(self, lpns: list[int]) -> I64:
+        """The dict's entry of each of ``lpns`` (-2: none), for ``kernels.l2p_of``."""
+        if not self.sparse:
+            return np.full(len(lpns), -2, dtype=np.int64)
+        return np.fromiter(map(self.sparse.get, lpns, repeat(-2)), dtype=np.int64,
+                           count=len(lpns))
+
+    def arrays(self) -> tuple[I64, npt.NDArray[np.signedinteger]]:
+        """What ``kernels.l2p_of`` reads: each segment's row (-1: not dense) and the
+        rows (a view: use it before the pool grows)."""
+        return self.seg_row, self.pool
+
+    def set_sparse(self, lpns: list[int], ppns: list[int], reached: bool) -> None:
+        """The end of ``set1`` of each of ``lpns`` (of segments not dense) in turn,
+        their dict counts ``sparse_per_seg`` already raised (``kernels.write_open``):
+        they go into the dict, and with ``reached`` each segment of theirs whose dict
+        reached ``DENSE_AT`` entries turns dense (taking them; ``set1`` would have
+        turned it dense at that entry and put the rest in its row: the same map)."""
+        self.sparse.update(zip(lpns, ppns, strict=True))  # a page set twice: its last
+        if reached:
+            segs = np.array(lpns, dtype=np.int64) >> SEG_BITS
+            for si in np.unique(segs[self.sparse_per_seg[segs] >= self.DENSE_AT]).tolist():
+                self._densify(si)
+
     def set1(self, lpn: int, ppn: int) -> None:
         si = lpn >> SEG_BITS
         seg = self.segs[si]
@@ -346,6 +370,11 @@ class AddressMap:
         return ppn % self.ppb
 
     # -- the preconditioned closed form ------------------------------------------------
+    @property
+    def plane_base(self) -> I64:
+        """Each stripe position's plane's first ppn (``kernels.l2p_of``)."""
+        return self._plane_base
+
     def static_ppn(self, lpns: I64) -> I64:
         """Where each of ``lpns`` sits in the preconditioned layout (whether or not it
         was preconditioned): page ``lpn // planes`` of its plane."""
