@@ -387,9 +387,9 @@ class FTL:
 
         def call() -> int:
             got: int = write_dense_run(lo, n, self.U, self.ppb, SEG_BITS, m.stripe_plane2,
-                                       l2p.seg_row, l2p.pool, m.row1_of, m.pool, self.valid,
-                                       self.stamp, self.state, b.host_blk, b.host_wp, b.seq,
-                                       opened, need, out)
+                                       m.plane_stripe, l2p.seg_row, l2p.pool, m.row1_of,
+                                       m.pool, self.valid, self.stamp, self.state,
+                                       b.host_blk, b.host_wp, b.seq, opened, need, out)
             return got
 
         got = call()

@@ -27,14 +27,15 @@ DONE, DECLINED, NOT_ERASED, NEEDS_BLOCKS = 0, 1, 2, 3
 
 @njit
 def write_dense_run(lo: int, n: int, U: int, ppb: int, seg_bits: int, sp2: I64,
-                    seg_row: I64, l2p: npt.NDArray[np.signedinteger],
+                    plane_stripe: I64, seg_row: I64, l2p: npt.NDArray[np.signedinteger],
                     row1_of: npt.NDArray[np.int32], p2l: npt.NDArray[np.signedinteger],
                     valid: npt.NDArray[np.int32], stamp: I64,
                     state: npt.NDArray[np.int8], host_blk: I64, host_wp: I64, seq: int,
                     opened: I64, need: I64, out: I64) -> int:
     """The host write of the run [lo, lo + n) (2 <= n <= planes x pages per block)
-    into ``out`` (its ppns), as ``FTL._write_pages`` does it with no collection: the
-    old copies' valid counts drop; the planes whose active block has room for their
+    into ``out`` (its ppns; ``sp2``: the stripe's planes twice over, ``plane_stripe``:
+    each plane's stripe position), as ``FTL._write_pages`` does it with no collection:
+    the old copies' valid counts drop; the planes whose active block has room for their
     pages ("fit") take them there at once, and every such block gets the stamp of the
     write sequence after all of them; then each other plane in turn (in stripe order
     for a run of at most a stripe, in plane order for a longer one) fills its active
@@ -52,17 +53,26 @@ def write_dense_run(lo: int, n: int, U: int, ppb: int, seg_bits: int, sp2: I64,
             return DECLINED
     s0 = lo % U
     w = min(n, U)
-    # the planes of the run in the order the general path takes the ones that do not fit
+    # the planes of the run in the order the general path takes the ones that do not fit:
+    # stripe order for a run of at most a stripe, else plane order, the stripe positions
+    # sorted by their planes (``plane_stripe`` is the inverse of the stripe's order, so
+    # plane ``j``'s position in the run is ``plane_stripe[j] - s0``, mod U: no sort)
     xs = np.arange(w)
     if n > U:
-        xs = np.argsort(sp2[s0:s0 + w], kind="mergesort")
+        for j in range(U):
+            v = plane_stripe[j] - s0
+            xs[j] = v + U if v < 0 else v
+    # the run's pages at stripe position x: q, and one more for the first ``rem`` (the
+    # loops below keep integer division, some 40 cycles, out of their steps)
+    q = n // U
+    rem = n - q * U
     fit = np.empty(w, dtype=np.bool_)  # per stripe position of the run
     k = 0
     for j in range(w):
         x = xs[j]
         plane = sp2[s0 + x]
         hb = host_blk[plane]
-        c = (n - x + U - 1) // U  # the plane's pages in the run
+        c = q + (1 if x < rem else 0)  # the plane's pages in the run
         if c > ppb or (hb >= 0 and row1_of[hb] == 0):
             return DECLINED
         fit[x] = hb >= 0 and host_wp[plane] + c <= ppb
@@ -78,11 +88,16 @@ def write_dense_run(lo: int, n: int, U: int, ppb: int, seg_bits: int, sp2: I64,
     # where each page goes: (block, page in block)
     blk_i = np.empty(n, dtype=np.int64)
     slot_i = np.empty(n, dtype=np.int64)
+    x = 0  # i % U
+    r = 0  # i // U: the page's index among its plane's
     for i in range(n):
-        x = i % U
+        if i and x == U - 1:
+            x = 0
+            r += 1
+        elif i:
+            x += 1
         plane = sp2[s0 + x]
         hb = host_blk[plane]
-        r = i // U  # the page's index among its plane's
         if fit[x] or (hb >= 0 and host_wp[plane] + r < ppb):
             blk_i[i] = hb
             slot_i[i] = host_wp[plane] + r
@@ -92,12 +107,16 @@ def write_dense_run(lo: int, n: int, U: int, ppb: int, seg_bits: int, sp2: I64,
             slot_i[i] = r - room
         if p2l[row1_of[blk_i[i]] - 1, slot_i[i]] != -1:
             return NOT_ERASED
+    sh = 0  # a block of a power-of-two size is a shift of its pages' numbers
+    while (1 << sh) < ppb:
+        sh += 1
+    pow2 = (1 << sh) == ppb
     for i in range(n):
         lpn = lo + i
         row = seg_row[lpn >> seg_bits]
         old = l2p[row, lpn & mask]
         if old >= 0:
-            valid[old // ppb] -= 1
+            valid[(old >> sh) if pow2 else old // ppb] -= 1
     for i in range(n):
         lpn = lo + i
         p2l[row1_of[blk_i[i]] - 1, slot_i[i]] = lpn
@@ -107,13 +126,13 @@ def write_dense_run(lo: int, n: int, U: int, ppb: int, seg_bits: int, sp2: I64,
     # the planes that fit, at once
     for x in range(w):
         if fit[x]:
-            seq += (n - x + U - 1) // U
+            seq += q + (1 if x < rem else 0)
     for x in range(w):
         if not fit[x]:
             continue
         plane = sp2[s0 + x]
         hb = host_blk[plane]
-        c = (n - x + U - 1) // U
+        c = q + (1 if x < rem else 0)
         valid[hb] += c
         stamp[hb] = seq
         _advance(plane, hb, host_wp[plane] + c, ppb, state, host_blk, host_wp)
@@ -124,7 +143,7 @@ def write_dense_run(lo: int, n: int, U: int, ppb: int, seg_bits: int, sp2: I64,
             continue
         plane = sp2[s0 + x]
         hb = host_blk[plane]
-        left = (n - x + U - 1) // U
+        left = q + (1 if x < rem else 0)
         if hb >= 0:
             k1 = ppb - host_wp[plane]
             valid[hb] += k1

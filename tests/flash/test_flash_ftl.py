@@ -236,17 +236,18 @@ def _ftl_state(f: FTL) -> tuple[object, ...]:
             f.state_bytes())
 
 
-@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize(("seed", "ppb"), [(0, 16), (1, 16), (2, 12)])
 def test_run_writes_end_in_the_state_of_the_plane_by_plane_path(
-        seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+        seed: int, ppb: int, monkeypatch: pytest.MonkeyPatch) -> None:
     """The vectorised write of a run (``FTL._write_run``, taken for runs of two pages up
     to a stripe, and for runs longer than ``DENSE_AT // 4``) leaves every map, count and
     block state exactly where the general path (group by plane, program plane by plane)
     leaves it, the run given as an array or as its bounds (``write_range``): runs of 1
     to 2 stripes + 3 pages, overwriting, straddling L2P segments and filling blocks (so
     some go through GC), with the map's segments both sparse and dense. 64 planes (a
-    2 MiB chunk of 16 KiB pages is 128 pages), 16 pages a block, 4096-page L2P
-    segments. Runs whose segments are all dense go through the compiled kernel
+    2 MiB chunk of 16 KiB pages is 128 pages), 16 pages a block (and 12: the kernel
+    shifts where a block's pages are a power of two, and divides otherwise), 4096-page
+    L2P segments. Runs whose segments are all dense go through the compiled kernel
     (``write_dense_run``), opening blocks where planes need them, the others through
     numpy: each is taken."""
     import flash.ftl as ftl_mod
@@ -262,7 +263,7 @@ def test_run_writes_end_in_the_state_of_the_plane_by_plane_path(
 
     monkeypatch.setattr(ftl_mod, "write_dense_run", counted)
     cfg = small(channels=4, dies_per_chip=4, planes_per_die=4, blocks_per_plane=32,
-                pages_per_block=16, over_provisioning=0.3)
+                pages_per_block=ppb, over_provisioning=0.3)
     run, ref = FTL(cfg), FTL(cfg)
     ref._write_run = lambda lpns: None  # type: ignore[method-assign]
     for f in (run, ref):
