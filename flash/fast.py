@@ -42,6 +42,7 @@ from flash.ftl import GcJob
 from flash.lanes import FILL, TAIL, gap_book, hold_lane, prog_lane, read_lane
 from flash.phy import OnfiPhy
 from flash.scheduler import CommandFormer, Counters, TimingBase, group_dies
+from tmhw.sim.intmath import div, log2_exact
 from tmhw.sim.jit import njit, njit_noref
 
 I64 = npt.NDArray[np.int64]
@@ -413,10 +414,14 @@ def _channel_runs(udies: I64, lpc: int) -> I64:
     m = udies.size
     first = np.empty(m + 1, dtype=np.int64)
     g = -1
+    s = log2_exact(lpc)
+    ch = -1
     for x in range(m):
-        if g < 0 or udies[x] // lpc != udies[first[g]] // lpc:
+        c = div(udies[x], lpc, s)
+        if g < 0 or c != ch:
             g += 1
             first[g] = x
+            ch = c
     first[g + 1] = m
     return first[:g + 2]
 
@@ -440,20 +445,29 @@ def _read_chunk(ppns: I64, nb: I64, earliest: I64, per_dev: bool, geo: I64, rcmd
     m = udies.size
     first = _channel_runs(udies, lpc)
     n_ch = first.size - 1
+    s_lpc, s_lpd, s_page = log2_exact(lpc), log2_exact(lpd), log2_exact(page)
     uch = np.empty(n_ch, dtype=np.int64)
     for g in range(n_ch):
-        uch[g] = udies[first[g]] // lpc
+        uch[g] = div(udies[first[g]], lpc, s_lpc)
         if meta[FILL, uch[g]] == iv.shape[2]:
             return True
     res[0, :] = 0
     res[1:, :] = -1
-    cmd = rcmd[kp]
-    # one command's data-out: setup plus its share of the die's bytes
-    x_op = rsetup[kp] + bytes_d * page_data // (page * ops_d)
-    busy_l = ops_d * (cmd + x_op)
+    cmd = np.empty(m, dtype=np.int64)
+    x_op = np.empty(m, dtype=np.int64)
+    busy_l = np.empty(m, dtype=np.int64)
+    dev = np.empty(m, dtype=np.int64)  # each lane's device
+    for x in range(m):
+        cmd[x] = rcmd[kp[x]]
+        # one command's data-out: setup plus its share of the die's bytes
+        part = bytes_d[x] * page_data
+        x_op[x] = rsetup[kp[x]] + (div(part, page, s_page) if ops_d[x] == 1
+                                   else part // (page * ops_d[x]))
+        busy_l[x] = ops_d[x] * (cmd[x] + x_op[x])
+        dev[x] = div(udies[x], lpd, s_lpd)
     d_end = np.empty(m, dtype=np.int64)
     for x in range(m):
-        e = earliest[udies[x] // lpd] if per_dev else earliest[0]
+        e = earliest[dev[x]] if per_dev else earliest[0]
         d_end[x] = read_lane(lane, ops, cap, sus, rule, udies[x], e + cmd[x],
                              ops_d[x] * t_r)
     c_start = np.empty(n_ch, dtype=np.int64)
@@ -472,7 +486,7 @@ def _read_chunk(ppns: I64, nb: I64, earliest: I64, per_dev: bool, geo: I64, rcmd
                 hi = need
         c_end[g] = gap_book(iv, meta, uch[g], max(lo, hi - busy), busy)
         c_start[g] = c_end[g] - busy
-        k = udies[first[g]] // lpd  # the channel's device
+        k = dev[first[g]]  # the channel's device
         if res[1, k] < 0 or c_start[g] < res[1, k]:
             res[1, k] = c_start[g]
         if c_end[g] > res[2, k]:
@@ -483,8 +497,14 @@ def _read_chunk(ppns: I64, nb: I64, earliest: I64, per_dev: bool, geo: I64, rcmd
         for x in range(first[g], first[g + 1]):
             out += busy_l[x]
             hold_lane(lane, udies[x], out - x_op[x])
-            res[0, udies[x] // lpd] += ops_d[x]
+            res[0, dev[x]] += ops_d[x]
     return False
+
+
+@njit_noref
+def _share(t: int, ops: int) -> int:
+    """One of ``ops`` commands' share of time ``t`` (one command: all of it, no division)."""
+    return t if ops == 1 else t // ops
 
 
 @njit
@@ -504,8 +524,10 @@ def _program_chunk(ppns: I64, first_in: I64, l_end: I64, per_dev: bool, geo: I64
     m = udies.size
     first = _channel_runs(udies, lpc)
     n_ch = first.size - 1
+    s_lpc, s_lpd, s_die, s_ppb = (log2_exact(lpc), log2_exact(lpd), log2_exact(ppp * P),
+                                  log2_exact(ppb))
     for g in range(n_ch):
-        if meta[FILL, udies[first[g]] // lpc] == iv.shape[2]:
+        if meta[FILL, div(udies[first[g]], lpc, s_lpc)] == iv.shape[2]:
             return 1
     for x in range(m):
         i = udies[x]
@@ -517,33 +539,35 @@ def _program_chunk(ppns: I64, first_in: I64, l_end: I64, per_dev: bool, geo: I64
         if udies[m - 1] - d0 < 4 * m + 64:  # the first page per die, indexed by die
             low = np.full(udies[m - 1] - d0 + 1, -1, dtype=np.int64)
             for j in range(ppns.size):
-                x = ppns[j] // ppp // P - d0
+                x = div(ppns[j], ppp * P, s_die) - d0
                 if low[x] < 0 or ppns[j] < low[x]:
                     low[x] = ppns[j]
             offs = low[udies - d0]
         else:
             for j in range(ppns.size):
-                x = np.searchsorted(udies, ppns[j] // ppp // P)
+                x = int(np.searchsorted(udies, div(ppns[j], ppp * P, s_die)))
                 if offs[x] < 0 or ppns[j] < offs[x]:
                     offs[x] = ppns[j]
-        offs %= ppb
+        for x in range(m):
+            offs[x] -= div(offs[x], ppb, s_ppb) * ppb
     res[0, :] = 0
     res[1, :] = 0
     res[2, :] = -1
     for g in range(n_ch):
-        k = udies[first[g]] // lpd  # the channel's device
+        k = div(udies[first[g]], lpd, s_lpd)  # the channel's device
         busy = 0
         for x in range(first[g], first[g + 1]):
-            busy += ops_d[x] * (pcmd[kp[x]] + pages_d[x] * page_data // ops_d[x])
+            busy += ops_d[x] * (pcmd[kp[x]] + _share(pages_d[x] * page_data, ops_d[x]))
         fi = first_in[k] if per_dev else first_in[0]
         le = l_end[k] if per_dev else l_end[0]
-        c_end = gap_book(iv, meta, udies[first[g]] // lpc, max(fi, le - busy), busy)
+        c_end = gap_book(iv, meta, div(udies[first[g]], lpc, s_lpc), max(fi, le - busy),
+                         busy)
         c_start = c_end - busy
         for x in range(first[g], first[g + 1]):
             # a lane programs once its first command's data is in, and its last command
             # cannot start before the channel has delivered everything; a lane of
             # several commands programs no page into a waiting one
-            op_busy = pcmd[kp[x]] + pages_d[x] * page_data // ops_d[x]
+            op_busy = pcmd[kp[x]] + _share(pages_d[x] * page_data, ops_d[x])
             e0 = max(c_start + op_busy, c_end - (ops_d[x] - 1) * t_prog)
             i = udies[x]
             before = merged[i]

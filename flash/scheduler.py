@@ -29,6 +29,7 @@ import numpy.typing as npt
 from flash.config import FlashConfig
 from flash.lanes import DieLanes, GapBank, GapLane, SuspendRule
 from flash.phy import OnfiPhy
+from tmhw.sim.intmath import div, log2_exact
 from tmhw.sim.jit import njit
 
 I64 = npt.NDArray[np.int64]
@@ -248,9 +249,12 @@ def group_dies(ppns: I64, weights: I64, weighted: bool, ppp: int, P: int, multi:
     batch of gigabytes over every plane: no sort), else over the pages sorted by plane
     (a few pages over many devices' planes)."""
     n = ppns.size
-    planes = ppns // ppp
+    planes = np.empty(n, dtype=np.int64)
     if n == 0:
         return planes, planes, planes, planes, planes, planes
+    s_ppp = log2_exact(ppp)
+    for j in range(n):
+        planes[j] = div(ppns[j], ppp, s_ppp)
     lo = planes.min()
     span = planes.max() - lo + 1
     if span <= 4 * n + 64:
@@ -290,8 +294,9 @@ def group_dies(ppns: I64, weights: I64, weighted: bool, ppp: int, P: int, multi:
     kp = np.ones(m, dtype=np.int64)
     mask = np.zeros(m, dtype=np.int64)
     d = -1
+    s_p = log2_exact(P)
     for x in range(m):
-        die = up[x] // P
+        die = div(up[x], P, s_p)
         if d < 0 or die != udies[d]:
             d += 1
             udies[d] = die
@@ -300,7 +305,7 @@ def group_dies(ppns: I64, weights: I64, weighted: bool, ppp: int, P: int, multi:
         if multi:
             if per_plane[x] > ops_d[d]:
                 ops_d[d] = per_plane[x]
-            mask[d] |= np.int64(1) << (up[x] % P)
+            mask[d] |= np.int64(1) << (up[x] - die * P)
     k = d + 1
     if multi:
         for x in range(k):
