@@ -33,11 +33,13 @@ import numpy as np
 import numpy.typing as npt
 import simpy
 
+from flash.cache import DataCache
 from flash.config import FlashConfig
 from flash.convoy import EventReads
 from flash.fast import FastArray
 from flash.ftl import FTL
 from flash.ftl.kernels import drop_old, place_long
+from flash.intmap import IntMap, im_get_many, im_pop_range
 from flash.lanes import BankLane, DieLanes, GapBank
 from flash.pages import PageBatch
 from flash.ssd import MODELS, Ssd
@@ -391,6 +393,17 @@ def compile_kernels() -> None:
     if fast is not None:
         fast.former.die_groups(np.zeros(1, dtype=np.int64))
     drop_old(np.zeros(1, dtype=np.int32), np.full(1, -1, dtype=np.int64), 1)
+    # the sparse maps' bulk kernels (``flash.intmap``) and the write buffer's
+    # (``flash.cache``), which the device above need not have reached
+    cache = DataCache(4, 0)
+    cache.buffered_pages(np.array([1], dtype=np.int64), np.array([5], dtype=np.int64))
+    cache.first_held([1], 0)  # still buffered
+    cache.release_until(5)
+    imap = IntMap(2)  # too small for two keys: rehashed
+    imap.update(np.arange(2, dtype=np.int64), np.arange(2, dtype=np.int64))
+    got = np.empty(2, dtype=np.int64)
+    im_get_many(imap.table, imap.meta, np.arange(2, dtype=np.int64), -2, got)
+    im_pop_range(imap.table, imap.meta, 0, 2, -2, got)
     one = np.zeros(1, dtype=np.int64)
     place_long(0, 1, 1, 1, one, one, one, one, one, one, one,
                np.full((1, 1), -1, dtype=dev.ftl.mapping.lpn_dtype), np.zeros(1, dtype=np.int64))

@@ -1,0 +1,219 @@
+"""A map of non-negative integers to integers in one numpy array, which compiled
+kernels (``tmhw.sim.jit``) read and update in place: the controller's sparse tables
+(the L2P's overrides, the write buffer's one-page writes) where a batch of commands
+updates them in its compiled call instead of one dict operation per page.
+
+Open addressing with linear probing (Knuth, TAOCP vol. 3, 6.4, algorithm L): slot ``i``
+of ``table`` is a (key, value) row, ``EMPTY`` or ``GONE`` (a deleted key, skipped by
+lookups, reused by inserts) in the key column. The table is at most half full counting
+the deleted rows, so a probe ends after a couple of rows; it doubles (rehashed) as it
+fills. The Python methods here and the kernels probe alike (``_slot`` is the one hash),
+so either may change the map between the other's calls. Iteration order is the table's,
+not insertion order: no user of these maps reads an order.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+from tmhw.sim.jit import njit, njit_noref
+
+I64 = npt.NDArray[np.int64]
+#: the key column's marks of a row never used and of a deleted key
+EMPTY, GONE = -1, -2
+#: ``meta``: live keys, rows used (live or deleted), the table's size - 1
+LIVE, USED, MASK = range(3)
+#: Fibonacci hashing's multiplier (2**32 / golden ratio): keys are masked to 31 bits
+#: first so the product fits in int64, in Python and in a kernel alike
+_MUL = 0x9E3779B1
+
+
+def _slot(key: int, mask: int) -> int:
+    """The first row ``key`` probes."""
+    return ((((key & 0x7FFFFFFF) * _MUL) >> 16) ^ (key >> 31)) & mask
+
+
+class IntMap:
+    """Non-negative int keys to int values (module docstring): ``get``, ``pop``,
+    item assignment, ``in``, ``len`` as a dict's; ``table`` and ``meta`` are what the
+    kernels take (``reserve`` room for their inserts first)."""
+
+    def __init__(self, rows: int = 16) -> None:
+        self.table = np.full((rows, 2), EMPTY, dtype=np.int64)
+        self.meta = np.array([0, 0, rows - 1], dtype=np.int64)
+
+    def __len__(self) -> int:
+        return int(self.meta[LIVE])
+
+    def __bool__(self) -> bool:
+        return bool(self.meta[LIVE])
+
+    def _find(self, key: int) -> int:
+        """The row holding ``key``, or -1."""
+        t = self.table
+        mask = self.meta.item(MASK)
+        i = _slot(key, mask)
+        while True:
+            k = t.item(i, 0)
+            if k == key:
+                return i
+            if k == EMPTY:
+                return -1
+            i = (i + 1) & mask
+
+    def __contains__(self, key: int) -> bool:
+        return self._find(key) >= 0
+
+    def get(self, key: int, default: int | None = None) -> int | None:
+        i = self._find(key)
+        return default if i < 0 else self.table.item(i, 1)
+
+    def pop(self, key: int, default: int | None = None) -> int | None:
+        i = self._find(key)
+        if i < 0:
+            return default
+        v: int = self.table.item(i, 1)
+        self.table[i, 0] = GONE
+        self.meta[LIVE] -= 1
+        return v
+
+    def __delitem__(self, key: int) -> None:
+        if self.pop(key) is None:
+            raise KeyError(key)
+
+    def __setitem__(self, key: int, value: int) -> None:
+        self.reserve(1)
+        t, meta = self.table, self.meta
+        mask = meta.item(MASK)
+        i = _slot(key, mask)
+        free = -1
+        while True:
+            k = t.item(i, 0)
+            if k == key:
+                t[i, 1] = value
+                return
+            if k == EMPTY:
+                break
+            if k == GONE and free < 0:
+                free = i
+            i = (i + 1) & mask
+        if free < 0:
+            free = i
+            meta[USED] += 1
+        t[free] = (key, value)
+        meta[LIVE] += 1
+
+    def update(self, keys: I64, values: npt.NDArray[np.signedinteger]) -> None:
+        """``self[k] = v`` for each pair in turn."""
+        ks = np.ascontiguousarray(keys, dtype=np.int64)
+        vs = np.ascontiguousarray(values, dtype=np.int64)
+        self.reserve(ks.size)
+        im_put_many(self.table, self.meta, ks, vs)
+
+    def items(self) -> list[tuple[int, int]]:
+        t = self.table
+        live = t[t[:, 0] >= 0]
+        return list(zip(live[:, 0].tolist(), live[:, 1].tolist(), strict=True))
+
+    def as_dict(self) -> dict[int, int]:
+        return dict(self.items())
+
+    def reserve(self, n: int) -> None:
+        """Room for ``n`` new keys with the table at most half full: rehashed (its
+        deleted rows dropped) into at least three rows per key, so the next rehash is
+        a third of the table's inserts away."""
+        rows = self.meta.item(MASK) + 1
+        if 2 * (self.meta.item(USED) + n) <= rows:
+            return
+        need = 3 * (self.meta.item(LIVE) + n)
+        while rows < need:
+            rows *= 2
+        old = self.table
+        live = old[old[:, 0] >= 0]
+        self.table = np.full((rows, 2), EMPTY, dtype=np.int64)
+        self.meta[:] = (0, 0, rows - 1)
+        im_put_many(self.table, self.meta, np.ascontiguousarray(live[:, 0]),
+                  np.ascontiguousarray(live[:, 1]))
+
+
+@njit_noref
+def im_slot(key: int, mask: int) -> int:
+    """``_slot`` compiled."""
+    return ((((key & 0x7FFFFFFF) * _MUL) >> 16) ^ (key >> 31)) & mask
+
+
+@njit_noref
+def im_get(table: I64, meta: I64, key: int, default: int) -> int:
+    """The value of ``key``, or ``default``."""
+    mask = meta[MASK]
+    i = im_slot(key, mask)
+    while True:
+        k = table[i, 0]
+        if k == key:
+            return table[i, 1]
+        if k == EMPTY:
+            return default
+        i = (i + 1) & mask
+
+
+@njit_noref
+def im_pop(table: I64, meta: I64, key: int, default: int) -> int:
+    """Delete ``key``; its value, or ``default`` if it was not there."""
+    mask = meta[MASK]
+    i = im_slot(key, mask)
+    while True:
+        k = table[i, 0]
+        if k == key:
+            table[i, 0] = GONE
+            meta[LIVE] -= 1
+            return table[i, 1]
+        if k == EMPTY:
+            return default
+        i = (i + 1) & mask
+
+
+@njit_noref
+def im_put(table: I64, meta: I64, key: int, value: int) -> int:
+    """``key`` maps to ``value`` (room reserved); 1 if ``key`` is new, else 0."""
+    mask = meta[MASK]
+    i = im_slot(key, mask)
+    free = -1
+    while True:
+        k = table[i, 0]
+        if k == key:
+            table[i, 1] = value
+            return 0
+        if k == EMPTY:
+            break
+        if k == GONE and free < 0:
+            free = i
+        i = (i + 1) & mask
+    if free < 0:
+        free = i
+        meta[USED] += 1
+    table[free, 0] = key
+    table[free, 1] = value
+    meta[LIVE] += 1
+    return 1
+
+
+
+@njit
+def im_put_many(table: I64, meta: I64, keys: I64, values: I64) -> None:
+    for j in range(keys.size):
+        im_put(table, meta, keys[j], values[j])
+
+
+@njit
+def im_get_many(table: I64, meta: I64, keys: I64, default: int, out: I64) -> None:
+    """``out[j]``: the value of ``keys[j]``, or ``default``."""
+    for j in range(keys.size):
+        out[j] = im_get(table, meta, keys[j], default)
+
+
+@njit
+def im_pop_range(table: I64, meta: I64, lo: int, hi: int, default: int, out: I64) -> None:
+    """Delete the keys [lo, hi); ``out[k - lo]``: key k's value, or ``default``."""
+    for k in range(lo, hi):
+        out[k - lo] = im_pop(table, meta, k, default)
