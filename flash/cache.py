@@ -74,6 +74,12 @@ class DataCache:
     def used_pages(self) -> int:
         return self._fmeta.item(USED)
 
+    def writes(self) -> list[tuple[int, int, int]]:
+        """The buffered writes, oldest first: (last program end, first page, last + 1)."""
+        m = self._fmeta
+        rows = np.roll(self._fifo, -m.item(HEAD), axis=0)[:m.item(COUNT)]
+        return [(e, a, b) for e, a, b in rows.tolist()]
+
     def _push(self, end: int, lo: int, hi: int) -> None:
         """A buffered write of pages [lo, hi) at the ring's tail, until ``end``."""
         self._ring_room(1)
@@ -118,6 +124,7 @@ class DataCache:
         """Free the oldest buffered write's space; return when its programs ended."""
         m = self._fmeta
         h = m.item(HEAD)
+        end: int
         end, lo, hi = self._fifo[h].tolist()
         m[HEAD] = (h + 1) & (self._fifo.shape[0] - 1)
         m[COUNT] -= 1

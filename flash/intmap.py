@@ -3,13 +3,15 @@ kernels (``tmhw.sim.jit``) read and update in place: the controller's sparse tab
 (the L2P's overrides, the write buffer's one-page writes) where a batch of commands
 updates them in its compiled call instead of one dict operation per page.
 
-Open addressing with linear probing (Knuth, TAOCP vol. 3, 6.4, algorithm L): slot ``i``
-of ``table`` is a (key, value) row, ``EMPTY`` or ``GONE`` (a deleted key, skipped by
-lookups, reused by inserts) in the key column. The table is at most half full counting
-the deleted rows, so a probe ends after a couple of rows; it doubles (rehashed) as it
-fills. The Python methods here and the kernels probe alike (``_slot`` is the one hash),
-so either may change the map between the other's calls. Iteration order is the table's,
-not insertion order: no user of these maps reads an order.
+Open addressing with linear probing (Knuth, TAOCP vol. 3, 6.4: algorithm L to insert,
+algorithm R to delete): row ``i`` of ``table`` is a (key, value) pair or ``EMPTY`` in
+the key column. A deletion moves the later keys of its probe run back into the hole,
+so no deleted-key marks accumulate and a table of stable size (the write buffer's) is
+never rebuilt. The table stays at most half full, so a probe ends after a couple of
+rows; it doubles (rehashed) as it fills. The Python methods here and the kernels probe
+alike (``_slot`` is the one hash), so either may change the map between the other's
+calls. Iteration order is the table's, not insertion order: no user of these maps
+reads an order.
 """
 
 from __future__ import annotations
@@ -20,10 +22,10 @@ import numpy.typing as npt
 from tmhw.sim.jit import njit, njit_noref
 
 I64 = npt.NDArray[np.int64]
-#: the key column's marks of a row never used and of a deleted key
-EMPTY, GONE = -1, -2
-#: ``meta``: live keys, rows used (live or deleted), the table's size - 1
-LIVE, USED, MASK = range(3)
+#: the key column's mark of a free row
+EMPTY = -1
+#: ``meta``: live keys, the table's rows - 1
+LIVE, MASK = range(2)
 #: Fibonacci hashing's multiplier (2**32 / golden ratio): keys are masked to 31 bits
 #: first so the product fits in int64, in Python and in a kernel alike
 _MUL = 0x9E3779B1
@@ -36,21 +38,21 @@ def _slot(key: int, mask: int) -> int:
 
 class IntMap:
     """Non-negative int keys to int values (module docstring): ``get``, ``pop``,
-    item assignment, ``in``, ``len`` as a dict's; ``table`` and ``meta`` are what the
-    kernels take (``reserve`` room for their inserts first)."""
+    item assignment and deletion, ``in``, ``len`` as a dict's; ``table`` and ``meta``
+    are what the kernels take (``reserve`` room for their inserts first)."""
 
     def __init__(self, rows: int = 16) -> None:
         self.table = np.full((rows, 2), EMPTY, dtype=np.int64)
-        self.meta = np.array([0, 0, rows - 1], dtype=np.int64)
+        self.meta = np.array([0, rows - 1], dtype=np.int64)
 
     def __len__(self) -> int:
-        return int(self.meta[LIVE])
+        return self.meta.item(LIVE)
 
     def __bool__(self) -> bool:
-        return bool(self.meta[LIVE])
+        return self.meta.item(LIVE) > 0
 
     def _find(self, key: int) -> int:
-        """The row holding ``key``, or -1."""
+        """The row holding ``key``, or the free row that ends its probe run (-1 - row)."""
         t = self.table
         mask = self.meta.item(MASK)
         i = _slot(key, mask)
@@ -59,7 +61,7 @@ class IntMap:
             if k == key:
                 return i
             if k == EMPTY:
-                return -1
+                return -1 - i
             i = (i + 1) & mask
 
     def __contains__(self, key: int) -> bool:
@@ -74,8 +76,7 @@ class IntMap:
         if i < 0:
             return default
         v: int = self.table.item(i, 1)
-        self.table[i, 0] = GONE
-        self.meta[LIVE] -= 1
+        _remove(self.table, self.meta, i)
         return v
 
     def __delitem__(self, key: int) -> None:
@@ -84,25 +85,12 @@ class IntMap:
 
     def __setitem__(self, key: int, value: int) -> None:
         self.reserve(1)
-        t, meta = self.table, self.meta
-        mask = meta.item(MASK)
-        i = _slot(key, mask)
-        free = -1
-        while True:
-            k = t.item(i, 0)
-            if k == key:
-                t[i, 1] = value
-                return
-            if k == EMPTY:
-                break
-            if k == GONE and free < 0:
-                free = i
-            i = (i + 1) & mask
-        if free < 0:
-            free = i
-            meta[USED] += 1
-        t[free] = (key, value)
-        meta[LIVE] += 1
+        i = self._find(key)
+        if i < 0:
+            i = -1 - i
+            self.table[i, 0] = key
+            self.meta[LIVE] += 1
+        self.table[i, 1] = value
 
     def update(self, keys: I64, values: npt.NDArray[np.signedinteger]) -> None:
         """``self[k] = v`` for each pair in turn."""
@@ -120,21 +108,40 @@ class IntMap:
         return dict(self.items())
 
     def reserve(self, n: int) -> None:
-        """Room for ``n`` new keys with the table at most half full: rehashed (its
-        deleted rows dropped) into at least three rows per key, so the next rehash is
-        a third of the table's inserts away."""
+        """Room for ``n`` new keys with the table at most half full (doubled and
+        rehashed as often as that takes)."""
         rows = self.meta.item(MASK) + 1
-        if 2 * (self.meta.item(USED) + n) <= rows:
+        live = self.meta.item(LIVE)
+        if 2 * (live + n) <= rows:
             return
-        need = 3 * (self.meta.item(LIVE) + n)
-        while rows < need:
+        while rows < 2 * (live + n):
             rows *= 2
         old = self.table
-        live = old[old[:, 0] >= 0]
+        keep = old[old[:, 0] >= 0]
         self.table = np.full((rows, 2), EMPTY, dtype=np.int64)
-        self.meta[:] = (0, 0, rows - 1)
-        im_put_many(self.table, self.meta, np.ascontiguousarray(live[:, 0]),
-                  np.ascontiguousarray(live[:, 1]))
+        self.meta[:] = (0, rows - 1)
+        im_put_many(self.table, self.meta, np.ascontiguousarray(keep[:, 0]),
+                    np.ascontiguousarray(keep[:, 1]))
+
+
+def _remove(table: I64, meta: I64, i: int) -> None:
+    """Free row ``i``, the later keys of its probe run moved back (algorithm R)."""
+    mask = meta.item(MASK)
+    meta[LIVE] -= 1
+    while True:
+        table[i, 0] = EMPTY
+        j = i
+        while True:
+            j = (j + 1) & mask
+            k = table.item(j, 0)
+            if k == EMPTY:
+                return
+            r = _slot(k, mask)
+            # a key whose first row is cyclically in (i, j] stays; another moves to i
+            if not ((i < r <= j) if i <= j else (i < r or r <= j)):
+                break
+        table[i] = table[j]
+        i = j
 
 
 @njit_noref
@@ -151,7 +158,7 @@ def im_get(table: I64, meta: I64, key: int, default: int) -> int:
     while True:
         k = table[i, 0]
         if k == key:
-            return table[i, 1]
+            return int(table[i, 1])
         if k == EMPTY:
             return default
         i = (i + 1) & mask
@@ -159,18 +166,32 @@ def im_get(table: I64, meta: I64, key: int, default: int) -> int:
 
 @njit_noref
 def im_pop(table: I64, meta: I64, key: int, default: int) -> int:
-    """Delete ``key``; its value, or ``default`` if it was not there."""
+    """Delete ``key`` (``_remove``); its value, or ``default`` if it was not there."""
     mask = meta[MASK]
     i = im_slot(key, mask)
     while True:
         k = table[i, 0]
         if k == key:
-            table[i, 0] = GONE
-            meta[LIVE] -= 1
-            return table[i, 1]
+            break
         if k == EMPTY:
             return default
         i = (i + 1) & mask
+    v = int(table[i, 1])
+    meta[LIVE] -= 1
+    while True:
+        table[i, 0] = EMPTY
+        j = i
+        while True:
+            j = (j + 1) & mask
+            k = table[j, 0]
+            if k == EMPTY:
+                return v
+            r = im_slot(k, mask)
+            if not ((i < r <= j) if i <= j else (i < r or r <= j)):
+                break
+        table[i, 0] = k
+        table[i, 1] = table[j, 1]
+        i = j
 
 
 @njit_noref
@@ -178,29 +199,22 @@ def im_put(table: I64, meta: I64, key: int, value: int) -> int:
     """``key`` maps to ``value`` (room reserved); 1 if ``key`` is new, else 0."""
     mask = meta[MASK]
     i = im_slot(key, mask)
-    free = -1
     while True:
         k = table[i, 0]
         if k == key:
             table[i, 1] = value
             return 0
         if k == EMPTY:
-            break
-        if k == GONE and free < 0:
-            free = i
+            table[i, 0] = key
+            table[i, 1] = value
+            meta[LIVE] += 1
+            return 1
         i = (i + 1) & mask
-    if free < 0:
-        free = i
-        meta[USED] += 1
-    table[free, 0] = key
-    table[free, 1] = value
-    meta[LIVE] += 1
-    return 1
-
 
 
 @njit
 def im_put_many(table: I64, meta: I64, keys: I64, values: I64) -> None:
+    """``im_put`` of each pair in turn."""
     for j in range(keys.size):
         im_put(table, meta, keys[j], values[j])
 
