@@ -4,8 +4,9 @@ kernels (``tmhw.sim.jit``) read and update in place: the controller's sparse tab
 updates them in its compiled call instead of one dict operation per page.
 
 Open addressing with linear probing (Knuth, TAOCP vol. 3, 6.4: algorithm L to insert,
-algorithm R to delete): row ``i`` of ``table`` is a (key, value) pair or ``EMPTY`` in
-the key column. A deletion moves the later keys of its probe run back into the hole,
+algorithm R to delete): row ``i`` of ``table`` is a (key + 1, value) pair, or ``EMPTY``
+in the key column (zero, so a new table is the operating system's zeroed pages: the
+L2P's grows to tens of MB, which ``np.full`` would write through). A deletion moves the later keys of its probe run back into the hole,
 so no deleted-key marks accumulate and a table of stable size (the write buffer's) is
 never rebuilt. The table stays at most half full, so a probe ends after a couple of
 rows; it doubles (rehashed) as it fills. The Python methods here and the kernels probe
@@ -22,8 +23,8 @@ import numpy.typing as npt
 from tmhw.sim.jit import njit, njit_noref
 
 I64 = npt.NDArray[np.int64]
-#: the key column's mark of a free row
-EMPTY = -1
+#: the key column's mark of a free row (keys are stored plus one)
+EMPTY = 0
 #: ``meta``: live keys, the table's rows - 1
 LIVE, MASK = range(2)
 #: Fibonacci hashing's multiplier (2**32 / golden ratio): keys are masked to 31 bits
@@ -42,7 +43,7 @@ class IntMap:
     are what the kernels take (``reserve`` room for their inserts first)."""
 
     def __init__(self, rows: int = 16) -> None:
-        self.table = np.full((rows, 2), EMPTY, dtype=np.int64)
+        self.table = np.zeros((rows, 2), dtype=np.int64)
         self.meta = np.array([0, rows - 1], dtype=np.int64)
 
     def __len__(self) -> int:
@@ -56,6 +57,7 @@ class IntMap:
         t = self.table
         mask = self.meta.item(MASK)
         i = _slot(key, mask)
+        key += 1
         while True:
             k = t.item(i, 0)
             if k == key:
@@ -88,7 +90,7 @@ class IntMap:
         i = self._find(key)
         if i < 0:
             i = -1 - i
-            self.table[i, 0] = key
+            self.table[i, 0] = key + 1
             self.meta[LIVE] += 1
         self.table[i, 1] = value
 
@@ -101,8 +103,8 @@ class IntMap:
 
     def items(self) -> list[tuple[int, int]]:
         t = self.table
-        live = t[t[:, 0] >= 0]
-        return list(zip(live[:, 0].tolist(), live[:, 1].tolist(), strict=True))
+        live = t[t[:, 0] != EMPTY]
+        return list(zip((live[:, 0] - 1).tolist(), live[:, 1].tolist(), strict=True))
 
     def as_dict(self) -> dict[int, int]:
         return dict(self.items())
@@ -117,10 +119,10 @@ class IntMap:
         while rows < 2 * (live + n):
             rows *= 2
         old = self.table
-        keep = old[old[:, 0] >= 0]
-        self.table = np.full((rows, 2), EMPTY, dtype=np.int64)
+        keep = old[old[:, 0] != EMPTY]
+        self.table = np.zeros((rows, 2), dtype=np.int64)
         self.meta[:] = (0, rows - 1)
-        im_put_many(self.table, self.meta, np.ascontiguousarray(keep[:, 0]),
+        im_put_many(self.table, self.meta, keep[:, 0] - 1,
                     np.ascontiguousarray(keep[:, 1]))
 
 
@@ -136,7 +138,7 @@ def _remove(table: I64, meta: I64, i: int) -> None:
             k = table.item(j, 0)
             if k == EMPTY:
                 return
-            r = _slot(k, mask)
+            r = _slot(k - 1, mask)
             # a key whose first row is cyclically in (i, j] stays; another moves to i
             if not ((i < r <= j) if i <= j else (i < r or r <= j)):
                 break
@@ -155,6 +157,7 @@ def im_get(table: I64, meta: I64, key: int, default: int) -> int:
     """The value of ``key``, or ``default``."""
     mask = meta[MASK]
     i = im_slot(key, mask)
+    key += 1
     while True:
         k = table[i, 0]
         if k == key:
@@ -169,6 +172,7 @@ def im_pop(table: I64, meta: I64, key: int, default: int) -> int:
     """Delete ``key`` (``_remove``); its value, or ``default`` if it was not there."""
     mask = meta[MASK]
     i = im_slot(key, mask)
+    key += 1
     while True:
         k = table[i, 0]
         if k == key:
@@ -186,7 +190,7 @@ def im_pop(table: I64, meta: I64, key: int, default: int) -> int:
             k = table[j, 0]
             if k == EMPTY:
                 return v
-            r = im_slot(k, mask)
+            r = im_slot(k - 1, mask)
             if not ((i < r <= j) if i <= j else (i < r or r <= j)):
                 break
         table[i, 0] = k
@@ -199,6 +203,7 @@ def im_put(table: I64, meta: I64, key: int, value: int) -> int:
     """``key`` maps to ``value`` (room reserved); 1 if ``key`` is new, else 0."""
     mask = meta[MASK]
     i = im_slot(key, mask)
+    key += 1
     while True:
         k = table[i, 0]
         if k == key:
