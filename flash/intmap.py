@@ -6,13 +6,13 @@ updates them in its compiled call instead of one dict operation per page.
 Open addressing with linear probing (Knuth, TAOCP vol. 3, 6.4: algorithm L to insert,
 algorithm R to delete): row ``i`` of ``table`` is a (key + 1, value) pair, or ``EMPTY``
 in the key column (zero, so a new table is the operating system's zeroed pages: the
-L2P's grows to tens of MB, which ``np.full`` would write through). A deletion moves the later keys of its probe run back into the hole,
-so no deleted-key marks accumulate and a table of stable size (the write buffer's) is
-never rebuilt. The table stays at most half full, so a probe ends after a couple of
-rows; it doubles (rehashed) as it fills. The Python methods here and the kernels probe
-alike (``_slot`` is the one hash), so either may change the map between the other's
-calls. Iteration order is the table's, not insertion order: no user of these maps
-reads an order.
+L2P's grows to tens of MB, which ``np.full`` would write through). A deletion moves the
+later keys of its probe run back into the hole, so no deleted-key marks accumulate and
+a table of stable size (the write buffer's) is never rebuilt. The table stays at most
+half full, so a probe ends after a couple of rows; it doubles (rehashed) as it fills.
+The Python methods here and the kernels probe alike (``_slot`` is the one hash), so
+either may change the map between the other's calls. Iteration order is the table's,
+not insertion order: no user of these maps reads an order.
 """
 
 from __future__ import annotations
