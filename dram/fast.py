@@ -615,38 +615,13 @@ class FastModel:
                  random: bool = False) -> tuple[int, int]:
         """(start, end) of ``work`` ps of bus time beginning no earlier than ``start`` and
         skipping unit ``unit``'s refresh windows [off + k period, + block), k >= 0 (those
-        random accesses meet when ``random``)."""
-        block = self.t_ref_block
+        random accesses meet when ``random``): ``_stretch_k``, the one rule."""
         if random:
             period, off = self.t_ref_period_rand, self.ref_offsets_rand[unit]
         else:
             period, off = self.t_ref_period, self.ref_offsets[unit]
-        if period == 0 or work == 0:
-            return start, start + work
-        off -= period  # the window at k = 0 as "the first" below
-        x = start - off
-        if x < period:  # before the first window
-            s0 = start
-            avail = period - x
-            if work <= avail:
-                return s0, s0 + work
-            work -= avail
-            x = period
-        else:
-            pos = x % period
-            if pos < block:
-                x += block - pos
-            s0 = x + off
-            avail = period - x % period
-            if work <= avail:
-                return s0, s0 + work
-            work -= avail
-            x += avail
-        # x is where a window opens; each later period gives period - block of work.
-        k, rem = divmod(work, period - block)
-        if rem == 0:
-            return s0, off + x + k * period
-        return s0, off + x + k * period + block + rem
+        s, e = _stretch_k(start, work, period, self.t_ref_block, int(off))
+        return int(s), int(e)
 
     def _head(self, write: bool, state: int) -> int:
         """Unloaded latency to the first data: ``state`` 0 row hit, 1 bank precharged,

@@ -17,6 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from flash.ftl.blocks import FULL
+from tmhw.sim.intmath import div, log2_exact
 from tmhw.sim.jit import njit, njit_noref
 
 I64 = npt.NDArray[np.int64]
@@ -107,16 +108,13 @@ def write_dense_run(lo: int, n: int, U: int, ppb: int, seg_bits: int, sp2: I64,
             slot_i[i] = r - room
         if p2l[row1_of[blk_i[i]] - 1, slot_i[i]] != -1:
             return NOT_ERASED
-    sh = 0  # a block of a power-of-two size is a shift of its pages' numbers
-    while (1 << sh) < ppb:
-        sh += 1
-    pow2 = (1 << sh) == ppb
+    s_ppb = log2_exact(ppb)
     for i in range(n):
         lpn = lo + i
         row = seg_row[lpn >> seg_bits]
         old = l2p[row, lpn & mask]
         if old >= 0:
-            valid[(old >> sh) if pow2 else old // ppb] -= 1
+            valid[div(old, ppb, s_ppb)] -= 1
     for i in range(n):
         lpn = lo + i
         p2l[row1_of[blk_i[i]] - 1, slot_i[i]] = lpn
