@@ -22,11 +22,18 @@ only. Pure: no SimPy.
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
-from collections import OrderedDict, deque
+from collections import OrderedDict
 from collections.abc import Callable, Iterable
-from functools import partial
-from itertools import islice, takewhile
-from operator import ge, itemgetter
+
+import numpy as np
+import numpy.typing as npt
+
+from flash.intmap import IntMap, im_get, im_pop, im_put
+from tmhw.sim.jit import njit_noref
+
+I64 = npt.NDArray[np.int64]
+#: ``DataCache._fmeta``: the ring's first row, its writes, their pages
+HEAD, COUNT, USED = range(3)
 
 #: log2 of the pages per block of the read cache's counts (``DataCache._lru_blocks``)
 _LRU_BITS = 9
@@ -38,9 +45,12 @@ class DataCache:
     def __init__(self, write_pages: int, read_pages: int) -> None:
         self.write_pages = write_pages
         self.read_pages = read_pages
-        # buffered writes in arrival order: (last program end, their pages)
-        self._fifo: deque[tuple[int, range]] = deque()
-        self._used = 0
+        #: buffered writes in arrival order, a ring of rows (last program end, first
+        #: page, last page + 1) from row ``_fmeta[HEAD]``, ``_fmeta[COUNT]`` of them,
+        #: their pages ``_fmeta[USED]`` (arrays: a batch of one-page writes is buffered
+        #: and released in a compiled call, ``flash.pages``)
+        self._fifo = np.zeros((16, 3), dtype=np.int64)
+        self._fmeta = np.zeros(3, dtype=np.int64)
         #: logical page -> end of the program of its newest buffered copy, as disjoint
         #: runs of pages in page order: run k is pages [_lo[k], _hi[k]), all mapped to
         #: _end[k] (a write buffers a run at one time, so a few runs hold the buffer)
@@ -49,7 +59,7 @@ class DataCache:
         self._end: list[int] = []
         #: the pages buffered by one-page writes, page -> end (a run each would make a
         #: random small-write stream insert into and delete from long lists)
-        self._one: dict[int, int] = {}
+        self._one = IntMap()
         self._lru: OrderedDict[int, None] = OrderedDict()
         #: per block of ``2 ** _LRU_BITS`` pages, how many of its pages the read cache holds
         #: (none: not a key), so that a read or write of pages it holds none of is
@@ -62,18 +72,47 @@ class DataCache:
 
     @property
     def used_pages(self) -> int:
-        return self._used
+        return self._fmeta.item(USED)
+
+    def writes(self) -> list[tuple[int, int, int]]:
+        """The buffered writes, oldest first: (last program end, first page, last + 1)."""
+        m = self._fmeta
+        rows = np.roll(self._fifo, -m.item(HEAD), axis=0)[:m.item(COUNT)]
+        return [(e, a, b) for e, a, b in rows.tolist()]
+
+    def _push(self, end: int, lo: int, hi: int) -> None:
+        """A buffered write of pages [lo, hi) at the ring's tail, until ``end``."""
+        self._ring_room(1)
+        fifo, m = self._fifo, self._fmeta
+        fifo[(m.item(HEAD) + m.item(COUNT)) & (fifo.shape[0] - 1)] = (end, lo, hi)
+        m[COUNT] += 1
+        m[USED] += hi - lo
+
+    def _ring_room(self, n: int) -> None:
+        """Room in the ring for ``n`` more writes (doubled, its rows from the head on
+        moved to the start)."""
+        fifo, m = self._fifo, self._fmeta
+        size = fifo.shape[0]
+        count = m.item(COUNT)
+        if count + n <= size:
+            return
+        while size < count + n:
+            size *= 2
+        grown = np.zeros((size, 3), dtype=np.int64)
+        grown[:count] = np.roll(fifo, -m.item(HEAD), axis=0)[:count]
+        self._fifo = grown
+        m[HEAD] = 0
 
     def admit(self, pages: int, earliest: int) -> int:
         """Earliest time >= ``earliest`` at which ``pages`` fit in the write buffer;
         -1 when the transaction is larger than the buffer (written through)."""
         if pages > self.write_pages:
             return -1
-        fifo = self._fifo
+        m = self._fmeta
         t = earliest
-        while fifo and fifo[0][0] <= t:
+        while m.item(COUNT) and self._fifo.item(m.item(HEAD), 0) <= t:
             self._release()
-        while self._used + pages > self.write_pages:
+        while m.item(USED) + pages > self.write_pages:
             end = self._release()
             if end > t:
                 t = end
@@ -83,10 +122,15 @@ class DataCache:
 
     def _release(self) -> int:
         """Free the oldest buffered write's space; return when its programs ended."""
-        end, lpns = self._fifo.popleft()
-        self._used -= len(lpns)
+        m = self._fmeta
+        h = m.item(HEAD)
+        end: int
+        end, lo, hi = self._fifo[h].tolist()
+        m[HEAD] = (h + 1) & (self._fifo.shape[0] - 1)
+        m[COUNT] -= 1
+        m[USED] -= hi - lo
         # the pages whose newest copy ends by then go
-        self._drop(lpns.start, lpns.stop, lambda e: e <= end)
+        self._drop(lo, hi, lambda e: e <= end)
         return end
 
     def buffered(self, lpns: range, ends: list[int] | int) -> None:
@@ -94,8 +138,7 @@ class DataCache:
         time per page, or one for all); their read-cache copies are stale."""
         n = len(lpns)
         last = ends if isinstance(ends, int) else max(ends)
-        self._fifo.append((last, lpns))
-        self._used += n
+        self._push(last, lpns.start, lpns.stop)
         self.write_hits += n
         if isinstance(ends, int):
             self._assign(lpns.start, lpns.stop, ends)
@@ -115,38 +158,26 @@ class DataCache:
         """``admit``'s first step at ``t``: the oldest buffered writes whose programs
         ended by ``t`` free their space, a one-page write's page leaving the buffer
         unless a newer copy of it is still there (``_release`` of each, its steps in C
-        where every such write is of one page and no run is buffered)."""
-        fifo = self._fifo
-        k = len(list(takewhile(partial(ge, t), map(itemgetter(0), fifo))))
-        if not k:
-            return
-        if self._lo or sum(map(len, map(itemgetter(1), islice(fifo, k)))) != k:
-            for _ in range(k):
-                self._release()
-            return
-        gone = [fifo.popleft() for _ in range(k)]
-        self._used -= k
-        one = self._one
-        pages = [r.start for _, r in gone]
-        # a page goes if its newest copy ends by its write's end (a page released
-        # twice here goes at most once: the first release that drops it)
-        dead = [p for p, e, (end, _) in zip(pages, map(one.get, pages), gone, strict=True)
-                if e is not None and e <= end]
-        for p in dead:
-            one.pop(p, None)
+        compiled, ``release_ones``, while no run is buffered)."""
+        m = self._fmeta
+        while m.item(COUNT) and self._fifo.item(m.item(HEAD), 0) <= t:
+            # (runs buffered: a one-page write's release may cut one, in Python)
+            if self._lo or release_ones(self._fifo, m, self._one.table, self._one.meta, t):
+                self._release()  # the write of more pages it stopped at
 
-    def buffered_pages(self, lpns: list[int], ends: list[int]) -> None:
+    def buffered_pages(self, lpns: I64, ends: I64) -> None:
         """``buffered`` of each one-page write ``lpns[k]`` until ``ends[k]``, in turn.
-        (A page's place in the dict of one-page writes is not kept: only its pages and
-        ends are ever read.)"""
+        Compiled (``buffer_ones``) while no run is buffered and the read cache is
+        empty."""
         if self._lo or self._lru:
-            for lpn, e in zip(lpns, ends, strict=True):
+            for lpn, e in zip(lpns.tolist(), ends.tolist(), strict=True):
                 self.buffered(range(lpn, lpn + 1), e)
             return
-        self._fifo.extend(zip(ends, [range(p, p + 1) for p in lpns], strict=True))
-        self._used += len(lpns)
-        self.write_hits += len(lpns)
-        self._one.update(zip(lpns, ends, strict=True))
+        n = int(lpns.size)
+        self._ring_room(n)
+        self._one.reserve(n)
+        buffer_ones(lpns, ends, self._fifo, self._fmeta, self._one.table, self._one.meta)
+        self.write_hits += n
 
     def first_cached(self, lpns: list[int]) -> int:
         """The first of ``lpns`` whose block of ``2 ** _LRU_BITS`` pages the read cache
@@ -166,13 +197,9 @@ class DataCache:
         Not with buffered runs (``runs``)."""
         one = self._one
         k = self.first_cached(lpns) if self._lru else len(lpns)
-        if one:
-            for j in range(k):
-                e = one.get(lpns[j])
-                if e is not None:
-                    if e > now:
-                        return j
-                    del one[lpns[j]]
+        if one and k:
+            return int(held_ones(np.array(lpns[:k], dtype=np.int64), now, one.table,
+                                 one.meta))
         return k
 
     # -- the runs of buffered pages ------------------------------------------------------
@@ -191,8 +218,9 @@ class DataCache:
     def _assign(self, a: int, b: int, end: int) -> None:
         """Pages [a, b) now map to ``end``."""
         if b - a == 1:
-            self._drop(a, b, _always)
-            self._one[a] = end
+            if self._lo:
+                self._drop(a, b, _always)
+            self._one[a] = end  # (replacing its older copy's entry, if any)
             return
         if self._one:
             self._drop_one(a, b, _always)
@@ -211,6 +239,9 @@ class DataCache:
 
     def _drop_one(self, a: int, b: int, gone: Callable[[int], bool]) -> None:
         """``_drop`` among the pages of one-page writes."""
+        if b - a == 1:
+            self._one.pop_if(a, gone)
+            return
         for p, e in self._one_in(a, b):
             if gone(e):
                 del self._one[p]
@@ -343,3 +374,62 @@ class DataCache:
 
 def _always(_: int) -> bool:
     return True
+
+
+@njit_noref
+def release_ones(fifo: I64, fmeta: I64, one: I64, one_meta: I64, t: int) -> bool:
+    """``DataCache._release`` of each oldest buffered write whose programs ended by
+    ``t`` while it is of one page and no run is buffered (the caller's to know): the
+    page leaves the map of one-page writes (``one``, ``one_meta``: an ``IntMap``)
+    unless its newest copy ends later. True if it stopped at a write of more pages
+    that ended by ``t`` (the caller's to release)."""
+    wrap = fifo.shape[0] - 1
+    h = fmeta[HEAD]
+    stopped = False
+    while fmeta[COUNT]:
+        end = fifo[h, 0]
+        if end > t:
+            break
+        lo = fifo[h, 1]
+        if fifo[h, 2] != lo + 1:
+            stopped = True
+            break
+        h = (h + 1) & wrap
+        fmeta[COUNT] -= 1
+        fmeta[USED] -= 1
+        e = im_get(one, one_meta, lo, -1)
+        if e != -1 and e <= end:
+            im_pop(one, one_meta, lo, -1)
+    fmeta[HEAD] = h
+    return stopped
+
+
+@njit_noref
+def buffer_ones(lpns: I64, ends: I64, fifo: I64, fmeta: I64, one: I64,
+                one_meta: I64) -> None:
+    """``DataCache.buffered`` of each one-page write ``lpns[k]`` until ``ends[k]`` in
+    turn, with no run buffered and nothing in the read cache (the caller's to know),
+    room in the ring and the map reserved: the ring's rows and the map's entries."""
+    wrap = fifo.shape[0] - 1
+    for k in range(lpns.size):
+        r = (fmeta[HEAD] + fmeta[COUNT]) & wrap
+        fifo[r, 0] = ends[k]
+        fifo[r, 1] = lpns[k]
+        fifo[r, 2] = lpns[k] + 1
+        fmeta[COUNT] += 1
+        fmeta[USED] += 1
+        im_put(one, one_meta, lpns[k], ends[k])
+
+
+@njit_noref
+def held_ones(lpns: I64, now: int, one: I64, one_meta: I64) -> int:
+    """``DataCache.first_held``'s walk of the map of one-page writes (``one``,
+    ``one_meta``: an ``IntMap``): the first of ``lpns`` whose buffered copy's program
+    ends after ``now`` (``lpns.size``: none); the ended copies before it leave."""
+    for j in range(lpns.size):
+        e = im_get(one, one_meta, lpns[j], -1)
+        if e != -1:
+            if e > now:
+                return j
+            im_pop(one, one_meta, lpns[j], -1)
+    return lpns.size

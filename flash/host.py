@@ -20,6 +20,8 @@ Pure bookkeeping: no SimPy events.
 from __future__ import annotations
 
 import heapq
+from collections import deque
+from itertools import repeat
 
 from flash.config import FlashConfig
 from flash.lanes import BankLane, GapBank
@@ -73,9 +75,9 @@ class HostInterface:
     def done_many(self, ends: list[int]) -> None:
         """``done`` of each of ``ends`` in turn, the queue staying within ``depth``
         (after ``fetch_many``)."""
-        q = self._open
-        for e in ends:
-            heapq.heappush(q, e)
+        # the pushes in C (a deque of no length drains the map); not a heapify of the
+        # queue, which may hold up to ``depth`` commands
+        deque(map(heapq.heappush, repeat(self._open, len(ends)), ends), maxlen=0)
 
     def held(self, now: int) -> int:
         """Commands the device holds at ``now``, of those whose completion is known."""

@@ -10,11 +10,11 @@ Each layer does what the per-command path does, for the commands in order:
   is left to the per-command path (``DataCache.first_held``), and so are reads while a
   multi-page write's run is buffered; writes are taken while the buffer has room for
   them without waiting (``DataCache.release_until``) and none of their pages is in the
-  read cache;
+  read cache, and buffered in a compiled call (``DataCache.buffered_pages``);
 - FTL: a read's page is looked up in the timing kernel (``flash.ftl.kernels.l2p_of``,
-  the L2P dict's entries fetched for it first); writes are placed by ``FTL.write_many``
-  (one kernel call, and another after each block it opens) while no page needs a
-  collection;
+  and the L2P's dict of sparse pages, an ``IntMap``); writes are placed and mapped by
+  ``FTL.write_many`` (one kernel call, and another after each block it opens) while no
+  page needs a collection;
 - timing: one compiled call (``_read_pages``, ``_write_pages``) books each command's
   NAND read or program (``flash.fast._read_page``, ``_program_page``), its transfer on
   the host link (``flash.host``'s rows of a ``GapBank``), its completion and the
@@ -38,6 +38,7 @@ import numpy.typing as npt
 from flash.fast import FastModel, _program_page, _read_page
 from flash.ftl.kernels import l2p_of
 from flash.ftl.mapping import SEG_BITS
+from flash.intmap import im_get
 from flash.lanes import FILL, TAIL, _gap_prune, gap_book
 from flash.ssd import Ssd
 from tmhw.sim.jit import njit
@@ -146,7 +147,7 @@ class PageBatch:
         ftl = ssd.ftl
         n = int(lpns.size)
         l2p = ftl.l2p
-        held = l2p.held(keys)
+        sp = l2p.sparse
         seg_row, pool = l2p.arrays()
         lgeo = np.array([ftl.n_pre, ftl.U, SEG_BITS, fast.ppn0], dtype=np.int64)
         plane_base = ftl.mapping.plane_base
@@ -158,7 +159,7 @@ class PageBatch:
             lane, ops, cap, sus, rule, _ = fast.dies.arrays()
             iv, meta = fast.channels.arrays()
             liv, lmeta = links.arrays()
-            k = int(_read_pages(lpns, held, lgeo, plane_base, seg_row, pool, t0, dur,
+            k = int(_read_pages(lpns, sp.table, sp.meta, lgeo, plane_base, seg_row, pool, t0, dur,
                                 self.rgeo, self.t_r, lane, ops, cap, sus, rule, iv, meta,
                                 liv, lmeta, st, ends, k))
             if k == n:
@@ -203,7 +204,7 @@ class PageBatch:
         fast.dies.merged += int(st[JOINED])
         ssd.bytes_written += n * nbytes
         if buffered:
-            ssd.cache.buffered_pages(keys[:n], p_ends.tolist())
+            ssd.cache.buffered_pages(lpns[:n], p_ends)
         # written through: no read-cache copy to drop (``DataCache.first_cached``)
         out: list[int] = ends.tolist()
         self._done(st, out)
@@ -238,12 +239,13 @@ def _finish(st: I64, t0: int, end: int, iv: I64, meta: I64, liv: I64, lmeta: I64
 
 
 @njit
-def _read_pages(lpns: I64, held: I64, lgeo: I64, plane_base: I64, seg_row: I64,
+def _read_pages(lpns: I64, sp: I64, sp_meta: I64, lgeo: I64, plane_base: I64, seg_row: I64,
                 l2p: npt.NDArray[np.signedinteger], t0: int, dur: int, geo: I64,
                 t_r_of: I64, lane: I64, ops: I64, cap: int, sus: I64, rule: I64, iv: I64,
                 meta: I64, liv: I64, lmeta: I64, st: I64, ends: I64, k: int) -> int:
     """Whole-page reads of ``lpns`` from ``k`` on, each taken at ``t0``: the page's
-    physical page (``flash.ftl.kernels.l2p_of``; a page never written is read where
+    physical page (``flash.ftl.kernels.l2p_of``, its entry in the L2P's dict ``sp``,
+    ``sp_meta``: an ``IntMap``; a page never written is read where
     sequential preconditioning put it, counted in ``st``), ``FastModel.read1``
     (``_read_page``), the data's ``dur`` ps on the link's read direction from its
     data-out start, and ``_finish``; each completion into ``ends``. ``lgeo``:
@@ -258,7 +260,8 @@ def _read_pages(lpns: I64, held: I64, lgeo: I64, plane_base: I64, seg_row: I64,
                                                 geo[5], geo[6], geo[7], geo[8])
     for j in range(k, lpns.size):
         lpn = lpns[j]
-        ppn = l2p_of(lpn, held[j], n_pre, U, plane_base, seg_bits, seg_row, l2p)
+        held = -2 if seg_row[lpn >> seg_bits] >= 0 else im_get(sp, sp_meta, lpn, -2)
+        ppn = l2p_of(lpn, held, n_pre, U, plane_base, seg_bits, seg_row, l2p)
         if ppn < 0:  # never written
             ppn = plane_base[lpn % U] + lpn // U
             unmapped = 1

@@ -38,6 +38,7 @@ from flash.convoy import EventReads
 from flash.fast import FastArray
 from flash.ftl import FTL
 from flash.ftl.kernels import drop_old, place_long
+from flash.intmap import IntMap, im_get_many, im_pop_range
 from flash.lanes import BankLane, DieLanes, GapBank
 from flash.pages import PageBatch
 from flash.ssd import MODELS, Ssd
@@ -370,7 +371,7 @@ def compile_kernels() -> None:
     runs this before the tests and the default study (``tmhw.system.compile_kernels``)."""
     from flash.config import PRESETS
     from tmhw.sim.env import Environment
-    from tmhw.sim.units import MiB
+    from tmhw.sim.units import MiB, S
 
     dev = FlashTarget(Environment(), "flash", None, PRESETS["990pro"], precondition=0.01)
     dev.transport(Transfer(Op.WRITE, 0, 2 * MiB), 0)
@@ -384,16 +385,23 @@ def compile_kernels() -> None:
     dev.transport(Transfer(Op.WRITE, 32 * MiB, 16 * 1024), 0)
     dev.transport(Transfer(Op.READ, 96 * MiB, 16 * 1024), 0)
     # a batch of whole pages each way (``flash.pages``: ``_read_pages``,
-    # ``_write_pages`` and the FTL's ``write_open``), on a device with no run buffered
-    # (the first device's reads would be left to ``Ssd.read``, and the batch read
-    # kernel compiled inside the first timed run)
+    # ``_write_pages``, the FTL's ``write_open``, the write buffer's ``buffer_ones``),
+    # on a device with no run buffered (its reads would be left to ``Ssd.read``); a
+    # read of pages still buffered (``held_ones``), and writes once they have left
+    # (``release_ones``)
     pages = FlashTarget(Environment(), "flash", None, PRESETS["990pro"], precondition=0.01)
-    for op in (Op.READ, Op.WRITE):
-        pages.transport_many(op, [128 * MiB, 160 * MiB], 16 * 1024, Pattern.RANDOM, 0)
+    for op, t in ((Op.READ, 0), (Op.WRITE, 0), (Op.READ, 0), (Op.WRITE, S)):
+        pages.transport_many(op, [128 * MiB, 160 * MiB], 16 * 1024, Pattern.RANDOM, t)
     fast = dev.devices[0].fast
     if fast is not None:
         fast.former.die_groups(np.zeros(1, dtype=np.int64))
     drop_old(np.zeros(1, dtype=np.int32), np.full(1, -1, dtype=np.int64), 1)
+    # the sparse maps' bulk kernels (``flash.intmap``)
+    imap = IntMap(2)  # too small for two keys: rehashed
+    imap.update(np.arange(2, dtype=np.int64), np.arange(2, dtype=np.int64))
+    got = np.empty(2, dtype=np.int64)
+    im_get_many(imap.table, imap.meta, np.arange(2, dtype=np.int64), -2, got)
+    im_pop_range(imap.table, imap.meta, 0, 2, -2, got)
     one = np.zeros(1, dtype=np.int64)
     place_long(0, 1, 1, 1, one, one, one, one, one, one, one,
                np.full((1, 1), -1, dtype=dev.ftl.mapping.lpn_dtype), np.zeros(1, dtype=np.int64))

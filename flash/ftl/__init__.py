@@ -458,20 +458,21 @@ class FTL:
         not erased, which ``write1`` raises)."""
         n = int(lpns.size)
         out = np.empty(n, dtype=np.int64)
-        sparse = np.empty((2, n), dtype=np.int64)
+        sparse = np.empty(n, dtype=np.int64)
         res = np.zeros(2, dtype=np.int64)
         b = self.blocks
         m = self.mapping
         seq = np.array([b.seq], dtype=np.int64)
         l2 = self.l2p
-        held = l2.held(keys)
+        sp = l2.sparse
+        sp.reserve(n)
         seg_row, l2p = l2.arrays()
         geo = np.array([self.n_lpn, m.n_pre, self.U, self.ppb, SEG_BITS, l2.DENSE_AT],
                        dtype=np.int64)
         base = m.plane_base
         k = 0
         while True:
-            k = int(write_open(lpns, held, geo, base, seg_row, l2p,
+            k = int(write_open(lpns, sp.table, sp.meta, geo, base, seg_row, l2p,
                                self.stripe_plane, b.host_blk, b.host_wp, m.row1_of, m.pool,
                                self.valid, self.stamp, self.state, seq, out,
                                l2.sparse_per_seg, sparse, res, k))
@@ -490,9 +491,8 @@ class FTL:
             m.row(blk)  # its P2L row (the pool may grow)
         b.seq = int(seq[0])
         self.host_pages += k
-        c = int(res[0])
-        if c:  # the pages of sparse segments, into the dict
-            l2.set_sparse(sparse[0, :c].tolist(), sparse[1, :c].tolist(), bool(res[1]))
+        if res[1]:  # a sparse segment's dict reached ``DENSE_AT`` entries
+            l2.densify_reached(sparse[:int(res[0])])
         return out[:k], k
 
     def trim(self, lpns: I64) -> int:

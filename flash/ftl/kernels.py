@@ -17,6 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from flash.ftl.blocks import FULL
+from flash.intmap import im_get, im_put
 from tmhw.sim.intmath import div, log2_exact
 from tmhw.sim.jit import njit, njit_noref
 
@@ -232,7 +233,7 @@ def l2p_of(lpn: int, held: int, n_pre: int, U: int, plane_base: I64, seg_bits: i
 
 
 @njit
-def write_open(lpns: I64, held: I64, geo: I64, plane_base: I64, seg_row: I64,
+def write_open(lpns: I64, sp: I64, sp_meta: I64, geo: I64, plane_base: I64, seg_row: I64,
                l2p: npt.NDArray[np.signedinteger], stripe_plane: I64, host_blk: I64,
                host_wp: I64, row1_of: npt.NDArray[np.int32],
                p2l: npt.NDArray[np.signedinteger], valid: npt.NDArray[np.int32],
@@ -241,13 +242,13 @@ def write_open(lpns: I64, held: I64, geo: I64, plane_base: I64, seg_row: I64,
     """``FTL.write1`` of each of ``lpns`` in turn (a page may repeat), their ppns into
     ``out``, from ``k0`` on, for as long as the page is in range and its plane has an
     active block with a P2L row and an erased page at its write pointer: the old
-    copy's valid count drops (``l2p_of``, ``held``: each page's dict entry before the
-    first of them; a repeated page's old copy is its last write here), the page goes at
-    the write pointer, its block's stamp is the write sequence (``seq[0]``, advanced),
-    a block it fills is full, and a page of a dense L2P segment is mapped there. The
-    others' (page, ppn) go to ``sparse`` (rows 0 and 1, from column ``res[0]``, which
-    counts them), for the caller to put in the dict, and a page new to the dict counts
-    in its segment's ``per_seg``; ``res[1]`` is set when a segment reaches
+    copy's valid count drops (``l2p_of``, its entry in the L2P's dict ``sp``,
+    ``sp_meta``: an ``IntMap`` with room for every page; a repeated page's old copy is
+    its last write here), the page goes at the write pointer, its block's stamp is the
+    write sequence (``seq[0]``, advanced), a block it fills is full, and a page of a
+    dense L2P segment is mapped there. The others are mapped in the dict, their pages
+    listed in ``sparse`` (from ``res[0]``, which counts them), and a page new to the
+    dict counts in its segment's ``per_seg``; ``res[1]`` is set when a segment reaches
     ``dense_at`` entries there (the caller makes it dense). ``geo``: logical pages,
     preconditioned pages, planes in the stripe, pages per block, log2 of an L2P
     segment's pages, ``dense_at``. Where it stopped: ``lpns.size``, or the first page
@@ -277,9 +278,10 @@ def write_open(lpns: I64, held: I64, geo: I64, plane_base: I64, seg_row: I64,
             if lpns[j] == lpn:
                 old = out[j]
                 break
-        repeat = old != -2
-        if not repeat:
-            old = l2p_of(lpn, held[k], n_pre, U, plane_base, seg_bits, seg_row, l2p)
+        if old == -2:
+            si = lpn >> seg_bits
+            held = -2 if seg_row[si] >= 0 else im_get(sp, sp_meta, lpn, -2)
+            old = l2p_of(lpn, held, n_pre, U, plane_base, seg_bits, seg_row, l2p)
         if old >= 0:
             valid[old // ppb] -= 1
         p2l[r, wp] = lpn
@@ -300,10 +302,9 @@ def write_open(lpns: I64, held: I64, geo: I64, plane_base: I64, seg_row: I64,
         if row >= 0:
             l2p[row, lpn & ((1 << seg_bits) - 1)] = ppn
         else:
-            sparse[0, res[0]] = lpn
-            sparse[1, res[0]] = ppn
+            sparse[res[0]] = lpn
             res[0] += 1
-            if held[k] == -2 and not repeat:  # a new entry of the dict
+            if im_put(sp, sp_meta, lpn, ppn):  # a new entry of the dict
                 per_seg[si] += 1
                 if per_seg[si] >= dense_at:
                     res[1] = 1

@@ -19,13 +19,12 @@ written during the run (4 bytes a page), in a pool whose rows erased blocks give
 
 from __future__ import annotations
 
-from itertools import repeat
-
 import numpy as np
 import numpy.typing as npt
 
 from flash.config import FlashConfig
 from flash.ftl.blocks import ACTIVE, FULL, BlockManager
+from flash.intmap import IntMap, im_get_many, im_pop_range
 
 SEG_BITS = 12
 SEG = 1 << SEG_BITS
@@ -54,7 +53,7 @@ def stripe_planes(cfg: FlashConfig) -> I64:
 
 
 class SparseL2P:
-    """Logical-to-physical map: a closed form for the preconditioned range, a dict of
+    """Logical-to-physical map: a closed form for the preconditioned range, an ``IntMap`` of
     overrides where writes are sparse, and dense 4096-entry numpy segments where they
     are not (a segment is materialised once it holds 1/16 of its pages in the dict,
     the point where the array becomes the smaller of the two).
@@ -75,7 +74,9 @@ class SparseL2P:
         self.amap = amap
         self.segs: list[npt.NDArray[np.signedinteger] | None] = (
             [None] * ((amap.n_lpn + SEG - 1) // SEG))
-        self.sparse: dict[int, int] = {}
+        #: the overrides of pages of sparse segments (an ``IntMap``: a batch of
+        #: one-page writes updates it in its compiled call)
+        self.sparse = IntMap()
         self.sparse_per_seg = np.zeros(len(self.segs), dtype=np.int32)
         self.dense_segs = 0  # segments made dense so far
         self.seg_row = np.full(len(self.segs), -1, dtype=np.int64)
@@ -128,9 +129,10 @@ class SparseL2P:
                 part = out[a - lo:b - lo]
                 part[:] = self.amap.implicit_run(a, b)
                 if self.sparse_per_seg[si]:
-                    # the segment's dict entries among them (the loop runs in C)
-                    got = np.array(list(map(self.sparse.get, range(a, b), repeat(-2))),
-                                   dtype=np.int64)
+                    # the segment's dict entries among them
+                    got = np.empty(b - a, dtype=np.int64)
+                    im_get_many(self.sparse.table, self.sparse.meta,
+                                np.arange(a, b, dtype=np.int64), -2, got)
                     held = got != -2
                     part[held] = got[held]
             a = b
@@ -138,27 +140,26 @@ class SparseL2P:
 
     def held(self, lpns: list[int]) -> I64:
         """The dict's entry of each of ``lpns`` (-2: none), for ``kernels.l2p_of``."""
-        if not self.sparse:
-            return np.full(len(lpns), -2, dtype=np.int64)
-        return np.fromiter(map(self.sparse.get, lpns, repeat(-2)), dtype=np.int64,
-                           count=len(lpns))
+        out = np.full(len(lpns), -2, dtype=np.int64)
+        if self.sparse:
+            im_get_many(self.sparse.table, self.sparse.meta,
+                        np.array(lpns, dtype=np.int64), -2, out)
+        return out
 
     def arrays(self) -> tuple[I64, npt.NDArray[np.signedinteger]]:
         """What ``kernels.l2p_of`` reads: each segment's row (-1: not dense) and the
         rows (a view: use it before the pool grows)."""
         return self.seg_row, self.pool
 
-    def set_sparse(self, lpns: list[int], ppns: list[int], reached: bool) -> None:
-        """The end of ``set1`` of each of ``lpns`` (of segments not dense) in turn,
-        their dict counts ``sparse_per_seg`` already raised (``kernels.write_open``):
-        they go into the dict, and with ``reached`` each segment of theirs whose dict
-        reached ``DENSE_AT`` entries turns dense (taking them; ``set1`` would have
-        turned it dense at that entry and put the rest in its row: the same map)."""
-        self.sparse.update(zip(lpns, ppns, strict=True))  # a page set twice: its last
-        if reached:
-            segs = np.array(lpns, dtype=np.int64) >> SEG_BITS
-            for si in np.unique(segs[self.sparse_per_seg[segs] >= self.DENSE_AT]).tolist():
-                self._densify(si)
+    def densify_reached(self, lpns: I64) -> None:
+        """The end of ``set1`` of each of ``lpns`` (of segments not dense) in turn, once
+        they are in the dict and their dict counts ``sparse_per_seg`` raised
+        (``kernels.write_open``): each segment of theirs whose dict reached
+        ``DENSE_AT`` entries turns dense (taking them; ``set1`` would have turned it
+        dense at that entry and put the rest in its row: the same map)."""
+        segs = lpns >> SEG_BITS
+        for si in np.unique(segs[self.sparse_per_seg[segs] >= self.DENSE_AT]).tolist():
+            self._densify(si)
 
     def set1(self, lpn: int, ppn: int) -> None:
         si = lpn >> SEG_BITS
@@ -166,12 +167,12 @@ class SparseL2P:
         if seg is not None:
             seg[lpn & (SEG - 1)] = ppn
             return
-        if lpn not in self.sparse:
-            self.sparse_per_seg[si] += 1
-            if self.sparse_per_seg[si] >= self.DENSE_AT:
-                self._densify(si)[lpn & (SEG - 1)] = ppn
-                return
-        self.sparse[lpn] = ppn
+        if self.sparse.put(lpn, ppn):
+            # a new entry: at DENSE_AT of them the segment turns dense, taking them all
+            n = self.sparse_per_seg.item(si) + 1
+            self.sparse_per_seg[si] = n
+            if n >= self.DENSE_AT:
+                self._densify(si)
 
     def set(self, lpns: I64, ppns: I64 | int) -> None:
         vals = np.broadcast_to(np.asarray(ppns, dtype=np.int64), lpns.shape)
@@ -254,7 +255,7 @@ class SparseL2P:
             if self.segs[si] is None and b - a < self.DENSE_AT:
                 sp = self.sparse
                 before = len(sp)
-                sp.update(zip(range(a, b), part.tolist(), strict=True))
+                sp.update(np.arange(a, b, dtype=np.int64), part)
                 count = int(self.sparse_per_seg[si]) + len(sp) - before
                 if count >= self.DENSE_AT:
                     self._densify(si)  # takes the segment's entries, these with them
@@ -274,7 +275,7 @@ class SparseL2P:
         if seg is None and lpns.size < self.DENSE_AT // 4:
             sp = self.sparse
             before = len(sp)
-            sp.update(zip(lpns.tolist(), vals.tolist(), strict=True))
+            sp.update(lpns, vals)
             added = len(sp) - before
             if added:
                 count = int(self.sparse_per_seg[si]) + added
@@ -303,10 +304,10 @@ class SparseL2P:
                 seg[hi - lo:] = -1  # past the last logical page, in a short last segment
             self.seg_row[si] = row
             if self.sparse_per_seg[si]:
-                # the segment's dict entries leave the dict (the loop runs in C)
-                got = list(map(self.sparse.pop, range(lo, hi), repeat(-2)))
+                # the segment's dict entries leave the dict
+                vals = np.empty(hi - lo, dtype=np.int64)
+                im_pop_range(self.sparse.table, self.sparse.meta, lo, hi, -2, vals)
                 if not whole:
-                    vals = np.array(got, dtype=np.int64)
                     held = vals != -2
                     seg[:hi - lo][held] = vals[held]
                 self.sparse_per_seg[si] = 0

@@ -10,6 +10,7 @@ from collections import OrderedDict, deque
 from typing import Any
 from unittest.mock import patch
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -88,7 +89,7 @@ class PageMap:
         return "cache" if lpn in self.lru else ""
 
 
-step = st.tuples(st.sampled_from(["write", "write", "read", "fill", "holds"]),
+step = st.tuples(st.sampled_from(["write", "write", "read", "fill", "holds", "ones"]),
                  st.integers(0, SPAN - 1), st.integers(1, 8), st.integers(0, 300),
                  st.integers(0, 400))
 
@@ -133,6 +134,20 @@ def _drive(steps: list[tuple[str, int, int, int, int]]) -> None:
         elif kind == "read":
             got, want = runs.held_runs(lpns, now), _runs_of(pages.split_read(lpns, now),
                                                              lpns.start)
+        elif kind == "ones":
+            # a batch of one-page writes (``flash.pages``): those the buffer takes
+            # without waiting, pages ``lo``, ``lo + 7``, ... (mod the span), buffered at
+            # once; a page's program ends ``prog`` + 1 + its index ps later (after
+            # ``now``, as a program does)
+            runs.release_until(now)
+            ps = [(lo + 7 * i) % SPAN for i in range(n)]
+            ps = ps[:max(0, min(n, WRITE_PAGES - runs.used_pages))]
+            for i, p in enumerate(ps):
+                assert pages.admit(1, now) == now
+                pages.buffered(range(p, p + 1), now + prog + 1 + i)
+            runs.buffered_pages(np.array(ps, dtype=np.int64),
+                                np.arange(len(ps), dtype=np.int64) + now + prog + 1)
+            got = want = None
         elif kind == "fill":
             runs.filled(list(lpns))
             pages.filled(list(lpns))
@@ -142,6 +157,12 @@ def _drive(steps: list[tuple[str, int, int, int, int]]) -> None:
             want = [pages.holds(p, now) for p in lpns]
         assert got == want
         assert runs.used_pages == pages.used
+        assert runs.writes() == [(e, r.start, r.stop) for e, r in pages.fifo]
+        # the one-page writes' map and the runs hold the page map's pages, no others
+        held = runs._one.as_dict()
+        for a, b, e in zip(runs._lo, runs._hi, runs._end, strict=True):
+            held.update(dict.fromkeys(range(a, b), e))
+        assert held == pages.b
         assert [runs.write_hits, runs.write_waits, runs.buffer_read_hits,
                 runs.cache_read_hits] == pages.hits
         assert list(runs._lru) == list(pages.lru)

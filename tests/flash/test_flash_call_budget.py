@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from flash import PRESETS, FlashTarget
+from flash.target import compile_kernels
 from tmhw.sim import Op, Pattern, Transfer
 from tmhw.sim.env import Environment
 
@@ -91,7 +92,6 @@ def _warm() -> None:
     cache, a few thousand Python calls of numba's own), on devices of their own: every
     kernel ``make`` compiles, so that a test run alone counts what it would in the
     suite."""
-    from flash.target import compile_kernels
 
     compile_kernels()
 
@@ -200,7 +200,8 @@ def test_ftl_write_of_a_chunk_by_its_bounds() -> None:
     stripe unit of a RAID-0 array, few enough to go into a sparse L2P segment's dict).
     Counting the call that keeps the result: by ``write`` 32 pages made 28 Python and 76
     C calls, 32 of them dict look-ups of the old copies, one per page (now a C loop: 28
-    and 45); by bounds 36 and 47 (513 pages), 21 and 31 (512, 128), 24 and 39 (32)."""
+    and 45); by bounds 36 and 47 (513 pages), 21 and 31 (512, 128), 24 and 39 (32),
+    and 23 and 34 with the dict an ``IntMap`` its entries go into in one kernel call."""
     import numpy as np
 
     from flash.ftl import FTL
@@ -208,7 +209,7 @@ def test_ftl_write_of_a_chunk_by_its_bounds() -> None:
     _warm()
     ftl = FTL(PRESETS["990pro"])
     ftl.precondition(0.01)
-    budget = {513: (36, 47), 512: (21, 31), 128: (21, 31), 32: (24, 39)}
+    budget = {513: (36, 47), 512: (21, 31), 128: (21, 31), 32: (23, 34)}
     for k, n in enumerate([513, 512, 128, 32] * 2):
         lo = 600 + 4096 * 5 * k
         ftl.write(np.arange(lo, lo + n, dtype=np.int64))
@@ -305,14 +306,17 @@ def test_page_batch_costs_calls_per_batch_not_per_command() -> None:
     commands or 64; a write batch six more for each block its FTL opens or P2L row it
     makes (``FTL.write_many`` restarts its kernel after each). Command by command
     (``Ssd.read``, ``Ssd.write``), 64 such reads cost about 1,740 calls and 64 writes
-    2,000 to 2,400."""
+    2,000 to 2,400. With the L2P's dict and the write buffer's map looked up in Python
+    a batch cost up to 36 calls and 48; with them ``IntMap``s the kernels update, 28
+    and 35."""
     _warm()
     cfg = PRESETS["990pro"]
     dev = FlashTarget(Environment(), "flash", None, cfg, model="fast", precondition=0.9,
                       seed=0)
     rng = np.random.default_rng(1)
     page = cfg.page_size
-    for op in (Op.READ, Op.WRITE):  # the batch kernels loaded
+    # the batch kernels loaded (the last read's: its pages are in the write buffer)
+    for op in (Op.READ, Op.WRITE, Op.READ):
         dev.transport_many(op, [0, page], page, Pattern.RANDOM, 0)
     t = 10**9
     for k in range(24):
@@ -322,9 +326,9 @@ def test_page_batch_costs_calls_per_batch_not_per_command() -> None:
             calls = _count_calls(lambda op=op, a=a, t=t: dev.transport_many(
                 op, a, page, Pattern.RANDOM, t))
             if op is Op.READ:
-                assert sum(calls.values()) <= 36, calls.most_common(12)
+                assert sum(calls.values()) <= 28, calls.most_common(12)
             else:
                 restarts = calls["write_open"] - 1
-                assert sum(calls.values()) - 6 * restarts <= 48, calls.most_common(12)
+                assert sum(calls.values()) - 6 * restarts <= 35, calls.most_common(12)
                 assert calls["Ssd.write"] == 0  # no command left to the per-command path
         t += 10**9  # the batch is complete: no NVMe queue or buffer wait

@@ -1,7 +1,7 @@
 """The flash package's layers import downward only: no cycle, and no layer reaches up to
 the one that owns it (host side first: target, the event-driven reads of a device
 (convoy) and the batches of one-page commands (pages), ssd, then cache and host, the
-timing models, the FTL and the scheduler, phy, lanes)."""
+timing models, the FTL and the scheduler, phy, lanes and the sparse tables (intmap))."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ ROOT = Path(flash.__file__).parent
 RANK = {"target": 10, "batch": 11, "bench": 11, "cli": 12, "mqsim": 1, "convoy": 9,
         "pages": 9,
         "ssd": 8, "cache": 6, "host": 6, "fast": 4, "detailed": 4, "ftl": 3,
-        "scheduler": 3, "phy": 2, "lanes": 1, "config": 0}
+        "scheduler": 3, "phy": 2, "lanes": 1, "intmap": 1, "config": 0}
 
 
 def _imports() -> dict[str, set[str]]:

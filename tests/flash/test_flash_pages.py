@@ -53,7 +53,7 @@ def _state(d: Ssd) -> dict[str, Any]:
                                      ftl.blocks.host_blk, ftl.blocks.host_wp)]
         + [list(ftl.free_count), sorted(ftl.low_planes), ftl.seq, ftl.host_pages,
            ftl.mapping.p2l(0).tolist()],
-        "cache": (list(cache._fifo), cache.used_pages, sorted(cache._one.items()),
+        "cache": (cache.writes(), cache.used_pages, sorted(cache._one.items()),
                   list(cache._lru), dict(cache._lru_blocks), cache._lo, cache._end,
                   cache.write_hits, cache.write_waits, cache.buffer_read_hits,
                   cache.cache_read_hits),
