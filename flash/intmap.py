@@ -4,15 +4,16 @@ kernels (``tmhw.sim.jit``) read and update in place: the controller's sparse tab
 updates them in its compiled call instead of one dict operation per page.
 
 Open addressing with linear probing (Knuth, TAOCP vol. 3, 6.4: algorithm L to insert,
-algorithm R to delete): row ``i`` of ``table`` is a (key + 1, value) pair, or ``EMPTY``
-in the key column (zero, so a new table is the operating system's zeroed pages: the
-L2P's grows to tens of MB, which ``np.full`` would write through). A deletion moves the
-later keys of its probe run back into the hole, so no deleted-key marks accumulate and
-a table of stable size (the write buffer's) is never rebuilt. The table stays at most
-half full, so a probe ends after a couple of rows; it doubles (rehashed) as it fills.
-The Python methods here and the kernels probe alike (``_slot`` is the one hash), so
-either may change the map between the other's calls. Iteration order is the table's,
-not insertion order: no user of these maps reads an order.
+algorithm R to delete, ``im_remove``): row ``i`` of ``table`` is a (key + 1, value)
+pair, or ``EMPTY`` in the key column (zero, so a new table is the operating system's
+zeroed pages: the L2P's grows to tens of MB, which ``np.full`` would write through).
+A deletion moves the later keys of its probe run back into the hole, so no deleted-key
+marks accumulate and a table of stable size (the write buffer's) is never rebuilt.
+The table stays at most half full, so a probe ends after a couple of rows; it doubles
+(rehashed) as it fills. The Python methods here and the kernels probe alike (``_slot``
+and ``im_slot`` are one hash), so either may change the map between the other's
+calls; a deletion is always the kernel's. Iteration order is the table's, not
+insertion order: no user of these maps reads an order.
 """
 
 from __future__ import annotations
@@ -81,7 +82,7 @@ class IntMap:
         if i < 0:
             return default
         v: int = self.table.item(i, 1)
-        _remove(self.table, self.meta, i)
+        im_remove(self.table, self.meta, i)
         return v
 
     def __delitem__(self, key: int) -> None:
@@ -109,7 +110,7 @@ class IntMap:
         """Delete ``key`` if it is there and ``gone`` of its value holds, in one probe."""
         i = self._find(key)
         if i >= 0 and gone(self.table.item(i, 1)):
-            _remove(self.table, self.meta, i)
+            im_remove(self.table, self.meta, i)
 
     def update(self, keys: I64, values: npt.NDArray[np.signedinteger]) -> None:
         """``self[k] = v`` for each pair in turn."""
@@ -143,26 +144,6 @@ class IntMap:
                     np.ascontiguousarray(keep[:, 1]))
 
 
-def _remove(table: I64, meta: I64, i: int) -> None:
-    """Free row ``i``, the later keys of its probe run moved back (algorithm R)."""
-    mask = meta.item(MASK)
-    meta[LIVE] -= 1
-    while True:
-        table[i, 0] = EMPTY
-        j = i
-        while True:
-            j = (j + 1) & mask
-            k = table.item(j, 0)
-            if k == EMPTY:
-                return
-            r = _slot(k - 1, mask)
-            # a key whose first row is cyclically in (i, j] stays; another moves to i
-            if not ((i < r <= j) if i <= j else (i < r or r <= j)):
-                break
-        table[i] = table[j]
-        i = j
-
-
 @njit_noref
 def im_slot(key: int, mask: int) -> int:
     """``_slot`` compiled."""
@@ -193,12 +174,19 @@ def im_get(table: I64, meta: I64, key: int, default: int) -> int:
 
 @njit_noref
 def im_pop(table: I64, meta: I64, key: int, default: int) -> int:
-    """Delete ``key`` (``_remove``); its value, or ``default`` if it was not there."""
-    mask = meta[MASK]
-    i = im_find(table, mask, key)
+    """Delete ``key`` (``im_remove``); its value, or ``default`` if it was not there."""
+    i = im_find(table, meta[MASK], key)
     if i < 0:
         return default
     v = int(table[i, 1])
+    im_remove(table, meta, i)
+    return v
+
+
+@njit_noref
+def im_remove(table: I64, meta: I64, i: int) -> None:
+    """Free row ``i``, the later keys of its probe run moved back (algorithm R)."""
+    mask = meta[MASK]
     meta[LIVE] -= 1
     while True:
         table[i, 0] = EMPTY
@@ -207,7 +195,8 @@ def im_pop(table: I64, meta: I64, key: int, default: int) -> int:
             j = (j + 1) & mask
             k = table[j, 0]
             if k == EMPTY:
-                return v
+                return
+            # a key whose first row is cyclically in (i, j] stays; another moves to i
             r = im_slot(k - 1, mask)
             if not ((i < r <= j) if i <= j else (i < r or r <= j)):
                 break

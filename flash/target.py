@@ -402,6 +402,8 @@ def compile_kernels() -> None:
     got = np.empty(2, dtype=np.int64)
     im_get_many(imap.table, imap.meta, np.arange(2, dtype=np.int64), -2, got)
     im_pop_range(imap.table, imap.meta, 0, 2, -2, got)
+    imap[0] = 0
+    imap.pop(0)  # (``im_remove`` called from Python)
     one = np.zeros(1, dtype=np.int64)
     place_long(0, 1, 1, 1, one, one, one, one, one, one, one,
                np.full((1, 1), -1, dtype=dev.ftl.mapping.lpn_dtype), np.zeros(1, dtype=np.int64))
