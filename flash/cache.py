@@ -35,7 +35,7 @@ I64 = npt.NDArray[np.int64]
 #: ``DataCache._fmeta``: the ring's first row, its writes, their pages
 HEAD, COUNT, USED = range(3)
 
-#: log2 of the pages per block of the read cache's counts (``DataCache._lru_blocks``)
+#: log2 of the pages per block of the read cache's sets (``DataCache._lru_blocks``)
 _LRU_BITS = 9
 
 
@@ -61,10 +61,10 @@ class DataCache:
         #: random small-write stream insert into and delete from long lists)
         self._one = IntMap()
         self._lru: OrderedDict[int, None] = OrderedDict()
-        #: per block of ``2 ** _LRU_BITS`` pages, how many of its pages the read cache holds
-        #: (none: not a key), so that a read or write of pages it holds none of is
-        #: answered without a lookup per page
-        self._lru_blocks: dict[int, int] = {}
+        #: per block of ``2 ** _LRU_BITS`` pages, the pages of it the read cache holds
+        #: (none: not a key), so that a read or write looks up the few it holds of its
+        #: blocks, not each of its pages
+        self._lru_blocks: dict[int, set[int]] = {}
         self.write_hits = 0       # pages acknowledged from the buffer
         self.write_waits = 0      # writes that waited for buffer space
         self.buffer_read_hits = 0  # pages read from the write buffer
@@ -283,22 +283,27 @@ class DataCache:
         return any(k in blocks for k in range(lpns.start >> _LRU_BITS,
                                               ((lpns.stop - 1) >> _LRU_BITS) + 1))
 
+    def _cached(self, lpns: range) -> list[int]:
+        """The pages of ``lpns`` the read cache holds, in no order: those of their
+        blocks' sets within ``lpns``."""
+        blocks = self._lru_blocks
+        lo, hi = lpns.start, lpns.stop
+        return [p for k in range(lo >> _LRU_BITS, ((hi - 1) >> _LRU_BITS) + 1)
+                for p in blocks.get(k, ()) if lo <= p < hi]
+
     def _lru_gone(self, lpn: int) -> None:
-        """``lpn`` left the read cache: one fewer in its block."""
+        """``lpn`` left the read cache: out of its block's set."""
         k = lpn >> _LRU_BITS
-        n = self._lru_blocks[k] - 1
-        if n:
-            self._lru_blocks[k] = n
-        else:
+        pages = self._lru_blocks[k]
+        pages.discard(lpn)
+        if not pages:
             del self._lru_blocks[k]
 
     def invalidate(self, lpns: range) -> None:
         """Drop the read-cache copies of ``lpns`` (they were rewritten or trimmed)."""
         lru = self._lru
         if lru and self._cached_in(lpns):
-            # membership tests in C, over the smaller of the two
-            dead = [k for k in lru if k in lpns] if len(lru) < len(lpns) else lru.keys() & lpns
-            for lpn in dead:
+            for lpn in self._cached(lpns):
                 del lru[lpn]
                 self._lru_gone(lpn)
 
@@ -324,7 +329,7 @@ class DataCache:
         if self._one:
             held.sort()  # (one-page writes come first)
         if lru and self._cached_in(lpns):
-            hits = lru.keys() & lpns
+            hits = self._cached(lpns)
             if hits:
                 starts = [a for a, _ in held]
                 ones: list[tuple[int, int]] = []
@@ -360,7 +365,11 @@ class DataCache:
             else:
                 lru[lpn] = None
                 k = lpn >> _LRU_BITS
-                blocks[k] = blocks.get(k, 0) + 1
+                pages = blocks.get(k)
+                if pages is None:
+                    blocks[k] = {lpn}
+                else:
+                    pages.add(lpn)
         while len(lru) > cap:
             self._lru_gone(lru.popitem(last=False)[0])
 

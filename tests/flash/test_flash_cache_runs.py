@@ -166,9 +166,9 @@ def _drive(steps: list[tuple[str, int, int, int, int]]) -> None:
         assert [runs.write_hits, runs.write_waits, runs.buffer_read_hits,
                 runs.cache_read_hits] == pages.hits
         assert list(runs._lru) == list(pages.lru)
-        blocks: dict[int, int] = {}
+        blocks: dict[int, set[int]] = {}
         for k in runs._lru:
-            blocks[k >> cache_mod._LRU_BITS] = blocks.get(k >> cache_mod._LRU_BITS, 0) + 1
+            blocks.setdefault(k >> cache_mod._LRU_BITS, set()).add(k)
         assert runs._lru_blocks == blocks
         # the runs are disjoint, in page order, and none is empty
         assert all(a < b for a, b in zip(runs._lo, runs._hi, strict=True))
