@@ -93,18 +93,23 @@ class IntMap:
         self.put(key, value)
 
     def put(self, key: int, value: int) -> bool:
-        """``self[key] = value`` in one probe; whether ``key`` is new."""
-        self.reserve(1)
-        i = self._find(key)
+        """``self[key] = value`` in one probe (two when the table must grow first);
+        whether ``key`` is new."""
         t = self.table
-        if i < 0:
-            i = -1 - i
-            t[i, 0] = key + 1
+        i = self._find(key)
+        if i >= 0:
             t[i, 1] = value
-            self.meta[LIVE] += 1
-            return True
+            return False
+        live = self.meta.item(LIVE)
+        if 2 * (live + 1) > t.shape[0]:
+            self.reserve(1)
+            t = self.table
+            i = self._find(key)
+        i = -1 - i
+        t[i, 0] = key + 1
         t[i, 1] = value
-        return False
+        self.meta[LIVE] = live + 1
+        return True
 
     def pop_if(self, key: int, gone: Callable[[int], bool]) -> None:
         """Delete ``key`` if it is there and ``gone`` of its value holds, in one probe."""
