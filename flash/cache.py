@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterable
 import numpy as np
 import numpy.typing as npt
 
-from flash.intmap import IntMap, im_get, im_pop, im_put
+from flash.intmap import MASK, IntMap, im_find, im_put, im_remove
 from tmhw.sim.jit import njit_noref
 
 I64 = npt.NDArray[np.int64]
@@ -406,9 +406,9 @@ def release_ones(fifo: I64, fmeta: I64, one: I64, one_meta: I64, t: int) -> bool
         h = (h + 1) & wrap
         fmeta[COUNT] -= 1
         fmeta[USED] -= 1
-        e = im_get(one, one_meta, lo, -1)
-        if e != -1 and e <= end:
-            im_pop(one, one_meta, lo, -1)
+        i = im_find(one, one_meta[MASK], lo)
+        if i >= 0 and one[i, 1] <= end:
+            im_remove(one, one_meta, i)
     fmeta[HEAD] = h
     return stopped
 
@@ -436,9 +436,9 @@ def held_ones(lpns: I64, now: int, one: I64, one_meta: I64) -> int:
     ``one_meta``: an ``IntMap``): the first of ``lpns`` whose buffered copy's program
     ends after ``now`` (``lpns.size``: none); the ended copies before it leave."""
     for j in range(lpns.size):
-        e = im_get(one, one_meta, lpns[j], -1)
-        if e != -1:
-            if e > now:
+        i = im_find(one, one_meta[MASK], lpns[j])
+        if i >= 0:
+            if one[i, 1] > now:
                 return j
-            im_pop(one, one_meta, lpns[j], -1)
+            im_remove(one, one_meta, i)
     return lpns.size

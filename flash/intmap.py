@@ -10,8 +10,8 @@ zeroed pages: the L2P's grows to tens of MB, which ``np.full`` would write throu
 A deletion moves the later keys of its probe run back into the hole, so no deleted-key
 marks accumulate and a table of stable size (the write buffer's) is never rebuilt.
 The table stays at most half full, so a probe ends after a couple of rows; it doubles
-(rehashed) as it fills. The Python methods here and the kernels probe alike (``_slot``
-and ``im_slot`` are one hash), so either may change the map between the other's
+(rehashed) as it fills. The Python methods here and the kernels probe alike (``_find``
+writes ``im_slot``'s hash inline), so either may change the map between the other's
 calls; a deletion is always the kernel's. Iteration order is the table's, not
 insertion order: no user of these maps reads an order.
 """
@@ -35,11 +35,6 @@ LIVE, MASK = range(2)
 _MUL = 0x9E3779B1
 
 
-def _slot(key: int, mask: int) -> int:
-    """The first row ``key`` probes."""
-    return ((((key & 0x7FFFFFFF) * _MUL) >> 16) ^ (key >> 31)) & mask
-
-
 class IntMap:
     """Non-negative int keys to int values (module docstring): ``get``, ``pop``,
     item assignment and deletion, ``in``, ``len`` as a dict's; ``table`` and ``meta``
@@ -59,7 +54,8 @@ class IntMap:
         """The row holding ``key``, or the free row that ends its probe run (-1 - row)."""
         t = self.table
         mask = t.shape[0] - 1
-        # (``_slot`` inline: this is the per-command path's one probe)
+        # (``im_slot`` inline: this is the per-command path's one probe, and a
+        # kernel's dispatch would cost more than the hash)
         i = ((((key & 0x7FFFFFFF) * _MUL) >> 16) ^ (key >> 31)) & mask
         key += 1
         k = t.item(i, 0)
@@ -151,7 +147,7 @@ class IntMap:
 
 @njit_noref
 def im_slot(key: int, mask: int) -> int:
-    """``_slot`` compiled."""
+    """The first row ``key`` probes (Fibonacci hashing)."""
     return ((((key & 0x7FFFFFFF) * _MUL) >> 16) ^ (key >> 31)) & mask
 
 
