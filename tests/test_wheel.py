@@ -79,6 +79,7 @@ def _dependency_folders(wheel: Path) -> list[str]:
     return folders
 
 
+@pytest.mark.long
 def test_the_wheel_installs_whole_and_runs_a_scenario_outside_the_checkout(
         tmp_path: Path) -> None:
     st = importlib.metadata.version("setuptools")
