@@ -12,14 +12,15 @@ checkout, are not run). The wheel is built without build isolation (nothing down
 from a copy of the checkout, so that no ``build/`` left by an earlier build adds files
 the package list would leave out, and nothing is written into the checkout.
 
-The quick stand-ins take about a minute of CPU, and a fresh environment compiles the
+The quick stand-ins take over a minute of CPU, and a fresh environment compiles the
 kernels cold (about 16 s), so the study runs on one of its quick models with a tiny
-workload set through ``--set``, as a user can, in one process: the same study code, the
-same command line, a seventh of the points, seconds per point.
+workload set through ``--set``, as a user can, in one process: the same study code and
+command line, a third of the points, under a second each.
 """
 
 from __future__ import annotations
 
+import csv
 import importlib.metadata
 import os
 import re
@@ -41,9 +42,11 @@ NOT_BUILT = shutil.ignore_patterns(".git", ".venv", "build", "dist", "*.egg-info
 #: the tiny workload of the scenario run (tests/test_studies.py's stand-in, at batch 1)
 TINY = ("workload.model=resnet18", "workload.batch=1", "workload.optimizer=sgd",
         "workload.page_size=1048576")
-#: printed by the environment's Python: where the project's packages come from
+#: run by the environment's Python: the file each of ``MODULES`` is imported from, then
+#: every folder on its path that holds a ``tmhw`` package
+MODULES = ("tmhw", "npu", "dram", "flash", "tmhw.studies", "tmhw.scenarios")
 WHERE = ("import os, sys, importlib\n"
-         "for m in ('tmhw', 'npu', 'dram', 'flash', 'tmhw.studies', 'tmhw.scenarios'):\n"
+         f"for m in {MODULES}:\n"
          "    print(importlib.import_module(m).__file__)\n"
          "print('\\n'.join(p for p in sys.path\n"
          "                 if os.path.isfile(os.path.join(p, 'tmhw', '__init__.py'))))\n")
@@ -111,8 +114,9 @@ def test_the_wheel_installs_whole_and_runs_a_scenario_outside_the_checkout(
     run = tmp_path / "elsewhere"
     run.mkdir()
     where = _run([str(py), "-c", WHERE], cwd=run, env=env).stdout.splitlines()
-    assert all(Path(f).is_relative_to(site) for f in where[:-1]), where
-    assert where[-1:] == [str(site)], where
+    files, paths = where[:len(MODULES)], where[len(MODULES):]
+    assert all(Path(f).is_relative_to(site) for f in files), files
+    assert paths == [str(site)], paths   # the only folder on the path with a tmhw
     # -- the two commands ----------------------------------------------------------------
     listed = _run([str(tmhw), "scenario", "--list"], cwd=run, env=env).stdout.split()
     assert listed == sorted(f.stem for f in (ROOT / "tmhw" / "scenarios").glob("*.py")
@@ -124,8 +128,12 @@ def test_the_wheel_installs_whole_and_runs_a_scenario_outside_the_checkout(
     assert r.stdout.startswith("# Paper headline") and "| tm-training |" in r.stdout
     for f in ("summary.md", "summary.csv", "report.json", "memory_cost.png"):
         assert (out / f).is_file(), f
-    rows = (out / "summary.csv").read_text().splitlines()[1:]
-    assert len(rows) == 14 and sum(",ok," in row for row in rows) >= 10, rows
+    with (out / "summary.csv").open() as fh:
+        rows = list(csv.DictReader(fh))
+    # every policy, demand paging without frees, and TM-Training and the four prior
+    # systems on 4 SSDs; FlashNeuron keeps its weights in HBM and cannot fit 12.5%
+    assert len(rows) == 8 + 1 + 5
+    assert {row["status"] for row in rows if row["policy"] != "flashneuron"} == {"ok"}
     # the kernels were compiled into the user's cache directory, not into the package
     (version,) = (tmp_path / "cache" / "tmhw" / "numba").glob("tmhw-*")
     assert any(version.rglob("*.nbi")) and not any(venv.rglob("*.nbi"))
