@@ -20,8 +20,9 @@ $(DEVSTAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install -q -e '.[dev,cluster]'
 	touch $(STAMP) $@
 
-# Compiled kernels (numba) go into their on-disk cache once, before any run needs them:
-# a cold compile takes several seconds, a cached load a fraction of one.
+# Compiled kernels (numba) go into their on-disk cache (in the user's cache directory:
+# tmhw/sim/jit.py) once, before any run needs them: a cold compile takes several
+# seconds, a cached load a fraction of one.
 KERNELS := $(BIN)/python -c "import tmhw.system; tmhw.system.compile_kernels()"
 
 run: $(STAMP)

@@ -1,5 +1,5 @@
 """Shared fixtures for the system-level tests: ``tmhw`` runs the command line in-process
-and returns its exit status with what it printed."""
+and returns its exit status with what it printed. Tests marked ``long`` run first."""
 
 from __future__ import annotations
 
@@ -7,6 +7,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import pytest
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests marked ``long`` (tens of seconds in one process) first, the others in their
+    order: with two workers, the first starts on them while the second runs the rest,
+    instead of one worker running them alone once the rest is done."""
+    items.sort(key=lambda item: item.get_closest_marker("long") is None)
 
 
 @dataclass(frozen=True)

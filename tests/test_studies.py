@@ -136,16 +136,25 @@ def test_a_study_is_the_same_on_a_machine_loaded_by_a_cpu_hog(
         (tmp_path / "b" / "summary.md").read_text()
 
 
-def test_every_scenario_script_is_listed_and_runs_directly() -> None:
+def test_every_scenario_ships_in_the_package_and_runs_from_a_checkout() -> None:
+    """The studies are the modules of ``tmhw.scenarios`` (a wheel ships them); a
+    checkout's scenarios/NAME.py is one runner per study, of the same name, with the
+    options of ``tmhw scenario``, from any working directory."""
     assert studies.available() == sorted(SCENARIOS)
+    assert sorted(p.stem for p in (ROOT / "scenarios").glob("*.py")) == sorted(SCENARIOS)
     r = subprocess.run([sys.executable, str(ROOT / "scenarios" / "timeline.py"), "--help"],
                        capture_output=True, text=True, cwd="/", timeout=60)
     assert r.returncode == 0 and "--quick" in r.stdout and "--point-timeout" not in r.stdout
+    assert r.stdout.startswith("usage: scenarios/timeline.py")
 
 
-def test_unknown_scenario_is_a_one_line_error() -> None:
+def test_unknown_scenario_is_a_one_line_error(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(TmhwError, match="unknown"):
         _scenario(["no_such_study", "--quick"])
+    # a runner whose name is no scenario: one line, status 2, before any option is read
+    assert studies.script_main("scenarios/no_such_study.py", ["--quick"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "'no_such_study' is unknown; one of ablation" in err
 
 
 @pytest.mark.usefixtures("tiny_quick")

@@ -1,4 +1,5 @@
-"""Lower bounds on inter-tier traffic and iteration time (``tmhw.placement.bounds``).
+"""The lower bound on inter-tier traffic (``tmhw.placement.bounds.traffic_bound``) and the
+LP it solves; the time bound and the bounds a run reports are in test_bounds_time.py.
 
 The traffic bound is checked against brute force on tiny hand-built iterations: every
 integral choice of pages evicted per gap, each op's occupancy against the capacity, and
@@ -12,9 +13,7 @@ must give 0 bytes at the footprint and never more at a larger capacity."""
 from __future__ import annotations
 
 import itertools
-import json
 import math
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -22,18 +21,9 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from tmhw.config import PAPER, with_overrides
 from tmhw.placement.base import PlanContext
-from tmhw.placement.bounds import (
-    TrafficBound,
-    ratios,
-    time_bound_ps,
-    traffic_bound,
-    write_epochs,
-)
+from tmhw.placement.bounds import TrafficBound, traffic_bound, write_epochs
 from tmhw.placement.gaps import GapPlan
-from tmhw.sim.units import S
-from tmhw.system import System
 from tmhw.workload.graph import Kind, Op, Phase, Tensor, Workload
 from tmhw.workload.zoo import build
 
@@ -339,186 +329,6 @@ def test_real_model_plan_fits_every_op_and_costs_what_it_reports(
         sel = (epoch == e) & ~pure
         assert b.written_pages[sel].sum() == b.evicted_pages[sel].max(initial=0)
     assert b.total_bytes == pytest.approx(b.relaxed_bytes)
-
-
-# -- the time bound -----------------------------------------------------------------------
-def test_time_bound_is_the_largest_of_compute_link_and_flash() -> None:
-    gb = 10**9
-    # link: 2 GB at 1 GB/s = 2 s
-    assert time_bound_ps(1 * S, 2 * gb, 0, 1e9, 0) == 2 * S
-    assert time_bound_ps(3 * S, 2 * gb, 0, 1e9, 0) == 3 * S
-    assert time_bound_ps(1 * S, 2 * gb, 0, 1e9, 5 * S) == 5 * S
-    assert time_bound_ps(0, 0, 0, 1e9, 0) == 0
-
-
-def test_link_is_full_duplex_so_only_the_busier_direction_counts() -> None:
-    gb = 10**9
-    assert time_bound_ps(0, 3 * gb, 3 * gb, 1e9, 0) == 3 * S
-    assert time_bound_ps(0, 1 * gb, 4 * gb, 1e9, 0) == 4 * S
-
-
-def test_link_time_rounds_up_to_a_whole_ps() -> None:
-    # 1 byte at 3 bytes/s is 333,333,333,333.33 ps
-    assert time_bound_ps(0, 1, 0, 3.0, 0) == S // 3 + 1
-    with pytest.raises(ValueError):
-        time_bound_ps(0, 1, 0, 0.0, 0)
-    with pytest.raises(ValueError):
-        time_bound_ps(-1, 0, 0, 1e9, 0)
-
-
-def test_ratios_divide_by_the_bound_and_stay_json_safe_when_it_is_zero() -> None:
-    assert ratios(300, 50, 100, 25) == {"traffic_ratio": 3.0, "time_ratio": 2.0}
-    assert ratios(0, 10, 0, 10) == {"traffic_ratio": 1.0, "time_ratio": 1.0}
-    r = ratios(5, 0, 0, 0)
-    assert r == {"traffic_ratio": None, "time_ratio": 1.0}
-    assert json.loads(json.dumps(r)) == r
-
-
-def test_bound_command_prints_the_report_bounds_of_the_same_config(
-        tmhw: Callable[..., Any]) -> None:
-    """``tmhw bound`` gives the figures a run's report carries under ``bounds``: on the
-    quick preset at 12.5%, 3428.6 MiB per iteration (the LP's minimum), and the largest
-    of the NPU's time alone, the link's, the flash device's batch time for it and the
-    phase bound."""
-    from tmhw import config as C
-    from tmhw.system import System
-
-    res = tmhw("bound", "--preset", "quick", "--hbm-ratio", "0.125", "--json")
-    assert res.rc == 0, res.err
-    b = json.loads(res.out)
-    sysm = System(C.with_overrides(C.QUICK, ["policy.hbm_ratio=0.125"]))
-    assert b == sysm.bounds()
-    assert b["traffic_bytes"] == 3595108352          # 3428.6 MiB
-    assert b["iteration_time_ps"] == max(b["npu_ps"], b["link_ps"], b["flash_ps"],
-                                         b["phase_ps"])
-    assert b["npu_ps"] >= b["compute_ps"]
-    bad = tmhw("bound", "--preset", "quick", "--hbm-ratio", "2")
-    assert bad.rc == 2 and len(bad.err.strip().splitlines()) == 1
-    assert "policy.hbm_ratio" in bad.err
-
-
-def test_a_preference_picks_among_the_cheapest_plans_without_moving_more() -> None:
-    """``prefer`` breaks ties among the fewest-bytes plans only: the traffic is the same
-    with any preference, and the preferred (long) gaps carry more of the evicted pages."""
-    from tmhw import config as C
-    from tmhw.system import System
-
-    s = System(C.with_overrides(C.QUICK, ["policy.hbm_ratio=0.25",
-                                          'policy.name="demand"']))
-    gp = GapPlan(s.ctx)
-    plain = traffic_bound(gp, s.capacity_pages)
-    span = (gp.start2[gp.gb] - gp.end2[gp.ga]).astype(np.float64)
-    long = traffic_bound(gp, s.capacity_pages, prefer=span)
-    short = traffic_bound(gp, s.capacity_pages, prefer=-span)
-    assert plain.total_bytes == long.total_bytes == short.total_bytes
-    assert float(span @ long.evicted_pages) > float(span @ short.evicted_pages)
-
-
-def test_bounds_do_not_depend_on_the_policy_or_on_which_ran_first() -> None:
-    """The same machine, workload and capacity give the same bounds under every policy,
-    computed afresh or from the process's cache."""
-    from tmhw import config as C
-    from tmhw import lower_bounds
-    from tmhw.system import System
-
-    def fresh(policy: str) -> dict[str, Any]:
-        lower_bounds.MEMO.clear()
-        return System(C.with_overrides(C.QUICK, ["policy.hbm_ratio=0.25",
-                                                 f'policy.name="{policy}"'])).bounds()
-
-    tm, demand = fresh("tm-training"), fresh("demand")
-    assert tm == demand
-    cached = System(C.with_overrides(C.QUICK, ["policy.hbm_ratio=0.25",
-                                               'policy.name="sentinel"'])).bounds()
-    assert cached == demand
-
-
-def test_a_policy_that_evicts_the_mini_batch_still_moves_no_less_than_the_bound() -> None:
-    """AutoTM evicts ResNet-50's input mini-batch at 12.5% HBM (written back, as flash has
-    no copy, and fetched again) and so moves 3001 MB per steady-state iteration. A bound
-    that kept the mini-batch resident said 3041 MB; with the mini-batch movable it is
-    2981 MB, and no run moves less."""
-    cfg = with_overrides(PAPER, ['workload.model="resnet50"', "workload.batch=32",
-                                 "policy.hbm_ratio=0.125", 'policy.name="autotm"',
-                                 "run.iterations=3"])
-    system = System(cfg)
-    gp = GapPlan(system.ctx)
-    kept = traffic_bound(gp, system.capacity_pages)
-    movable = traffic_bound(gp, system.capacity_pages, movable_input=True)
-    assert movable.total_bytes <= kept.total_bytes
-    rep = system.run()
-    moved = rep["traffic_bytes"]["inter_tier"]
-    assert rep["bounds"]["traffic_bytes"] == movable.total_bytes <= moved < kept.total_bytes
-
-
-def test_bounds_do_not_depend_on_what_the_process_computed_before() -> None:
-    """A sweep's worker computes bounds for one point after another, each part memoised
-    by what it depends on. The NPU-alone times are the hbm-only machine's (task addresses
-    wrapped at the footprint, not at this capacity, which would move per-op times and so
-    the phase bound): bounds after another capacity's equal fresh ones."""
-    from tmhw import config as C
-    from tmhw import lower_bounds
-    from tmhw.system import System
-
-    def bounds(ratio: float) -> dict[str, Any]:
-        return System(C.with_overrides(C.PAPER, [
-            'workload.model="resnet18"', "workload.batch=2", "workload.seq=0",
-            'policy.name="demand"', f"policy.hbm_ratio={ratio}"])).bounds()
-
-    lower_bounds.MEMO.clear()
-    fresh = bounds(0.25)
-    lower_bounds.MEMO.clear()
-    bounds(0.5)
-    assert bounds(0.25) == fresh
-
-
-def test_the_traffic_bound_is_solved_once_across_flash_and_link() -> None:
-    """The traffic LP counts pages over the ops' order: a sweep's points that differ in
-    SSDs and link lanes only share one solve, and their bounds equal fresh ones."""
-    from tmhw import config as C
-    from tmhw import lower_bounds
-    from tmhw.placement import bounds as bmod
-    from tmhw.system import System
-
-    def bounds(devices: int) -> dict[str, Any]:
-        return System(C.with_overrides(C.QUICK, [
-            "policy.hbm_ratio=0.25", f"flash.devices={devices}",
-            f"link.lanes={max(16, 4 * devices)}"])).bounds()
-
-    lower_bounds.MEMO.clear()
-    fresh = bounds(1)
-    solves = []
-    real = bmod.traffic_bound
-
-    def spy(*a: Any, **k: Any) -> Any:
-        solves.append(1)
-        return real(*a, **k)
-
-    lower_bounds.MEMO.clear()
-    try:
-        bmod.traffic_bound = spy  # type: ignore[assignment]
-        four = bounds(4)
-        again = bounds(1)
-    finally:
-        bmod.traffic_bound = real  # type: ignore[assignment]
-    assert len(solves) == 1
-    assert again == fresh
-    assert four["traffic_bytes"] == fresh["traffic_bytes"]
-
-
-def test_the_npu_alone_bound_is_the_hbm_only_machines_first_iteration() -> None:
-    """The NPU's own time bound is every op on the hbm-only machine from a cold start:
-    the same addresses, so the same per-op times whatever the tiered capacity."""
-    from tmhw import config as C
-    from tmhw.system import System
-
-    base = ['workload.model="resnet18"', "workload.batch=2", "workload.seq=0",
-            "run.iterations=1"]
-    hbm = System(C.with_overrides(C.PAPER, [*base, 'policy.name="hbm-only"'])).run()
-    for ratio in (0.25, 0.5):
-        tiered = System(C.with_overrides(C.PAPER, [*base, 'policy.name="demand"',
-                                                   f"policy.hbm_ratio={ratio}"])).bounds()
-        assert tiered["npu_ps"] == hbm["per_iteration"][0]["time_ps"]
 
 
 # -- the LP's memory ----------------------------------------------------------------------

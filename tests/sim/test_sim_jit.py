@@ -2,17 +2,23 @@
 import; that call rebinds each module global bound to a kernel to its compiled
 dispatcher, so a kernel that calls another runs compiled, and later calls from Python
 reach the dispatcher with no wrapper between. A kernel without reference counts cannot
-allocate; the cache folder is one per version of the kernels' files."""
+allocate; the cache folder is one per version of the kernels' files, in the user's cache
+directory, never in the package, and a version's folder another checkout may be using is
+not removed."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from tmhw.sim import jit
+from tmhw.sim.errors import TmhwError
 from tmhw.sim.jit import _Kernel, cache_dir, njit, njit_noref
 
 
@@ -102,12 +108,58 @@ def test_the_cache_folder_changes_with_any_file_that_defines_a_kernel(tmp_path: 
     assert cache_dir("/cache", tmp_path) != first
 
 
-def test_the_default_cache_keeps_only_the_current_version(tmp_path: Path) -> None:
-    _tree(tmp_path, {"dram/fast.py": "@njit\ndef f(): pass\n"})
-    old = cache_dir("", tmp_path)
-    old.mkdir(parents=True)
-    (old / "k.nbi").write_text("")
-    (tmp_path / "dram/fast.py").write_text("@njit\ndef f(): return 2\n")
-    new = cache_dir("", tmp_path)
-    assert new.parent == tmp_path / "tmhw" / "__pycache__" / "numba"
-    assert new != old and not old.exists()
+def test_the_default_cache_is_the_users_and_never_the_package(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _tree(tmp_path / "src", {"dram/fast.py": "@njit\ndef f(): pass\n"})
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    got = cache_dir("", tmp_path / "src")
+    assert got.parent == tmp_path / "xdg" / "tmhw" / "numba" and got.is_dir()
+    # XDG_CACHE_HOME unset, or relative (which the specification says to ignore)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    for xdg in (None, "rel/cache"):
+        if xdg is None:
+            monkeypatch.delenv("XDG_CACHE_HOME")
+        else:
+            monkeypatch.setenv("XDG_CACHE_HOME", xdg)
+        assert jit.user_cache() == tmp_path / "home" / ".cache" / "tmhw" / "numba"
+    assert not any(p.name in ("__pycache__", "numba") for p in (tmp_path / "src").rglob("*"))
+    # NUMBA_CACHE_DIR: its own folder, as given
+    assert cache_dir("/nc", tmp_path / "src") == Path("/nc") / got.name
+
+
+def test_a_cache_that_cannot_be_written_is_a_one_line_error(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("")
+    with pytest.raises(TmhwError, match=r"kernel cache: cannot write .*NUMBA_CACHE_DIR"):
+        cache_dir("", tmp_path, user=tmp_path / "file" / "numba")
+
+
+def _aged(folder: Path, seconds: float) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    t = time.time() - seconds
+    os.utime(folder, (t, t))
+    return folder
+
+
+def test_other_versions_are_removed_only_when_no_checkout_is_likely_to_use_them(
+        tmp_path: Path) -> None:
+    """Other checkouts share the folder: a version used within the hour stays, however
+    many there are, and so do the most recently used ones; the rest go, and the
+    current version is marked used (its folder's time is its last use)."""
+    own = tmp_path / "numba"
+    k, hour = jit.KEEP_VERSIONS, jit.IN_USE_S
+    recent = [_aged(own / f"tmhw-recent{i}", 60.0 * i) for i in range(k + 3)]
+    old = [_aged(own / f"tmhw-old{i}", hour + 3600.0 * (i + 1)) for i in range(3)]
+    other = _aged(own / "not-a-version", 10 * hour)
+    _tree(tmp_path / "src", {"flash/x.py": "@njit\ndef f(): pass\n"})
+    mine = _aged(own / jit.version(tmp_path / "src"), 10 * hour)
+    (mine / "k.nbi").write_text("")
+    assert cache_dir("", tmp_path / "src", user=own) == mine
+    assert all(d.is_dir() for d in recent) and not any(d.exists() for d in old)
+    assert other.is_dir() and (mine / "k.nbi").is_file()
+    assert time.time() - mine.stat().st_mtime < hour
+    # without versions made lately, the most recently used ones stay, however old
+    for i, d in enumerate(recent):
+        _aged(d, hour + 60.0 * (i + 1))
+    gone = jit.prune(own, keep=mine.name)
+    assert sorted(gone) == sorted(recent[k - 1:])   # mine is the most recent of all
+    assert all(d.is_dir() for d in recent[:k - 1]) and mine.is_dir()

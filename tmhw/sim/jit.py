@@ -29,8 +29,23 @@ not once per run. numba checks a cached kernel only against its own file, so a k
 whose callee in another file changed would load with the callee's old code compiled
 into it (a die lane's queue read with the old layout of its slots: a program booked
 forever). The cache is therefore one folder per version of every file of the project
-that defines a kernel (``tmhw/__pycache__/numba/tmhw-<hash>``, or under
-``NUMBA_CACHE_DIR`` when that is set); a change to any of them starts an empty one.
+that defines a kernel, ``tmhw-<hash>``, in the user's cache directory
+(``$XDG_CACHE_HOME/tmhw/numba``, by default ``~/.cache/tmhw/numba``), or under
+``NUMBA_CACHE_DIR`` when that is set; a change to any of them starts an empty one.
+Nothing is written into the package's own folders, which an installed package may not
+be allowed to write to.
+
+Several checkouts of different versions (worktrees, an installed copy beside a
+development one) share the user's cache directory, each in its own version folder.
+numba loads nothing from a missing file and recreates a missing folder when it saves a
+kernel, but a folder removed while a process writes into it fails that write. So a
+folder is removed only when no process is likely to use it: when it is neither one of
+the ``KEEP_VERSIONS`` most recently used nor used within the last ``IN_USE_S`` seconds
+(each process marks its own folder used when it loads the kernels). The first rule
+spares the checkouts used lately a new compile; the second keeps the folder of every
+process started within the hour, however many versions were made since; together they
+bound the folder's size while sources change all day. Under ``NUMBA_CACHE_DIR`` nothing
+is removed: that folder is the user's to manage.
 
 ``NUMBA_DISABLE_JIT=1`` runs every kernel as the Python it is written in (for a
 debugger, or to check a kernel against its source).
@@ -39,11 +54,15 @@ debugger, or to check a kernel against its source).
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar, cast
+
+from tmhw.sim.errors import TmhwError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -53,6 +72,10 @@ _KERNELS: list[_Kernel] = []
 PACKAGES = ("tmhw", "flash", "dram", "npu")
 #: the cache folder, once chosen (``cache_dir``)
 _CACHE = ""
+#: version folders always kept in the user's cache directory: the most recently used
+KEEP_VERSIONS = 8
+#: a version folder used within this many seconds is kept whatever its rank (in use)
+IN_USE_S = 3600.0
 
 
 class _Kernel:
@@ -73,10 +96,18 @@ class _Kernel:
         return self.dispatcher(*args)
 
 
-def cache_dir(base: str = "", root: Path | None = None) -> Path:
-    """The cache folder of this version of the kernels' source (module docstring), for
-    the project's packages under ``root`` (default: this one's): under ``base`` or, by
-    default, ``tmhw/__pycache__/numba``, where the other versions' folders are removed."""
+def user_cache() -> Path:
+    """The kernels' folder in the user's cache directory: ``$XDG_CACHE_HOME/tmhw/numba``
+    (an absolute path, per the XDG base directory specification) or
+    ``~/.cache/tmhw/numba``."""
+    xdg = os.environ.get("XDG_CACHE_HOME", "")
+    base = Path(xdg) if os.path.isabs(xdg) else Path.home() / ".cache"
+    return base / "tmhw" / "numba"
+
+
+def version(root: Path | None = None) -> str:
+    """The name of this version of the kernels' source: a hash of every file of the
+    project's packages under ``root`` (default: this one's) that defines a kernel."""
     root = root or Path(__file__).resolve().parents[2]
     h = hashlib.sha1()
     for pkg in PACKAGES:
@@ -85,15 +116,46 @@ def cache_dir(base: str = "", root: Path | None = None) -> Path:
             if b"njit" in text:
                 h.update(f.relative_to(root).as_posix().encode())
                 h.update(text)
-    name = f"tmhw-{h.hexdigest()[:16]}"
+    return f"tmhw-{h.hexdigest()[:16]}"
+
+
+def cache_dir(base: str = "", root: Path | None = None, user: Path | None = None) -> Path:
+    """The cache folder of this version of the kernels' source (module docstring): under
+    ``base`` (numba's ``NUMBA_CACHE_DIR``) when given, else under ``user`` (default
+    ``user_cache()``), where it is created and marked used, and the stale versions'
+    folders are removed (``prune``)."""
+    name = version(root)
     if base:
         return Path(base) / name
-    own = root / "tmhw" / "__pycache__" / "numba"
-    if own.is_dir():
-        for old in own.glob("tmhw-*"):
-            if old.name != name:
-                shutil.rmtree(old, ignore_errors=True)
-    return own / name
+    own = user or user_cache()
+    folder = own / name
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        os.utime(folder)   # marks it used: its modification time is its last use
+    except OSError as e:
+        raise TmhwError(f"kernel cache: cannot write {folder}: {e.strerror}; set "
+                        "NUMBA_CACHE_DIR to a folder you can write to") from None
+    prune(own, keep=name)
+    return folder
+
+
+def prune(own: Path, keep: str, now: float | None = None) -> list[Path]:
+    """Remove the version folders (``tmhw-*``) of ``own`` that are neither ``keep``, nor
+    among the ``KEEP_VERSIONS`` most recently used, nor used within ``IN_USE_S`` seconds
+    of ``now`` (module docstring); the folders removed."""
+    now = time.time() if now is None else now
+    used: list[tuple[float, Path]] = []
+    for d in own.glob("tmhw-*"):
+        try:
+            used.append((d.stat().st_mtime, d))
+        except OSError:   # removed meanwhile by another process
+            continue
+    used.sort(reverse=True)
+    gone = [d for rank, (t, d) in enumerate(used)
+            if d.name != keep and rank >= KEEP_VERSIONS and now - t > IN_USE_S]
+    for d in gone:
+        shutil.rmtree(d, ignore_errors=True)
+    return gone
 
 
 def _load() -> None:

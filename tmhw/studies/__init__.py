@@ -1,10 +1,10 @@
 """What the scenario scripts share: a study's run, its tables, its figures, its command.
 
-Each study is its own script, ``scenarios/NAME.py``, readable from top to bottom: its
-grid, its runs, its table and its figures, in one function ``study(st)``. Run it as
+Each study is its own module, ``tmhw/scenarios/NAME.py``, readable from top to bottom:
+its grid, its runs, its table and its figures, in one function ``study(st)``. Run it as
 
-    .venv/bin/python scenarios/NAME.py [--quick] [--out DIR] [--workers N] [--set a.b=v]
-    tmhw scenario NAME [same options]
+    tmhw scenario NAME [--quick] [--out DIR] [--workers N] [--set a.b=v]
+    .venv/bin/python scenarios/NAME.py [same options]      (from a checkout)
 
 Each writes ``summary.csv`` (one row per point), ``summary.md`` (its tables, printed
 too) and its figures as PNG and SVG into ``--out`` (default ``out/NAME``). A point the
@@ -23,7 +23,7 @@ on any machine.
 
 from __future__ import annotations
 
-from tmhw.studies.cli import available, load_study, register, scenarios_dir, script_main
+from tmhw.studies.cli import available, load_study, register, script_main
 from tmhw.studies.study import (
     BASELINES,
     FULL_MODELS,
@@ -58,4 +58,4 @@ __all__ = ["BASELINES", "DOES_NOT_FIT", "FULL_MODELS", "POLICIES", "QUICK_ILP_NO
            "QUICK_MODELS", "Model", "Study", "available", "bar", "best_of", "by_params",
            "cell", "change", "does_not_fit", "fig_of", "figure_values", "gib", "last_iteration",
            "load_study", "md_table", "nand_bytes", "num", "pct", "register",
-           "scenarios_dir", "script_main", "status_text", "why_missing", "workload"]
+           "script_main", "status_text", "why_missing", "workload"]

@@ -1,14 +1,17 @@
-"""The command line of a study: ``tmhw scenario NAME`` and ``python scenarios/NAME.py``.
+"""The command line of a study: ``tmhw scenario NAME`` and, from a checkout,
+``python scenarios/NAME.py``.
 
-Both take the same options and run the same function, the ``study(st)`` that the script
-``scenarios/NAME.py`` defines. Every option is checked before the output folder exists
-or any point runs; a bad one is one line on stderr and exit status 2.
+Both take the same options and run the same function, the ``study(st)`` of the module
+``tmhw.scenarios.NAME``, which ships with the package. Every option is checked before
+the output folder exists or any point runs; a bad one is one line on stderr and exit
+status 2.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib.util
+import importlib
+import pkgutil
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -20,35 +23,26 @@ from tmhw.studies import study as S
 from tmhw.studies.study import Model, Study
 
 StudyFn = Callable[[Study], str]
-
-
-def scenarios_dir() -> Path:
-    """The repository's scenarios/ folder beside the package (it does not exist when the
-    package is installed from a wheel)."""
-    return Path(__file__).resolve().parent.parent.parent / "scenarios"
+#: the package that holds one module per scenario
+SCENARIOS = "tmhw.scenarios"
 
 
 def available() -> list[str]:
-    """The scenario scripts: every scenarios/NAME.py not starting with ``_``."""
-    d = scenarios_dir()
-    return [f.stem for f in sorted(d.glob("*.py")) if not f.name.startswith("_")] \
-        if d.is_dir() else []
+    """The scenarios: every module of ``tmhw.scenarios`` not starting with ``_``."""
+    pkg = importlib.import_module(SCENARIOS)
+    return sorted(m.name for m in pkgutil.iter_modules(pkg.__path__)
+                  if not m.ispkg and not m.name.startswith("_"))
 
 
 def load_study(name: str) -> StudyFn:
-    """The ``study`` function of scenarios/NAME.py."""
-    path = scenarios_dir() / f"{name}.py"
-    if not path.is_file():
-        names = ", ".join(available()) or f"none: there is no {scenarios_dir()}"
-        raise TmhwError(f"scenario: {name!r} is unknown; one of {names}")
-    spec = importlib.util.spec_from_file_location(f"tmhw_scenario_{name}", path)
-    if spec is None or spec.loader is None:
-        raise TmhwError(f"scenario: cannot load {path}")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    """The ``study`` function of the scenario ``name`` (``tmhw.scenarios.NAME``)."""
+    names = available()
+    if name not in names:
+        raise TmhwError(f"scenario: {name!r} is unknown; one of {', '.join(names)}")
+    mod = importlib.import_module(f"{SCENARIOS}.{name}")
     fn = getattr(mod, "study", None)
     if not callable(fn):
-        raise TmhwError(f"scenario: {path} defines no study(st) function")
+        raise TmhwError(f"scenario: {mod.__file__} defines no study(st) function")
     return fn  # type: ignore[no-any-return]
 
 
@@ -111,15 +105,19 @@ def run(name: str, study: StudyFn, args: argparse.Namespace) -> int:
     return 0
 
 
-def script_main(study: StudyFn, argv: Sequence[str] | None = None) -> int:
-    """``python scenarios/NAME.py [options]``: run the script's own ``study``; errors end
-    with one line and status 2."""
+def script_main(script: str, argv: Sequence[str] | None = None) -> int:
+    """``python scenarios/NAME.py [options]``: the runner ``script`` (its ``__file__``)
+    runs the scenario of its own name; errors end with one line and status 2."""
     from tmhw.cli import Parser
 
-    name = Path(study.__code__.co_filename).stem
+    name = Path(script).stem
+    try:
+        study = load_study(name)
+    except TmhwError as e:
+        sys.stderr.write(f"{name}: error: {e}\n")
+        return 2
     p = Parser(prog=f"scenarios/{name}.py",
-                                description=(study.__doc__ or f"The {name} study.")
-                                .strip().split("\n\n")[0])
+               description=(study.__doc__ or f"The {name} study.").strip().split("\n\n")[0])
     add_options(p)
     args = p.parse_args(list(argv) if argv is not None else None)
     try:
@@ -143,7 +141,7 @@ def _cmd(args: argparse.Namespace) -> int:
 def register(sub: Any) -> None:
     """Add ``tmhw scenario`` to the top-level sub-parsers."""
     p = sub.add_parser("scenario", help="run a study that reproduces the paper's figures",
-                       description="Run the study scenarios/NAME.py: "
+                       description="Run the study tmhw.scenarios.NAME: "
                                    + ", ".join(available()) + ".")
     p.add_argument("name", nargs="?", metavar="NAME", help="the scenario to run")
     p.add_argument("--list", action="store_true", help="list the scenarios")

@@ -9,7 +9,7 @@ decade still has labels.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -47,7 +47,7 @@ def _label_gaps(ax: Any, xs: Sequence[float], vals: Sequence[Value]) -> None:
 
 
 def _grouped(ax: Any, categories: Sequence[str],
-             series: dict[str, Sequence[Value]]) -> None:
+             series: Mapping[str, Sequence[Value]]) -> None:
     """One group of bars per category, one bar per series, side by side."""
     k = max(1, len(series))
     width = 0.8 / k
@@ -76,7 +76,7 @@ def _finish(fig: Any, ax: Any, stem: str | Path, ylabel: str, title: str,
     return _save(fig, Path(stem))
 
 
-def grouped_bars(categories: Sequence[str], series: dict[str, Sequence[Value]],
+def grouped_bars(categories: Sequence[str], series: Mapping[str, Sequence[Value]],
                  stem: str | Path, ylabel: str, title: str = "",
                  log: bool = False) -> list[Path]:
     """Grouped bars: one group per category, one bar per series key."""
@@ -86,7 +86,7 @@ def grouped_bars(categories: Sequence[str], series: dict[str, Sequence[Value]],
     return _finish(fig, ax, stem, ylabel, title, log)
 
 
-def stacked_bars(categories: Sequence[str], series: dict[str, Sequence[Value]],
+def stacked_bars(categories: Sequence[str], series: Mapping[str, Sequence[Value]],
                  stem: str | Path, ylabel: str, title: str = "") -> list[Path]:
     """Stacked bars: one bar per category, one segment per series key; a category whose
     first series holds a label is drawn as that label."""
@@ -141,7 +141,7 @@ def _line_label(name: str, xlabels: Sequence[str], vals: Sequence[Value]) -> str
                                    for why, xs in gaps.items()) + ")"
 
 
-def line_panels(xs: Sequence[float], panels: dict[str, dict[str, Sequence[Value]]],
+def line_panels(xs: Sequence[float], panels: Mapping[str, Mapping[str, Sequence[Value]]],
                 stem: str | Path, xlabel: str, title: str = "", logx: bool = False,
                 xticklabels: Sequence[str] | None = None) -> list[Path]:
     """One small line plot per panel (panel title -> series name -> values), sharing the
@@ -163,7 +163,7 @@ def line_panels(xs: Sequence[float], panels: dict[str, dict[str, Sequence[Value]
     return _finish_panels(fig, axes, n, title, stem)
 
 
-def bar_panels(panels: dict[str, tuple[Sequence[str], dict[str, Sequence[Value]]]],
+def bar_panels(panels: Mapping[str, tuple[Sequence[str], Mapping[str, Sequence[Value]]]],
                stem: str | Path, ylabel: str, title: str = "") -> list[Path]:
     """Grouped bars in several panels: panel title -> (categories, series -> values)."""
     n = max(1, len(panels))

@@ -1,0 +1,304 @@
+"""The cases of ``tmhw bench`` that time the bare kernel, one device, the NPU or one
+training run. Each returns one measurement and runs inside its own process
+(``tmhw.bench.suite``).
+
+- ``kernel``: the bare kernel, one process doing as many 1 ns timeouts as the busiest
+  other case processed events (1,000,000 when run alone).
+- ``flash-fast`` / ``flash-detailed``: the 990 PRO-like SSD preconditioned to 90% full,
+  1,000,000 random 16 KiB reads then 1,000,000 random 16 KiB writes, issued by a host at
+  queue depth 64: each batch of 64 is one ``FlashTarget.transport_many`` call (booked
+  exactly as 64 ``transport`` calls at one time) waited for with one event; throughput
+  in flash page operations per wall second. numba's import and the kernels' load are
+  set-up (``extra.kernels_s``), like the device's preconditioning (``extra.setup_s``).
+- ``hbm-fast`` / ``hbm-detailed``: HBM3, a stream of 1 MiB transfers then random 4 KiB
+  transfers (64 B accesses each); bytes simulated per wall second.
+- ``npu-cycles``: the stall-free cycles of every op of one ResNet-50 (batch 32) and one
+  BERT-large (seq 512, batch 32) training iteration; ops per wall second.
+- ``e2e-bert``: one BERT-large training iteration (seq 512, batch 32) under TM-Training at
+  12.5% HBM on the 990 PRO-like SSD; ``e2e-gpt``: a GPT-3 block stack of 8 layers (batch
+  4, seq 2048) likewise; ``e2e-scaling``: BERT-large at batch 8, 16 and 32 (``extra``
+  holds each batch's wall time and the fitted exponent of wall time in batch size).
+  Throughput: MiB moved between the tiers per wall second; ``extra`` has events per MiB.
+  The wall time starts once the modules are imported and the kernels loaded: numba's
+  import and the kernels' load from its cache (``extra.kernels_s``, about 0.4 s) are
+  once a process, however many runs follow (a sweep's worker pays them once).
+- ``npu-resnet50``: the cycles of every ResNet-50 training GEMM (batch 32) on a 128 x 128
+  array in each dataflow and convention (972 evaluations), and the 162 ops planned on a
+  TPUv4-like core (``npu.bench.bench_resnet50``); target under 1 s each.
+- ``zoo-build``: building the default training iteration of BERT-large and of ResNet-50
+  (imports warm); target under 0.5 s each.
+- ``hbm-8gib``: one 8 GiB read on the fast HBM3 model, whose work does not grow with the
+  transfer's size; target under 0.5 s.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Generator
+from typing import Any
+
+KERNEL_DEFAULT_EVENTS = 1_000_000
+KERNEL_SMALL_EVENTS = 20_000
+FLASH_QD = 64
+HBM_BATCH = 16
+
+Measure = dict[str, Any]
+
+
+def case_kernel(small: bool, events: int | None = None, **_: Any) -> Measure:
+    from tmhw.sim.env import Environment
+    from tmhw.sim.units import NS
+
+    n = max(2, events or (KERNEL_SMALL_EVENTS if small else KERNEL_DEFAULT_EVENTS))
+    env = Environment()
+
+    def proc() -> Generator[Any, Any, None]:
+        timeout = env.timeout
+        for _ in range(n - 2):   # the process's start and its end are events too
+            yield timeout(NS)
+
+    t0 = time.perf_counter()
+    env.process(proc())
+    env.run()
+    wall = time.perf_counter() - t0
+    return {"wall_s": wall, "events": env.events, "sim_time_ps": int(env.now),
+            "throughput": env.events / wall if wall else 0.0, "unit": "events/s"}
+
+
+def _load_kernels(compile_kernels: Callable[[], None]) -> float:
+    """Seconds of numba's import and the kernels' load from its cache: once a process,
+    like the modules' imports, not a cost of the run timed after it (``kernels_s``)."""
+    t0 = time.perf_counter()
+    compile_kernels()
+    return time.perf_counter() - t0
+
+
+def case_flash(small: bool, model: str, **_: Any) -> Measure:
+    import numpy as np
+
+    from flash import PRESETS, FlashTarget
+    from flash.target import compile_kernels
+    from tmhw.sim.env import Environment
+    from tmhw.sim.transfer import Op, Pattern
+
+    cfg = PRESETS["990pro"]
+    n = 5_000 if small else 1_000_000
+    size = 16 * 1024
+    env = Environment()
+    kernels = _load_kernels(compile_kernels)
+    t0 = time.perf_counter()
+    dev = FlashTarget(env, "flash", None, cfg, model=model, precondition=0.9, seed=0)
+    setup = time.perf_counter() - t0
+    rng = np.random.default_rng(0)
+    slots = cfg.capacity // size
+    reads = (rng.integers(0, slots, n, dtype=np.int64) * size).tolist()
+    writes = (rng.integers(0, slots, n, dtype=np.int64) * size).tolist()
+
+    def host() -> Generator[Any, Any, None]:
+        for op, addrs in ((Op.READ, reads), (Op.WRITE, writes)):
+            for i in range(0, n, FLASH_QD):
+                now = int(env.now)
+                ends = dev.transport_many(op, addrs[i:i + FLASH_QD], size, Pattern.RANDOM, now)
+                yield env.timeout(max(ends) - now)
+
+    t1 = time.perf_counter()
+    env.process(host())
+    env.run()
+    wall = time.perf_counter() - t1
+    dev.finalize(int(env.now))
+    rep = dev.report()
+    return {"wall_s": wall, "events": env.events, "sim_time_ps": int(env.now),
+            "throughput": 2 * n / wall if wall else 0.0, "unit": "page ops/s",
+            "extra": {"setup_s": setup, "kernels_s": kernels, "page_ops": 2 * n,
+                      "waf": rep.get("waf"), "erases": rep.get("erases"),
+                      "ftl_state_mb": rep.get("ftl_state_bytes", 0) / 2**20}}
+
+
+def case_hbm(small: bool, model: str, **_: Any) -> Measure:
+    import numpy as np
+
+    from dram import PRESETS, DramTarget
+    from tmhw.sim.env import Environment
+    from tmhw.sim.transfer import Op, Pattern, Transfer
+    from tmhw.sim.units import MiB
+
+    cfg = PRESETS["hbm3"]
+    if model == "fast":
+        stream_bytes, random_bytes = (64 * MiB, 4 * MiB) if small else (4096 * MiB, 256 * MiB)
+    else:
+        stream_bytes, random_bytes = (1 * MiB, MiB // 4) if small else (64 * MiB, 8 * MiB)
+    env = Environment()
+    dev = DramTarget(env, "hbm", None, cfg, model=model)
+    rng = np.random.default_rng(0)
+    rsize = 4096
+    n_rand = random_bytes // rsize
+    rand_addr = (rng.integers(0, cfg.capacity // rsize, n_rand, dtype=np.int64)
+                 * rsize).tolist()
+    stream = [(Op.READ if i % 3 else Op.WRITE, i * MiB, MiB, Pattern.STREAM)
+              for i in range(stream_bytes // MiB)]
+    rand = [(Op.READ if i % 3 else Op.WRITE, a, rsize, Pattern.RANDOM)
+            for i, a in enumerate(rand_addr)]
+
+    def host() -> Generator[Any, Any, None]:
+        for reqs in (stream, rand):
+            for i in range(0, len(reqs), HBM_BATCH):
+                now = int(env.now)
+                end = now
+                for op, a, nb, pat in reqs[i:i + HBM_BATCH]:
+                    e = dev.transport(Transfer(op, a, nb, pat), now)
+                    end = e if e > end else end
+                yield env.timeout(end - now)
+
+    t0 = time.perf_counter()
+    env.process(host())
+    env.run()
+    wall = time.perf_counter() - t0
+    moved = stream_bytes + n_rand * rsize
+    return {"wall_s": wall, "events": env.events, "sim_time_ps": int(env.now),
+            "throughput": moved / wall if wall else 0.0, "unit": "simulated bytes/s",
+            "extra": {"stream_bytes": stream_bytes, "random_bytes": n_rand * rsize}}
+
+
+def case_npu(small: bool, **_: Any) -> Measure:
+    from npu import ComputeTask, Gemm, NpuConfig
+    from npu.core import plan_task
+    from tmhw.workload.zoo import build
+
+    cfg = NpuConfig()
+    models: list[tuple[str, dict[str, Any]]] = (
+        [("resnet18", {"batch": 2}), ("bert-base", {"batch": 2, "seq": 128, "layers": 2})]
+        if small else
+        [("resnet50", {"batch": 32}), ("bert-large", {"batch": 32, "seq": 512})])
+    t0 = time.perf_counter()
+    tasks = []
+    for name, kw in models:
+        wl = build(name, **kw)
+        tasks += [ComputeTask(name=op.name,
+                              gemms=tuple(Gemm(g.m, g.n, g.k, g.count) for g in op.gemms),
+                              vector_elems=op.vector_elems,
+                              vector_ops_per_elem=op.vector_ops_per_elem,
+                              dtype_bytes=cfg.dtype_bytes, hbm_address=0)
+                  for op in wl.ops]
+    build_s = time.perf_counter() - t0
+    t1 = time.perf_counter()
+    sim = 0
+    cycles = 0
+    for t in tasks:
+        p = plan_task(t, cfg)
+        sim += p.compute_ps
+        cycles += max(p.matrix_cycles, p.vector_cycles)
+    wall = time.perf_counter() - t1
+    return {"wall_s": wall, "events": 0, "sim_time_ps": sim,
+            "throughput": len(tasks) / wall if wall else 0.0, "unit": "ops/s",
+            "extra": {"ops": len(tasks), "cycles": cycles, "build_s": build_s}}
+
+
+def _e2e_one(sets: list[str]) -> Measure:
+    from tmhw import config as C
+    from tmhw.system import System, compile_kernels
+
+    cfg = C.with_overrides(C.PAPER, sets)
+    kernels = _load_kernels(compile_kernels)
+    t0 = time.perf_counter()
+    system = System(cfg)
+    rep = system.run()
+    wall = time.perf_counter() - t0
+    mib = rep["traffic_bytes"]["inter_tier"] / 2**20
+    ev = system.env.events
+    return {"wall_s": wall, "events": ev, "sim_time_ps": rep["sim_time_ps"],
+            "throughput": mib / wall if wall else 0.0, "unit": "inter-tier MiB/s",
+            "extra": {"kernels_s": kernels,
+                      "inter_tier_mib": mib, "events_per_mib": ev / mib if mib else None,
+                      "ops": rep["workload"]["ops"],
+                      "iteration_time_ms": rep["iteration_time_ps"] / 1e9,
+                      "policy": rep["policy"]["name"]}}
+
+
+def _e2e_sets(model: str, batch: int, seq: int, layers: int, policy: str) -> list[str]:
+    return [f'workload.model="{model}"', f"workload.batch={batch}", f"workload.seq={seq}",
+            f"workload.layers={layers}", f'policy.name="{policy}"', "policy.hbm_ratio=0.125",
+            "run.iterations=1"]
+
+
+def case_e2e_bert(small: bool, policy: str, **_: Any) -> Measure:
+    if small:
+        return _e2e_one(_e2e_sets("bert-base", 8, 128, 0, policy))
+    return _e2e_one(_e2e_sets("bert-large", 32, 512, 0, policy))
+
+
+def case_e2e_gpt(small: bool, policy: str, **_: Any) -> Measure:
+    if small:
+        return _e2e_one(_e2e_sets("gpt2-small", 4, 128, 12, policy))
+    return _e2e_one(_e2e_sets("gpt3-block", 4, 2048, 8, policy))
+
+
+def case_e2e_scaling(small: bool, policy: str, **_: Any) -> Measure:
+    model, seq = ("bert-base", 128) if small else ("bert-large", 512)
+    batches = (2, 4, 8) if small else (8, 16, 32)
+    runs = [_e2e_one(_e2e_sets(model, b, seq, 0, policy)) for b in batches]
+    walls = [r["wall_s"] for r in runs]
+    events = [r["events"] for r in runs]
+    mib = sum(r["extra"]["inter_tier_mib"] for r in runs)
+    wall = sum(walls)
+    # Least-squares slope of log(wall) on log(batch): 1.0 is linear growth.
+    xs = [math.log(b) for b in batches]
+    ys = [math.log(max(w, 1e-9)) for w in walls]
+    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+    slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / \
+        sum((x - mx) ** 2 for x in xs)
+    return {"wall_s": wall, "events": sum(events),
+            "sim_time_ps": sum(r["sim_time_ps"] for r in runs),
+            "throughput": mib / wall if wall else 0.0, "unit": "inter-tier MiB/s",
+            "extra": {"batch": list(batches), "wall_s_by_batch": walls,
+                      "events_by_batch": events, "wall_exponent": slope,
+                      "events_per_mib": sum(events) / mib if mib else None}}
+
+
+def _targets(figures: dict[str, float], target_s: float) -> dict[str, Any]:
+    """``figures`` (seconds) with the target and whether each met it."""
+    return {**figures, "target_s": target_s,
+            "within_target": all(v < target_s for v in figures.values())}
+
+
+def case_npu_resnet50(small: bool, **_: Any) -> Measure:
+    from npu.bench import bench_resnet50
+
+    f = bench_resnet50(batch=32, repeat=1 if small else 5)
+    wall = f["formula_s"] + f["plan_s"]
+    return {"wall_s": wall, "events": 0, "sim_time_ps": 0,
+            "throughput": f["formula_evaluations"] / f["formula_s"] if f["formula_s"] else 0.0,
+            "unit": "GEMM evals/s",
+            "extra": {**_targets({"formula_s": f["formula_s"], "plan_s": f["plan_s"]}, 1.0),
+                      "gemms": f["gemms"], "formula_evaluations": f["formula_evaluations"]}}
+
+
+def case_zoo_build(small: bool, **_: Any) -> Measure:
+    from tmhw.workload.zoo import build
+
+    walls: dict[str, float] = {}
+    ops = 0
+    for name in ("bert-large", "resnet50"):
+        build(name)  # warm imports
+        t0 = time.perf_counter()
+        ops += len(build(name).ops)
+        walls[f"{name}_s"] = time.perf_counter() - t0
+    wall = sum(walls.values())
+    return {"wall_s": wall, "events": 0, "sim_time_ps": 0,
+            "throughput": ops / wall if wall else 0.0, "unit": "ops built/s",
+            "extra": {**_targets(walls, 0.5), "ops": ops}}
+
+
+def case_hbm_8gib(small: bool, **_: Any) -> Measure:
+    from dram import PRESETS, DramTarget
+    from tmhw.sim.env import Environment
+    from tmhw.sim.transfer import Op, Transfer
+    from tmhw.sim.units import GiB
+
+    hbm = DramTarget(Environment(), "hbm", None, PRESETS["hbm3"])
+    t0 = time.perf_counter()
+    end = hbm.transport(Transfer(Op.READ, 0, 8 * GiB), 0)
+    wall = time.perf_counter() - t0
+    return {"wall_s": wall, "events": 0, "sim_time_ps": end,
+            "throughput": 8 * GiB / wall if wall else 0.0, "unit": "simulated bytes/s",
+            "extra": _targets({"transfer_s": wall}, 0.5)}

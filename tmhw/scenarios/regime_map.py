@@ -1,0 +1,148 @@
+"""Regime map: where static placement pays, across HBM capacity and flash bandwidth.
+
+BERT-large and a GPT-3 block (quick: their stand-ins) at HBM from 1/16 to all of the
+footprint, and with 1 to 16 SSDs of the 990 PRO class in RAID-0 (``flash.devices``; the
+NPU's PCIe port widens with them, 4 lanes per SSD and at least 16, so that the axis is
+the flash bandwidth and not the port). Each cell runs TM-Training and every prior
+system, 2 iterations (the first is warm-up), and gives TM-Training's gain over the best
+prior system that runs there: in time (the best's iteration time over TM-Training's,
+minus 1), in traffic (1 minus TM-Training's over the fewest bytes any prior system
+moves) and in samples per joule. A thick line separates the cells where TM-Training's
+time lower bound is the NPU's compute from those where it is flash or the link.
+
+    tmhw scenario regime_map [--quick] [--out DIR] [--set a.b=v ...]
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import tmhw.sweeps as SW
+from tmhw.studies import (
+    BASELINES,
+    DOES_NOT_FIT,
+    Study,
+    best_of,
+    by_params,
+    does_not_fit,
+    fig_of,
+    md_table,
+    pct,
+)
+from tmhw.studies.figures import heatmaps
+
+RATIOS = (1 / 16, 1 / 8, 1 / 4, 1 / 2, 1.0)
+DEVICES = (1, 2, 4, 8, 16)
+QUICK_RATIOS = (1 / 8, 1.0)
+QUICK_DEVICES = (1, 4)
+ITERATIONS = 2
+POLICIES = ("tm-training", *BASELINES)
+NO_BASELINE = "no prior system fits"
+NOTHING_FITS = "no policy fits"
+TM_UNFIT = "TM-Training does not fit"
+#: metric -> (figure, whether lower is better): the gain is positive where TM-Training wins
+METRICS = {"time": ("iteration_time_ms", True), "traffic": ("inter_tier_bytes", True),
+           "samples per joule": ("samples_per_joule", False)}
+
+
+def gain(tm: SW.Result | None, best: SW.Result | None, name: str,
+         lower: bool) -> float | str:
+    """TM-Training's gain over ``best`` on figure ``name`` (positive: TM-Training wins)."""
+    a, b = fig_of(tm, name), fig_of(best, name)
+    if does_not_fit(tm):
+        return TM_UNFIT if best is not None else NOTHING_FITS
+    if best is None:
+        return NO_BASELINE
+    if a is None or b is None:
+        return "-"
+    if name == "inter_tier_bytes":
+        return 1 - a / b if b else 0.0
+    return (b / a - 1 if lower else a / b - 1) if a and b else 0.0
+
+
+def compute_bound(r: SW.Result | None) -> bool:
+    """Whether the run's time lower bound is the NPU's compute (not flash or the link)."""
+    b = r["report"]["bounds"] if r is not None and r["report"] is not None else {}
+    return bool(b) and b["npu_ps"] >= b["iteration_time_ps"]
+
+
+def study(st: Study) -> str:
+    """TM-Training's gain over the best prior system across HBM ratio x flash bandwidth."""
+    ratios, devices = (QUICK_RATIOS, QUICK_DEVICES) if st.quick else (RATIOS, DEVICES)
+    models = [m for m in st.models if m.stands_for in ("BERT-large", "GPT-3 block")] \
+        or list(st.models[:1])
+    # -- the grid: model x HBM ratio x SSDs x policy --------------------------------------
+    points = [st.point({**m.sets, "run.iterations": ITERATIONS},
+                       {"model": m.stands_for, "hbm_ratio": x, "devices": d, "policy": p},
+                       {"policy.name": p, "policy.hbm_ratio": x, "flash.devices": d,
+                        "link.lanes": max(16, 4 * d)})
+              for m in models for x in ratios for d in devices for p in POLICIES]
+    results = st.run(points)
+    got = by_params(results, "model", "hbm_ratio", "devices", "policy")
+
+    def cell(m: str, x: float, d: int) -> dict[str, Any]:
+        tm = got[(m, x, d, "tm-training")]
+        out: dict[str, Any] = {"compute_bound": compute_bound(tm)}
+        for metric, (name, lower) in METRICS.items():
+            best = best_of([got[(m, x, d, b)] for b in BASELINES], name, lower)
+            out[metric] = gain(tm, best, name, lower)
+            out[f"{metric} best"] = best["params"]["policy"] if best is not None else ""
+        return out
+
+    cells = {(m.stands_for, x, d): cell(m.stands_for, x, d)
+             for m in models for x in ratios for d in devices}
+
+    def extra(r: SW.Result) -> dict[str, Any]:
+        c = cells[(r["params"]["model"], r["params"]["hbm_ratio"], r["params"]["devices"])]
+        return {f"gain_{k.replace(' ', '_')}": v for k, v in c.items()}
+
+    st.write_csv(results, extra)
+
+    def unfit(m: str, x: float, d: int) -> str:
+        """Which policies do not fit the cell, and which failed ("" when all ran)."""
+        names = [p for p in POLICIES if does_not_fit(got[(m, x, d, p)])]
+        failed = [p for p in POLICIES if (r := got[(m, x, d, p)]) is not None
+                  and r["status"] == "error"]
+        out = [f"{DOES_NOT_FIT}: every policy" if len(names) == len(POLICIES) else
+               f"{DOES_NOT_FIT}: every prior system" if len(names) == len(BASELINES) else
+               f"{DOES_NOT_FIT}: {', '.join(names)}" if names else "",
+               f"failed: {', '.join(failed)}" if failed else ""]
+        return "; ".join(filter(None, out))
+
+    def bound_of(m: str, x: float, d: int) -> str:
+        """What bounds TM-Training's time in the cell ("" when it did not run)."""
+        tm = got[(m, x, d, "tm-training")]
+        if tm is None or tm["report"] is None:
+            return ""
+        return "compute" if cells[(m, x, d)]["compute_bound"] else "flash/link"
+
+    # -- per model: one heatmap per metric, the compute-bound cells outlined --------------
+    rows = [f"{x:.4g}" for x in ratios]
+    cols = [f"{d} ({8 * d} GB/s)" for d in devices]
+    sections = []
+    for m in models:
+        key = m.stands_for
+        grids = {metric: [[cells[(key, x, d)][metric] for d in devices] for x in ratios]
+                 for metric in METRICS}
+        bound = [[cells[(key, x, d)]["compute_bound"] for d in devices] for x in ratios]
+        st.fig(heatmaps({f"gain in {k}": g for k, g in grids.items()}, rows, cols,
+                        st.out / f"regime_map_{key.replace(' ', '_').lower()}",
+                        "HBM / footprint", "SSDs (flash bandwidth)",
+                        f"{m.label}: TM-Training's gain over the best prior system "
+                        "(thick line: where its time bound turns from flash to compute)",
+                        boundary=bound, boundary_label="compute-bound", cbar="gain",
+                        notes=[[unfit(key, x, d) for d in devices] for x in ratios]))
+        for metric, grid in grids.items():
+            body = [[r, *[v if isinstance(v, str) else pct(v) for v in g]]
+                    for r, g in zip(rows, grid, strict=True)]
+            sections.append(f"## {key} ({m.label}): gain in {metric}\n\n"
+                            + md_table(["HBM / footprint", *cols], body))
+        marks = [[r, *["; ".join(filter(None, (bound_of(key, x, d), unfit(key, x, d))))
+                       for d in devices]]
+                 for r, x in zip(rows, ratios, strict=True)]
+        sections.append(f"## {key}: what bounds TM-Training's time, and what does not "
+                        "fit\n\n" + md_table(["HBM / footprint", *cols], marks))
+    intro = ("TM-Training's gain over the best prior system (of "
+             f"{', '.join(BASELINES)}) that runs in each cell; positive: TM-Training "
+             "wins. Columns: SSDs of the 990 PRO class (8 GB/s each).")
+    return st.write_md("Regime map", intro, sections, iterations=ITERATIONS)
