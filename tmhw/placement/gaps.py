@@ -15,16 +15,14 @@ it with a prefetch released in the next iteration; then it starts on flash. Non-
 tensors are allocated when first written and dropped after their last access; the
 mini-batch is resident from the iteration's start.
 
-Write-back or drop. The executor releases a write-back to the DMA queue, ordered by
-the op index it was released at; a write-back still queued when its tensor is used (or
-prefetched) again is void; and a later drop of the same pages asserts that they are
-clean. A write-back released near the end of an iteration (a weight after the optimizer
-updates it) ranks behind every prefetch of the next iteration whose op index is smaller,
-so it is often still queued, then voided, when the next iteration uses the weight: the
-weight is dirty again, and dropping it after its forward use would lose the update.
-Until the queue orders requests by iteration too, the plans here write back every
-eviction of data any op writes (``GapPlan.exact_dirty`` switches to dropping clean
-copies); this costs one extra write of a weight per eviction, never correctness.
+Write-back or drop. The executor releases a write-back to the DMA queue; a write-back
+still queued when its tensor is used (or prefetched) again is void, and a later drop of
+the same pages asserts that they are clean. Dropping every clean copy (``GapPlan.
+exact_dirty``) therefore needs each write-back to be served before the drop that relies
+on it, and plans do not guarantee that: on the quick preset at 12.5% HBM, Sentinel's plan
+with ``exact_dirty`` drops live dirty pages of ``l0.ln2.out``, although the queue ranks
+requests by iteration before op. So the plans here write back every eviction of data
+any op writes; this costs one extra write of a weight per eviction, never correctness.
 
 ``table_profile`` replays any table at op granularity, independently of the gap model,
 and checks it: operands resident at each static op, no live dirty page dropped, no page
