@@ -38,7 +38,7 @@ from typing import Any
 
 import simpy
 
-from npu import dataflow as df
+import npu.dataflow as df
 from npu.config import NpuConfig
 from tmhw.sim import (
     Component,

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from tmhw import bench
-from tmhw.placement.registry import policy_class
+from tmhw.placement.base import policy_class
 from tmhw.sim.errors import TmhwError
 
 

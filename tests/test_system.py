@@ -275,16 +275,19 @@ def test_bounds_are_computed_before_the_run_and_once(monkeypatch: pytest.MonkeyP
 
     seen: list[tuple[bool, int]] = []
     real = sysmod.iteration_bounds
+    systems: list[sysmod.System] = []
 
-    def spy(system: Any) -> dict[str, Any]:
-        seen.append((system.executor.done is None, int(system.res.held)))
-        return real(system)
+    def spy(inp: Any) -> dict[str, Any]:
+        run = systems[0]
+        seen.append((run.executor.done is None, int(run.res.held)))
+        return real(inp)
 
     monkeypatch.setattr(sysmod, "iteration_bounds", spy)
     lower_bounds.MEMO.clear()
     s = sysmod.System(C.with_overrides(C.QUICK, ["policy.hbm_ratio=0.25",
                                                  "run.iterations=2"]))
+    systems.append(s)
     rep = s.run()
     assert seen == [(True, 0)]
     assert {k: v for k, v in rep["bounds"].items() if not k.endswith("_ratio")} \
-        == real(s)
+        == real(s.bounds_input())

@@ -62,6 +62,7 @@ from dram import DramConfig
 from flash import PRESETS as FLASH_PRESETS
 from flash import FlashConfig
 from npu import NpuConfig
+from tmhw.placement.registry import POLICIES
 from tmhw.sim import tomlio
 from tmhw.sim.errors import ConfigError
 from tmhw.sim.units import NS, US, MiB
@@ -241,10 +242,6 @@ class PolicyConfig:
     flatflash_line_overhead_bytes: int = 20
 
     def __post_init__(self) -> None:
-        # the registry is the one list of policy names; imported here, not at the top,
-        # because the policies' base module imports this one
-        from tmhw.placement.registry import POLICIES
-
         if self.name not in POLICIES:
             raise ConfigError("name", self.name, f"one of {', '.join(POLICIES)}")
         if not (0.0 < self.hbm_ratio <= 1.0):

@@ -58,8 +58,8 @@ import simpy
 from npu import NPU, ComputeTask, Gemm
 from tmhw.config import SystemConfig
 from tmhw.dma import FETCH, INPLACE, WRITEBACK, DmaEngine, DmaRequest
-from tmhw.placement import Feedback, PlacementTable, PlanContext, Policy
-from tmhw.placement.table import Action, Move
+from tmhw.placement.base import Feedback, PlanContext, Policy
+from tmhw.placement.table import Action, Move, PlacementTable
 from tmhw.residency import Residency
 from tmhw.sim.component import Component
 from tmhw.sim.errors import DoesNotFit

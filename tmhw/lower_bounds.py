@@ -1,4 +1,5 @@
-"""The lower bounds a run is measured against, for one system (``System.bounds``).
+"""The lower bounds a run is measured against, for one system (``System.bounds``),
+from a record of what they depend on (``BoundsInput``), not from the system itself.
 
 - **Traffic**: the fewest inter-tier bytes of a steady-state iteration at this HBM
   capacity (``tmhw.placement.bounds.traffic_bound``, the plain optimum, whatever
@@ -25,7 +26,8 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
@@ -38,7 +40,10 @@ from tmhw.sim.env import Environment
 from tmhw.sim.units import S
 
 if TYPE_CHECKING:
-    from tmhw.system import System
+    from npu import ComputeTask
+    from tmhw.config import SystemConfig
+    from tmhw.placement.base import PlanContext
+    from tmhw.workload.graph import Workload
 
 T = TypeVar("T")
 #: the parts of the bounds already computed in this process, by what each depends on
@@ -58,32 +63,53 @@ def _memo(kind: str, key: str | None, fn: Callable[[], T]) -> T:
     return out
 
 
-def iteration_bounds(system: System) -> dict[str, Any]:
-    """Traffic and time bounds of ``system``'s workload at its capacity (module
+@dataclass(frozen=True)
+class BoundsInput:
+    """What the bounds of one system depend on."""
+
+    cfg: SystemConfig
+    workload: Workload
+    ctx: PlanContext
+    capacity_pages: int
+    #: the policy holds the whole footprint in HBM (no traffic, no phase bound)
+    whole_footprint: bool
+    footprint_bytes: int
+    #: each op's time in the stall-free profile, ps
+    op_ps: np.ndarray
+    #: the streamed fraction of each tensor, as the plan context has it
+    streamed: np.ndarray | None
+    #: the ops as NPU tasks at a given HBM capacity in pages
+    tasks_at: Callable[[int], Sequence[ComputeTask]]
+    #: a key naming the config sections given (``System.memo_key``), or None: not memoised
+    memo_key: Callable[..., str | None]
+
+
+def iteration_bounds(inp: BoundsInput) -> dict[str, Any]:
+    """Traffic and time bounds of the system's workload at its capacity (module
     docstring)."""
     from flash.batch import batch_time_ps
     from tmhw.placement.bounds import phase_bound_ps, time_bound_ps, traffic_bound
     from tmhw.placement.gaps import GapPlan
 
-    cfg, wl = system.cfg, system.workload
-    whole = system.policy.whole_footprint
-    gp = None if whole else GapPlan(system.ctx)
+    cfg, wl = inp.cfg, inp.workload
+    whole = inp.whole_footprint
+    gp = None if whole else GapPlan(inp.ctx)
     if gp is None:
         rd = wr = 0
     else:
         # any policy may evict the mini-batch (AutoTM does, on ResNet-50 b32 at 12.5%);
         # the LP counts pages over the ops' order and takes no time or bandwidth, so a
         # sweep over flash and link solves it once per workload and capacity
-        tb = _memo("traffic", system.memo_key("capacity"),
-                   lambda: traffic_bound(gp, system.capacity_pages, movable_input=True))
+        tb = _memo("traffic", inp.memo_key("capacity"),
+                   lambda: traffic_bound(gp, inp.capacity_pages, movable_input=True))
         rd, wr = tb.read_bytes, tb.write_bytes
-    compute = int(system.executor.op_ps.sum())
-    op_alone = _memo("npu", system.memo_key("npu", "hbm", "hbm_model"),
-                     lambda: npu_alone_ps(system))
+    compute = int(inp.op_ps.sum())
+    op_alone = _memo("npu", inp.memo_key("npu", "hbm", "hbm_model"),
+                     lambda: npu_alone_ps(inp))
     npu_ps = int(op_alone.sum())
     # Every write is programmed (drained), but a read may be served from the write
     # buffer, so only the SSDs' links are sure to carry the reads.
-    fkey = system.memo_key("flash", "seed")
+    fkey = inp.memo_key("flash", "seed")
     flash_ps = max(_memo("flash", None if fkey is None else f"{fkey} {wr}",
                          lambda: batch_time_ps(cfg.flash, 0, wr, seed=cfg.run.seed,
                                                drain=True,
@@ -92,8 +118,8 @@ def iteration_bounds(system: System) -> dict[str, Any]:
                    math.ceil(rd * S / (cfg.flash.devices * cfg.flash.host_bytes_per_s)))
     link_ps = time_bound_ps(0, rd, wr, cfg.link_bytes_per_s, 0)
     port = min(cfg.link_bytes_per_s, cfg.flash.devices * cfg.flash.host_bytes_per_s)
-    phase_ps = 0 if gp is None else phase_bound_ps(gp, system.capacity_pages, op_alone,
-                                                   port, port, system.streamed)
+    phase_ps = 0 if gp is None else phase_bound_ps(gp, inp.capacity_pages, op_alone,
+                                                   port, port, inp.streamed)
     return {"traffic_bytes": rd + wr, "read_bytes": rd, "write_bytes": wr,
             "iteration_time_ps": max(phase_ps, time_bound_ps(
                 npu_ps, rd, wr, cfg.link_bytes_per_s, flash_ps)),
@@ -101,19 +127,19 @@ def iteration_bounds(system: System) -> dict[str, Any]:
             "flash_ps": flash_ps, "phase_ps": phase_ps}
 
 
-def npu_alone_ps(system: System) -> np.ndarray:
+def npu_alone_ps(inp: BoundsInput) -> np.ndarray:
     """Each op's time on the NPU with every operand in HBM and nothing else using HBM:
     the ``hbm-only`` machine's, whose HBM holds the footprint (the ops' HBM addresses
     wrap at its size, as they do there), so it depends on the workload, the NPU and the
     HBM alone and a sweep computes it once per model. No policy runs an op faster."""
-    cfg = system.cfg
+    cfg = inp.cfg
     env = Environment()
     root = Component(env, "alone")
     hbm = DramTarget(env, "hbm", root, cfg.hbm, model=cfg.run.hbm_model)
     npu = NPU(env, "npu", root, cfg.npu, hbm)
     root.elaborate()
     root.start()
-    tasks = system.executor.tasks_at(-(-system.footprint_bytes // system.workload.page_size))
+    tasks = inp.tasks_at(-(-inp.footprint_bytes // inp.workload.page_size))
     out = np.zeros(len(tasks), dtype=np.int64)
 
     def run() -> Generator[simpy.Event, Any, None]:

@@ -18,10 +18,10 @@ from flash import FlashTarget
 from npu import NPU
 from tmhw.config import SystemConfig
 from tmhw.executor import Executor
-from tmhw.lower_bounds import iteration_bounds
-from tmhw.placement import PlacementTable, PlanContext, make_policy
-from tmhw.placement.base import check_fits, streamable
+from tmhw.lower_bounds import BoundsInput, iteration_bounds
+from tmhw.placement.base import PlanContext, check_fits, make_policy, streamable
 from tmhw.placement.bounds import ratios
+from tmhw.placement.table import PlacementTable
 from tmhw.report import VERSION, rollup
 from tmhw.sim import tomlio
 from tmhw.sim.component import Component
@@ -121,7 +121,17 @@ class System:
         iteration (``tmhw.lower_bounds``). They do not depend on the policy, so a process
         computes each part once per what it depends on (``tmhw.lower_bounds.MEMO``): a
         sweep's policies share them, and its SSD counts share the NPU's own times."""
-        return iteration_bounds(self)
+        return iteration_bounds(self.bounds_input())
+
+    def bounds_input(self) -> BoundsInput:
+        """What the bounds depend on, as a record (``tmhw.lower_bounds.BoundsInput``)."""
+        return BoundsInput(
+            cfg=self.cfg, workload=self.workload, ctx=self.ctx,
+            capacity_pages=self.capacity_pages,
+            whole_footprint=self.policy.whole_footprint,
+            footprint_bytes=self.footprint_bytes, op_ps=self.executor.op_ps,
+            streamed=self.streamed, tasks_at=self.executor.tasks_at,
+            memo_key=self.memo_key)
 
     def memo_key(self, *parts: str) -> str | None:
         """A key naming the config sections ``parts`` (``"capacity"`` for the HBM

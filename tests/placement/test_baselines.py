@@ -20,10 +20,15 @@ from hypothesis import strategies as st
 
 from tmhw.config import PAPER, PolicyConfig, with_overrides
 from tmhw.dma import FETCH, WRITEBACK, DmaRequest
-from tmhw.placement import Action, PlanContext, make_policy
-from tmhw.placement.base import drop_moves, input_mask, op_working_set_pages
+from tmhw.placement.base import (
+    PlanContext,
+    drop_moves,
+    input_mask,
+    make_policy,
+    op_working_set_pages,
+)
 from tmhw.placement.gaps import GapPlan, TableError, table_profile
-from tmhw.placement.table import PlacementTable
+from tmhw.placement.table import Action, PlacementTable
 from tmhw.sim.errors import DoesNotFit
 from tmhw.system import System
 from tmhw.workload.builder import WorkloadBuilder

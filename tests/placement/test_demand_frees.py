@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 
 from tmhw.config import PAPER, QUICK, PolicyConfig, SystemConfig, with_overrides
-from tmhw.placement import Action, PlanContext, make_policy
+from tmhw.placement.base import PlanContext, make_policy
+from tmhw.placement.table import Action
 from tmhw.sim.errors import ConfigError
 from tmhw.system import System
 from tmhw.workload.graph import Kind, Op, Phase, Tensor, Workload

@@ -20,10 +20,10 @@ from hypothesis import strategies as st
 
 from tmhw import sweeps as SW
 from tmhw.config import PolicyConfig
-from tmhw.placement import Action, PlanContext
-from tmhw.placement.base import op_working_set_pages
+from tmhw.placement.base import PlanContext, op_working_set_pages
 from tmhw.placement.flashneuron import FlashNeuron
 from tmhw.placement.gaps import GapPlan
+from tmhw.placement.table import Action
 from tmhw.sim.errors import DoesNotFit
 from tmhw.sim.units import S
 from tmhw.workload.builder import WorkloadBuilder

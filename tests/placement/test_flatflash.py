@@ -15,7 +15,7 @@ from typing import Any
 
 from tmhw.config import PAPER, with_overrides
 from tmhw.dma import FETCH, INPLACE
-from tmhw.placement import make_policy
+from tmhw.placement.base import make_policy
 from tmhw.sim.units import S, transfer_ps
 from tmhw.system import System
 from tmhw.workload.graph import Gemm, Kind, Op, Phase, Tensor, Workload

@@ -1,8 +1,8 @@
-"""Placement tables and the policies that build them (TM-Training and its baselines)."""
+"""Placement tables and the policies that build them (TM-Training and its baselines).
 
-from tmhw.placement.base import Feedback, PlanContext, Policy
-from tmhw.placement.registry import POLICIES, make_policy
-from tmhw.placement.table import Action, Move, PlacementTable
-
-__all__ = ["Action", "Feedback", "Move", "POLICIES", "PlacementTable", "PlanContext",
-           "Policy", "make_policy"]
+The package imports none of its modules: import what you use from where it lives
+(``tmhw.placement.base``: ``Policy``, ``PlanContext``, ``Feedback``, ``make_policy``;
+``tmhw.placement.table``: ``PlacementTable``, ``Move``, ``Action``;
+``tmhw.placement.registry``: ``POLICIES``), so that the config can read the registry's
+list of names without loading the policies' base, which reads the config.
+"""

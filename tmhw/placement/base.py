@@ -9,14 +9,16 @@ timing monitor). Pure: no SimPy.
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass, field
 from typing import ClassVar
 
 import numpy as np
 
 from tmhw.config import PolicyConfig
+from tmhw.placement.registry import POLICIES
 from tmhw.placement.table import Action, Move, PlacementTable
-from tmhw.sim.errors import DoesNotFit
+from tmhw.sim.errors import DoesNotFit, TmhwError
 from tmhw.workload.graph import Kind, Workload
 
 
@@ -142,3 +144,23 @@ def drop_moves(wl: Workload, first_last: np.ndarray | None = None) -> list[Move]
             continue
         out.append(Move(Action.DROP, t.id, t.page_start, t.page_end, int(r[t.id, 1])))
     return out
+
+
+def policy_class(name: str) -> type[Policy]:
+    """The class registered as ``name`` (``POLICIES``), its module imported now."""
+    if name not in POLICIES:
+        raise TmhwError(f"policy.name: {name!r} is not one of {', '.join(POLICIES)}")
+    mod, _, cls = POLICIES[name].partition(":")
+    try:
+        m = importlib.import_module(mod)
+    except ModuleNotFoundError as e:
+        if e.name == mod:
+            raise TmhwError(f"policy.name: {name!r} is not available in this build") from None
+        raise
+    c: type[Policy] = getattr(m, cls)
+    return c
+
+
+def make_policy(name: str) -> Policy:
+    """A new policy of the registered name ``name``."""
+    return policy_class(name)()

@@ -1,20 +1,12 @@
-"""Policy names to classes, imported on first use so that a policy's dependencies (the
-ILP solver of ``autotm``) load only when it runs.
+"""Policy names to the classes that implement them, as ``"module:Class"`` strings.
 
 ``POLICIES`` is the one list of policy names: the config's validation, the command line
-and the docs take the names from it. It imports no policy (the policies' base module
-imports the config, which validates names against this table).
+and the docs take the names from it. It imports nothing, so the config can read it;
+``tmhw.placement.base.make_policy`` imports a policy's module on first use, so that its
+dependencies (the ILP solver of ``autotm``) load only when it runs.
 """
 
 from __future__ import annotations
-
-import importlib
-from typing import TYPE_CHECKING
-
-from tmhw.sim.errors import TmhwError
-
-if TYPE_CHECKING:
-    from tmhw.placement.base import Policy
 
 #: name -> "module:Class"
 POLICIES: dict[str, str] = {
@@ -27,21 +19,3 @@ POLICIES: dict[str, str] = {
     "sentinel": "tmhw.placement.sentinel:Sentinel",
     "autotm": "tmhw.placement.autotm:AutoTM",
 }
-
-
-def policy_class(name: str) -> type[Policy]:
-    if name not in POLICIES:
-        raise TmhwError(f"policy.name: {name!r} is not one of {', '.join(POLICIES)}")
-    mod, _, cls = POLICIES[name].partition(":")
-    try:
-        m = importlib.import_module(mod)
-    except ModuleNotFoundError as e:
-        if e.name == mod:
-            raise TmhwError(f"policy.name: {name!r} is not available in this build") from None
-        raise
-    c: type[Policy] = getattr(m, cls)
-    return c
-
-
-def make_policy(name: str) -> Policy:
-    return policy_class(name)()

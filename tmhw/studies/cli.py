@@ -18,8 +18,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import tmhw.studies.study as S
 from tmhw.sim.errors import TmhwError
-from tmhw.studies import study as S
 from tmhw.studies.study import Model, Study
 
 StudyFn = Callable[[Study], str]
