@@ -162,8 +162,8 @@ SCENARIO_OPTIONS: list[Case] = [
      ("policy.hbm_ratio", "2")),
     ("unknown --set key", ["scenario", "capacity_sweep", "--quick", "--out", "o", "--set",
                            "policy.bogus=1"], ("policy.bogus",)),
-    ("--set without a value", ["scenario", "ablation", "--quick", "--set", "policy.split"],
-     ("--set",)),
+    ("--set without a value", ["scenario", "ablation", "--quick", "--set",
+                               "policy.tm_training.split"], ("--set",)),
 ]
 
 

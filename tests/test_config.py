@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import tomllib
 import typing
 from collections.abc import Callable
@@ -219,7 +220,7 @@ BAD_INPUTS: list[tuple[str, list[str], str]] = [
     ("fraction for int", ["--set", "flash.channels=2.5"], "flash.channels"),
     ("integer past 64 bits", ["--set", "workload.batch=100000000000000000000000"],
      "workload.batch"),
-    ("word for bool", ["--set", "policy.split=maybe"], "policy.split"),
+    ("word for bool", ["--set", "policy.tm_training.split=maybe"], "policy.tm_training.split"),
     ("unknown model", ["--model", "nope"], "workload.model"),
     ("unknown policy", ["--policy", "nope"], "policy.name"),
     ("batch negative", ["--batch", "-1"], "workload.batch"),
@@ -330,3 +331,39 @@ def test_the_ports_lanes_run_at_the_ssds_lane_rate(preset: str, lane_gbps: float
     assert gen5.link_bytes_per_s == 16 * 3.938e9
     assert gen5.flash.host_bytes_per_s == gen5.flash.pcie_lanes * 3.938e9
     assert not hasattr(cfg.link, "gb_per_s_per_lane")
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    ("split", "tm_training.split"), ("plan_rounds", "tm_training.plan_rounds"),
+    ("sentinel_leads", "sentinel.leads"), ("ilp_node_limit", "autotm.ilp_node_limit"),
+    ("demand_frees", "demand.frees"), ("flatflash_promote_after", "flatflash.promote_after"),
+])
+def test_a_policy_parameter_under_its_old_flat_key_names_its_table(old: str, new: str) -> None:
+    """Each policy's parameters live in its own table (``[policy.<section>]``); the flat
+    key they had in ``[policy]`` is refused with the key to use instead."""
+    with pytest.raises(C.ConfigError, match=rf"^policy\.{old} = .*: moved: set "
+                                            rf"policy\.{re.escape(new)} instead$"):
+        C.with_overrides(C.QUICK, [f"policy.{old}=1"])
+
+
+def test_a_policy_table_may_be_spelt_with_the_policys_dash() -> None:
+    a = C.with_overrides(C.QUICK, ["policy.tm-training.monitor_gain=0.5"])
+    b = C.with_overrides(C.QUICK, ["policy.tm_training.monitor_gain=0.5"])
+    assert a == b and a.policy.tm_training.monitor_gain == 0.5
+    with pytest.raises(C.ConfigError, match=r"^policy\.tm_training\.monitor_gain = 9"):
+        C.with_overrides(C.QUICK, ["policy.tm-training.monitor_gain=9"])
+
+
+def test_every_policy_reads_the_table_its_class_names() -> None:
+    """A registered policy with parameters names a table of ``[policy]`` holding its own
+    ``Params`` class, and a policy built by the system gets that table's values."""
+    from tmhw.placement.base import policy_class
+    from tmhw.placement.registry import POLICIES
+    from tmhw.system import System
+
+    for name in POLICIES:
+        cls = policy_class(name)
+        if cls.section:
+            assert isinstance(getattr(C.QUICK.policy, cls.section), cls.Params), name
+    cfg = C.with_overrides(C.QUICK, ['policy.name="sentinel"', "policy.sentinel.leads=[2]"])
+    assert System(cfg).policy.params.leads == (2,)

@@ -146,12 +146,11 @@ def config_from_args(args: argparse.Namespace) -> Any:
         v = getattr(args, flag, None)
         if v is not None:
             sets.append(f"{key}={json.dumps(v)}")
-    for flag, key in (("no_split", "policy.split"), ("no_monitor", "policy.monitor"),
-                      ("no_prefetch", "policy.prefetch"),
-                      ("no_wb_schedule", "policy.writeback_schedule"),
-                      ("no_clean", "policy.clean")):
+    for flag, key in (("no_split", "split"), ("no_monitor", "monitor"),
+                      ("no_prefetch", "prefetch"), ("no_wb_schedule", "writeback_schedule"),
+                      ("no_clean", "clean")):
         if getattr(args, flag, False):
-            sets.append(f"{key}=false")
+            sets.append(f"policy.tm_training.{key}=false")
     if args.model and not args.seq and "workload.seq" not in " ".join(args.set):
         sets.append("workload.seq=0")
     if args.model and not args.batch and "workload.batch" not in " ".join(args.set):

@@ -55,20 +55,22 @@ import dataclasses
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from dram import PRESETS as DRAM_PRESETS
 from dram import DramConfig
 from flash import PRESETS as FLASH_PRESETS
 from flash import FlashConfig
 from npu import NpuConfig
+from tmhw.placement.autotm import AutoTMParams
+from tmhw.placement.flatflash import FlatFlashParams
 from tmhw.placement.registry import POLICIES
+from tmhw.placement.sentinel import SentinelParams
+from tmhw.placement.simple import DemandParams
+from tmhw.placement.tm_training import TMTrainingParams
 from tmhw.sim import tomlio
 from tmhw.sim.errors import ConfigError
 from tmhw.sim.units import NS, US, MiB
-
-#: What a demand pager learns of tensor deaths (``PolicyConfig.demand_frees``).
-DEMAND_FREES = ("runtime", "none")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -164,113 +166,54 @@ class WorkloadConfig:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PolicyConfig:
-    """Placement policy and the HBM capacity it must respect.
+    """Placement policy, the HBM capacity it must respect, and each policy's parameters.
 
     ``hbm_ratio`` is HBM capacity / training footprint, in (0, 1]; ``hbm-only`` ignores
-    it (HBM holds the whole footprint). ``split``, ``monitor``, ``prefetch`` and
-    ``writeback_schedule`` switch TM-Training's mechanisms off for ablation:
+    it (HBM holds the whole footprint). ``lookahead_ops`` 0: how far ahead (in ops) a
+    planner (TM-Training, Sentinel, AutoTM) may release a prefetch; 0 = no limit.
 
-    - ``split`` off: no tensor keeps a head resident over a gap (a partial eviction
-      becomes a whole one) and no op starts before all of an operand has arrived;
-    - ``monitor`` off: the table of the first iteration is replayed unchanged;
-    - ``prefetch`` off: nothing is fetched before the op that reads it (faults);
-    - ``writeback_schedule`` off: every write-back is due as soon as it is released
-      (eager, in release order) instead of when the plan needs its space;
-    - ``clean`` off: dirty data is written back only when it is evicted, never earlier
-      as a clean that keeps it resident.
+    Each policy's own parameters are a table of their own, declared in the policy's
+    module beside the policy (``Policy.Params``, ``Policy.section``): ``[policy.
+    tm_training]`` (``tmhw.placement.tm_training.TMTrainingParams``: the ablation
+    switches, the monitor's gain, the plan's reserve and rounds), ``[policy.demand]``
+    (``demand`` and ``demand-belady``: ``frees``), ``[policy.flatflash]``,
+    ``[policy.sentinel]`` (``leads``), ``[policy.autotm]`` (``ilp_node_limit``). A table
+    may be spelt with the policy's dash (``policy.tm-training.split``). Only the table
+    of the policy that runs is used."""
 
-    ``prefetch_reserve`` 0: fraction of HBM the TM-Training plan leaves unplanned for
-    prefetches in flight; 0 plans the fewest bytes (the traffic bound's own evictions)
-    and lets prefetches use whatever space the plan leaves between uses. Measured on the
-    quick preset (steady state after two warm-up iterations): 0.05 is 3% faster at 12.5%
-    HBM and 7% slower at 50%, so no reserve is the default. ``plan_rounds`` 1: rounds of
-    TM-Training's plan-and-predicted-timeline iteration (``tmhw.placement.tm_training``;
-    the first ranks gaps on the stall-free profile). Measured in the steady state, a
-    second round on the fluid timeline the first plan predicts changes nothing on most
-    cells of the quick preset and ResNet-50, is 1% faster on ResNet-50 at 75% HBM on
-    a 32-channel device, and 1.9% slower on the quick preset at 50% (230.1 against
-    225.9 ms): the fluid model does not rank these plans reliably, so one round is
-    the default. ``sentinel_leads`` (1, 2, 4)
-    layers: the migration intervals Sentinel's test-and-trial chooses among (estimate:
-    Sentinel tries a few intervals of whole layers; the paper does not list them).
-
-    ``demand_frees`` "runtime": whether the demand pagers (``demand``,
-    ``demand-belady``) learn when a tensor dies. "runtime": the framework frees each
-    temporary tensor after its last use in the iteration and the pager hears of it,
-    so its pages leave HBM without a write-back and any flash copy is trimmed.
-    "none": the pager sees page faults and evictions only, as an OS or UVM pager
-    does; a dead tensor's dirty pages stay until evicted and are then written back.
-    The default is the project's reference demand baseline (the more favourable
-    one to demand paging); ``tmhw.placement.simple`` says what each setting
-    costs."""
+    #: keys that were ``[policy]``'s own before each policy's parameters moved to its table
+    MOVED: ClassVar[dict[str, str]] = {
+        **{k: f"tm_training.{k}" for k in ("split", "monitor", "prefetch",
+                                           "writeback_schedule", "clean", "monitor_gain",
+                                           "prefetch_reserve", "plan_rounds")},
+        "sentinel_leads": "sentinel.leads",
+        "ilp_node_limit": "autotm.ilp_node_limit",
+        "demand_frees": "demand.frees",
+        "flatflash_promote_after": "flatflash.promote_after",
+        "flatflash_line_bytes": "flatflash.line_bytes",
+        "flatflash_line_overhead_bytes": "flatflash.line_overhead_bytes",
+    }
 
     name: str = "tm-training"
     hbm_ratio: float = 0.125
-    split: bool = True
-    monitor: bool = True
-    prefetch: bool = True
-    writeback_schedule: bool = True
-    clean: bool = True
-    #: Timing-monitor gain: fraction of a measured stall converted into an earlier
-    #: release or pages kept resident next iteration (1.0 = the whole shortfall at once).
-    monitor_gain: float = 1.0
-    #: How far ahead (in ops) a planner may issue a prefetch; 0 = no limit.
     lookahead_ops: int = 0
-    prefetch_reserve: float = 0.0
-    plan_rounds: int = 1
-    sentinel_leads: tuple[int, ...] = (1, 2, 4)
-    #: Branch-and-bound nodes the autotm ILP may explore (HiGHS ``node_limit``); the best
-    #: solution found within them is used. A budget of work, not of time, so the plan
-    #: never depends on how busy the machine is. Estimate: 5000 solves every quick and
-    #: ResNet-50 cell of the TM-Training grid (the slowest, ResNet-50 at 75% on a
-    #: 32-channel device, in about 60 s of wall time here).
-    ilp_node_limit: int = 5000
-    demand_frees: str = "runtime"
-    #: FlatFlash (``tmhw.placement.flatflash``): in-place accesses to a flash page
-    #: (ops that read it from the SSD) after which it is promoted to HBM. Estimate
-    #: standing in for the paper's adaptive threshold: the best fixed one of 1, 2, 3,
-    #: 4, 8 on the quick preset at 12.5% HBM (the FlatFlash module docstring; never
-    #: promoting is faster still there).
-    flatflash_promote_after: int = 4
-    #: Bytes the NPU reads per in-place access: one CPU cache line, as FlatFlash's
-    #: MMIO loads (Abulila et al., ASPLOS'19: 64 B lines).
-    flatflash_line_bytes: int = 64
-    #: PCIe framing of each line's read completion: a 3-DW TLP header (12 B), LCRC
-    #: (4 B) and the Gen3+ STP framing token with the sequence number (4 B), from the
-    #: PCI Express Base Specification 3.0 (sections 2.2 and 4.2.2); ACK and flow-control
-    #: DLLPs are left out. 64 B lines so use 76% of the link.
-    flatflash_line_overhead_bytes: int = 20
+    tm_training: TMTrainingParams = field(default_factory=TMTrainingParams)
+    demand: DemandParams = field(default_factory=DemandParams)
+    flatflash: FlatFlashParams = field(default_factory=FlatFlashParams)
+    sentinel: SentinelParams = field(default_factory=SentinelParams)
+    autotm: AutoTMParams = field(default_factory=AutoTMParams)
 
     def __post_init__(self) -> None:
         if self.name not in POLICIES:
             raise ConfigError("name", self.name, f"one of {', '.join(POLICIES)}")
         if not (0.0 < self.hbm_ratio <= 1.0):
             raise ConfigError("hbm_ratio", self.hbm_ratio, "a fraction in (0, 1]")
-        if not (0.0 < self.monitor_gain <= 4.0):
-            raise ConfigError("monitor_gain", self.monitor_gain, "a number in (0, 4]")
         if self.lookahead_ops < 0:
             raise ConfigError("lookahead_ops", self.lookahead_ops, "an integer >= 0")
-        if self.plan_rounds < 1:
-            raise ConfigError("plan_rounds", self.plan_rounds, "an integer >= 1")
-        if self.flatflash_promote_after < 1:
-            raise ConfigError("flatflash_promote_after", self.flatflash_promote_after,
-                              "an integer >= 1")
-        if self.flatflash_line_bytes < 1:
-            raise ConfigError("flatflash_line_bytes", self.flatflash_line_bytes,
-                              "an integer >= 1")
-        if self.flatflash_line_overhead_bytes < 0:
-            raise ConfigError("flatflash_line_overhead_bytes",
-                              self.flatflash_line_overhead_bytes, "an integer >= 0")
-        if not (0.0 <= self.prefetch_reserve < 1.0):
-            raise ConfigError("prefetch_reserve", self.prefetch_reserve, "a fraction in [0, 1)")
-        if not self.sentinel_leads or min(self.sentinel_leads) < 1:
-            raise ConfigError("sentinel_leads", self.sentinel_leads,
-                              "a non-empty list of integers >= 1")
-        if not isinstance(self.ilp_node_limit, int) or self.ilp_node_limit < 1:
-            raise ConfigError("ilp_node_limit", self.ilp_node_limit, "an integer >= 1")
-        if self.demand_frees not in DEMAND_FREES:
-            raise ConfigError("demand_frees", self.demand_frees,
-                              f"one of {', '.join(map(repr, DEMAND_FREES))}")
+
+    def params(self, section: str) -> Any:
+        """The parameters in table ``section`` (a policy's ``section``); None for ""."""
+        return getattr(self, section) if section else None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -38,7 +38,7 @@ and finds (partly) missing from HBM is not faulted in: when the op starts, each 
 its missing pages is read through the SSD's BAR in cache lines (``DmaEngine.
 inplace_read``: one flash request per run), and the op cannot end before the last line
 has arrived. Each such read counts one access on its pages; a page whose count reaches
-``policy.flatflash_promote_after`` is promoted: a background fetch into HBM, released
+``policy.flatflash.promote_after`` is promoted: a background fetch into HBM, released
 as the op starts, behind its in-place reads; an access that finds the pages missing
 until the fetch is booked reads them in place again.
 An operand the op also writes is faulted in as usual (the NPU writes into HBM).
@@ -366,7 +366,7 @@ class Executor(Component):
         n = len(wl.ops)
         self._current_op = op.index
         self.generation[list(op.tensors)] += 1
-        if self.cfg.policy.prefetch or self.table.reactive:
+        if self.policy.prefetches or self.table.reactive:
             for m in self.table.released_at_start(op.index):
                 nxt = m.deadline_op < op.index      # due at an op of the next iteration
                 self.generation[m.tensor] += 1
@@ -440,7 +440,7 @@ class Executor(Component):
     def _tails(self, op: Op) -> dict[int, Move]:
         """The operands of ``op`` whose tail streams while it runs: {tensor: row}."""
         assert self.table is not None
-        if not self.cfg.policy.split:
+        if not self.policy.splits:
             return {}
         return {m.tensor: m for m in self.table.due_at(op.index)
                 if m.stream and m.p1 > m.p0 and m.tensor in op.reads}
@@ -449,7 +449,7 @@ class Executor(Component):
         """Read the missing pages of ``cold`` operands in place from now on (one flash
         request per run), count the access and release the promotions it triggers.
         Returns when the last line has arrived."""
-        res, wl, pol = self.res, self.workload, self.cfg.policy
+        res, wl, pol = self.res, self.workload, self.policy.params
         now = int(self.env.now)
         end = now
         if self._access_count is None:
@@ -459,7 +459,7 @@ class Executor(Component):
             p0, p1 = self.ranges[t]
             for a, b in res.missing_runs(p0, p1)[1]:
                 end = max(end, self.dma.inplace_read(
-                    a, b, now, pol.flatflash_line_bytes, pol.flatflash_line_overhead_bytes,
+                    a, b, now, pol.line_bytes, pol.line_overhead_bytes,
                     wl.tensors[t].name))
                 self.inplace_reads += 1
                 access_count[a:b] += 1
@@ -468,7 +468,7 @@ class Executor(Component):
             if pending is not None and not pending.done:
                 continue
             p0, p1 = self.ranges[t]
-            hot = np.flatnonzero((access_count[p0:p1] >= pol.flatflash_promote_after)
+            hot = np.flatnonzero((access_count[p0:p1] >= pol.promote_after)
                                  & ~res.in_hbm[p0:p1])
             if len(hot) == 0:
                 continue
@@ -625,7 +625,7 @@ class Executor(Component):
                     self.cancelled_prefetches += 1
                 del self.prefetching[t]
         n = len(wl.ops)
-        eager = not self.cfg.policy.writeback_schedule
+        eager = not self.policy.schedules_writebacks
         for m in self.table.released_at_end(op.index):
             if m.action == Action.WRITEBACK and m.keep:
                 self._clean(m, op.index)

@@ -127,7 +127,7 @@ def make_point(preset: str, overrides: dict[str, Any],
                params: dict[str, Any] | None = None) -> Point:
     """A self-contained point: its params (for the CSV), its whole config and its id.
     A point runs to its end: no wall-clock limit decides a result (a solver inside a
-    policy stops on a budget of work, e.g. ``policy.ilp_node_limit``)."""
+    policy stops on a budget of work, e.g. ``policy.autotm.ilp_node_limit``)."""
     cfg = config_dict(preset, overrides)
     blob = json.dumps(cfg, sort_keys=True, default=str).encode()
     pid = hashlib.sha256(blob).hexdigest()[:12]

@@ -19,7 +19,7 @@ from npu import NPU
 from tmhw.config import SystemConfig
 from tmhw.executor import Executor
 from tmhw.lower_bounds import BoundsInput, iteration_bounds
-from tmhw.placement.base import PlanContext, check_fits, make_policy, streamable
+from tmhw.placement.base import PlanContext, check_fits, make_policy, policy_class, streamable
 from tmhw.placement.bounds import ratios
 from tmhw.placement.table import PlacementTable
 from tmhw.report import VERSION, rollup
@@ -57,7 +57,8 @@ class System:
             raise TmhwError(f"workload.page_size: the workload is laid out in "
                             f"{workload.page_size} B pages, the config says {wc.page_size}")
         self.workload = wl = workload
-        self.policy = make_policy(cfg.policy.name)
+        section = policy_class(cfg.policy.name).section
+        self.policy = make_policy(cfg.policy.name, cfg.policy.params(section))
         ps = wl.page_size
         self.footprint_bytes = wl.peak_live_bytes()
         footprint_pages = -(-self.footprint_bytes // ps)
@@ -67,7 +68,7 @@ class System:
             cap_pages = max(1, int(math.floor(cfg.policy.hbm_ratio * footprint_pages)))
         self.capacity_pages = cap_pages
         self.streamed = streamable(wl, cap_pages) if (
-            self.policy.streams and cfg.policy.split) else np.zeros(len(wl.ops), dtype=bool)
+            self.policy.streams and self.policy.splits) else np.zeros(len(wl.ops), dtype=bool)
         check_fits(wl, cap_pages, self.policy.name, self.streamed)
         if wl.npages * ps > cfg.flash.total_capacity:
             raise TmhwError(f"flash: the workload's {wl.npages * ps / 2**30:.1f} GiB do not "
@@ -101,7 +102,8 @@ class System:
         fetch_bw = min(cfg.flash.read_bandwidth_bound(), cfg.link_bytes_per_s)
         wb_bw = min(cfg.flash.write_bandwidth_bound(), cfg.link_bytes_per_s)
         self.ctx = PlanContext(wl, cap_pages, self.profile_start, self.profile_end,
-                               fetch_bw, wb_bw, cfg.policy, cfg.run.seed, self.streamed)
+                               fetch_bw, wb_bw, cfg.policy.lookahead_ops, cfg.run.seed,
+                               self.streamed)
         self.table: PlacementTable = self.policy.plan(self.ctx)
         self.first_table_rows = self.table.rows
         self.first_table_bytes = self.table.size_bytes()

@@ -18,8 +18,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tmhw.config import PAPER, PolicyConfig, with_overrides
+from tmhw.config import PAPER, with_overrides
 from tmhw.dma import FETCH, WRITEBACK, DmaRequest
+from tmhw.placement.autotm import AutoTMParams
 from tmhw.placement.base import (
     PlanContext,
     drop_moves,
@@ -74,7 +75,7 @@ def context(wl: Workload, frac: float, seed: int = 0) -> PlanContext:
     foot = -(-wl.peak_live_bytes() // wl.page_size)
     cap = ws + int(frac * max(0, foot - ws))
     start, end = profile(wl, seed)
-    return PlanContext(wl, cap, start, end, FETCH_BW, WB_BW, PolicyConfig())
+    return PlanContext(wl, cap, start, end, FETCH_BW, WB_BW)
 
 
 def plan(name: str, ctx: PlanContext) -> PlacementTable | None:
@@ -271,9 +272,8 @@ def test_autotm_plans_within_a_node_budget_the_same_on_every_run() -> None:
     plan (the best solution found at the root)."""
     wl = _deep_linear()
     ctx = context(wl, 0.2)
-    ctx.policy = PolicyConfig(ilp_node_limit=1)
-    first = make_policy("autotm").plan(ctx)
-    again = make_policy("autotm").plan(ctx)
+    first = make_policy("autotm", AutoTMParams(ilp_node_limit=1)).plan(ctx)
+    again = make_policy("autotm", AutoTMParams(ilp_node_limit=1)).plan(ctx)
     assert first.moves and first.moves == again.moves
 
 
@@ -403,8 +403,7 @@ def test_autotm_ilp_stops_within_a_thousandth_of_the_iteration() -> None:
     the solve takes 0.3 s instead of 3.4 s."""
     wl = _deep_linear()
     c0 = context(wl, 0.4)
-    ctx = PlanContext(wl, c0.capacity_pages, c0.op_start_ps, c0.op_end_ps, 30e9, 30e9,
-                      PolicyConfig())
+    ctx = PlanContext(wl, c0.capacity_pages, c0.op_start_ps, c0.op_end_ps, 30e9, 30e9)
     atm = make_policy("autotm")
     notes = atm.plan(ctx).notes
     iter_us = float(ctx.op_end_ps[-1]) / 1e6

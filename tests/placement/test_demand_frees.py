@@ -1,4 +1,4 @@
-"""What the demand pager learns of tensor deaths (``policy.demand_frees``).
+"""What the demand pager learns of tensor deaths (``policy.demand.frees``).
 
 With "runtime" the framework frees each temporary after its last use, so no eviction
 ever writes dead data back; with "none" the pager sees faults and evictions only, so dead
@@ -15,6 +15,7 @@ import pytest
 
 from tmhw.config import PAPER, QUICK, PolicyConfig, SystemConfig, with_overrides
 from tmhw.placement.base import PlanContext, make_policy
+from tmhw.placement.simple import DemandParams
 from tmhw.placement.table import Action
 from tmhw.sim.errors import ConfigError
 from tmhw.system import System
@@ -55,10 +56,10 @@ def run(cfg: SystemConfig, *sets: str, wl: Workload | None = None) -> dict[str, 
 
 
 def test_demand_frees_takes_runtime_or_none_and_names_the_field() -> None:
-    assert PolicyConfig().demand_frees == "runtime"
-    with pytest.raises(ConfigError, match=r"^demand_frees = 'oracle': one of 'runtime', "
-                                          r"'none'$"):
-        PolicyConfig(demand_frees="oracle")
+    assert PolicyConfig().demand.frees == "runtime"
+    with pytest.raises(ConfigError, match=r"^policy.demand.frees = 'oracle': one of "
+                                          r"'runtime', 'none'$"):
+        with_overrides(QUICK, ["policy.demand.frees=oracle"])
 
 
 @pytest.mark.parametrize("name", ["demand", "demand-belady"])
@@ -69,9 +70,8 @@ def test_without_runtime_frees_the_table_frees_nothing(name: str) -> None:
     temporaries = {t.id for t in wl.tensors if not t.kind.persistent}
 
     def drops(frees: str) -> set[int]:
-        ctx = PlanContext(wl, wl.npages, np.zeros(4), np.ones(4), 7e9, 6.5e9,
-                          PolicyConfig(name=name, demand_frees=frees))
-        tab = make_policy(name).plan(ctx)
+        ctx = PlanContext(wl, wl.npages, np.zeros(4), np.ones(4), 7e9, 6.5e9)
+        tab = make_policy(name, DemandParams(frees=frees)).plan(ctx)
         assert tab.reactive
         return {m.tensor for m in tab.moves if m.action == Action.DROP}
 
@@ -89,7 +89,7 @@ def test_with_every_page_in_hbm_both_settings_are_hbm_only(name: str, frees: str
     assert -(-OVERLAP.peak_live_bytes() // PS) == OVERLAP.npages
     ref = run(PAPER, "policy.name=hbm-only", wl=OVERLAP)
     rep = run(PAPER, f"policy.name={name}", "policy.hbm_ratio=1",
-              f"policy.demand_frees={frees}", wl=OVERLAP)
+              f"policy.demand.frees={frees}", wl=OVERLAP)
     assert rep["iteration_time_ps"] == ref["iteration_time_ps"] > 0
     for it in rep["per_iteration"]:
         assert (it["flash_to_hbm_bytes"], it["hbm_to_flash_bytes"]) == (0, 0)
@@ -105,7 +105,7 @@ def test_without_frees_the_pager_needs_every_page_not_the_footprint() -> None:
     assert rt["iteration_time_ps"] == ref["iteration_time_ps"]
     assert rt["traffic_bytes"]["inter_tier"] == 0
     none = run(PAPER, "policy.name=demand", "policy.hbm_ratio=1",
-               "policy.demand_frees=none", wl=DISJOINT)
+               "policy.demand.frees=none", wl=DISJOINT)
     assert none["traffic_bytes"]["hbm_to_flash_dead"] > 0
     assert none["iteration_time_ps"] > ref["iteration_time_ps"]
 
@@ -133,7 +133,7 @@ def test_none_writes_back_the_dead_data_runtime_frees() -> None:
 
     ex._drop = counted                        # type: ignore[method-assign]
     rt = sysm.run()
-    none = run(QUICK, *sets, "policy.demand_frees=none")
+    none = run(QUICK, *sets, "policy.demand.frees=none")
     assert rt["traffic_bytes"]["hbm_to_flash_dead"] == 0
     assert none["traffic_bytes"]["hbm_to_flash_dead"] > 0
     per_iteration = dropped[0] // 2

@@ -19,7 +19,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tmhw import sweeps as SW
-from tmhw.config import PolicyConfig
 from tmhw.placement.base import PlanContext, op_working_set_pages
 from tmhw.placement.flashneuron import FlashNeuron
 from tmhw.placement.gaps import GapPlan
@@ -55,7 +54,7 @@ def context(wl: Workload, cap: int, op_ps: int = 10_000_000) -> PlanContext:
     within an op; 0.1 us: it does not)."""
     n = len(wl.ops)
     end = np.arange(1, n + 1, dtype=np.int64) * op_ps
-    return PlanContext(wl, cap, end - op_ps, end, 7e9, 6.5e9, PolicyConfig())
+    return PlanContext(wl, cap, end - op_ps, end, 7e9, 6.5e9)
 
 
 def offloaded(tab: Any) -> set[int]:

@@ -1,5 +1,5 @@
 """FlatFlash (``tmhw.placement.flatflash``): cold operands read in place through the
-SSD's BAR, promotion to HBM after ``policy.flatflash_promote_after`` accesses, one flash
+SSD's BAR, promotion to HBM after ``policy.flatflash.promote_after`` accesses, one flash
 request per op and operand, and no traffic at all when HBM holds the footprint.
 
 The hand-built iteration: two weights W1 and W2 of 1 MiB each; op 0 reads W1, ops
@@ -45,7 +45,7 @@ def system(promote_after: int, iterations: int = 1) -> System:
     ratio = (CAP_PAGES + 0.5) / foot
     cfg = with_overrides(PAPER, ["policy.name=flatflash", f"policy.hbm_ratio={ratio}",
                                  f"run.iterations={iterations}", "run.warmup_iterations=0",
-                                 f"policy.flatflash_promote_after={promote_after}"])
+                                 f"policy.flatflash.promote_after={promote_after}"])
     sysm = System(cfg, workload=wl)
     assert sysm.capacity_pages == CAP_PAGES
     return sysm

@@ -49,8 +49,9 @@ workloads = st.builds(
     st.sampled_from([64, 256, 1024]),
     st.booleans(),
 )
-MODES = ["", "policy.split=false", "policy.prefetch=false", "policy.monitor=false",
-         "policy.writeback_schedule=false", "policy.plan_rounds=3", "policy.clean=false"]
+MODES = ["", *(f"policy.tm_training.{k}" for k in (
+    "split=false", "prefetch=false", "monitor=false", "writeback_schedule=false",
+    "plan_rounds=3", "clean=false"))]
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -94,7 +95,7 @@ def test_plan_moves_exactly_the_traffic_bound_in_steady_state(wl: Workload,
     HBM: 2.08 MB fetched in the second iteration, the bound's 0.24 MB from the third)."""
     if not fits(wl, ratio):
         return
-    rep = system(wl, ratio, "policy.monitor=false", "run.warmup_iterations=2").run()
+    rep = system(wl, ratio, "policy.tm_training.monitor=false", "run.warmup_iterations=2").run()
     assert rep["emergency_evictions"] == 0
     assert rep["traffic_bytes"]["inter_tier"] == rep["bounds"]["traffic_bytes"]
 
@@ -189,7 +190,7 @@ def test_cleans_change_when_dirty_data_is_written_never_how_much() -> None:
     sets = ['workload.model="bert-large"', "workload.seq=512", "workload.batch=8",
             "workload.layers=6", "policy.hbm_ratio=0.125"]
     moved = [[(it["flash_to_hbm_bytes"], it["hbm_to_flash_bytes"])
-              for it in System(C.with_overrides(C.PAPER, [*sets, f"policy.clean={c}"]))
+              for it in System(C.with_overrides(C.PAPER, [*sets, f"policy.tm_training.clean={c}"]))
               .run()["per_iteration"]] for c in ("false", "true")]
     assert moved[0] == moved[1]
 
@@ -211,7 +212,7 @@ def test_splitting_keeps_heads_resident_and_streams_tails() -> None:
     rep = on.run()
     assert rep["streamed_bytes"] > 0
     off = System(C.with_overrides(C.QUICK, ["policy.hbm_ratio=0.125",
-                                            "policy.split=false"]))
+                                            "policy.tm_training.split=false"]))
     assert off.table.notes["split_gaps"] == 0
     assert not any(m.stream for m in off.table.moves)
     assert off.run()["streamed_bytes"] == 0
@@ -240,7 +241,7 @@ def test_monitor_tries_changes_and_keeps_none_that_does_not_lower_the_stall() ->
     sets = ["workload.layers=6", "policy.hbm_ratio=0.75", "run.iterations=12",
             "run.warmup_iterations=11"]
     on = System(C.with_overrides(C.QUICK, sets)).run()
-    off = System(C.with_overrides(C.QUICK, [*sets, "policy.monitor=false"])).run()
+    off = System(C.with_overrides(C.QUICK, [*sets, "policy.tm_training.monitor=false"])).run()
     its = on["per_iteration"]
     assert all("monitor_changes" in it and "stall_ps" in it for it in its)
     assert sum(it["monitor_changes"] for it in its) > 0
@@ -289,7 +290,7 @@ def test_an_op_larger_than_hbm_runs_streamed_under_tm_training_only() -> None:
     rep = s.run()
     assert rep["hbm_peak_occupancy_bytes"] <= rep["policy"]["hbm_capacity_bytes"]
     assert rep["streamed_bytes"] > 0 and not rep["warnings"]
-    for sets in (["policy.split=false"], ['policy.name="sentinel"']):
+    for sets in (["policy.tm_training.split=false"], ['policy.name="sentinel"']):
         with pytest.raises(TmhwError, match=r"^policy\.hbm_ratio: op "):
             System(C.with_overrides(C.PAPER, [f"policy.hbm_ratio={ratio}",
                                               'policy.name="tm-training"', *sets]),

@@ -125,7 +125,7 @@ def test_malformed_toml_is_one_line_naming_the_file() -> None:
     ("policy.hbm_ratio = 0.25", ["policy", "hbm_ratio"], 0.25),
     ("run.flash_model=detailed", ["run", "flash_model"], "detailed"),   # bare string
     ('workload.model="bert-base"', ["workload", "model"], "bert-base"),
-    ("policy.split=false", ["policy", "split"], False),
+    ("policy.tm_training.split=false", ["policy", "tm_training", "split"], False),
     ("flash.t_r_page=[1, 2, 3]", ["flash", "t_r_page"], [1, 2, 3]),
     ("a.b=x=y", ["a", "b"], "x=y"),
 ])

@@ -48,7 +48,7 @@ ASPLOS formulation:
   drain-aware capacity, the program is solved with write-backs freeing at their op's
   end.
 - The solver is scipy's ``milp`` (HiGHS) within a budget of branch-and-bound nodes
-  (``policy.ilp_node_limit``), and the best solution within the budget is used. The
+  (``policy.autotm.ilp_node_limit``), and the best solution within the budget is used. The
   budget is work, not seconds, so the table depends on the inputs only, never on how
   busy the machine is. It stops once its solution is proven within 1% of the optimum
   or within 0.1% of the iteration's time of it, whichever is looser: with fast flash
@@ -80,7 +80,7 @@ import numpy as np
 from tmhw.placement.base import PlanContext, Policy
 from tmhw.placement.gaps import GapPlan, finish
 from tmhw.placement.table import PlacementTable
-from tmhw.sim.errors import DoesNotFit, TmhwError
+from tmhw.sim.errors import ConfigError, DoesNotFit, TmhwError
 from tmhw.sim.units import US
 
 
@@ -114,10 +114,27 @@ class _Program:
     bounds: Any                   # scipy Bounds
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AutoTMParams:
+    """``[policy.autotm]``. ``ilp_node_limit`` 5000: branch-and-bound nodes the ILP may
+    explore (HiGHS ``node_limit``); the best solution found within them is used. A
+    budget of work, not of time, so the plan never depends on how busy the machine is.
+    Estimate: 5000 solves every quick and ResNet-50 cell of the TM-Training grid."""
+
+    ilp_node_limit: int = 5000
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.ilp_node_limit, int) or self.ilp_node_limit < 1:
+            raise ConfigError("ilp_node_limit", self.ilp_node_limit, "an integer >= 1")
+
+
 class AutoTM(Policy):
     """Per gap: stay or move, from an ILP minimising estimated stall under capacity."""
 
     name = "autotm"
+    Params = AutoTMParams
+    section = "autotm"
+    params: AutoTMParams
     #: weight of moved bytes (as flash time) against stall in the objective
     traffic_weight: ClassVar[float] = 1e-3
     #: programs with more variables are not attempted
@@ -193,8 +210,8 @@ class AutoTM(Policy):
                 continue
             fetch_ps = gp.fetch_ps(t)
             earliest = lo + 1
-            if ctx.policy.lookahead_ops:
-                earliest = max(earliest, g.b - ctx.policy.lookahead_ops)
+            if ctx.lookahead_ops:
+                earliest = max(earliest, g.b - ctx.lookahead_ops)
             if earliest > g.b:
                 continue
             target = int(s2[g.b]) - fetch_ps
@@ -231,7 +248,7 @@ class AutoTM(Policy):
 
         prog, info = self._program(gp, opts, ctx)
         nvar, nopt = len(prog.c), len(opts)
-        nodes = ctx.policy.ilp_node_limit
+        nodes = self.params.ilp_node_limit
         abs_gap = self.mip_abs_share * gp.iter_ps / US
         with warnings.catch_warnings():
             # scipy does not list HiGHS's mip_abs_gap among its options; it passes it on
@@ -247,8 +264,8 @@ class AutoTM(Policy):
                 return None, info
             raise TmhwError(f"policy.name: autotm ILP with {nvar} variables found no "
                             f"solution within {nodes} branch-and-bound nodes; raise "
-                            f"policy.ilp_node_limit, or use a smaller model/batch or another "
-                            f"policy")
+                            f"policy.autotm.ilp_node_limit, or use a smaller model/batch or "
+                            f"another policy")
         info["ilp_objective_us"] = float(res.fun)
         gap = getattr(res, "mip_gap", None)
         if gap is not None and math.isfinite(gap):

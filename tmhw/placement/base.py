@@ -11,11 +11,10 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
-from tmhw.config import PolicyConfig
 from tmhw.placement.registry import POLICIES
 from tmhw.placement.table import Action, Move, PlacementTable
 from tmhw.sim.errors import DoesNotFit, TmhwError
@@ -26,7 +25,9 @@ from tmhw.workload.graph import Kind, Workload
 class PlanContext:
     """What a policy plans from: the workload, HBM capacity in pages, the profiled op
     times (ps, one iteration), the sustained flash rates each direction (bytes/s, as the
-    device model serves large transfers, capped by the link) and the policy's config."""
+    device model serves large transfers, capped by the link) and how far ahead (in ops)
+    a planner may release a prefetch (``policy.lookahead_ops``, 0: no limit). A policy's
+    own parameters are its ``params``, not the context's."""
 
     workload: Workload
     capacity_pages: int
@@ -34,7 +35,7 @@ class PlanContext:
     op_end_ps: np.ndarray
     fetch_bytes_per_s: float
     writeback_bytes_per_s: float
-    policy: PolicyConfig = field(default_factory=PolicyConfig)
+    lookahead_ops: int = 0
     seed: int = 0
     #: per op: run streamed through a window of HBM (``streamable``), or None
     streamed: np.ndarray | None = None
@@ -62,8 +63,23 @@ class Feedback:
     late_writebacks: frozenset[int] = frozenset()
 
 
+class NoParams:
+    """The parameters of a policy that has none."""
+
+
 class Policy:
-    """Base of every policy. Subclasses implement ``plan``."""
+    """Base of every policy. Subclasses implement ``plan``.
+
+    A policy's parameters are a frozen config class of its own (``Params``), read from
+    the config's ``[policy.<section>]`` table (``section``, empty: none) and given to
+    the constructor; the defaults when none is given. The executor asks the policy, not
+    the config, which of the runtime's mechanisms it uses (``prefetches``, ``splits``,
+    ``schedules_writebacks``)."""
+
+    #: the class of this policy's parameters
+    Params: ClassVar[type] = NoParams
+    #: the ``[policy.<section>]`` table they are read from ("": no parameters)
+    section: ClassVar[str] = ""
 
     name: ClassVar[str] = ""
     reactive: ClassVar[bool] = False
@@ -71,6 +87,31 @@ class Policy:
     streams: ClassVar[bool] = False
     #: HBM holds the whole footprint regardless of the requested ratio.
     whole_footprint: ClassVar[bool] = False
+
+    def __init__(self, params: Any = None) -> None:
+        if params is None:
+            params = self.Params()
+        if not isinstance(params, self.Params):
+            raise TypeError(f"{self.name}: parameters must be {self.Params.__name__}, "
+                            f"not {type(params).__name__}")
+        self.params: Any = params
+
+    @property
+    def prefetches(self) -> bool:
+        """Whether the table's prefetches are released ahead of their op (off: every
+        operand on flash is fetched when its op needs it)."""
+        return True
+
+    @property
+    def splits(self) -> bool:
+        """Whether an evicted tensor may keep a resident head, and an op start before
+        all of a streamed operand has arrived (data splitting)."""
+        return True
+
+    @property
+    def schedules_writebacks(self) -> bool:
+        """Whether a write-back is due when the plan needs its space (off: at once)."""
+        return True
 
     def plan(self, ctx: PlanContext) -> PlacementTable:
         raise NotImplementedError
@@ -129,7 +170,8 @@ def check_fits(wl: Workload, capacity_pages: int, policy: str,
         i = int(ws.argmax())
         need = int(ws[i]) * wl.page_size
         have = capacity_pages * wl.page_size
-        how = " or allow data splitting (policy.split)" if policy == "tm-training" else ""
+        how = (" or allow data splitting (policy.tm_training.split)"
+               if policy == "tm-training" else "")
         raise DoesNotFit(f"policy.hbm_ratio: op {wl.ops[i].name} needs {need / 2**20:.1f} MiB "
                         f"resident at once but HBM holds {have / 2**20:.1f} MiB under "
                         f"{policy}; raise the HBM ratio or lower the batch{how}")
@@ -161,6 +203,7 @@ def policy_class(name: str) -> type[Policy]:
     return c
 
 
-def make_policy(name: str) -> Policy:
-    """A new policy of the registered name ``name``."""
-    return policy_class(name)()
+def make_policy(name: str, params: Any = None) -> Policy:
+    """A new policy of the registered name ``name`` with ``params`` (its ``Params``;
+    None: the defaults)."""
+    return policy_class(name)(params)

@@ -84,7 +84,8 @@ in a steady state each iteration's writes are programmed within an iteration on
 average). ``phase_bound_ps`` adds when data can move: writes forced before an op and
 reads forced after it cannot overlap (``System.bounds`` takes the larger).
 
-Numpy and scipy only; no simulation.
+Numpy and scipy only; no simulation. scipy is imported when a bound is solved, not with
+the module, so importing the policies (the config does, for their parameters) stays light.
 """
 
 from __future__ import annotations
@@ -96,10 +97,10 @@ from fractions import Fraction
 from typing import TYPE_CHECKING
 
 import numpy as np
-import scipy.sparse as sp
-from scipy.optimize import Bounds, LinearConstraint, linprog, milp
 
 if TYPE_CHECKING:
+    import scipy.sparse as sp
+
     from tmhw.placement.gaps import GapPlan
 
 #: Picoseconds per second (``tmhw.sim.units.S``; not imported, to keep SimPy out).
@@ -210,6 +211,7 @@ def _lp_matrix(ga: np.ndarray, gb: np.ndarray, n: int, active: np.ndarray,
     epoch. Built straight from the covered (op, column) pairs of the active ops, kept
     as 32-bit indices where they fit: nothing the size of the whole interval matrix
     besides the result (on eight GPT-3 blocks it has 15.7M entries)."""
+    import scipy.sparse as sp
     nv = len(ga)
     total = int(np.maximum(gb - ga - 1, 0).sum())
     small = max(2 * n, nv + ne, len(active) + len(sv), total + 2 * len(sv)) < 2**31
@@ -242,6 +244,7 @@ def _lp_rows(ga: np.ndarray, gb: np.ndarray, n: int, sv: np.ndarray, wcol: np.nd
     ending before i)``. The interval matrix itself has an entry per gap per op it
     covers: 15.7M on eight GPT-3 blocks, where these rows have 23k. The epoch rows are
     ``x[sv[k]] - w[wcol[k]] <= 0`` (None: no epoch has two gaps)."""
+    import scipy.sparse as sp
     nv = len(ga)
     m = max(n, 1)
     first = (ga + 1) % m
@@ -285,6 +288,8 @@ def traffic_bound(gp: GapPlan, capacity_pages: int, *, node_limit: int = 20000,
     (written back, as flash has no copy, and fetched again), as the executor lets any
     policy do; planners that keep it resident leave this off, and a lower bound over
     every policy turns it on."""
+    import scipy.sparse as sp
+    from scipy.optimize import Bounds, LinearConstraint, linprog, milp
     t0 = time.perf_counter()
     n, ps, ng = gp.n, gp.ps, len(gp.gaps)
     ga, gb = gp.ga, gp.gb
@@ -415,6 +420,7 @@ def _fractional(x: np.ndarray) -> bool:
 
 def _with_row(a: sp.csr_matrix, row: np.ndarray) -> sp.csr_matrix:
     """``a`` with the dense ``row`` appended (its nonzeros), as one CSR copy."""
+    import scipy.sparse as sp
     nz = np.flatnonzero(row)
     idx = a.indices.dtype
     return sp.csr_matrix((np.concatenate((a.data, row[nz])),

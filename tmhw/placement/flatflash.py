@@ -21,10 +21,10 @@ starts from the executor's common initial placement. Before an op runs, an opera
 only reads whose pages are missing from HBM is read in place: each run of its missing
 pages is one flash request (``DmaEngine.inplace_read``), whose NAND pages stay in the
 SSD's read cache, and whose data crosses the SSD's link and the NPU's port in
-``policy.flatflash_line_bytes`` lines, each with ``policy.flatflash_line_overhead_bytes``
+``policy.flatflash.line_bytes`` lines, each with ``policy.flatflash.line_overhead_bytes``
 of PCIe framing; the op streams it into its scratchpad without taking HBM space and
 cannot end before the last line is in. Each in-place read counts one access on its
-pages; at ``policy.flatflash_promote_after`` accesses the pages are promoted by a
+pages; at ``policy.flatflash.promote_after`` accesses the pages are promoted by a
 background DMA fetch into HBM (room is made by LRU eviction, as the OS allocates a
 frame); an op that needs them before that fetch is booked reads them in place again.
 Outputs are allocated in HBM, and an operand an op also writes (the optimizer's
@@ -40,11 +40,11 @@ What is idealised or left out:
   trip per line. An access counts once per op, although a GEMM that re-reads an
   operand from its source would read it in place again; the NPU is taken to stream
   each operand once through its scratchpad.
-- The threshold is fixed (``policy.flatflash_promote_after``, default 4), not
+- The threshold is fixed (``policy.flatflash.promote_after``, default 4), not
   adapted: the default is the best of the thresholds tried. On the quick preset at
   12.5% HBM (``tmhw run --preset quick --policy flatflash --hbm-ratio 0.125 --set
   run.iterations=4 --set run.warmup_iterations=2 --set
-  policy.flatflash_promote_after=K``), ms per steady iteration: K=1 486.1, 2 464.5,
+  policy.flatflash.promote_after=K``), ms per steady iteration: K=1 486.1, 2 464.5,
   3 451.9, 4 442.9, 8 448.6; never promoting (K=1000) is faster still, 429.3.
   Training reads most pages a few times per iteration before it overwrites or evicts
   them, so a promotion rarely earns back its second crossing of the link; promotion
@@ -64,8 +64,39 @@ Pure: no SimPy.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from tmhw.placement.base import PlanContext, Policy, drop_moves, input_mask
 from tmhw.placement.table import PlacementTable
+from tmhw.sim.errors import ConfigError
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FlatFlashParams:
+    """``[policy.flatflash]``: how in-place reads are made and when a page is promoted."""
+
+    #: In-place accesses to a flash page (ops that read it from the SSD) after which it
+    #: is promoted to HBM. Estimate standing in for the paper's adaptive threshold: the
+    #: best fixed one of 1, 2, 3, 4, 8 on the quick preset at 12.5% HBM (module
+    #: docstring; never promoting is faster still there).
+    promote_after: int = 4
+    #: Bytes the NPU reads per in-place access: one CPU cache line, as FlatFlash's MMIO
+    #: loads (Abulila et al., ASPLOS'19: 64 B lines).
+    line_bytes: int = 64
+    #: PCIe framing of each line's read completion: a 3-DW TLP header (12 B), LCRC (4 B)
+    #: and the Gen3+ STP framing token with the sequence number (4 B), from the PCI
+    #: Express Base Specification 3.0 (sections 2.2 and 4.2.2); ACK and flow-control
+    #: DLLPs are left out. 64 B lines so use 76% of the link.
+    line_overhead_bytes: int = 20
+
+    def __post_init__(self) -> None:
+        if self.promote_after < 1:
+            raise ConfigError("promote_after", self.promote_after, "an integer >= 1")
+        if self.line_bytes < 1:
+            raise ConfigError("line_bytes", self.line_bytes, "an integer >= 1")
+        if self.line_overhead_bytes < 0:
+            raise ConfigError("line_overhead_bytes", self.line_overhead_bytes,
+                              "an integer >= 0")
 
 
 class FlatFlash(Policy):
@@ -73,6 +104,9 @@ class FlatFlash(Policy):
 
     name = "flatflash"
     reactive = True
+    Params = FlatFlashParams
+    section = "flatflash"
+    params: FlatFlashParams
 
     def plan(self, ctx: PlanContext) -> PlacementTable:
         wl = ctx.workload

@@ -37,7 +37,7 @@ where it lies.
   first, while the occupancy profile stays within the capacity at every op
   (write-backs counted until flash absorbs them).
 - ``lead`` (the migration interval) is chosen as the test-and-trial does: each
-  candidate of ``policy.sentinel_leads`` is planned, and the one with the least
+  candidate of ``policy.sentinel.leads`` is planned, and the one with the least
   estimated stall (then least traffic) on the fluid model of ``gaps.predict_starts``
   wins. Sentinel tries candidates on real training steps; this plan tries them on the
   model. A layer is a module of the workload (``Op.layer``).
@@ -54,22 +54,40 @@ Pure: no SimPy.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from tmhw.placement.base import PlanContext, Policy
 from tmhw.placement.gaps import GapPlan, estimate_stall_ps, finish
 from tmhw.placement.table import PlacementTable
-from tmhw.sim.errors import TmhwError
+from tmhw.sim.errors import ConfigError, TmhwError
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SentinelParams:
+    """``[policy.sentinel]``. ``leads`` (1, 2, 4) layers: the migration intervals
+    Sentinel's test-and-trial chooses among (estimate: Sentinel tries a few intervals
+    of whole layers; the paper does not list them)."""
+
+    leads: tuple[int, ...] = (1, 2, 4)
+
+    def __post_init__(self) -> None:
+        if not self.leads or min(self.leads) < 1:
+            raise ConfigError("leads", self.leads, "a non-empty list of integers >= 1")
 
 
 class Sentinel(Policy):
     """Hot tensors stay in HBM; cold ones migrate at layer boundaries."""
 
     name = "sentinel"
+    Params = SentinelParams
+    section = "sentinel"
+    params: SentinelParams
 
     def plan(self, ctx: PlanContext) -> PlacementTable:
         best: tuple[tuple[int, int], PlacementTable] | None = None
-        for lead in ctx.policy.sentinel_leads:
+        for lead in self.params.leads:
             tab = self._plan(ctx, lead)
             traffic = sum(tab.bytes_by_action(ctx.page_size).values())
             key = (estimate_stall_ps(ctx.workload, tab, ctx), traffic)
@@ -93,8 +111,8 @@ class Sentinel(Policy):
                     cold += 1
                 continue
             r = int(first[max(0, int(rid[g.b]) - lead)])
-            if ctx.policy.lookahead_ops:
-                r = max(r, g.b - ctx.policy.lookahead_ops)
+            if ctx.lookahead_ops:
+                r = max(r, g.b - ctx.lookahead_ops)
             if e + 2 <= r <= g.b:
                 gp.evict(gi, e, r)
                 cold += 1

@@ -23,7 +23,7 @@ What it knows, and what it is given beyond a real pager:
   without reading its pages' old contents from flash: the pager knows the op writes
   them whole. A page-granular pager would fault in a swapped-out page it is asked to
   write, unless the runtime discards it first.
-- **Frees (``policy.demand_frees``).** With "runtime" (the default), the framework
+- **Frees (``policy.demand.frees``).** With "runtime" (the default), the framework
   frees every temporary tensor after its last use in the iteration (the table's DROP
   rows, as a caching allocator would release it and tell the pager): its pages leave
   HBM without a write-back and any flash copy is trimmed. With "none", the pager sees
@@ -50,13 +50,39 @@ What it knows, and what it is given beyond a real pager:
 ``demand-belady`` is demand paging with Belady's eviction (the tensor whose next use is
 furthest away leaves first, which needs the future): the best a reactive policy can
 do, and so the one a static plan, which knows the same future and may also act ahead
-of time, must beat. ``policy.demand_frees`` applies to it too.
+of time, must beat. ``policy.demand.frees`` applies to it too.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from tmhw.placement.base import PlanContext, Policy, drop_moves, input_mask, persistent_mask
 from tmhw.placement.table import PlacementTable
+from tmhw.sim.errors import ConfigError
+
+#: What a demand pager learns of tensor deaths (``policy.demand.frees``).
+DEMAND_FREES = ("runtime", "none")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DemandParams:
+    """``[policy.demand]``: the demand pagers' parameters (``demand``, ``demand-belady``).
+
+    ``frees`` "runtime": whether the pager learns when a tensor dies. "runtime": the
+    framework frees each temporary tensor after its last use in the iteration and the
+    pager hears of it, so its pages leave HBM without a write-back and any flash copy
+    is trimmed. "none": the pager sees page faults and evictions only, as an OS or UVM
+    pager does; a dead tensor's dirty pages stay until evicted and are then written
+    back. The default is the project's reference demand baseline (the more favourable
+    one to demand paging); the module docstring says what each setting costs."""
+
+    frees: str = "runtime"
+
+    def __post_init__(self) -> None:
+        if self.frees not in DEMAND_FREES:
+            raise ConfigError("frees", self.frees,
+                              f"one of {', '.join(map(repr, DEMAND_FREES))}")
 
 
 class HbmOnly(Policy):
@@ -74,12 +100,15 @@ class HbmOnly(Policy):
 class Demand(Policy):
     name = "demand"
     reactive = True
+    Params = DemandParams
+    section = "demand"
+    params: DemandParams
 
     def plan(self, ctx: PlanContext) -> PlacementTable:
         wl = ctx.workload
         initial = input_mask(wl)
         # Without the runtime's frees, no row tells the executor a tensor died.
-        frees = drop_moves(wl) if ctx.policy.demand_frees == "runtime" else []
+        frees = drop_moves(wl) if self.params.frees == "runtime" else []
         t = PlacementTable(self.name, len(wl.ops), initial, frees, reactive=True)
         t.index()
         return t

@@ -14,7 +14,7 @@ is known. The planner works on the shared gap model (``tmhw.placement.gaps``):
    bytes. A gap that evicts only part of a tensor is a **split**: the head (a fraction
    ``alpha`` of the pages) stays resident, the tail leaves. Data the next access only
    overwrites is dropped as soon as it is dead (no write-back, no prefetch), which costs
-   nothing and frees its space early. ``policy.prefetch_reserve`` keeps part of HBM out
+   nothing and frees its space early. ``policy.tm_training.prefetch_reserve`` keeps part of HBM out
    of this plan for prefetches in flight (0 by default: the fewest bytes).
 2. **When it comes back.** Prefetches are placed earliest deadline first: each evicted
    gap's fetch is released at the earliest op after the eviction from which the plan's
@@ -27,7 +27,7 @@ is known. The planner works on the shared gap model (``tmhw.placement.gaps``):
    its space is needed (the plan's occupancy with it still resident would exceed the
    capacity), so write-backs leave in the order their space is wanted; a fetch that
    finds no room makes the engine book write-backs at once. With
-   ``policy.writeback_schedule`` off, every write-back is due at once (eager, the order
+   ``policy.tm_training.writeback_schedule`` off, every write-back is due at once (eager, the order
    of release). The DMA engine gives write-backs a window of their own and the flash
    device gives reads priority over programs (suspending them), so the order matters
    little: on the quick preset at 25% the lazy order saves 0.2% of the stall on a
@@ -47,11 +47,11 @@ is known. The planner works on the shared gap model (``tmhw.placement.gaps``):
    takes (it could only run ahead of that eviction's own write-back). The bytes are
    the same. GPT-2 small (seq 128, batch 4) at 12.5% on the paper preset: the forward
    pass from 31.5 to 17.3 ms, the iteration 291.3 -> 282.6 ms (Sentinel: 289.8 ms).
-   ``policy.clean`` off writes dirty data back only at its eviction.
+   ``policy.tm_training.clean`` off writes dirty data back only at its eviction.
 4. **Data splitting at run time.** A prefetch is a stream: its op starts when the head
    is complete and consumes the tensor tile by tile, so a tail page ``f`` of the way into
    the tensor is needed ``f`` of the way through the op (the executor measures this on
-   the real timeline). ``policy.split`` off makes every eviction whole and every op wait
+   the real timeline). ``policy.tm_training.split`` off makes every eviction whole and every op wait
    for all of its operands.
 5. **Timing monitor.** After each iteration the executor reports, on the simulation's
    one time base, each op's stall, how late the prefetches due at it were, and which
@@ -75,7 +75,7 @@ An element-wise op whose operands exceed HBM (``base.streamable``: the softmax
 and dropout of a GPT-3 block at 12.5%) runs streamed instead: tile by tile, each tile's
 slice of every operand brought in, computed and sent back out, so it needs a window of
 HBM, not its whole working set (data splitting at the scale of one op; off with
-``policy.split``). Pure: no SimPy.
+``policy.tm_training.split``). Pure: no SimPy.
 """
 
 from __future__ import annotations
@@ -89,7 +89,53 @@ from tmhw.placement.base import Feedback, PlanContext, Policy, drop_moves, input
 from tmhw.placement.bounds import traffic_bound
 from tmhw.placement.gaps import GapPlan, estimate_stall_ps, predict_starts, table_profile
 from tmhw.placement.table import Action, Move, PlacementTable
+from tmhw.sim.errors import ConfigError
 from tmhw.sim.units import S
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TMTrainingParams:
+    """``[policy.tm_training]``: TM-Training's mechanisms and the planner's settings.
+
+    ``split``, ``monitor``, ``prefetch``, ``writeback_schedule`` and ``clean`` switch
+    TM-Training's mechanisms off for ablation:
+
+    - ``split`` off: no tensor keeps a head resident over a gap (a partial eviction
+      becomes a whole one) and no op starts before all of an operand has arrived;
+    - ``monitor`` off: the table of the first iteration is replayed unchanged;
+    - ``prefetch`` off: nothing is fetched before the op that reads it (faults);
+    - ``writeback_schedule`` off: every write-back is due as soon as it is released
+      (eager, in release order) instead of when the plan needs its space;
+    - ``clean`` off: dirty data is written back only when it is evicted, never earlier
+      as a clean that keeps it resident.
+
+    ``monitor_gain`` 1.0: the fraction of a measured stall the timing monitor converts
+    into pages kept resident next iteration (1.0: the whole shortfall at once).
+    ``prefetch_reserve`` 0: the fraction of HBM the plan leaves unplanned for prefetches
+    in flight; 0 plans the fewest bytes (the traffic bound's own evictions) and lets
+    prefetches use whatever space the plan leaves between uses (a reserve of 0.05 is
+    faster at 12.5% HBM and slower at 50% on the quick preset, so none is the default).
+    ``plan_rounds`` 1: rounds of the plan-and-predicted-timeline iteration (``Planner.
+    plan``); a second round on the fluid timeline the first predicts does not rank the
+    plans reliably (faster on some cells, slower on others), so one is the default."""
+
+    split: bool = True
+    monitor: bool = True
+    prefetch: bool = True
+    writeback_schedule: bool = True
+    clean: bool = True
+    monitor_gain: float = 1.0
+    prefetch_reserve: float = 0.0
+    plan_rounds: int = 1
+
+    def __post_init__(self) -> None:
+        if not (0.0 < self.monitor_gain <= 4.0):
+            raise ConfigError("monitor_gain", self.monitor_gain, "a number in (0, 4]")
+        if self.plan_rounds < 1:
+            raise ConfigError("plan_rounds", self.plan_rounds, "an integer >= 1")
+        if not (0.0 <= self.prefetch_reserve < 1.0):
+            raise ConfigError("prefetch_reserve", self.prefetch_reserve,
+                              "a fraction in [0, 1)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,8 +150,9 @@ class Snapshot:
 class Planner:
     """The plan's state: pages out of HBM per gap, release and write-back deadlines."""
 
-    def __init__(self, ctx: PlanContext) -> None:
+    def __init__(self, ctx: PlanContext, params: TMTrainingParams | None = None) -> None:
         self.ctx = ctx
+        self.p = params if params is not None else TMTrainingParams()
         self.gp = gp = GapPlan(ctx)
         self.wl = gp.wl
         self.n = gp.n
@@ -124,7 +171,7 @@ class Planner:
         #: tensors whose write-backs go eagerly (due at once), chosen by the monitor
         self.eager: set[int] = set()
         #: whether prefetched tensors stream into their op (the monitor may turn it off)
-        self.stream = ctx.policy.split
+        self.stream = self.p.split
         #: the table of the last plan round (``plan``)
         self.planned: PlacementTable | None = None
 
@@ -132,14 +179,14 @@ class Planner:
     def plan(self) -> None:
         """Step 1, then 2 and 3, on the timeline the plan implies: the first round ranks
         gaps by their length in the stall-free profile; each further round
-        (``policy.plan_rounds``) by their length on the timeline the previous plan
+        (``policy.tm_training.plan_rounds``) by their length on the timeline the previous plan
         predicts (``gaps.predict_starts``: its fetches and write-backs at the device's
         rates, and the stalls they cause), until the plan stops changing."""
         gp = self.gp
         start, end = gp.start2[: self.n], gp.end2[: self.n]
         dur = end - start
         last: np.ndarray | None = None
-        for _ in range(max(1, self.ctx.policy.plan_rounds)):
+        for _ in range(max(1, self.p.plan_rounds)):
             t_it = int(start[-1] + dur[-1]) if self.n else 0
             s2 = np.concatenate((start, start + t_it))
             e2 = s2 + np.concatenate((dur, dur))
@@ -152,7 +199,7 @@ class Planner:
             start = predict_starts(self.wl, self.planned, self.ctx)
 
     def _plan_once(self, span: np.ndarray) -> None:
-        p = self.ctx.policy
+        p = self.p
         cap_plan = int(math.floor(self.cap * (1.0 - p.prefetch_reserve)))
         # among the fewest-bytes plans, the one whose data leaves over the longest gaps
         tb = traffic_bound(self.gp, cap_plan, prefer=span)
@@ -177,7 +224,7 @@ class Planner:
         ev = np.flatnonzero(self.x > 0)
         for gi in ev:
             occ[self._ops(int(gp.ga[gi]) + 1, int(gp.gb[gi]))] -= self.x[gi]
-        look = self.ctx.policy.lookahead_ops
+        look = self.ctx.lookahead_ops
         fetched = [gi for gi in ev if not self.pure[gi]]
         for gi in sorted(fetched, key=lambda g: (int(gp.gb[g]), int(gp.ga[g]))):
             a, b, k = int(gp.ga[gi]), int(gp.gb[gi]), int(self.x[gi])
@@ -199,7 +246,7 @@ class Planner:
         """{gap: op} for the write-backs that can go early as cleans (module docstring,
         step 3): the first eviction after a write that some op reads before it, cleaned
         at the end of that write (an unrolled op, negative in the previous iteration)."""
-        if not self.ctx.policy.clean:
+        if not self.p.clean:
             return {}
         gp, n = self.gp, self.n
         out: dict[int, int] = {}
@@ -293,7 +340,7 @@ class Planner:
     def trial(self, name: str, fb: Feedback) -> int:
         """Apply one of the monitor's trials (module docstring, step 5). Returns the
         number of tensors or gaps it changed (0: not applicable)."""
-        p = self.ctx.policy
+        p = self.p
         if name == "late-writebacks-eager":
             new = set(fb.late_writebacks) - self.eager if p.writeback_schedule else set()
             self.eager |= new
@@ -312,11 +359,11 @@ class Planner:
 
     def keep_heads(self, fb: Feedback) -> int:
         """Keep more of a late tensor's head resident where the plan has room."""
-        if not self.ctx.policy.split:
+        if not self.p.split:
             return 0
         changed = 0
         gp, n, cap = self.gp, self.n, self.cap
-        gain = self.ctx.policy.monitor_gain
+        gain = self.p.monitor_gain
         bw = self.ctx.fetch_bytes_per_s
         due: dict[int, list[int]] = {}
         for gi in np.flatnonzero((self.x > 0) & ~self.pure).tolist():
@@ -358,8 +405,12 @@ class TMTraining(Policy):
 
     name = "tm-training"
     streams = True
+    Params = TMTrainingParams
+    section = "tm_training"
+    params: TMTrainingParams
 
-    def __init__(self) -> None:
+    def __init__(self, params: TMTrainingParams | None = None) -> None:
+        super().__init__(params)
         self.planner: Planner | None = None
         self._prev: int | None = None                   # last iteration's stall
         self._base: tuple[int, Snapshot, PlacementTable] | None = None
@@ -368,8 +419,20 @@ class TMTraining(Policy):
         self._settling = False
         self._converged = False
 
+    @property
+    def prefetches(self) -> bool:
+        return self.params.prefetch
+
+    @property
+    def splits(self) -> bool:
+        return self.params.split
+
+    @property
+    def schedules_writebacks(self) -> bool:
+        return self.params.writeback_schedule
+
     def plan(self, ctx: PlanContext) -> PlacementTable:
-        self.planner = Planner(ctx)
+        self.planner = Planner(ctx, self.params)
         self.planner.plan()
         # the table of the plan's last round: the plan it ended with (a round that
         # changes nothing ends it), built and checked once
@@ -379,7 +442,7 @@ class TMTraining(Policy):
     def adjust(self, table: PlacementTable, ctx: PlanContext,
                fb: Feedback) -> PlacementTable:
         pl = self.planner
-        if not ctx.policy.monitor or pl is None or self._converged or fb.iteration == 0:
+        if not self.params.monitor or pl is None or self._converged or fb.iteration == 0:
             # The warm-up moved the machine from the common start: not a measure.
             return table
         stall = int(fb.stall_ps.sum())

@@ -28,18 +28,18 @@ from tmhw.studies import (
 )
 from tmhw.studies.figures import grouped_bars, stacked_bars
 
-_OFF = {"policy.prefetch": False, "policy.writeback_schedule": False,
-        "policy.clean": False, "policy.split": False, "policy.monitor": False}
-_WB = {**_OFF, "policy.prefetch": True, "policy.writeback_schedule": True}
+_TM = "policy.tm_training."
+_OFF = {f"{_TM}{k}": False
+        for k in ("prefetch", "writeback_schedule", "clean", "split", "monitor")}
+_WB = {**_OFF, f"{_TM}prefetch": True, f"{_TM}writeback_schedule": True}
 #: (variant, TM-Training's switches), each adding one mechanism to the one before.
 VARIANTS = (
     ("static table", _OFF),
-    ("+ prefetch", {**_OFF, "policy.prefetch": True}),
+    ("+ prefetch", {**_OFF, f"{_TM}prefetch": True}),
     ("+ write-back scheduling", _WB),
-    ("+ cleans", {**_WB, "policy.clean": True}),
-    ("+ splitting", {**_WB, "policy.clean": True, "policy.split": True}),
-    ("+ monitor", {**_WB, "policy.clean": True, "policy.split": True,
-                   "policy.monitor": True}),
+    ("+ cleans", {**_WB, f"{_TM}clean": True}),
+    ("+ splitting", {**_WB, f"{_TM}clean": True, f"{_TM}split": True}),
+    ("+ monitor", {**_WB, f"{_TM}clean": True, f"{_TM}split": True, f"{_TM}monitor": True}),
 )
 
 

@@ -28,7 +28,7 @@ ITERATIONS = 3
 PAPER = {"traffic": -0.64, "samples/J": 0.55, "memory cost": -0.87}
 #: The conditions' extra runs: (variant, overrides, policies).
 NO_FREES = "demand without runtime frees"
-VARIANTS = ((NO_FREES, {"policy.demand_frees": "none"}, ("demand",)),
+VARIANTS = ((NO_FREES, {"policy.demand.frees": "none"}, ("demand",)),
             ("2 SSDs", {"flash.devices": 2}, ("tm-training", *BASELINES)),
             ("4 SSDs", {"flash.devices": 4}, ("tm-training", *BASELINES)))
 QUICK_VARIANTS = (VARIANTS[0], VARIANTS[2])

@@ -2,7 +2,9 @@
 
 ``to_dict``/``dumps`` turn a config into plain data and TOML text; ``from_dict`` builds a
 config class from plain data, checking types by the class's hints and rejecting unknown
-keys with the list of valid ones. Every error is a ``ConfigError`` naming the dotted path.
+keys with the list of valid ones (a key a class lists in its ``MOVED`` mapping names where
+it went instead; a key spelt with dashes is the field spelt with underscores). Every error
+is a ``ConfigError`` naming the dotted path.
 Field types understood: bool, int, float, str, tuples of those, dict[str, number], and
 nested dataclasses.
 """
@@ -111,7 +113,15 @@ def from_dict(cls: type[T], data: dict[str, Any], path: str = "",
         raise ConfigError(path or cls.__name__, data, "must be a table")
     hints = typing.get_type_hints(cls)
     fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    # a table named like a policy (``tm-training``) is the field of that name
+    data = {(k.replace("-", "_") if k not in fields and k.replace("-", "_") in fields
+             else k): v for k, v in data.items()}
     unknown = sorted(set(data) - set(fields))
+    moved: dict[str, str] = getattr(cls, "MOVED", {})
+    for k in unknown:
+        if k in moved:
+            raise ConfigError(_join(path, k), data[k],
+                              f"moved: set {_join(path, moved[k])} instead")
     if unknown:
         raise ConfigError(_join(path, unknown[0]), data[unknown[0]],
                           f"unknown key; valid keys: {', '.join(sorted(fields))}")

@@ -103,7 +103,7 @@ class Study:
     def point(self, base: dict[str, Any], params: dict[str, Any],
               swept: dict[str, Any]) -> SW.Point:
         """``base`` overrides, then the user's ``--set``, then the swept values."""
-        quick = {"policy.ilp_node_limit": QUICK_ILP_NODES} if self.quick else {}
+        quick = {"policy.autotm.ilp_node_limit": QUICK_ILP_NODES} if self.quick else {}
         overrides = {"run.iterations": self.iterations, **quick, **base, **self.user_sets,
                      **swept}
         return SW.make_point(self.preset, overrides, params)
