@@ -222,7 +222,7 @@ class RunConfig:
 
     The report's headline figures are the steady state: the mean over the iterations
     after the first ``warmup_iterations`` (default 1: the first iteration starts every
-    policy from the same cold placement, see ``tmhw.executor``). A policy may change
+    policy from the same cold placement, see ``tmhw.run.pager``). A policy may change
     its table between warm-up iterations only (TM-Training's timing monitor needs about
     ten: ``iterations=12, warmup_iterations=10``); the measured iterations replay one
     table. With no iteration after the warm-up, the headline is the mean over all

@@ -159,8 +159,6 @@ class DmaEngine(Component):
         #: cleans: write-backs whose pages stay in HBM; they free no space, so they
         #: share the write-back window but not the queue that makes room
         self._cleans: list[tuple[Key, DmaRequest]] = []
-        #: the iteration new requests belong to (the executor sets it)
-        self.iteration = 0
         self._seq = itertools.count()
         self._kick: simpy.Event = env.event()
         self.order_log: list[tuple[Key, Key | None]] | None = [] if record_order else None
@@ -193,11 +191,11 @@ class DmaEngine(Component):
 
     # -- interface -----------------------------------------------------------------------
     def submit(self, req: DmaRequest, iteration: int | None = None) -> DmaRequest:
-        """Queue ``req``; its deadline op belongs to ``iteration`` (default: the current
-        one; a prefetch released for the next iteration's op passes it)."""
+        """Queue ``req``; its deadline op belongs to ``iteration`` (default: the one that
+        released it, ``req.origin``; a prefetch released for the next iteration's op
+        passes it)."""
         req.seq = next(self._seq)
-        req.origin = self.iteration
-        req.iteration = self.iteration if iteration is None else iteration
+        req.iteration = req.origin if iteration is None else iteration
         req.cursor = req.p0
         req.submitted_ps = self.now
         if req.booked is None:
@@ -222,10 +220,11 @@ class DmaEngine(Component):
         if not self._kick.triggered:
             self._kick.succeed()
 
-    def writeback_now(self, p0: int, p1: int, now: int, tag: str = "") -> int:
+    def writeback_now(self, p0: int, p1: int, now: int, tag: str = "", origin: int = 0) -> int:
         """Book a write-back of pages [p0, p1) at once, ahead of the queue (an eviction
-        that must make room now). Returns when their HBM space is free."""
-        req = DmaRequest(WRITEBACK, p0, p1, -1, tag, urgent=True, origin=self.iteration)
+        in iteration ``origin`` that must make room now). Returns when their HBM space
+        is free."""
+        req = DmaRequest(WRITEBACK, p0, p1, -1, tag, urgent=True, origin=origin)
         req.submitted_ps = now
         req.cursor = p0
         while not req.done:
@@ -249,11 +248,12 @@ class DmaEngine(Component):
         return freed
 
     def inplace_read(self, p0: int, p1: int, now: int, line_bytes: int,
-                     line_overhead_bytes: int, tag: str = "") -> int:
+                     line_overhead_bytes: int, tag: str = "", origin: int = 0) -> int:
         """Read pages [p0, p1) in place through the SSD's BAR from ``now`` on: one
         flash read whose data crosses the SSD's link and the NPU's port as cache lines
         of ``line_bytes``, each with ``line_overhead_bytes`` of framing; returns when
-        the last line has arrived. HBM is not touched."""
+        the last line has arrived (counted as traffic of iteration ``origin``). HBM is
+        not touched."""
         n = (p1 - p0) * self.page_size
         wire = n + -(-n // line_bytes) * line_overhead_bytes
         f_end = self.flash.transport(Transfer(Op.READ, p0 * self.page_size, n,
@@ -261,7 +261,7 @@ class DmaEngine(Component):
         end = self._link(self.link_in, f_end, wire)
         self.inplace_reads.add()
         self.bytes[INPLACE].add(n)
-        key = (INPLACE, self.iteration)
+        key = (INPLACE, origin)
         self.bytes_by_origin[key] = self.bytes_by_origin.get(key, 0) + n
         self.tracer.span(f"{self.path}.{INPLACE}", now, end, tag or INPLACE, {"bytes": n})
         return end
@@ -504,7 +504,7 @@ class DmaEngine(Component):
             f_end = self.flash.transport(Transfer(Op.WRITE, a * ps, n, Pattern.STREAM,
                                                   req.tag), l_end - self._link_ps(n))
             done = max(l_end, f_end)
-            res.in_flash[a:b] = True
+            res.set_on_flash(a, b, True)
             if req.keep:
                 res.cleaning(a, b, done)
             else:

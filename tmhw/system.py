@@ -2,7 +2,7 @@
 
 Wiring only: the workload, the HBM capacity the policy gets, the components (HBM, flash,
 NPU, and the executor that owns residency, the DMA engine and the per-op loop, see
-``tmhw.executor``), the policy's plan, and the report. The report's headline figures are
+``tmhw.run``), the policy's plan, and the report. The report's headline figures are
 the steady state: the mean over the iterations after ``run.warmup_iterations``.
 """
 
@@ -17,12 +17,12 @@ from dram import DramTarget
 from flash import FlashTarget
 from npu import NPU
 from tmhw.config import SystemConfig
-from tmhw.executor import Executor
 from tmhw.lower_bounds import BoundsInput, iteration_bounds
 from tmhw.placement.base import PlanContext, check_fits, make_policy, policy_class, streamable
 from tmhw.placement.bounds import ratios
 from tmhw.placement.table import PlacementTable
 from tmhw.report import VERSION, rollup
+from tmhw.run.loop import Executor
 from tmhw.sim import tomlio
 from tmhw.sim.component import Component
 from tmhw.sim.env import Environment
@@ -87,10 +87,14 @@ class System:
                                  model=cfg.run.flash_model, precondition=precondition,
                                  seed=cfg.run.seed, record=self.tracer.enabled)
         self.npu = NPU(self.env, "npu", self.root, cfg.npu, self.hbm)
+        self._progress = progress
+        #: energy per component at the end of the warm-up (pJ), for steady-state figures
+        self.warm_energy: dict[str, float] | None = None
+        self.warm_end_ps = 0
         self.executor = Executor(self.env, "executor", self.root, cfg, wl, self.policy,
                                  cap_pages, self.npu, self.hbm, self.flash,
-                                 record_dma_order=record_dma_order, streamed=self.streamed)
-        self.executor.progress = progress
+                                 record_dma_order=record_dma_order, streamed=self.streamed,
+                                 on_op=self._op_done, on_warmup_end=self._end_warmup)
         self.dma = self.executor.dma
         self.res = self.executor.res
 
@@ -111,11 +115,28 @@ class System:
 
     @property
     def progress(self) -> Any:
-        return self.executor.progress
+        return self._progress
 
     @progress.setter
     def progress(self, bar: Any) -> None:
-        self.executor.progress = bar
+        self._progress = bar
+
+    def _op_done(self) -> None:
+        if self._progress is not None:
+            self._progress.update(1)
+
+    def _end_warmup(self, now: int) -> None:
+        """Close the energy meters at the end of the warm-up (every meter converts its
+        cumulative counts, so finalizing again at the end is exact)."""
+        self.root.finalize(now)
+        self.warm_energy = {name: c.total_energy_pj() for name, c in self.root.children.items()}
+        self.warm_end_ps = now
+
+    def warmup_energy(self) -> dict[str, Any]:
+        """The report's energy at the end of the warm-up, when a steady state was run."""
+        if len(self.executor.records) > self.cfg.run.warmup_iterations and self.warm_energy:
+            return {"energy_since_ps": self.warm_end_ps, "energy_warmup_pj": self.warm_energy}
+        return {}
 
     def bounds(self) -> dict[str, Any]:
         """The lower bounds of this workload at this capacity (``placement.bounds``):
@@ -204,6 +225,7 @@ def build_report(system: System, bounds: dict[str, Any] | None = None) -> dict[s
             "notes": dict(system.table.notes),
         },
         **ex.figures(),
+        **system.warmup_energy(),
         "flash_writes_bytes": int(system.flash.bytes_written),
         "system": system.root.report(),
         "config": tomlio.to_dict(cfg),

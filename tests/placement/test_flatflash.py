@@ -94,7 +94,7 @@ def test_ops_read_a_cold_weight_in_place_until_the_threshold_then_it_is_promoted
     from the SSD's DRAM (no NAND read), and ops 4..6 find it in HBM."""
     sysm = system(3)
     rep = sysm.run()
-    ex, dev = sysm.executor, sysm.flash.devices[0]
+    ex, dev = sysm.executor.pager, sysm.flash.devices[0]
     assert ex.inplace_reads == 3 == dev.mmio_reads
     assert ex.promotions == 1
     assert rep["traffic_bytes"]["flash_to_npu"] == 3 * W_BYTES
@@ -110,8 +110,8 @@ def test_ops_read_a_cold_weight_in_place_until_the_threshold_then_it_is_promoted
 def test_below_the_threshold_a_weight_is_never_promoted() -> None:
     sysm = system(N_W2_OPS + 1)
     rep = sysm.run()
-    assert sysm.executor.inplace_reads == N_W2_OPS
-    assert sysm.executor.promotions == 0
+    assert sysm.executor.pager.inplace_reads == N_W2_OPS
+    assert sysm.executor.pager.promotions == 0
     assert rep["traffic_bytes"]["flash_to_hbm"] == 0
     assert rep["traffic_bytes"]["flash_to_npu"] == N_W2_OPS * W_BYTES
     # one NAND read per page of W2 for all six ops: the SSD's DRAM kept them
@@ -162,5 +162,5 @@ def test_an_op_waits_for_the_part_of_a_cold_operand_a_promotion_booked_while_it_
                                  "run.iterations=1"])
     s = System(cfg)
     rep = s.run()
-    assert s.executor.promotions > 0 and s.executor.inplace_reads > 0
+    assert s.executor.pager.promotions > 0 and s.executor.pager.inplace_reads > 0
     assert rep["iteration_time_ps"] > 0

@@ -10,6 +10,7 @@ timing monitor). Pure: no SimPy.
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -112,6 +113,16 @@ class Policy:
     def schedules_writebacks(self) -> bool:
         """Whether a write-back is due when the plan needs its space (off: at once)."""
         return True
+
+    def victims(self, held: np.ndarray, last_use: np.ndarray,
+                next_use: Callable[[int], int]) -> np.ndarray:
+        """The order in which to evict the tensors ``held`` (ids with pages in HBM) when
+        the runtime must make room the table did not plan: by default the one used
+        furthest in the future first (``next_use(t)``: the op of its next use, counted
+        on into the next iteration). ``last_use`` is each tensor's use clock."""
+        nxt = np.array([next_use(int(t)) for t in held])
+        order: np.ndarray = held[np.argsort(-nxt, kind="stable")]
+        return order
 
     def plan(self, ctx: PlanContext) -> PlacementTable:
         raise NotImplementedError

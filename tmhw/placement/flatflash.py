@@ -64,9 +64,13 @@ Pure: no SimPy.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
+import numpy as np
+
 from tmhw.placement.base import PlanContext, Policy, drop_moves, input_mask
+from tmhw.placement.simple import lru
 from tmhw.placement.table import PlacementTable
 from tmhw.sim.errors import ConfigError
 
@@ -107,6 +111,11 @@ class FlatFlash(Policy):
     Params = FlatFlashParams
     section = "flatflash"
     params: FlatFlashParams
+
+    def victims(self, held: np.ndarray, last_use: np.ndarray,
+                next_use: Callable[[int], int]) -> np.ndarray:
+        """Least recently used first (FlatFlash's page cache)."""
+        return lru(held, last_use)
 
     def plan(self, ctx: PlanContext) -> PlacementTable:
         wl = ctx.workload

@@ -55,7 +55,10 @@ of time, must beat. ``policy.demand.frees`` applies to it too.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+
+import numpy as np
 
 from tmhw.placement.base import PlanContext, Policy, drop_moves, input_mask, persistent_mask
 from tmhw.placement.table import PlacementTable
@@ -85,6 +88,12 @@ class DemandParams:
                               f"one of {', '.join(map(repr, DEMAND_FREES))}")
 
 
+def lru(held: np.ndarray, last_use: np.ndarray) -> np.ndarray:
+    """``held`` tensors, least recently used first."""
+    order: np.ndarray = held[np.argsort(last_use[held], kind="stable")]
+    return order
+
+
 class HbmOnly(Policy):
     name = "hbm-only"
     whole_footprint = True
@@ -104,6 +113,11 @@ class Demand(Policy):
     section = "demand"
     params: DemandParams
 
+    def victims(self, held: np.ndarray, last_use: np.ndarray,
+                next_use: Callable[[int], int]) -> np.ndarray:
+        """Least recently used first, as a pager's clock approximates."""
+        return lru(held, last_use)
+
     def plan(self, ctx: PlanContext) -> PlacementTable:
         wl = ctx.workload
         initial = input_mask(wl)
@@ -117,7 +131,12 @@ class Demand(Policy):
 class DemandBelady(Demand):
     name = "demand-belady"
 
+    def victims(self, held: np.ndarray, last_use: np.ndarray,
+                next_use: Callable[[int], int]) -> np.ndarray:
+        """Belady's choice: the tensor used furthest in the future first."""
+        return Policy.victims(self, held, last_use, next_use)
+
     def plan(self, ctx: PlanContext) -> PlacementTable:
         t = super().plan(ctx)
-        t.policy, t.eviction = self.name, "belady"
+        t.policy = self.name
         return t

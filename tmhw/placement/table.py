@@ -76,15 +76,12 @@ class PlacementTable:
     moves: list[Move] = field(default_factory=list)
     #: per tensor id: fraction of its pages kept resident (data splitting)
     split: dict[int, float] = field(default_factory=dict)
-    #: reactive policies: fault handling granularity and eviction order
+    #: reactive policies: faults are their only fetches (eviction order: the policy's
+    #: ``victims``)
     reactive: bool = False
-    #: what a reactive policy evicts first: "lru" (least recently used) or "belady"
-    #: (the tensor whose next use is furthest away: the offline optimum's rule)
-    eviction: str = "lru"
     fault_chunk_pages: int = 0               # 0: fetch a fault's pages as one request
     #: reactive policies: an op reads the missing pages of an operand it does not write
-    #: in place from flash instead of faulting them in (FlatFlash; the executor's
-    #: module docstring)
+    #: in place from flash instead of faulting them in (FlatFlash; ``tmhw.run.pager``)
     in_place: bool = False
     notes: dict[str, float] = field(default_factory=dict)
     _at_start: list[list[Move]] | None = None
