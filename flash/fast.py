@@ -110,12 +110,12 @@ class FastModel(TimingBase):
         if self.compiled:
             dl, ops, cap, sus, rule, _ = self.dies.arrays()
             iv, meta = self.channels.arrays()
-            c_end = _read_page(dl, ops, cap, sus, rule, iv, meta, lane, ch, earliest, cmd,
+            c_end = read_page(dl, ops, cap, sus, rule, iv, meta, lane, ch, earliest, cmd,
                                t_r, x)
             if c_end < 0:  # the channel's row is full
                 self.channels.grow()
                 iv, meta = self.channels.arrays()
-                c_end = _read_page(dl, ops, cap, sus, rule, iv, meta, lane, ch, earliest,
+                c_end = read_page(dl, ops, cap, sus, rule, iv, meta, lane, ch, earliest,
                                    cmd, t_r, x)
             c_end = int(c_end)  # (a numpy integer where the kernels run uncompiled)
             return c_end - x, c_end
@@ -235,7 +235,7 @@ class FastModel(TimingBase):
             while True:
                 dl, ops, cap, _, _, mg = self.dies.arrays()
                 iv, meta = self.channels.arrays()
-                end = _program_page(dl, ops, cap, mg, self.P, iv, meta, lane,
+                end = program_page(dl, ops, cap, mg, self.P, iv, meta, lane,
                                     die // self.former.dpc, max(first_in, l_end - busy),
                                     busy, t_prog, mask, page)
                 if end >= 0:
@@ -244,7 +244,7 @@ class FastModel(TimingBase):
                     self.channels.grow()
                 else:
                     self.dies.make_room(np.array([lane], dtype=np.int64))
-            if end & 1:  # joined a waiting program (``_program_page``)
+            if end & 1:  # joined a waiting program (``program_page``)
                 self.dies.merged += 1
             else:
                 self.c.program_cmds += 1
@@ -374,7 +374,7 @@ def _times(t: int | I64) -> I64:
 
 
 @njit_noref
-def _read_page(lane: I64, ops: I64, cap: int, sus: I64, rule: I64, iv: I64, meta: I64,
+def read_page(lane: I64, ops: I64, cap: int, sus: I64, rule: I64, iv: I64, meta: I64,
                i: int, ch: int, earliest: int, cmd: int, t_r: int, x: int) -> int:
     """``FastModel.read1`` on die lanes (no chip lock, no convoy, no recorded spans):
     the die's read, its data-out on channel ``ch`` and the cache-register hold; the
@@ -388,7 +388,7 @@ def _read_page(lane: I64, ops: I64, cap: int, sus: I64, rule: I64, iv: I64, meta
 
 
 @njit_noref
-def _program_page(lane: I64, ops: I64, cap: int, merged: I64, P: int, iv: I64, meta: I64,
+def program_page(lane: I64, ops: I64, cap: int, merged: I64, P: int, iv: I64, meta: I64,
                   i: int, ch: int, earliest: int, busy: int, t_prog: int, mask: int,
                   page: int) -> int:
     """``FastModel.program1`` on die lanes (no chip lock, no recorded spans): the

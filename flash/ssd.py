@@ -110,8 +110,10 @@ class Ssd:
         self.bytes_written = 0
         self.transfers = 0
         self.mmio_reads = 0
-        self._active_until = 0
+        #: controller active time: the union of the transactions' lifetimes, and the
+        #: latest end counted in it
         self.active_ps = 0
+        self.active_until = 0
 
     # -- serving -----------------------------------------------------------------------
     def read(self, address: int, nbytes: int, earliest: int, wire_bytes: int = 0) -> int:
@@ -319,9 +321,21 @@ class Ssd:
             self.host.link_rd.prune(t0)
             self.host.link_wr.prune(t0)
         # Controller active time: the union of the transactions' lifetimes.
-        if end > self._active_until:
-            self.active_ps += end - max(t0, self._active_until)
-            self._active_until = end
+        if end > self.active_until:
+            self.active_ps += end - max(t0, self.active_until)
+            self.active_until = end
+
+    def activity(self) -> tuple[int, int, int]:
+        """(transfers, active ps, end of the latest transaction counted): what a batch of
+        commands served in one compiled call starts from (``flash.pages``)."""
+        return self.transfers, self.active_ps, self.active_until
+
+    def add_activity(self, transfers: int, active_ps: int, active_until: int) -> None:
+        """The figures a batch ends with (``activity``'s, advanced by its commands)."""
+        if transfers < self.transfers or active_ps < self.active_ps \
+                or active_until < self.active_until:
+            raise ValueError("a batch's activity cannot go backwards")
+        self.transfers, self.active_ps, self.active_until = transfers, active_ps, active_until
 
     def idle_from(self) -> int:
         """When every die, channel and link direction is free again."""

@@ -63,7 +63,7 @@ def _state(d: Ssd) -> dict[str, Any]:
         + [meta.tolist()],
         "dies": [a.tolist() if isinstance(a, np.ndarray) else a for a in lanes],
         "merged": m.dies.merged,
-        "ssd": (d.transfers, d.active_ps, d._active_until, d.bytes_read, d.bytes_written,
+        "ssd": (d.transfers, d.active_ps, d.active_until, d.bytes_read, d.bytes_written,
                 dataclasses.astuple(d.c) if dataclasses.is_dataclass(d.c) else vars(d.c)),
     }
 
