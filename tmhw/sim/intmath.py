@@ -5,8 +5,7 @@ every page number by the pages per plane, every plane by the planes per die and 
 die by the dies per channel and per device: about 770 divisions for a 2 MiB read and
 2000 for an 8 MiB program. Every preset's geometry is in powers of two, so a kernel
 works out each divisor's shift once per call (``log2_exact``) and divides by ``div``,
-which shifts when it can and divides otherwise. In the GPT-3 bench run a 2 MiB read's
-compiled booking went from 11 to 10 us, an 8 MiB program's from 34 to 30 us.
+which shifts when it can and divides otherwise (docs/PERFORMANCE.md has what it saves).
 """
 
 from __future__ import annotations

@@ -19,8 +19,8 @@ A kernel that creates no array and is called once per element from another kerne
 (a die lane's booking, a channel's gap search) is declared with ``njit_noref``: it
 is compiled without numba's reference counting (``_nrt=False``). A kernel that calls
 another one cannot have the counting of its array arguments optimised away, and each
-count is an atomic operation: a die lane's read, which calls the queue walk it takes
-when work is queued, cost 49 ns with them and 7 ns without, on an empty lane. The
+count is an atomic operation, several times the cost of a die lane's whole read on an
+empty lane (docs/PERFORMANCE.md). The
 arrays such a kernel is given are its caller's for the whole call, so nothing it
 touches can be freed under it.
 
