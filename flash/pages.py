@@ -131,7 +131,8 @@ class PageBatch:
 
     def _state(self) -> I64:
         ssd = self.ssd
-        return np.array([*ssd.activity(), 0, 0, 0, 0, 0], dtype=np.int64)
+        return np.array([ssd.transfers, ssd.active_ps, ssd.active_until, 0, 0, 0, 0, 0],
+                        dtype=np.int64)
 
     def _done(self, st: I64, ends: list[int]) -> None:
         """The batch's completions into the NVMe queue and the device's figures."""

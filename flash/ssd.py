@@ -325,13 +325,10 @@ class Ssd:
             self.active_ps += end - max(t0, self.active_until)
             self.active_until = end
 
-    def activity(self) -> tuple[int, int, int]:
-        """(transfers, active ps, end of the latest transaction counted): what a batch of
-        commands served in one compiled call starts from (``flash.pages``)."""
-        return self.transfers, self.active_ps, self.active_until
-
     def add_activity(self, transfers: int, active_ps: int, active_until: int) -> None:
-        """The figures a batch ends with (``activity``'s, advanced by its commands)."""
+        """The figures a batch of commands served in one compiled call (``flash.pages``)
+        ends with: ``transfers``, ``active_ps`` and ``active_until``, advanced by its
+        commands."""
         if transfers < self.transfers or active_ps < self.active_ps \
                 or active_until < self.active_until:
             raise ValueError("a batch's activity cannot go backwards")

@@ -308,7 +308,8 @@ def test_page_batch_costs_calls_per_batch_not_per_command() -> None:
     (``Ssd.read``, ``Ssd.write``), 64 such reads cost about 1,740 calls and 64 writes
     2,000 to 2,400. With the L2P's dict and the write buffer's map looked up in Python
     a batch cost up to 36 calls and 48; with them ``IntMap``s the kernels update, 28
-    and 35."""
+    and 35; and one more each since a batch hands its activity back through the SSD's
+    ``add_activity`` instead of writing the SSD's private field: 29 and 36."""
     _warm()
     cfg = PRESETS["990pro"]
     dev = FlashTarget(Environment(), "flash", None, cfg, model="fast", precondition=0.9,
@@ -326,9 +327,9 @@ def test_page_batch_costs_calls_per_batch_not_per_command() -> None:
             calls = _count_calls(lambda op=op, a=a, t=t: dev.transport_many(
                 op, a, page, Pattern.RANDOM, t))
             if op is Op.READ:
-                assert sum(calls.values()) <= 28, calls.most_common(12)
+                assert sum(calls.values()) <= 29, calls.most_common(12)
             else:
                 restarts = calls["write_open"] - 1
-                assert sum(calls.values()) - 6 * restarts <= 35, calls.most_common(12)
+                assert sum(calls.values()) - 6 * restarts <= 36, calls.most_common(12)
                 assert calls["Ssd.write"] == 0  # no command left to the per-command path
         t += 10**9  # the batch is complete: no NVMe queue or buffer wait
