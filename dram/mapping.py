@@ -13,6 +13,11 @@ import numpy as np
 
 from dram.config import DramConfig
 
+#: Bytes of one random access (a cache line, an NPU gather element): both models split
+#: random traffic into accesses of this size, each in one row of one unit or, when the
+#: interleave is smaller, over consecutive units.
+RANDOM_ACCESS_BYTES = 64
+
 
 def _log2(n: int) -> int:
     return n.bit_length() - 1
@@ -50,12 +55,8 @@ class AddressMap:
         s, w = self.fields["Ro"]
         self.row_shift = s
         self.row_mask = (1 << w) - 1
-        #: Whether the row is the most significant field. Then the unit and bank of burst
-        #: ``b`` depend only on ``b % row_period_bursts`` and its row is
-        #: ``(b >> row_shift) & row_mask``, so the decoded layout of a range of bursts can
-        #: be computed once per phase and reused.
-        self.row_on_top = s + w == self.total_bits
-        self.row_period_bursts = 1 << s
+        #: Units one random access spans (consecutive units from its address's).
+        self.random_access_units = max(1, RANDOM_ACCESS_BYTES // cfg.interleave_bytes)
 
     def _field(self, burst: int, name: str) -> int:
         s, w = self.fields[name]
@@ -70,33 +71,6 @@ class AddressMap:
                 + f(b, "Ba"))
         column = (f(b, "Co") << self.low_col_bits) | (b & ((1 << self.low_col_bits) - 1))
         return unit, bank, f(b, "Ro"), column
-
-    def decode_burst(self, b: int) -> tuple[int, int, int]:
-        """(unit, flat bank, row) of burst index ``b`` (scalar, for short chunks)."""
-        b %= 1 << self.total_bits
-        fl = self.fields
-        c = self.cfg
-        s, w = fl["Ch"]
-        unit = ((b >> s) & ((1 << w) - 1)) * c.pseudo_channels
-        s, w = fl["Pc"]
-        unit += (b >> s) & ((1 << w) - 1)
-        s, w = fl["Ra"]
-        bank = (b >> s) & ((1 << w) - 1)
-        s, w = fl["Bg"]
-        bank = bank * c.bank_groups + ((b >> s) & ((1 << w) - 1))
-        s, w = fl["Ba"]
-        bank = bank * c.banks_per_group + ((b >> s) & ((1 << w) - 1))
-        s, w = fl["Ro"]
-        return unit, bank, (b >> s) & ((1 << w) - 1)
-
-    def units_of_bursts(self, bursts: np.ndarray) -> np.ndarray:
-        """Unit of each burst index (vectorised)."""
-        bursts = bursts % (1 << self.total_bits)
-        sc, wc = self.fields["Ch"]
-        sp, wp = self.fields["Pc"]
-        ch = (bursts >> sc) & ((1 << wc) - 1)
-        pc = (bursts >> sp) & ((1 << wp) - 1)
-        return np.asarray(ch * self.cfg.pseudo_channels + pc, dtype=np.int64)
 
     def bank_group_below_column(self) -> bool:
         """Whether consecutive bursts of one unit rotate bank groups before columns, so a
