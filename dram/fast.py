@@ -107,12 +107,6 @@ class FastModel:
         return int(self._geo.ref_block)
 
     @property
-    def busy_until(self) -> npt.NDArray[np.int64]:
-        """Per unit, when its data bus is next free, ps."""
-        out: npt.NDArray[np.int64] = self._units.busy.copy()
-        return out
-
-    @property
     def busy_ps(self) -> list[int]:
         """Per unit, the time its bus was reserved (data, and the refresh windows inside
         its bookings), ps."""
