@@ -47,7 +47,15 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from dram.config import DramConfig
-from dram.mapping import RANDOM_ACCESS_BYTES, AddressMap
+from dram.mapping import (
+    MAP_FIELDS,
+    RANDOM_ACCESS_BYTES,
+    AddressMap,
+    bank_of,
+    flat_bank_of,
+    row_of,
+    unit_of,
+)
 from dram.timing import ref_phase
 from tmhw.sim.jit import njit
 
@@ -57,7 +65,7 @@ MAX_BLOCKS = 1 << 16
 SCALAR_BLOCKS = 64
 #: Open-row table entry of a bank known to be open on a row not tracked.
 UNKNOWN_ROW = -2
-#: ``UNIT.start``'s value before a chunk has begun service on any unit.
+#: ``TOTALS.start``'s value before a chunk has begun service on any unit.
 _NOT_STARTED = 1 << 62
 
 _I8 = np.int64
@@ -82,22 +90,22 @@ UNIT = np.dtype([
 TOTALS = np.dtype([(name, _I8) for name in (
     "acts", "start", "bursts_read", "bursts_written", "bytes_read", "bytes_written",
     "end")])
-#: Timing (ps) and address geometry, fixed for a model.
+#: Timing (ps) and address geometry, fixed for a model; the address map's decode
+#: (``dram.mapping``) reads its ``MAP`` fields. Those come last: a record that began
+#: with them would be taken by numba for a ``MAP`` record (width subtyping, an
+#: experimental feature that warns) wherever the decode was compiled for one first.
 GEOMETRY = np.dtype([(name, _I8) for name in (
-    # address map: burst index fields (shift, mask) and sizes
-    "capacity", "burst_shift", "row_shift", "row_mask", "ch_shift", "ch_mask", "pc_shift",
-    "pc_mask", "ra_shift", "ra_mask", "bg_shift", "bg_mask", "ba_shift", "ba_mask",
-    "pseudo_channels", "bank_groups", "banks_per_group", "unit_banks",
-    # bursts of: a row-block, a unit's row, an interleave period and its unit-blocks, the
-    # tail whose rows are tracked, a run that touches every bank of every unit
-    "block", "bursts_per_row", "unit_period", "unit_block", "tail", "span",
-    "units_lowest", "closed", "bank_groups_rotated", "ranks",
+    # the capacity, and the bursts of: a row-block, a unit's row, an interleave period
+    # and its unit-blocks, the tail whose rows are tracked, a run that touches every
+    # bank of every unit
+    "capacity", "burst_shift", "block", "bursts_per_row", "unit_period", "unit_block",
+    "tail", "span", "units_lowest", "closed", "bank_groups_rotated", "ranks",
     # stream and random service times
     "delay", "t_stream", "t_cl", "t_cwl", "t_rcd", "t_rcd_wr", "t_rp", "rtw", "rtw_miss",
     "wtr", "wtr_miss", "drain_batch", "small_write", "rand_rd", "rand_wr", "rand_bare",
     "rand_bursts", "rand_units",
     # refresh windows
-    "ref_period", "ref_block", "ref_period_rand")])
+    "ref_period", "ref_block", "ref_period_rand") + MAP_FIELDS])
 
 
 class State(NamedTuple):
@@ -121,16 +129,9 @@ def geometry(cfg: DramConfig, amap: AddressMap) -> Any:
     c = cfg
     geo = np.zeros(1, GEOMETRY).view(np.recarray)
     g = geo[0]
+    amap.fill(g)
     g.capacity, g.burst_shift = amap.capacity, amap.burst_shift
-    g.row_shift, g.row_mask = amap.row_shift, amap.row_mask
-    for name in ("Ch", "Pc", "Ra", "Bg", "Ba"):
-        shift, width = amap.fields[name]
-        setattr(g, f"{name.lower()}_shift", shift)
-        setattr(g, f"{name.lower()}_mask", (1 << width) - 1)
-    g.pseudo_channels, g.bank_groups = c.pseudo_channels, c.bank_groups
-    g.banks_per_group = c.banks_per_group
     nb = amap.banks_per_unit
-    g.unit_banks = nb
     u = c.units
     n_bg = c.bank_groups if amap.bank_group_below_column() else 1
     g.bank_groups_rotated = n_bg
@@ -205,24 +206,6 @@ def new_state(cfg: DramConfig, amap: AddressMap) -> State:
     open_rows = np.full(cfg.units * amap.banks_per_unit, -1, dtype=np.int64)
     totals = np.zeros(1, TOTALS).view(np.recarray)
     return State(units, open_rows, totals, geo)
-
-
-# -- the address map, decoded field by field -----------------------------------------------
-@njit
-def unit_of(g: Any, b: int) -> int:
-    """The unit of burst index ``b`` (addresses past the capacity wrap)."""
-    unit: int = (((b >> g.ch_shift) & g.ch_mask) * g.pseudo_channels
-                 + ((b >> g.pc_shift) & g.pc_mask))
-    return unit
-
-
-@njit
-def bank_of(g: Any, b: int) -> int:
-    """The flat bank (``unit * unit_banks + bank``) of burst index ``b``."""
-    bank = ((((b >> g.ra_shift) & g.ra_mask) * g.bank_groups + ((b >> g.bg_shift) & g.bg_mask))
-            * g.banks_per_group + ((b >> g.ba_shift) & g.ba_mask))
-    flat: int = unit_of(g, b) * g.unit_banks + bank
-    return flat
 
 
 # -- the rules ----------------------------------------------------------------------------
@@ -390,9 +373,9 @@ def short_stream(units: Any, open_rows: Any, totals: Any, g: Any, b0: int, nb: i
     while j * blk < stop:
         lo = j * blk if j * blk > b0 else b0
         hi = (j + 1) * blk if (j + 1) * blk < stop else stop
-        f = bank_of(g, lo)
+        f = flat_bank_of(g, lo)
         unit = units[f // g.unit_banks]
-        row = (lo >> g.row_shift) & g.row_mask
+        row = row_of(g, lo)
         o = open_rows[f]
         if unit.head_state < 0:
             unit.head_state = 1 if (o == -1 or closed) else (0 if o == row else 2)
@@ -455,11 +438,11 @@ def _head_states(units: Any, open_rows: Any, g: Any, b0: int, nb: int) -> None:
     blk = g.block
     span = nb if nb < g.unit_period else g.unit_period
     for j in range(b0 // blk, (b0 + span - 1) // blk + 1):
-        f = bank_of(g, j * blk)
+        f = flat_bank_of(g, j * blk)
         unit = units[f // g.unit_banks]
         if lowest or unit.head_bank < 0:
             unit.head_bank = f
-            unit.head_row = ((j * blk) >> g.row_shift) & g.row_mask
+            unit.head_row = row_of(g, j * blk)
     for i in range(units.size):
         unit = units[i]
         if unit.head_bank >= 0:
@@ -482,16 +465,16 @@ def _leave_rows(units: Any, open_rows: Any, g: Any, b0: int, nb: int) -> None:
         # reached touched each of them.
         period = g.unit_period
         for p in range(b0 - b0 % period, b0 + nb, period):
-            bank = bank_of(g, p) % nbk
+            bank = bank_of(g, p)
             for i in range(units.size):
                 if units[i].bursts:
                     open_rows[i * nbk + bank] = UNKNOWN_ROW
     else:
         for j in range(b0 // blk, (b0 + nb - 1) // blk + 1):
-            open_rows[bank_of(g, j * blk)] = UNKNOWN_ROW
+            open_rows[flat_bank_of(g, j * blk)] = UNKNOWN_ROW
     tail = nb if nb < g.tail else g.tail
     for j in range((b0 + nb - tail) // blk, (b0 + nb - 1) // blk + 1):
-        open_rows[bank_of(g, j * blk)] = ((j * blk) >> g.row_shift) & g.row_mask
+        open_rows[flat_bank_of(g, j * blk)] = row_of(g, j * blk)
 
 
 @njit

@@ -1,6 +1,6 @@
 """The fast model's booking rules (``dram/engine.py``): reference figures of a chunk mix,
-the same figures when the kernels run as plain Python, the refresh stretch against the
-windows it skips, and the address decode the detailed controller uses."""
+the same figures when the kernels run as plain Python, and the refresh stretch against
+the windows it skips."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ import os
 import subprocess
 import sys
 from collections.abc import Iterator
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -17,7 +16,6 @@ from hypothesis import strategies as st
 
 from dram import PRESETS, engine
 from dram.fast import FastModel
-from dram.mapping import AddressMap
 from tmhw.sim.transfer import Pattern
 from tmhw.sim.units import KiB, MiB
 
@@ -96,19 +94,3 @@ def test_work_is_stretched_over_the_refresh_windows_it_meets(
 
 def test_no_refresh_windows_leave_work_unstretched() -> None:
     assert engine.stretch(1234, 500, 0, 0, 0) == (1234, 1734)
-
-
-@settings(max_examples=200, deadline=None)
-@given(name=st.sampled_from(["hbm2", "hbm3", "ddr4-3200", "lpddr5-6400"]),
-       mapping=st.sampled_from(["RoRaBaCoBgPcCh", "BgRoRaBaCoPcCh", "ChPcRoRaBaCoBg",
-                                "RoChPcRaBaCoBg"]),
-       address=st.integers(0, 1 << 40))
-def test_both_models_put_a_burst_in_the_same_unit_and_bank(name: str, mapping: str,
-                                                          address: int) -> None:
-    cfg = replace(PRESETS[name], address_mapping=mapping)
-    amap = AddressMap(cfg)
-    geo = engine.geometry(cfg, amap)[0]
-    unit, bank, _, _ = amap.decode(address)
-    b = address >> amap.burst_shift
-    assert engine.unit_of(geo, b) == unit
-    assert engine.bank_of(geo, b) == unit * amap.banks_per_unit + bank
