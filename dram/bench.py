@@ -24,7 +24,8 @@ import simpy
 
 from dram.config import DramConfig
 from dram.controller import DetailedModel
-from dram.fast import RANDOM_ACCESS_BYTES, FastModel
+from dram.fast import FastModel
+from dram.mapping import RANDOM_ACCESS_BYTES
 from dram.target import DramTarget
 from tmhw.sim.errors import TmhwError
 from tmhw.sim.progress import progress as bar

@@ -32,8 +32,7 @@ from collections.abc import Callable
 import numpy as np
 
 from dram.config import DramConfig
-from dram.fast import RANDOM_ACCESS_BYTES
-from dram.mapping import AddressMap
+from dram.mapping import RANDOM_ACCESS_BYTES, AddressMap
 from dram.timing import Cmd, Command, Rule, ref_phase, rules
 from tmhw.sim.transfer import Pattern
 
@@ -450,7 +449,7 @@ class DetailedModel:
             lines = self.rng.integers(0, am.capacity // RANDOM_ACCESS_BYTES, size=n)
             idx = (lines * RANDOM_ACCESS_BYTES) >> am.burst_shift
             first = am.decode(address)[0]
-            step = max(1, RANDOM_ACCESS_BYTES // c.interleave_bytes)
+            step = am.random_access_units
             unit = (first + step * np.arange(n, dtype=np.int64)) % c.units
             (sc, wc), (sp, wp) = am.fields["Ch"], am.fields["Pc"]
             idx &= ~((((1 << wc) - 1) << sc) | (((1 << wp) - 1) << sp))

@@ -5,13 +5,38 @@ DRAMsim3's ``address_mapping`` (``rorabgbachco``) and Ramulator's ``RoBaRaCoCh``
 Below the named fields sit the byte offset inside a burst and the low column bits that
 keep ``interleave_bytes`` together in one row, so a 64 B access on a 32 B-burst device
 stays in one pseudo-channel. The column field ``Co`` holds the remaining column bits.
+
+The decode is written once, as compiled kernels over a map record (``MAP``: each
+field's shift and mask in the burst index, and the sizes that flatten unit and bank):
+``unit_of``, ``bank_of``, ``flat_bank_of`` and ``row_of``. The detailed controller
+decodes its bursts with them (``AddressMap.decode_bursts``), and the fast model's
+kernels call them on its timing record, which holds the ``MAP`` fields.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
+import numpy.typing as npt
 
 from dram.config import DramConfig
+from tmhw.sim.jit import njit
+
+#: Bytes of one random access (a cache line, an NPU gather element): both models split
+#: random traffic into accesses of this size, each in one row of one unit or, when the
+#: interleave is smaller, over consecutive units.
+RANDOM_ACCESS_BYTES = 64
+
+#: The fields the decode reads: (shift, mask) of each named field in the burst index,
+#: the low column bits under ``Co``, and the sizes that flatten a unit and a bank.
+MAP_FIELDS = (
+    "ch_shift", "ch_mask", "pc_shift", "pc_mask", "ra_shift", "ra_mask", "bg_shift",
+    "bg_mask", "ba_shift", "ba_mask", "row_shift", "row_mask", "co_shift", "co_mask",
+    "low_col_bits", "pseudo_channels", "bank_groups", "banks_per_group", "unit_banks")
+MAP = np.dtype([(name, np.int64) for name in MAP_FIELDS])
+
+I64 = npt.NDArray[np.int64]
 
 
 def _log2(n: int) -> int:
@@ -47,71 +72,95 @@ class AddressMap:
         #: Consecutive bursts that always share a unit (below the lowest unit bit).
         self.unit_block_bursts = (1 << min(s for s, w in unit_fields if w > 0)
                                   if cfg.units > 1 else 1 << self.total_bits)
-        s, w = self.fields["Ro"]
-        self.row_shift = s
-        self.row_mask = (1 << w) - 1
-        #: Whether the row is the most significant field. Then the unit and bank of burst
-        #: ``b`` depend only on ``b % row_period_bursts`` and its row is
-        #: ``(b >> row_shift) & row_mask``, so the decoded layout of a range of bursts can
-        #: be computed once per phase and reused.
-        self.row_on_top = s + w == self.total_bits
-        self.row_period_bursts = 1 << s
+        #: Units one random access spans (consecutive units from its address's).
+        self.random_access_units = max(1, RANDOM_ACCESS_BYTES // cfg.interleave_bytes)
+        #: The ``MAP`` record the decode kernels read (a one-record ``np.recarray``).
+        self.record: Any = np.zeros(1, MAP).view(np.recarray)
+        self.fill(self.record[0])
 
-    def _field(self, burst: int, name: str) -> int:
-        s, w = self.fields[name]
-        return (burst >> s) & ((1 << w) - 1)
+    def fill(self, rec: Any) -> None:
+        """Write the ``MAP`` fields into ``rec`` (a record of any dtype holding them)."""
+        for name, (shift, width) in self.fields.items():
+            key = "row" if name == "Ro" else name.lower()
+            setattr(rec, f"{key}_shift", shift)
+            setattr(rec, f"{key}_mask", (1 << width) - 1)
+        c = self.cfg
+        rec.low_col_bits = self.low_col_bits
+        rec.pseudo_channels, rec.bank_groups = c.pseudo_channels, c.bank_groups
+        rec.banks_per_group, rec.unit_banks = c.banks_per_group, self.banks_per_unit
 
     def decode(self, address: int) -> tuple[int, int, int, int]:
-        """(unit, flat bank, row, column-in-bursts) of the burst holding ``address``."""
+        """(unit, bank in the unit, row, column-in-bursts) of the burst holding
+        ``address``."""
         b = (address % self.capacity) >> self.burst_shift
-        f = self._field
-        unit = f(b, "Ch") * self.cfg.pseudo_channels + f(b, "Pc")
-        bank = ((f(b, "Ra") * self.cfg.bank_groups + f(b, "Bg")) * self.cfg.banks_per_group
-                + f(b, "Ba"))
-        column = (f(b, "Co") << self.low_col_bits) | (b & ((1 << self.low_col_bits) - 1))
-        return unit, bank, f(b, "Ro"), column
-
-    def decode_burst(self, b: int) -> tuple[int, int, int]:
-        """(unit, flat bank, row) of burst index ``b`` (scalar, for short chunks)."""
-        b %= 1 << self.total_bits
-        fl = self.fields
-        c = self.cfg
-        s, w = fl["Ch"]
-        unit = ((b >> s) & ((1 << w) - 1)) * c.pseudo_channels
-        s, w = fl["Pc"]
-        unit += (b >> s) & ((1 << w) - 1)
-        s, w = fl["Ra"]
-        bank = (b >> s) & ((1 << w) - 1)
-        s, w = fl["Bg"]
-        bank = bank * c.bank_groups + ((b >> s) & ((1 << w) - 1))
-        s, w = fl["Ba"]
-        bank = bank * c.banks_per_group + ((b >> s) & ((1 << w) - 1))
-        s, w = fl["Ro"]
-        return unit, bank, (b >> s) & ((1 << w) - 1)
-
-    def units_of_bursts(self, bursts: np.ndarray) -> np.ndarray:
-        """Unit of each burst index (vectorised)."""
-        bursts = bursts % (1 << self.total_bits)
-        sc, wc = self.fields["Ch"]
-        sp, wp = self.fields["Pc"]
-        ch = (bursts >> sc) & ((1 << wc) - 1)
-        pc = (bursts >> sp) & ((1 << wp) - 1)
-        return np.asarray(ch * self.cfg.pseudo_channels + pc, dtype=np.int64)
+        unit, bank, row, column = decode_burst(self.record, b)
+        return int(unit), int(bank), int(row), int(column)
 
     def bank_group_below_column(self) -> bool:
         """Whether consecutive bursts of one unit rotate bank groups before columns, so a
         stream pays tCCD_S rather than tCCD_L between bursts."""
         return self.cfg.bank_groups > 1 and self.fields["Bg"][0] < self.fields["Co"][0]
 
-    def decode_bursts(self, bursts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(unit, flat bank, row) of each burst index (vectorised)."""
-        b = bursts % (1 << self.total_bits)
+    def decode_bursts(self, bursts: I64) -> tuple[I64, I64, I64]:
+        """(unit, bank in the unit, row) of each burst index."""
+        units, banks, rows = decode_many(self.record, bursts)
+        return units, banks, rows
 
-        def f(name: str) -> np.ndarray:
-            s, w = self.fields[name]
-            return np.asarray((b >> s) & ((1 << w) - 1), dtype=np.int64)
 
-        c = self.cfg
-        unit = f("Ch") * c.pseudo_channels + f("Pc")
-        bank = (f("Ra") * c.bank_groups + f("Bg")) * c.banks_per_group + f("Ba")
-        return unit, bank, f("Ro")
+# Every field is masked, so a burst index past the capacity wraps without a modulo.
+@njit
+def unit_of(m: Any, b: int) -> int:
+    """The unit (``channel * pseudo_channels + pseudo channel``) of burst index ``b``."""
+    unit: int = ((b >> m.ch_shift) & m.ch_mask) * m.pseudo_channels + ((b >> m.pc_shift)
+                                                                        & m.pc_mask)
+    return unit
+
+
+@njit
+def bank_of(m: Any, b: int) -> int:
+    """The bank in its unit (``(rank * bank_groups + group) * banks_per_group + bank``)
+    of burst index ``b``."""
+    bank: int = ((((b >> m.ra_shift) & m.ra_mask) * m.bank_groups
+                  + ((b >> m.bg_shift) & m.bg_mask)) * m.banks_per_group
+                 + ((b >> m.ba_shift) & m.ba_mask))
+    return bank
+
+
+@njit
+def flat_bank_of(m: Any, b: int) -> int:
+    """The bank of burst index ``b`` over all units (``unit * unit_banks + bank``)."""
+    flat: int = unit_of(m, b) * m.unit_banks + bank_of(m, b)
+    return flat
+
+
+@njit
+def row_of(m: Any, b: int) -> int:
+    """The row of burst index ``b``."""
+    row: int = (b >> m.row_shift) & m.row_mask
+    return row
+
+
+@njit
+def decode_burst(rec: Any, b: int) -> tuple[int, int, int, int]:
+    """(unit, bank in the unit, row, column in bursts) of burst index ``b`` (``rec``: a
+    one-record ``MAP`` array)."""
+    m = rec[0]
+    low = m.low_col_bits
+    column = (((b >> m.co_shift) & m.co_mask) << low) | (b & ((1 << low) - 1))
+    return unit_of(m, b), bank_of(m, b), row_of(m, b), column
+
+
+@njit
+def decode_many(rec: Any, bursts: Any) -> tuple[Any, Any, Any]:
+    """(unit, bank in the unit, row) arrays of the burst indices ``bursts``."""
+    m = rec[0]
+    n = bursts.size
+    units = np.empty(n, np.int64)
+    banks = np.empty(n, np.int64)
+    rows = np.empty(n, np.int64)
+    for i in range(n):
+        b = bursts[i]
+        units[i] = unit_of(m, b)
+        banks[i] = bank_of(m, b)
+        rows[i] = row_of(m, b)
+    return units, banks, rows

@@ -2,9 +2,10 @@
 
 ``transport(t, earliest)`` books the chosen timing model and returns the completion time
 in ps without creating a SimPy event. ``model="fast"`` is the chunk-level model
-(``dram/fast.py``) for full-system runs; ``model="detailed"`` runs the command-level
-controllers (``dram/controller.py``) inside the call. Energy follows ``dram/power.py``:
-the meter counts ACT, RD, WR and REF; background power is added at ``finalize``.
+(``dram/fast.py``, its rules in ``dram/engine.py``) for full-system runs;
+``model="detailed"`` runs the command-level controllers (``dram/controller.py``) inside
+the call. Energy follows ``dram/power.py``: the meter counts ACT, RD, WR and REF;
+background power is added at ``finalize``.
 """
 
 from __future__ import annotations
@@ -109,9 +110,9 @@ class DramTarget(Component):
         for a in active:
             bg += (e.active_standby_mw * a + e.precharged_standby_mw * (now - a)
                    + e.precharged_standby_mw * now * (ranks - 1)) * MW_PS_TO_PJ
+        # Component.finalize runs this hook first, then converts the meter's counts and
+        # extra energies to pJ.
         m.extra_pj["background"] = bg
-        # The kernel finalizes the meter before this hook; recompute with our figures.
-        m.finalize(now)
 
     def _report(self) -> dict[str, Any]:
         impl, cfg = self.impl, self.cfg

@@ -6,14 +6,10 @@ from __future__ import annotations
 from collections.abc import Generator
 from dataclasses import replace
 
-import numpy as np
 import pytest
 import simpy
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from dram import PRESETS, DramTarget
-from dram.fast import FastModel
 from tmhw.sim.env import Environment
 from tmhw.sim.transfer import MemoryTarget, Op, Pattern, Transfer
 from tmhw.sim.units import GiB, KiB, MiB, S
@@ -92,16 +88,3 @@ def test_report_counts_bytes_hits_and_energy(model: str) -> None:
     # Finalizing again does not count twice.
     hbm.finalize(end)
     assert hbm.report()["energy_pj"]["total"] == pytest.approx(rep["energy_pj"]["total"])
-
-
-@settings(max_examples=200, deadline=None)
-@given(unit=st.integers(0, 31), start=st.integers(0, 50_000_000),
-       work=st.integers(0, 30_000_000))
-def test_vector_refresh_stretch_equals_the_scalar_one(unit: int, start: int,
-                                                      work: int) -> None:
-    fm = FastModel(PRESETS["hbm3"])
-    s1, e1 = fm._stretch(unit, start, work)
-    s2, e2 = fm._stretch_many(np.array([unit]), np.array([start]), np.array([work]))
-    assert (s1, e1) == (int(s2[0]), int(e2[0]))
-    # Work only advances outside refresh windows: the end less the windows crossed.
-    assert e1 - s1 >= work
