@@ -69,6 +69,9 @@ UNKNOWN_ROW = -2
 _NOT_STARTED = 1 << 62
 
 _I8 = np.int64
+# The state's dtypes are record dtypes made once here, so that the arrays of every model
+# share them: numba types an argument on its fast path by its dtype object, and a
+# recarray view of a plain structured array makes a new one per model.
 #: One unit (pseudo-channel): its data bus's state, then scratch of the chunk in hand.
 UNIT = np.dtype((np.record, [
     ("busy", _I8),             # busy-until time of the data bus, ps
