@@ -69,8 +69,11 @@ UNKNOWN_ROW = -2
 _NOT_STARTED = 1 << 62
 
 _I8 = np.int64
+# The state's dtypes are record dtypes made once here, so that the arrays of every model
+# share them: numba types an argument on its fast path by its dtype object, and a
+# recarray view of a plain structured array makes a new one per model.
 #: One unit (pseudo-channel): its data bus's state, then scratch of the chunk in hand.
-UNIT = np.dtype([
+UNIT = np.dtype((np.record, [
     ("busy", _I8),             # busy-until time of the data bus, ps
     ("idle", _I8),             # idle spans before its bookings (waits, refresh windows
                                # skipped at a start, turnarounds): reserved = busy - idle
@@ -85,16 +88,16 @@ UNIT = np.dtype([
     ("head_bank", _I8),        # scratch: flat bank of its first row-block (-1 none)
     ("head_row", _I8),         # scratch: row of that block
     ("head_state", _I8),       # scratch: first-row state (0 hit, 1 precharged, 2 miss)
-])
+]))
 #: The model's running totals.
-TOTALS = np.dtype([(name, _I8) for name in (
+TOTALS = np.dtype((np.record, [(name, _I8) for name in (
     "acts", "start", "bursts_read", "bursts_written", "bytes_read", "bytes_written",
-    "end")])
+    "end")]))
 #: Timing (ps) and address geometry, fixed for a model; the address map's decode
 #: (``dram.mapping``) reads its ``MAP`` fields. Those come last: a record that began
 #: with them would be taken by numba for a ``MAP`` record (width subtyping, an
 #: experimental feature that warns) wherever the decode was compiled for one first.
-GEOMETRY = np.dtype([(name, _I8) for name in (
+GEOMETRY = np.dtype((np.record, [(name, _I8) for name in (
     # the capacity, and the bursts of: a row-block, a unit's row, an interleave period
     # and its unit-blocks, the tail whose rows are tracked, a run that touches every
     # bank of every unit
@@ -105,7 +108,7 @@ GEOMETRY = np.dtype([(name, _I8) for name in (
     "wtr", "wtr_miss", "drain_batch", "small_write", "rand_rd", "rand_wr", "rand_bare",
     "rand_bursts", "rand_units",
     # refresh windows
-    "ref_period", "ref_block", "ref_period_rand") + MAP_FIELDS])
+    "ref_period", "ref_block", "ref_period_rand") + MAP_FIELDS]))
 
 
 class State(NamedTuple):

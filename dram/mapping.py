@@ -34,7 +34,7 @@ MAP_FIELDS = (
     "ch_shift", "ch_mask", "pc_shift", "pc_mask", "ra_shift", "ra_mask", "bg_shift",
     "bg_mask", "ba_shift", "ba_mask", "row_shift", "row_mask", "co_shift", "co_mask",
     "low_col_bits", "pseudo_channels", "bank_groups", "banks_per_group", "unit_banks")
-MAP = np.dtype([(name, np.int64) for name in MAP_FIELDS])
+MAP = np.dtype((np.record, [(name, np.int64) for name in MAP_FIELDS]))
 
 I64 = npt.NDArray[np.int64]
 
