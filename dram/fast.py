@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from dram import engine
+import dram.engine as engine
 from dram.config import DramConfig
 from dram.mapping import AddressMap
 from dram.timing import ref_phase
