@@ -11,12 +11,12 @@ Timing of a transaction's pages (``flash.phy`` gives the command and data times)
   starts nothing new before (one page per plane in the register, no more).
 - program: the channel carries command and data-in for the dies of the chunk, each die
   programs once its first command's data is in (``ops x tPROG``); a page that joins a
-  program still waiting in its die's queue costs no die time (``DieLanes.prog1``).
+  program still waiting in its die's queue costs no die time (``flash.engine.dies.die_prog``).
 - garbage collection: a block's relocation (per valid page tR + tPROG, with the data
   crossing the channel twice unless copyback) and its erase, booked as die work; in the
   background once a plane falls under the soft threshold.
 
-Reads take priority over programs and suspend them (``flash.lanes.DieLanes``). Under
+Reads take priority over programs and suspend them (``flash.engine.dies``). Under
 ``flash.compat = "mqsim"`` the lanes are chips (MQSim's chip lock: the dies of a chip
 work on one transaction at a time, in parallel, and a queued program only absorbs pages
 of its own die), a read command needs idle channel time, so it waits while the channel
@@ -38,8 +38,9 @@ import numpy as np
 import numpy.typing as npt
 
 from flash.config import FlashConfig
+from flash.engine.dies import CAP, MERGED, TAIL, DieState, die_hold, die_prog, die_read
+from flash.engine.gaps import FILL, gap_book
 from flash.ftl import GcJob
-from flash.lanes import FILL, TAIL, gap_book, hold_lane, prog_lane, read_lane
 from flash.phy import OnfiPhy
 from flash.scheduler import CommandFormer, Counters, TimingBase, group_dies
 from tmhw.sim.intmath import div, log2_exact
@@ -108,15 +109,13 @@ class FastModel(TimingBase):
         lane = self.former.lane_of(die)
         ch = die // self.former.dpc
         if self.compiled:
-            dl, ops, cap, sus, rule, _ = self.dies.arrays()
             iv, meta = self.channels.arrays()
-            c_end = _read_page(dl, ops, cap, sus, rule, iv, meta, lane, ch, earliest, cmd,
-                               t_r, x)
+            c_end = _read_page(self.dies.state, iv, meta, lane, ch, earliest, cmd, t_r, x)
             if c_end < 0:  # the channel's row is full
                 self.channels.grow()
                 iv, meta = self.channels.arrays()
-                c_end = _read_page(dl, ops, cap, sus, rule, iv, meta, lane, ch, earliest,
-                                   cmd, t_r, x)
+                c_end = _read_page(self.dies.state, iv, meta, lane, ch, earliest, cmd, t_r,
+                                   x)
             c_end = int(c_end)  # (a numpy integer where the kernels run uncompiled)
             return c_end - x, c_end
         arrive = earliest + cmd
@@ -137,7 +136,7 @@ class FastModel(TimingBase):
         if self.ppn0:
             ppns = ppns + self.ppn0
         if self.compiled:
-            cmds, first, last = self._read_compiled(ppns, nb, earliest)[:, self.device].tolist()
+            cmds, first, last = self.read_compiled(ppns, nb, earliest)[:, self.device].tolist()
             self.c.read_cmds += cmds
             return first, last
         _, ops_d, _, c_start, c_end = self.read_lanes(ppns, nb, earliest)
@@ -198,7 +197,7 @@ class FastModel(TimingBase):
                 self.data_waits(c, r, s)
         return udies, ops_d, uch, c_start, c_end
 
-    def _read_compiled(self, ppns: I64, nb: I64, earliest: int | I64) -> I64:
+    def read_compiled(self, ppns: I64, nb: I64, earliest: int | I64) -> I64:
         """``read_lanes`` under the ONFI rules on die lanes, in one compiled call
         (``_read_chunk``; another after each growth of the channels' rows): per device
         of the lanes' array, its read commands, the start of its first data-out and the
@@ -209,10 +208,9 @@ class FastModel(TimingBase):
         phy = self.phy
         res = self._res
         while True:
-            lane, ops, cap, sus, rule, _ = self.dies.arrays()
             iv, meta = self.channels.arrays()
             if not _read_chunk(ppns, nb, e, per_dev, self._geo, phy.rcmd_a, phy.rsetup_a,
-                               lane, ops, cap, sus, rule, iv, meta, res):
+                               self.dies.state, iv, meta, res):
                 return res
             self.channels.grow()
 
@@ -233,9 +231,8 @@ class FastModel(TimingBase):
             t_prog = self.t_prog_of[(ppn % self.ppb) % self.bits]
             page = ppn % self.ppb if self.same_offset else -1
             while True:
-                dl, ops, cap, _, _, mg = self.dies.arrays()
                 iv, meta = self.channels.arrays()
-                end = _program_page(dl, ops, cap, mg, self.P, iv, meta, lane,
+                end = _program_page(self.dies.state, iv, meta, lane,
                                     die // self.former.dpc, max(first_in, l_end - busy),
                                     busy, t_prog, mask, page)
                 if end >= 0:
@@ -244,17 +241,15 @@ class FastModel(TimingBase):
                     self.channels.grow()
                 else:
                     self.dies.make_room(np.array([lane], dtype=np.int64))
-            if end & 1:  # joined a waiting program (``_program_page``)
-                self.dies.merged += 1
-            else:
+            if not end & 1:  # a command of its own, not joined to a waiting one
                 self.c.program_cmds += 1
             return int(end >> 1)
         c_end = self.channels.reserve1(die // self.former.dpc, max(first_in, l_end - busy),
                                        busy)
-        merged = self.dies.merged
+        merged = self.dies.merged_on(lane)
         end = self.dies.prog1(lane, c_end, self.t_prog_of[(ppn % self.ppb) % self.bits],
                               mask, ppn % self.ppb if self.same_offset else -1)
-        if self.dies.merged == merged:  # a command of its own
+        if self.dies.merged_on(lane) == merged:  # a command of its own
             self.c.program_cmds += 1
         return end
 
@@ -268,7 +263,7 @@ class FastModel(TimingBase):
         c.pages_programmed += n
         c.channel_bytes += n * self.page
         if self.compiled:
-            cmds, _, last = self._program_compiled(
+            cmds, _, last = self.program_compiled(
                 ppns, first_in, l_end)[:, self.device].tolist()
             c.program_cmds += cmds
             return int(last)
@@ -319,7 +314,7 @@ class FastModel(TimingBase):
                                             np.where(ops_l == 1, mask, 0), offs)
         return udies, ops_d, lanes, ends, joined
 
-    def _program_compiled(self, ppns: I64, first_in: int | I64, l_end: int | I64) -> I64:
+    def program_compiled(self, ppns: I64, first_in: int | I64, l_end: int | I64) -> I64:
         """``program_lanes`` under the ONFI rules on die lanes, in one compiled call
         (``_program_chunk``; another after each growth of the rows): per device of the
         lanes' array, its program commands, its pages that joined a waiting program and
@@ -329,12 +324,10 @@ class FastModel(TimingBase):
         f, le = _times(first_in), _times(l_end)
         res = self._res
         while True:
-            lane, ops, cap, _, _, merged = self.dies.arrays()
             iv, meta = self.channels.arrays()
             full = _program_chunk(ppns, f, le, per_dev, self._geo, self._pgeo,
-                                  self.phy.pcmd_a, lane, ops, cap, merged, iv, meta, res)
+                                  self.phy.pcmd_a, self.dies.state, iv, meta, res)
             if full == 0:
-                self.dies.merged += int(res[1].sum())
                 return res
             if full == 1:
                 self.channels.grow()
@@ -374,23 +367,22 @@ def _times(t: int | I64) -> I64:
 
 
 @njit_noref
-def _read_page(lane: I64, ops: I64, cap: int, sus: I64, rule: I64, iv: I64, meta: I64,
-               i: int, ch: int, earliest: int, cmd: int, t_r: int, x: int) -> int:
+def _read_page(dst: DieState, iv: I64, meta: I64, i: int, ch: int, earliest: int, cmd: int,
+               t_r: int, x: int) -> int:
     """``FastModel.read1`` on die lanes (no chip lock, no convoy, no recorded spans):
     the die's read, its data-out on channel ``ch`` and the cache-register hold; the
     data-out's end, or -1 (nothing booked) when the channel's row is full."""
     if meta[FILL, ch] == iv.shape[2]:
         return -1
-    d_end = read_lane(lane, ops, cap, sus, rule, i, earliest + cmd, t_r)
+    d_end = die_read(dst, i, earliest + cmd, t_r, 0, -1)
     c_end = gap_book(iv, meta, ch, d_end - cmd, cmd + x)
-    hold_lane(lane, i, c_end - x)  # cache read frees the die as its data starts out
+    die_hold(dst, i, c_end - x)  # cache read frees the die as its data starts out
     return c_end
 
 
 @njit_noref
-def _program_page(lane: I64, ops: I64, cap: int, merged: I64, P: int, iv: I64, meta: I64,
-                  i: int, ch: int, earliest: int, busy: int, t_prog: int, mask: int,
-                  page: int) -> int:
+def _program_page(dst: DieState, iv: I64, meta: I64, i: int, ch: int, earliest: int,
+                  busy: int, t_prog: int, mask: int, page: int) -> int:
     """``FastModel.program1`` on die lanes (no chip lock, no recorded spans): the
     command and data-in on channel ``ch`` from ``earliest``, then the program, or the
     page joining a waiting one. Its end times two, plus one if it joined (end times are
@@ -398,12 +390,13 @@ def _program_page(lane: I64, ops: I64, cap: int, merged: I64, P: int, iv: I64, m
     booked)."""
     if meta[FILL, ch] == iv.shape[2]:
         return -1
-    if lane[TAIL, i] == (i + 1) * cap:
+    lane = dst[0]
+    if lane[TAIL, i] == (i + 1) * dst[2][0, CAP]:
         return -2
     c_end = gap_book(iv, meta, ch, earliest, busy)
-    before = merged[i]
-    end = prog_lane(lane, ops, cap, merged, P, i, c_end, t_prog, mask, page)
-    return 2 * end + int(merged[i] != before)
+    before = lane[MERGED, i]
+    end = die_prog(dst, i, c_end, t_prog, mask, page)
+    return 2 * end + int(lane[MERGED, i] != before)
 
 
 @njit
@@ -428,13 +421,12 @@ def _channel_runs(udies: I64, lpc: int) -> I64:
 
 @njit
 def _read_chunk(ppns: I64, nb: I64, earliest: I64, per_dev: bool, geo: I64, rcmd: I64,
-                rsetup: I64, lane: I64, ops: I64, cap: int, sus: I64, rule: I64, iv: I64,
-                meta: I64, res: I64) -> bool:
+                rsetup: I64, dst: DieState, iv: I64, meta: I64, res: I64) -> bool:
     """``FastModel.read_lanes`` on die lanes (no chip lock, no convoy, no recorded
     spans): the same steps, each die and channel booked by the scalar rule it books in
     numpy. ``geo``: planes' pages, planes per die, multi-plane, lanes per channel and
     per device, tR, a page's data-out and its bytes; the lanes' and channels' arrays are
-    ``DieLanes.arrays()`` and ``GapBank.arrays()``. Into ``res``, per device of the
+    ``DieLanes.state`` and ``GapBank.arrays()``. Into ``res``, per device of the
     lanes (one column each): its read commands, its first data-out's start and its last
     one's end (-1: none). True when a channel's row is full: nothing booked; grow the
     rows and call again. (Results go into ``res`` and not out as new arrays: numba
@@ -468,8 +460,7 @@ def _read_chunk(ppns: I64, nb: I64, earliest: I64, per_dev: bool, geo: I64, rcmd
     d_end = np.empty(m, dtype=np.int64)
     for x in range(m):
         e = earliest[dev[x]] if per_dev else earliest[0]
-        d_end[x] = read_lane(lane, ops, cap, sus, rule, udies[x], e + cmd[x],
-                             ops_d[x] * t_r)
+        d_end[x] = die_read(dst, udies[x], e + cmd[x], ops_d[x] * t_r, 0, -1)
     c_start = np.empty(n_ch, dtype=np.int64)
     c_end = np.empty(n_ch, dtype=np.int64)
     for g in range(n_ch):
@@ -496,7 +487,7 @@ def _read_chunk(ppns: I64, nb: I64, earliest: I64, per_dev: bool, geo: I64, rcmd
         out = c_start[g]
         for x in range(first[g], first[g + 1]):
             out += busy_l[x]
-            hold_lane(lane, udies[x], out - x_op[x])
+            die_hold(dst, udies[x], out - x_op[x])
             res[0, dev[x]] += ops_d[x]
     return False
 
@@ -509,8 +500,7 @@ def _share(t: int, ops: int) -> int:
 
 @njit
 def _program_chunk(ppns: I64, first_in: I64, l_end: I64, per_dev: bool, geo: I64,
-                   pgeo: I64, pcmd: I64, lane: I64, ops: I64, cap: int, merged: I64,
-                   iv: I64, meta: I64, res: I64) -> int:
+                   pgeo: I64, pcmd: I64, dst: DieState, iv: I64, meta: I64, res: I64) -> int:
     """``FastModel.program_lanes`` on die lanes (no chip lock, no recorded spans): the
     same steps, each die and channel booked by the scalar rule it books in numpy.
     ``geo`` as ``_read_chunk``'s, ``pgeo``: tPROG, pages per block, same-offset
@@ -529,9 +519,10 @@ def _program_chunk(ppns: I64, first_in: I64, l_end: I64, per_dev: bool, geo: I64
     for g in range(n_ch):
         if meta[FILL, div(udies[first[g]], lpc, s_lpc)] == iv.shape[2]:
             return 1
+    lane = dst[0]
     for x in range(m):
         i = udies[x]
-        if lane[TAIL, i] == (i + 1) * cap:
+        if lane[TAIL, i] == (i + 1) * dst[2][0, CAP]:
             return 2
     offs = np.full(m, -1, dtype=np.int64)
     if same_offset:  # a lane's first page gives the offset its command programs
@@ -570,10 +561,10 @@ def _program_chunk(ppns: I64, first_in: I64, l_end: I64, per_dev: bool, geo: I64
             op_busy = pcmd[kp[x]] + _share(pages_d[x] * page_data, ops_d[x])
             e0 = max(c_start + op_busy, c_end - (ops_d[x] - 1) * t_prog)
             i = udies[x]
-            before = merged[i]
-            end = prog_lane(lane, ops, cap, merged, P, i, e0, ops_d[x] * t_prog,
-                            mask[x] if ops_d[x] == 1 else 0, offs[x])
-            if merged[i] != before:
+            before = lane[MERGED, i]
+            end = die_prog(dst, i, e0, ops_d[x] * t_prog, mask[x] if ops_d[x] == 1 else 0,
+                           offs[x])
+            if lane[MERGED, i] != before:
                 res[1, k] += 1
             else:
                 res[0, k] += ops_d[x]
@@ -624,7 +615,7 @@ class FastArray:
         ``i``, in one call: per device, (start of its first data-out, end of its last)."""
         m = self.m
         if m.compiled:
-            res = m._read_compiled(self._pages(devs, ppns), np.concatenate(nb),
+            res = m.read_compiled(self._pages(devs, ppns), np.concatenate(nb),
                                    self._per_device(devs, t0)).tolist()
             out = {}
             for k in devs:
@@ -651,7 +642,7 @@ class FastArray:
         for each ``i``, in one call: per device, the end of its last program."""
         m = self.m
         if m.compiled:
-            res = m._program_compiled(self._pages(devs, ppns), self._per_device(devs, first_in),
+            res = m.program_compiled(self._pages(devs, ppns), self._per_device(devs, first_in),
                                       self._per_device(devs, l_end)).tolist()
             out = {}
             for k, p in zip(devs, ppns, strict=True):

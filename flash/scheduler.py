@@ -7,10 +7,10 @@
   page and command counts a chunk-level model books; ``ops`` lists the commands
   themselves, round-robin over the dies, for the per-command model. A program that
   waits in a die's queue also absorbs pages of later transactions for its other planes
-  (``flash.lanes.DieLanes.prog1``), so sequential writes cut into chunks of fewer pages
+  (``flash.engine.dies.die_prog``), so sequential writes cut into chunks of fewer pages
   than a stripe still program every plane at once.
 - **Read priority and suspend.** Reads queue ahead of programs and erases, and suspend
-  the one running on their die (``suspend_rule``, ``flash.lanes.DieLanes.read1``).
+  the one running on their die (``suspend_rule``, ``flash.engine.dies.die_read``).
 - **Chip lock** (``flash.compat = "mqsim"`` only). Stock MQSim gives a chip a new
   command only when all of its dies are idle, so the dies of a package never overlap
   transactions. The models then book a chip, not a die, as the lane (``lane_of``).
@@ -27,7 +27,8 @@ import numpy as np
 import numpy.typing as npt
 
 from flash.config import FlashConfig
-from flash.lanes import DieLanes, GapBank, GapLane, SuspendRule
+from flash.engine.dies import DieLanes, SuspendRule
+from flash.engine.gaps import GapBank
 from flash.phy import OnfiPhy
 from tmhw.sim.intmath import div, log2_exact
 from tmhw.sim.jit import njit
@@ -175,9 +176,9 @@ class TimingBase:
         #: Under MQSim's data-out convoy, per channel the windows in which a read's data
         #: waits for the channel: the PHY drains waiting data-outs before it takes a
         #: command, so no command starts inside one.
-        self.waiting: list[GapLane] = (
+        self.waiting: GapBank | None = (
             shared.waiting if shared is not None
-            else [GapLane() for _ in range(len(self.channels))] if self.convoy else [])
+            else GapBank("wait", len(self.channels)) if self.convoy else None)
         #: this device's first page, lane and channel in the shared numbering
         n_lanes = former.lanes // former.devices
         self.ppn0 = device * former.pages_per_device
@@ -197,8 +198,8 @@ class TimingBase:
     def prune(self, now: int) -> None:
         """Forget the device's channel bookings that ended before ``now``."""
         self.channels.prune(now, self.ch0, self.ch1)
-        for w in self.waiting[self.ch0:self.ch1]:
-            w.prune(now)
+        if self.waiting is not None:
+            self.waiting.prune(now, self.ch0, self.ch1)
 
     def idle_from(self) -> int:
         """When the device's dies and channels are free again."""
@@ -225,9 +226,10 @@ class TimingBase:
     def command_slot(self, ch: int, t: int, cmd: int) -> int:
         """Under MQSim's convoy: the earliest start >= ``t`` of ``cmd`` on channel ``ch``
         with the channel idle and no read data waiting for it."""
-        channels, wait = self.channels, self.waiting[ch]
+        channels, wait = self.channels, self.waiting
+        assert wait is not None
         while True:
-            u = wait.fit(channels.fit(ch, t, cmd), cmd)
+            u = wait.fit(ch, channels.fit(ch, t, cmd), cmd)
             if u == t:
                 return t
             t = u
@@ -235,7 +237,8 @@ class TimingBase:
     def data_waits(self, ch: int, ready: int, start: int) -> None:
         """Under MQSim's convoy: read data ready at ``ready`` waits for channel ``ch``
         until its data-out starts at ``start``."""
-        self.waiting[ch].cover(ready, start)
+        assert self.waiting is not None
+        self.waiting.cover(ch, ready, start)
 
 
 @njit
