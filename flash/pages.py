@@ -16,7 +16,7 @@ Each layer does what the per-command path does, for the commands in order:
   ``FTL.write_many`` (one kernel call, and another after each block it opens) while no
   page needs a collection;
 - timing: one compiled call (``_read_pages``, ``_write_pages``) books each command's
-  NAND read or program (``flash.fast._read_page``, ``_program_page``), its transfer on
+  NAND read or program (``flash.engine.chunks.read_page``, ``program_page``), its transfer on
   the host link (``flash.host``'s rows of a ``GapBank``), its completion and the
   controller's active time, and prunes the channels and the link after every 256th
   command, as ``Ssd._finish`` does.
@@ -35,9 +35,10 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
+from flash.engine.chunks import program_page, read_page
 from flash.engine.dies import CAP, TAIL, DieState
 from flash.engine.gaps import FILL, _gap_prune, gap_book
-from flash.fast import FastModel, _program_page, _read_page
+from flash.fast import FastModel
 from flash.ftl.kernels import l2p_of
 from flash.ftl.mapping import SEG_BITS
 from flash.intmap import im_get
@@ -234,7 +235,7 @@ def _read_pages(lpns: I64, sp: I64, sp_meta: I64, lgeo: I64, plane_base: I64, se
     physical page (``flash.ftl.kernels.l2p_of``, its entry in the L2P's dict ``sp``,
     ``sp_meta``: an ``IntMap``; a page never written is read where
     sequential preconditioning put it, counted in ``st``), ``FastModel.read1``
-    (``_read_page``), the data's ``dur`` ps on the link's read direction from its
+    (``read_page``), the data's ``dur`` ps on the link's read direction from its
     data-out start, and ``_finish``; each completion into ``ends``. ``lgeo``:
     preconditioned pages, planes in the stripe, log2 of an L2P segment's pages, the
     device's first ppn in the lanes' numbering; ``geo``: pages per plane, planes per
@@ -266,7 +267,7 @@ def _read_pages(lpns: I64, sp: I64, sp_meta: I64, lgeo: I64, plane_base: I64, se
             st[PPN] = ppn
             return j
         st[UNMAPPED] += unmapped
-        c_end = _read_page(dst, iv, meta, die, ch, t0, cmd, t_r_of[(ppn % ppb) % bits], x)
+        c_end = read_page(dst, iv, meta, die, ch, t0, cmd, t_r_of[(ppn % ppb) % bits], x)
         end = gap_book(liv, lmeta, 0, c_end - x, dur)
         if c_end > end:
             end = c_end
@@ -281,7 +282,7 @@ def _write_pages(ppns: I64, t0: int, dur: int, buffered: bool, geo: I64, t_prog_
                  ends: I64, p_ends: I64, k: int) -> int:
     """Whole-page writes to ``ppns`` (placed by the FTL, in the lanes' numbering) from
     ``k`` on, each taken and admitted at ``t0``: the data's ``dur`` ps on the link's
-    write direction, ``FastModel.program1`` (``_program_page``; commands and joins
+    write direction, ``FastModel.program1`` (``program_page``; commands and joins
     counted in ``st``), the completion (the data in the buffer, or ``buffered`` False:
     the program's end) into ``ends`` and the program's end into ``p_ends``, and
     ``_finish``. ``geo``: pages per plane, planes per die, dies per channel, pages per
@@ -307,7 +308,7 @@ def _write_pages(ppns: I64, t0: int, dur: int, buffered: bool, geo: I64, t_prog_
             return j
         l_end = gap_book(liv, lmeta, 1, t0, dur)
         mask = (1 << (plane % P)) if multi else 0
-        r = _program_page(dst, iv, meta, die, ch,
+        r = program_page(dst, iv, meta, die, ch,
                           max(l_end - dur, l_end - busy), busy,
                           t_prog_of[(ppn % ppb) % bits], mask, ppn % ppb if same else -1)
         if r & 1:

@@ -27,11 +27,10 @@ import numpy as np
 import numpy.typing as npt
 
 from flash.config import FlashConfig
+from flash.engine.chunks import group_dies
 from flash.engine.dies import DieLanes, SuspendRule
 from flash.engine.gaps import GapBank
 from flash.phy import OnfiPhy
-from tmhw.sim.intmath import div, log2_exact
-from tmhw.sim.jit import njit
 
 I64 = npt.NDArray[np.int64]
 
@@ -239,81 +238,3 @@ class TimingBase:
         until its data-out starts at ``start``."""
         assert self.waiting is not None
         self.waiting.cover(ch, ready, start)
-
-
-@njit
-def group_dies(ppns: I64, weights: I64, weighted: bool, ppp: int, P: int, multi: bool
-               ) -> tuple[I64, I64, I64, I64, I64, I64]:
-    """``CommandFormer.die_groups``: the pages counted per plane (their weights summed),
-    then one pass over the planes in order, a die's run of planes at a time: its pages,
-    its weight, its commands (the most pages on one of its planes under multi-plane
-    forming, else its pages), its planes per command and plane mask. The counts are
-    kept per plane of the pages' span of planes where that span is short (a chunk, or a
-    batch of gigabytes over every plane: no sort), else over the pages sorted by plane
-    (a few pages over many devices' planes)."""
-    n = ppns.size
-    planes = np.empty(n, dtype=np.int64)
-    if n == 0:
-        return planes, planes, planes, planes, planes, planes
-    s_ppp = log2_exact(ppp)
-    for j in range(n):
-        planes[j] = div(ppns[j], ppp, s_ppp)
-    lo = planes.min()
-    span = planes.max() - lo + 1
-    if span <= 4 * n + 64:
-        cnt = np.zeros(span, dtype=np.int64)
-        wsum = np.zeros(span, dtype=np.int64)
-        for j in range(n):
-            cnt[planes[j] - lo] += 1
-            wsum[planes[j] - lo] += weights[j] if weighted else 1
-        up = np.flatnonzero(cnt)
-        per_plane = cnt[up]
-        w_plane = wsum[up]
-        up += lo
-    else:
-        srt = np.sort(planes)
-        k = 1
-        for j in range(1, n):
-            k += srt[j] != srt[j - 1]
-        up = np.empty(k, dtype=np.int64)
-        per_plane = np.zeros(k, dtype=np.int64)
-        w_plane = np.zeros(k, dtype=np.int64)
-        x = -1
-        for j in range(n):
-            if x < 0 or srt[j] != up[x]:
-                x += 1
-                up[x] = srt[j]
-            per_plane[x] += 1
-        if weighted:
-            for j in range(n):
-                w_plane[np.searchsorted(up, planes[j])] += weights[j]
-        else:
-            w_plane[:] = per_plane
-    m = up.size
-    udies = np.empty(m, dtype=np.int64)
-    w_d = np.zeros(m, dtype=np.int64)
-    pages_d = np.zeros(m, dtype=np.int64)
-    ops_d = np.zeros(m, dtype=np.int64)
-    kp = np.ones(m, dtype=np.int64)
-    mask = np.zeros(m, dtype=np.int64)
-    d = -1
-    s_p = log2_exact(P)
-    for x in range(m):
-        die = div(up[x], P, s_p)
-        if d < 0 or die != udies[d]:
-            d += 1
-            udies[d] = die
-        pages_d[d] += per_plane[x]
-        w_d[d] += w_plane[x]
-        if multi:
-            if per_plane[x] > ops_d[d]:
-                ops_d[d] = per_plane[x]
-            mask[d] |= np.int64(1) << (up[x] - die * P)
-    k = d + 1
-    if multi:
-        for x in range(k):
-            c = -(-pages_d[x] // ops_d[x])
-            kp[x] = c if c < P else P
-    else:
-        ops_d[:k] = pages_d[:k]
-    return udies[:k], w_d[:k], pages_d[:k], ops_d[:k], kp[:k], mask[:k]

@@ -216,7 +216,7 @@ def test_chunk_on_striped_devices_costs_its_touched_devices_only() -> None:
     timing calls (36 die-grouping, lane and booking calls per device and one
     ``GapLane.book`` per channel); now 243 and 171, of which 15 and 14 timing calls and
     four host-link bookings (one per device: each device has its own link). A chunk's
-    timing on its devices is now one compiled call (``_read_chunk``, ``_program_chunk``),
+    timing on its devices is now one compiled call (``read_chunk``, ``program_chunk``),
     and a read chunk makes 98 Python calls in all."""
     chunks = 8
     w16, r16 = _chunk_calls(_striped(16), chunks)

@@ -1,7 +1,7 @@
 """Recording spans changes no booking, and the channel lanes book by their rule.
 
 The fast model books a chunk's reads and programs in one compiled call
-(``flash.fast._read_chunk``, ``_program_chunk``) unless spans are recorded; recording
+(``flash.engine.chunks.read_chunk``, ``program_chunk``) unless spans are recorded; recording
 books lane by lane through ``DieLanes`` (the same die kernels, ``flash.engine.dies``)
 and writes every span out. So a device that records and one that does not, driven
 alike, must return the same completion times and end in the same state: every lane's
