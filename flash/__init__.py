@@ -7,7 +7,8 @@ RAID-0), ``ssd`` (one device), ``host`` (NVMe queue, full-duplex PCIe link), ``c
 (controller DRAM: write buffer, read cache), ``ftl/`` (mapping, block manager, GC and
 wear levelling), ``scheduler`` (command forming, read priority, suspend, chip lock),
 ``fast`` and ``detailed`` (the two timing models behind ``ssd.TimingModel``), ``phy``
-(ONFI command and data timing) and ``lanes`` (channel and die lanes); ``convoy``
+(ONFI command and data timing) and ``engine/`` (the booking rules: die and channel
+lanes, chunks, compiled); ``convoy``
 arbitrates reads by events under ``compat = "mqsim"`` (``FlashTarget.request``).
 ``batch`` gives the device's best time for a batch of reads and writes. The fast
 model's hot loops are compiled by numba (``tmhw.sim.jit``); ``compile_kernels`` fills

@@ -9,14 +9,14 @@ round-robin over the dies. Each phase is booked on its own resource:
   the command's data until its last data-out starts;
 - program: command + data-in on the channel once the command's last page has crossed the
   host link (cut-through), then tPROG (the longest page type); a page may join a
-  program still waiting in its die's queue (``DieLanes.prog1``);
+  program still waiting in its die's queue (``flash.engine.dies.die_prog``);
 - GC: per valid page a read and a program (with the data crossing the channel twice
   unless ``gc_copyback``), then the block erase (command, tBERS).
 
-Channels are gap-filling lanes (``flash.lanes.GapBank``): a transfer takes the earliest
+Channels are gap-filling lanes (``flash.engine.gaps``): a transfer takes the earliest
 idle interval long enough for it, so work for one die never waits behind another die's
 transfer (out-of-order across dies). Dies serve reads first and suspend programs and
-erases for them (``flash.lanes.DieLanes``). Each die holds at most ``die_queue_depth``
+erases for them (``flash.engine.dies``). Each die holds at most ``die_queue_depth``
 programs and erases: such a command is accepted only when the one that many places
 ahead of it has finished (reads wait in the scheduler's priority queue and go to the
 die as soon as it can take them). Garbage collection under the soft threshold runs as
@@ -146,10 +146,10 @@ class DetailedModel(TimingBase):
                     if former.chip_lock:
                         bit += (die % former.dies_per_chip) * self.P
                     mask |= 1 << bit
-            merged = self.dies.merged
+            merged = self.dies.merged_on(lane)
             d_end = self.dies.prog1(lane, c_end, tp, mask,
                                     ppn_l[idx[0]] % self.ppb if self.same_offset else -1)
-            if self.dies.merged != merged:  # joined a waiting command
+            if self.dies.merged_on(lane) != merged:  # joined a waiting command
                 c.program_cmds -= 1
             self._done(die, d_end)
             if d_end > end:

@@ -11,12 +11,12 @@ Timing of a transaction's pages (``flash.phy`` gives the command and data times)
   starts nothing new before (one page per plane in the register, no more).
 - program: the channel carries command and data-in for the dies of the chunk, each die
   programs once its first command's data is in (``ops x tPROG``); a page that joins a
-  program still waiting in its die's queue costs no die time (``DieLanes.prog1``).
+  program still waiting in its die's queue costs no die time (``flash.engine.dies.die_prog``).
 - garbage collection: a block's relocation (per valid page tR + tPROG, with the data
   crossing the channel twice unless copyback) and its erase, booked as die work; in the
   background once a plane falls under the soft threshold.
 
-Reads take priority over programs and suspend them (``flash.lanes.DieLanes``). Under
+Reads take priority over programs and suspend them (``flash.engine.dies``). Under
 ``flash.compat = "mqsim"`` the lanes are chips (MQSim's chip lock: the dies of a chip
 work on one transaction at a time, in parallel, and a queued program only absorbs pages
 of its own die), a read command needs idle channel time, so it waits while the channel
@@ -38,12 +38,10 @@ import numpy as np
 import numpy.typing as npt
 
 from flash.config import FlashConfig
+from flash.engine.chunks import program_chunk, program_page, read_chunk, read_page
 from flash.ftl import GcJob
-from flash.lanes import FILL, TAIL, gap_book, hold_lane, prog_lane, read_lane
 from flash.phy import OnfiPhy
-from flash.scheduler import CommandFormer, Counters, TimingBase, group_dies
-from tmhw.sim.intmath import div, log2_exact
-from tmhw.sim.jit import njit, njit_noref
+from flash.scheduler import CommandFormer, Counters, TimingBase
 
 I64 = npt.NDArray[np.int64]
 
@@ -108,15 +106,13 @@ class FastModel(TimingBase):
         lane = self.former.lane_of(die)
         ch = die // self.former.dpc
         if self.compiled:
-            dl, ops, cap, sus, rule, _ = self.dies.arrays()
             iv, meta = self.channels.arrays()
-            c_end = read_page(dl, ops, cap, sus, rule, iv, meta, lane, ch, earliest, cmd,
-                               t_r, x)
+            c_end = read_page(self.dies.state, iv, meta, lane, ch, earliest, cmd, t_r, x)
             if c_end < 0:  # the channel's row is full
                 self.channels.grow()
                 iv, meta = self.channels.arrays()
-                c_end = read_page(dl, ops, cap, sus, rule, iv, meta, lane, ch, earliest,
-                                   cmd, t_r, x)
+                c_end = read_page(self.dies.state, iv, meta, lane, ch, earliest, cmd, t_r,
+                                   x)
             c_end = int(c_end)  # (a numpy integer where the kernels run uncompiled)
             return c_end - x, c_end
         arrive = earliest + cmd
@@ -137,7 +133,7 @@ class FastModel(TimingBase):
         if self.ppn0:
             ppns = ppns + self.ppn0
         if self.compiled:
-            cmds, first, last = self._read_compiled(ppns, nb, earliest)[:, self.device].tolist()
+            cmds, first, last = self.read_compiled(ppns, nb, earliest)[:, self.device].tolist()
             self.c.read_cmds += cmds
             return first, last
         _, ops_d, _, c_start, c_end = self.read_lanes(ppns, nb, earliest)
@@ -198,9 +194,9 @@ class FastModel(TimingBase):
                 self.data_waits(c, r, s)
         return udies, ops_d, uch, c_start, c_end
 
-    def _read_compiled(self, ppns: I64, nb: I64, earliest: int | I64) -> I64:
+    def read_compiled(self, ppns: I64, nb: I64, earliest: int | I64) -> I64:
         """``read_lanes`` under the ONFI rules on die lanes, in one compiled call
-        (``_read_chunk``; another after each growth of the channels' rows): per device
+        (``read_chunk``; another after each growth of the channels' rows): per device
         of the lanes' array, its read commands, the start of its first data-out and the
         end of its last (-1: no page there). The result is overwritten by the next
         call."""
@@ -209,10 +205,9 @@ class FastModel(TimingBase):
         phy = self.phy
         res = self._res
         while True:
-            lane, ops, cap, sus, rule, _ = self.dies.arrays()
             iv, meta = self.channels.arrays()
-            if not _read_chunk(ppns, nb, e, per_dev, self._geo, phy.rcmd_a, phy.rsetup_a,
-                               lane, ops, cap, sus, rule, iv, meta, res):
+            if not read_chunk(ppns, nb, e, per_dev, self._geo, phy.rcmd_a, phy.rsetup_a,
+                               self.dies.state, iv, meta, res):
                 return res
             self.channels.grow()
 
@@ -233,9 +228,8 @@ class FastModel(TimingBase):
             t_prog = self.t_prog_of[(ppn % self.ppb) % self.bits]
             page = ppn % self.ppb if self.same_offset else -1
             while True:
-                dl, ops, cap, _, _, mg = self.dies.arrays()
                 iv, meta = self.channels.arrays()
-                end = program_page(dl, ops, cap, mg, self.P, iv, meta, lane,
+                end = program_page(self.dies.state, iv, meta, lane,
                                     die // self.former.dpc, max(first_in, l_end - busy),
                                     busy, t_prog, mask, page)
                 if end >= 0:
@@ -244,17 +238,15 @@ class FastModel(TimingBase):
                     self.channels.grow()
                 else:
                     self.dies.make_room(np.array([lane], dtype=np.int64))
-            if end & 1:  # joined a waiting program (``program_page``)
-                self.dies.merged += 1
-            else:
+            if not end & 1:  # a command of its own, not joined to a waiting one
                 self.c.program_cmds += 1
             return int(end >> 1)
         c_end = self.channels.reserve1(die // self.former.dpc, max(first_in, l_end - busy),
                                        busy)
-        merged = self.dies.merged
+        merged = self.dies.merged_on(lane)
         end = self.dies.prog1(lane, c_end, self.t_prog_of[(ppn % self.ppb) % self.bits],
                               mask, ppn % self.ppb if self.same_offset else -1)
-        if self.dies.merged == merged:  # a command of its own
+        if self.dies.merged_on(lane) == merged:  # a command of its own
             self.c.program_cmds += 1
         return end
 
@@ -268,7 +260,7 @@ class FastModel(TimingBase):
         c.pages_programmed += n
         c.channel_bytes += n * self.page
         if self.compiled:
-            cmds, _, last = self._program_compiled(
+            cmds, _, last = self.program_compiled(
                 ppns, first_in, l_end)[:, self.device].tolist()
             c.program_cmds += cmds
             return int(last)
@@ -319,9 +311,9 @@ class FastModel(TimingBase):
                                             np.where(ops_l == 1, mask, 0), offs)
         return udies, ops_d, lanes, ends, joined
 
-    def _program_compiled(self, ppns: I64, first_in: int | I64, l_end: int | I64) -> I64:
+    def program_compiled(self, ppns: I64, first_in: int | I64, l_end: int | I64) -> I64:
         """``program_lanes`` under the ONFI rules on die lanes, in one compiled call
-        (``_program_chunk``; another after each growth of the rows): per device of the
+        (``program_chunk``; another after each growth of the rows): per device of the
         lanes' array, its program commands, its pages that joined a waiting program and
         the end of its last program (-1: no page there). The result is overwritten by
         the next call."""
@@ -329,12 +321,10 @@ class FastModel(TimingBase):
         f, le = _times(first_in), _times(l_end)
         res = self._res
         while True:
-            lane, ops, cap, _, _, merged = self.dies.arrays()
             iv, meta = self.channels.arrays()
-            full = _program_chunk(ppns, f, le, per_dev, self._geo, self._pgeo,
-                                  self.phy.pcmd_a, lane, ops, cap, merged, iv, meta, res)
+            full = program_chunk(ppns, f, le, per_dev, self._geo, self._pgeo,
+                                  self.phy.pcmd_a, self.dies.state, iv, meta, res)
             if full == 0:
-                self.dies.merged += int(res[1].sum())
                 return res
             if full == 1:
                 self.channels.grow()
@@ -371,215 +361,6 @@ def _times(t: int | I64) -> I64:
     if isinstance(t, int):
         return np.array([t], dtype=np.int64)
     return np.ascontiguousarray(t, dtype=np.int64)
-
-
-@njit_noref
-def read_page(lane: I64, ops: I64, cap: int, sus: I64, rule: I64, iv: I64, meta: I64,
-               i: int, ch: int, earliest: int, cmd: int, t_r: int, x: int) -> int:
-    """``FastModel.read1`` on die lanes (no chip lock, no convoy, no recorded spans):
-    the die's read, its data-out on channel ``ch`` and the cache-register hold; the
-    data-out's end, or -1 (nothing booked) when the channel's row is full."""
-    if meta[FILL, ch] == iv.shape[2]:
-        return -1
-    d_end = read_lane(lane, ops, cap, sus, rule, i, earliest + cmd, t_r)
-    c_end = gap_book(iv, meta, ch, d_end - cmd, cmd + x)
-    hold_lane(lane, i, c_end - x)  # cache read frees the die as its data starts out
-    return c_end
-
-
-@njit_noref
-def program_page(lane: I64, ops: I64, cap: int, merged: I64, P: int, iv: I64, meta: I64,
-                  i: int, ch: int, earliest: int, busy: int, t_prog: int, mask: int,
-                  page: int) -> int:
-    """``FastModel.program1`` on die lanes (no chip lock, no recorded spans): the
-    command and data-in on channel ``ch`` from ``earliest``, then the program, or the
-    page joining a waiting one. Its end times two, plus one if it joined (end times are
-    far below 2**62); -1 when the channel's row is full, -2 when the lane's is (nothing
-    booked)."""
-    if meta[FILL, ch] == iv.shape[2]:
-        return -1
-    if lane[TAIL, i] == (i + 1) * cap:
-        return -2
-    c_end = gap_book(iv, meta, ch, earliest, busy)
-    before = merged[i]
-    end = prog_lane(lane, ops, cap, merged, P, i, c_end, t_prog, mask, page)
-    return 2 * end + int(merged[i] != before)
-
-
-@njit
-def _channel_runs(udies: I64, lpc: int) -> I64:
-    """Where each channel's run of the sorted lanes ``udies`` starts (``lpc`` lanes per
-    channel), and their count last: run ``g`` is lanes ``first[g]`` to
-    ``first[g + 1]``."""
-    m = udies.size
-    first = np.empty(m + 1, dtype=np.int64)
-    g = -1
-    s = log2_exact(lpc)
-    ch = -1
-    for x in range(m):
-        c = div(udies[x], lpc, s)
-        if g < 0 or c != ch:
-            g += 1
-            first[g] = x
-            ch = c
-    first[g + 1] = m
-    return first[:g + 2]
-
-
-@njit
-def _read_chunk(ppns: I64, nb: I64, earliest: I64, per_dev: bool, geo: I64, rcmd: I64,
-                rsetup: I64, lane: I64, ops: I64, cap: int, sus: I64, rule: I64, iv: I64,
-                meta: I64, res: I64) -> bool:
-    """``FastModel.read_lanes`` on die lanes (no chip lock, no convoy, no recorded
-    spans): the same steps, each die and channel booked by the scalar rule it books in
-    numpy. ``geo``: planes' pages, planes per die, multi-plane, lanes per channel and
-    per device, tR, a page's data-out and its bytes; the lanes' and channels' arrays are
-    ``DieLanes.arrays()`` and ``GapBank.arrays()``. Into ``res``, per device of the
-    lanes (one column each): its read commands, its first data-out's start and its last
-    one's end (-1: none). True when a channel's row is full: nothing booked; grow the
-    rows and call again. (Results go into ``res`` and not out as new arrays: numba
-    builds each array it returns from a pickled type, a few microseconds each.)"""
-    ppp, P, multi, lpc, lpd, t_r, page_data, page = (geo[0], geo[1], geo[2], geo[3],
-                                                     geo[4], geo[5], geo[6], geo[7])
-    udies, bytes_d, _p, ops_d, kp, _m = group_dies(ppns, nb, True, ppp, P, multi != 0)
-    m = udies.size
-    first = _channel_runs(udies, lpc)
-    n_ch = first.size - 1
-    s_lpc, s_lpd, s_page = log2_exact(lpc), log2_exact(lpd), log2_exact(page)
-    uch = np.empty(n_ch, dtype=np.int64)
-    for g in range(n_ch):
-        uch[g] = div(udies[first[g]], lpc, s_lpc)
-        if meta[FILL, uch[g]] == iv.shape[2]:
-            return True
-    res[0, :] = 0
-    res[1:, :] = -1
-    cmd = np.empty(m, dtype=np.int64)
-    x_op = np.empty(m, dtype=np.int64)
-    busy_l = np.empty(m, dtype=np.int64)
-    dev = np.empty(m, dtype=np.int64)  # each lane's device
-    for x in range(m):
-        cmd[x] = rcmd[kp[x]]
-        # one command's data-out: setup plus its share of the die's bytes
-        part = bytes_d[x] * page_data
-        x_op[x] = rsetup[kp[x]] + (div(part, page, s_page) if ops_d[x] == 1
-                                   else part // (page * ops_d[x]))
-        busy_l[x] = ops_d[x] * (cmd[x] + x_op[x])
-        dev[x] = div(udies[x], lpd, s_lpd)
-    d_end = np.empty(m, dtype=np.int64)
-    for x in range(m):
-        e = earliest[dev[x]] if per_dev else earliest[0]
-        d_end[x] = read_lane(lane, ops, cap, sus, rule, udies[x], e + cmd[x],
-                             ops_d[x] * t_r)
-    c_start = np.empty(n_ch, dtype=np.int64)
-    c_end = np.empty(n_ch, dtype=np.int64)
-    for g in range(n_ch):
-        busy = 0
-        lo = -1
-        hi = -1
-        for x in range(first[g], first[g + 1]):
-            busy += busy_l[x]
-            ready = d_end[x] - (ops_d[x] - 1) * t_r - cmd[x]
-            need = d_end[x] + x_op[x]
-            if lo < 0 or ready < lo:
-                lo = ready
-            if need > hi:
-                hi = need
-        c_end[g] = gap_book(iv, meta, uch[g], max(lo, hi - busy), busy)
-        c_start[g] = c_end[g] - busy
-        k = dev[first[g]]  # the channel's device
-        if res[1, k] < 0 or c_start[g] < res[1, k]:
-            res[1, k] = c_start[g]
-        if c_end[g] > res[2, k]:
-            res[2, k] = c_end[g]
-        # each lane's data leaves in lane order within the channel's span; the lane
-        # holds its last command's data until that data-out starts (cache read)
-        out = c_start[g]
-        for x in range(first[g], first[g + 1]):
-            out += busy_l[x]
-            hold_lane(lane, udies[x], out - x_op[x])
-            res[0, dev[x]] += ops_d[x]
-    return False
-
-
-@njit_noref
-def _share(t: int, ops: int) -> int:
-    """One of ``ops`` commands' share of time ``t`` (one command: all of it, no division)."""
-    return t if ops == 1 else t // ops
-
-
-@njit
-def _program_chunk(ppns: I64, first_in: I64, l_end: I64, per_dev: bool, geo: I64,
-                   pgeo: I64, pcmd: I64, lane: I64, ops: I64, cap: int, merged: I64,
-                   iv: I64, meta: I64, res: I64) -> int:
-    """``FastModel.program_lanes`` on die lanes (no chip lock, no recorded spans): the
-    same steps, each die and channel booked by the scalar rule it books in numpy.
-    ``geo`` as ``_read_chunk``'s, ``pgeo``: tPROG, pages per block, same-offset
-    programs. Into ``res``, per device (one column each): its program commands, its
-    pages that joined a waiting program and its last program's end (-1: none). 0 when
-    booked; nothing is booked when a channel's row is full (1) or a die lane's row has
-    no free slot (2): grow them and call again."""
-    ppp, P, multi, lpc, lpd, page_data = geo[0], geo[1], geo[2], geo[3], geo[4], geo[6]
-    t_prog, ppb, same_offset = pgeo[0], pgeo[1], pgeo[2]
-    udies, _w, pages_d, ops_d, kp, mask = group_dies(ppns, ppns, False, ppp, P, multi != 0)
-    m = udies.size
-    first = _channel_runs(udies, lpc)
-    n_ch = first.size - 1
-    s_lpc, s_lpd, s_die, s_ppb = (log2_exact(lpc), log2_exact(lpd), log2_exact(ppp * P),
-                                  log2_exact(ppb))
-    for g in range(n_ch):
-        if meta[FILL, div(udies[first[g]], lpc, s_lpc)] == iv.shape[2]:
-            return 1
-    for x in range(m):
-        i = udies[x]
-        if lane[TAIL, i] == (i + 1) * cap:
-            return 2
-    offs = np.full(m, -1, dtype=np.int64)
-    if same_offset:  # a lane's first page gives the offset its command programs
-        d0 = udies[0]
-        if udies[m - 1] - d0 < 4 * m + 64:  # the first page per die, indexed by die
-            low = np.full(udies[m - 1] - d0 + 1, -1, dtype=np.int64)
-            for j in range(ppns.size):
-                x = div(ppns[j], ppp * P, s_die) - d0
-                if low[x] < 0 or ppns[j] < low[x]:
-                    low[x] = ppns[j]
-            offs = low[udies - d0]
-        else:
-            for j in range(ppns.size):
-                x = int(np.searchsorted(udies, div(ppns[j], ppp * P, s_die)))
-                if offs[x] < 0 or ppns[j] < offs[x]:
-                    offs[x] = ppns[j]
-        for x in range(m):
-            offs[x] -= div(offs[x], ppb, s_ppb) * ppb
-    res[0, :] = 0
-    res[1, :] = 0
-    res[2, :] = -1
-    for g in range(n_ch):
-        k = div(udies[first[g]], lpd, s_lpd)  # the channel's device
-        busy = 0
-        for x in range(first[g], first[g + 1]):
-            busy += ops_d[x] * (pcmd[kp[x]] + _share(pages_d[x] * page_data, ops_d[x]))
-        fi = first_in[k] if per_dev else first_in[0]
-        le = l_end[k] if per_dev else l_end[0]
-        c_end = gap_book(iv, meta, div(udies[first[g]], lpc, s_lpc), max(fi, le - busy),
-                         busy)
-        c_start = c_end - busy
-        for x in range(first[g], first[g + 1]):
-            # a lane programs once its first command's data is in, and its last command
-            # cannot start before the channel has delivered everything; a lane of
-            # several commands programs no page into a waiting one
-            op_busy = pcmd[kp[x]] + _share(pages_d[x] * page_data, ops_d[x])
-            e0 = max(c_start + op_busy, c_end - (ops_d[x] - 1) * t_prog)
-            i = udies[x]
-            before = merged[i]
-            end = prog_lane(lane, ops, cap, merged, P, i, e0, ops_d[x] * t_prog,
-                            mask[x] if ops_d[x] == 1 else 0, offs[x])
-            if merged[i] != before:
-                res[1, k] += 1
-            else:
-                res[0, k] += ops_d[x]
-            if end > res[2, k]:
-                res[2, k] = end
-    return 0
 
 
 class FastArray:
@@ -624,7 +405,7 @@ class FastArray:
         ``i``, in one call: per device, (start of its first data-out, end of its last)."""
         m = self.m
         if m.compiled:
-            res = m._read_compiled(self._pages(devs, ppns), np.concatenate(nb),
+            res = m.read_compiled(self._pages(devs, ppns), np.concatenate(nb),
                                    self._per_device(devs, t0)).tolist()
             out = {}
             for k in devs:
@@ -651,7 +432,7 @@ class FastArray:
         for each ``i``, in one call: per device, the end of its last program."""
         m = self.m
         if m.compiled:
-            res = m._program_compiled(self._pages(devs, ppns), self._per_device(devs, first_in),
+            res = m.program_compiled(self._pages(devs, ppns), self._per_device(devs, first_in),
                                       self._per_device(devs, l_end)).tolist()
             out = {}
             for k, p in zip(devs, ppns, strict=True):

@@ -9,7 +9,7 @@
   ``link_wr`` before they are buffered or programmed. A direction carries transfers in
   the order their data is ready, not the order their commands came in: a transfer is
   booked when its command is taken, into the lane's earliest idle gap from its data's
-  ready time (``flash.lanes.GapLane``'s rules; the two directions are rows of one
+  ready time (``flash.engine.gaps``; the two directions are rows of one
   ``GapBank``), so a read that a busy die delays does not hold the link against a later
   read whose data is out first. (A busy-until FIFO here made 8 KiB random reads at
   queue depth 64 on mqsim-default wait 90 us on average for a link that was 51% busy.)
@@ -24,7 +24,7 @@ from collections import deque
 from itertools import repeat
 
 from flash.config import FlashConfig
-from flash.lanes import BankLane, GapBank
+from flash.engine.gaps import BankLane, GapBank
 from tmhw.sim.units import S
 
 

@@ -16,7 +16,7 @@ Each layer does what the per-command path does, for the commands in order:
   ``FTL.write_many`` (one kernel call, and another after each block it opens) while no
   page needs a collection;
 - timing: one compiled call (``_read_pages``, ``_write_pages``) books each command's
-  NAND read or program (``flash.fast.read_page``, ``program_page``), its transfer on
+  NAND read or program (``flash.engine.chunks.read_page``, ``program_page``), its transfer on
   the host link (``flash.host``'s rows of a ``GapBank``), its completion and the
   controller's active time, and prunes the channels and the link after every 256th
   command, as ``Ssd._finish`` does.
@@ -35,11 +35,13 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from flash.fast import FastModel, program_page, read_page
+from flash.engine.chunks import program_page, read_page
+from flash.engine.dies import CAP, TAIL, DieState
+from flash.engine.gaps import FILL, _gap_prune, gap_book
+from flash.fast import FastModel
 from flash.ftl.kernels import l2p_of
 from flash.ftl.mapping import SEG_BITS
 from flash.intmap import im_get
-from flash.lanes import FILL, TAIL, _gap_prune, gap_book
 from flash.ssd import Ssd
 from tmhw.sim.jit import njit
 
@@ -129,17 +131,6 @@ class PageBatch:
             return self._read(lpns[:n], keys[:n], nbytes, dur, earliest)
         return self._write(lpns[:n], keys[:n], nbytes, dur, earliest)
 
-    def _state(self) -> I64:
-        ssd = self.ssd
-        return np.array([ssd.transfers, ssd.active_ps, ssd.active_until, 0, 0, 0, 0, 0],
-                        dtype=np.int64)
-
-    def _done(self, st: I64, ends: list[int]) -> None:
-        """The batch's completions into the NVMe queue and the device's figures."""
-        ssd = self.ssd
-        ssd.host.done_many(ends)
-        ssd.add_activity(*st[:3].tolist())
-
     def _read(self, lpns: I64, keys: list[int], nbytes: int, dur: int,
               t0: int) -> list[int]:
         ssd, fast = self.ssd, self.fast
@@ -151,16 +142,15 @@ class PageBatch:
         seg_row, pool = l2p.arrays()
         lgeo = np.array([ftl.n_pre, ftl.U, SEG_BITS, fast.ppn0], dtype=np.int64)
         plane_base = ftl.mapping.plane_base
-        st = self._state()
+        st = np.array([*ssd.activity(), 0, 0, 0, 0, 0], dtype=np.int64)
         ends = np.empty(n, dtype=np.int64)
         links = ssd.host.links
         k = 0
         while True:
-            lane, ops, cap, sus, rule, _ = fast.dies.arrays()
             iv, meta = fast.channels.arrays()
             liv, lmeta = links.arrays()
             k = int(_read_pages(lpns, sp.table, sp.meta, lgeo, plane_base, seg_row, pool, t0, dur,
-                                self.rgeo, self.t_r, lane, ops, cap, sus, rule, iv, meta,
+                                self.rgeo, self.t_r, fast.dies.state, iv, meta,
                                 liv, lmeta, st, ends, k))
             if k == n:
                 break
@@ -171,7 +161,7 @@ class PageBatch:
         c.host_pages_read += n
         c.channel_bytes += n * ssd.page
         ssd.bytes_read += n * nbytes
-        self._done(st, out)
+        ssd.finished_many((int(st[TRANSFERS]), int(st[ACTIVE]), int(st[ACTIVE_UNTIL])), out)
         return out
 
     def _write(self, lpns: I64, keys: list[int], nbytes: int, dur: int,
@@ -183,17 +173,16 @@ class PageBatch:
         if fast.ppn0:
             ppns += fast.ppn0
         buffered = ssd.cache.write_pages > 0
-        st = self._state()
+        st = np.array([*ssd.activity(), 0, 0, 0, 0, 0], dtype=np.int64)
         ends = np.empty(n, dtype=np.int64)
         p_ends = np.empty(n, dtype=np.int64)
         links = ssd.host.links
         k = 0
         while True:
-            lane, ops, cap, _, _, merged = fast.dies.arrays()
             iv, meta = fast.channels.arrays()
             liv, lmeta = links.arrays()
-            k = int(_write_pages(ppns, t0, dur, buffered, self.wgeo, self.t_prog, lane, ops,
-                                 cap, merged, iv, meta, liv, lmeta, st, ends, p_ends, k))
+            k = int(_write_pages(ppns, t0, dur, buffered, self.wgeo, self.t_prog,
+                                 fast.dies.state, iv, meta, liv, lmeta, st, ends, p_ends, k))
             if k == n:
                 break
             self._grow(int(st[STOP]), int(ppns[k]))
@@ -201,13 +190,12 @@ class PageBatch:
         c.pages_programmed += n
         c.channel_bytes += n * ssd.page
         c.program_cmds += int(st[CMDS])
-        fast.dies.merged += int(st[JOINED])
         ssd.bytes_written += n * nbytes
         if buffered:
             ssd.cache.buffered_pages(lpns[:n], p_ends)
         # written through: no read-cache copy to drop (``DataCache.first_cached``)
         out: list[int] = ends.tolist()
-        self._done(st, out)
+        ssd.finished_many((int(st[TRANSFERS]), int(st[ACTIVE]), int(st[ACTIVE_UNTIL])), out)
         return out
 
     def _grow(self, why: int, ppn: int) -> None:
@@ -241,8 +229,8 @@ def _finish(st: I64, t0: int, end: int, iv: I64, meta: I64, liv: I64, lmeta: I64
 @njit
 def _read_pages(lpns: I64, sp: I64, sp_meta: I64, lgeo: I64, plane_base: I64, seg_row: I64,
                 l2p: npt.NDArray[np.signedinteger], t0: int, dur: int, geo: I64,
-                t_r_of: I64, lane: I64, ops: I64, cap: int, sus: I64, rule: I64, iv: I64,
-                meta: I64, liv: I64, lmeta: I64, st: I64, ends: I64, k: int) -> int:
+                t_r_of: I64, dst: DieState, iv: I64, meta: I64, liv: I64, lmeta: I64,
+                st: I64, ends: I64, k: int) -> int:
     """Whole-page reads of ``lpns`` from ``k`` on, each taken at ``t0``: the page's
     physical page (``flash.ftl.kernels.l2p_of``, its entry in the L2P's dict ``sp``,
     ``sp_meta``: an ``IntMap``; a page never written is read where
@@ -279,8 +267,7 @@ def _read_pages(lpns: I64, sp: I64, sp_meta: I64, lgeo: I64, plane_base: I64, se
             st[PPN] = ppn
             return j
         st[UNMAPPED] += unmapped
-        c_end = read_page(lane, ops, cap, sus, rule, iv, meta, die, ch, t0, cmd,
-                           t_r_of[(ppn % ppb) % bits], x)
+        c_end = read_page(dst, iv, meta, die, ch, t0, cmd, t_r_of[(ppn % ppb) % bits], x)
         end = gap_book(liv, lmeta, 0, c_end - x, dur)
         if c_end > end:
             end = c_end
@@ -291,8 +278,8 @@ def _read_pages(lpns: I64, sp: I64, sp_meta: I64, lgeo: I64, plane_base: I64, se
 
 @njit
 def _write_pages(ppns: I64, t0: int, dur: int, buffered: bool, geo: I64, t_prog_of: I64,
-                 lane: I64, ops: I64, cap: int, merged: I64, iv: I64, meta: I64, liv: I64,
-                 lmeta: I64, st: I64, ends: I64, p_ends: I64, k: int) -> int:
+                 dst: DieState, iv: I64, meta: I64, liv: I64, lmeta: I64, st: I64,
+                 ends: I64, p_ends: I64, k: int) -> int:
     """Whole-page writes to ``ppns`` (placed by the FTL, in the lanes' numbering) from
     ``k`` on, each taken and admitted at ``t0``: the data's ``dur`` ps on the link's
     write direction, ``FastModel.program1`` (``program_page``; commands and joins
@@ -313,7 +300,7 @@ def _write_pages(ppns: I64, t0: int, dur: int, buffered: bool, geo: I64, t_prog_
         if meta[FILL, ch] == iv.shape[2]:
             st[STOP] = CH_FULL
             return j
-        if lane[TAIL, die] == (die + 1) * cap:
+        if dst[0][TAIL, die] == (die + 1) * dst[2][0, CAP]:
             st[STOP] = LANE_FULL
             return j
         if lmeta[FILL, 1] == liv.shape[2]:
@@ -321,7 +308,7 @@ def _write_pages(ppns: I64, t0: int, dur: int, buffered: bool, geo: I64, t_prog_
             return j
         l_end = gap_book(liv, lmeta, 1, t0, dur)
         mask = (1 << (plane % P)) if multi else 0
-        r = program_page(lane, ops, cap, merged, P, iv, meta, die, ch,
+        r = program_page(dst, iv, meta, die, ch,
                           max(l_end - dur, l_end - busy), busy,
                           t_prog_of[(ppn % ppb) % bits], mask, ppn % ppb if same else -1)
         if r & 1:

@@ -7,10 +7,10 @@
   page and command counts a chunk-level model books; ``ops`` lists the commands
   themselves, round-robin over the dies, for the per-command model. A program that
   waits in a die's queue also absorbs pages of later transactions for its other planes
-  (``flash.lanes.DieLanes.prog1``), so sequential writes cut into chunks of fewer pages
+  (``flash.engine.dies.die_prog``), so sequential writes cut into chunks of fewer pages
   than a stripe still program every plane at once.
 - **Read priority and suspend.** Reads queue ahead of programs and erases, and suspend
-  the one running on their die (``suspend_rule``, ``flash.lanes.DieLanes.read1``).
+  the one running on their die (``suspend_rule``, ``flash.engine.dies.die_read``).
 - **Chip lock** (``flash.compat = "mqsim"`` only). Stock MQSim gives a chip a new
   command only when all of its dies are idle, so the dies of a package never overlap
   transactions. The models then book a chip, not a die, as the lane (``lane_of``).
@@ -27,10 +27,10 @@ import numpy as np
 import numpy.typing as npt
 
 from flash.config import FlashConfig
-from flash.lanes import DieLanes, GapBank, GapLane, SuspendRule
+from flash.engine.chunks import group_dies
+from flash.engine.dies import DieLanes, SuspendRule
+from flash.engine.gaps import GapBank
 from flash.phy import OnfiPhy
-from tmhw.sim.intmath import div, log2_exact
-from tmhw.sim.jit import njit
 
 I64 = npt.NDArray[np.int64]
 
@@ -175,9 +175,9 @@ class TimingBase:
         #: Under MQSim's data-out convoy, per channel the windows in which a read's data
         #: waits for the channel: the PHY drains waiting data-outs before it takes a
         #: command, so no command starts inside one.
-        self.waiting: list[GapLane] = (
+        self.waiting: GapBank | None = (
             shared.waiting if shared is not None
-            else [GapLane() for _ in range(len(self.channels))] if self.convoy else [])
+            else GapBank("wait", len(self.channels)) if self.convoy else None)
         #: this device's first page, lane and channel in the shared numbering
         n_lanes = former.lanes // former.devices
         self.ppn0 = device * former.pages_per_device
@@ -197,8 +197,8 @@ class TimingBase:
     def prune(self, now: int) -> None:
         """Forget the device's channel bookings that ended before ``now``."""
         self.channels.prune(now, self.ch0, self.ch1)
-        for w in self.waiting[self.ch0:self.ch1]:
-            w.prune(now)
+        if self.waiting is not None:
+            self.waiting.prune(now, self.ch0, self.ch1)
 
     def idle_from(self) -> int:
         """When the device's dies and channels are free again."""
@@ -225,9 +225,10 @@ class TimingBase:
     def command_slot(self, ch: int, t: int, cmd: int) -> int:
         """Under MQSim's convoy: the earliest start >= ``t`` of ``cmd`` on channel ``ch``
         with the channel idle and no read data waiting for it."""
-        channels, wait = self.channels, self.waiting[ch]
+        channels, wait = self.channels, self.waiting
+        assert wait is not None
         while True:
-            u = wait.fit(channels.fit(ch, t, cmd), cmd)
+            u = wait.fit(ch, channels.fit(ch, t, cmd), cmd)
             if u == t:
                 return t
             t = u
@@ -235,82 +236,5 @@ class TimingBase:
     def data_waits(self, ch: int, ready: int, start: int) -> None:
         """Under MQSim's convoy: read data ready at ``ready`` waits for channel ``ch``
         until its data-out starts at ``start``."""
-        self.waiting[ch].cover(ready, start)
-
-
-@njit
-def group_dies(ppns: I64, weights: I64, weighted: bool, ppp: int, P: int, multi: bool
-               ) -> tuple[I64, I64, I64, I64, I64, I64]:
-    """``CommandFormer.die_groups``: the pages counted per plane (their weights summed),
-    then one pass over the planes in order, a die's run of planes at a time: its pages,
-    its weight, its commands (the most pages on one of its planes under multi-plane
-    forming, else its pages), its planes per command and plane mask. The counts are
-    kept per plane of the pages' span of planes where that span is short (a chunk, or a
-    batch of gigabytes over every plane: no sort), else over the pages sorted by plane
-    (a few pages over many devices' planes)."""
-    n = ppns.size
-    planes = np.empty(n, dtype=np.int64)
-    if n == 0:
-        return planes, planes, planes, planes, planes, planes
-    s_ppp = log2_exact(ppp)
-    for j in range(n):
-        planes[j] = div(ppns[j], ppp, s_ppp)
-    lo = planes.min()
-    span = planes.max() - lo + 1
-    if span <= 4 * n + 64:
-        cnt = np.zeros(span, dtype=np.int64)
-        wsum = np.zeros(span, dtype=np.int64)
-        for j in range(n):
-            cnt[planes[j] - lo] += 1
-            wsum[planes[j] - lo] += weights[j] if weighted else 1
-        up = np.flatnonzero(cnt)
-        per_plane = cnt[up]
-        w_plane = wsum[up]
-        up += lo
-    else:
-        srt = np.sort(planes)
-        k = 1
-        for j in range(1, n):
-            k += srt[j] != srt[j - 1]
-        up = np.empty(k, dtype=np.int64)
-        per_plane = np.zeros(k, dtype=np.int64)
-        w_plane = np.zeros(k, dtype=np.int64)
-        x = -1
-        for j in range(n):
-            if x < 0 or srt[j] != up[x]:
-                x += 1
-                up[x] = srt[j]
-            per_plane[x] += 1
-        if weighted:
-            for j in range(n):
-                w_plane[np.searchsorted(up, planes[j])] += weights[j]
-        else:
-            w_plane[:] = per_plane
-    m = up.size
-    udies = np.empty(m, dtype=np.int64)
-    w_d = np.zeros(m, dtype=np.int64)
-    pages_d = np.zeros(m, dtype=np.int64)
-    ops_d = np.zeros(m, dtype=np.int64)
-    kp = np.ones(m, dtype=np.int64)
-    mask = np.zeros(m, dtype=np.int64)
-    d = -1
-    s_p = log2_exact(P)
-    for x in range(m):
-        die = div(up[x], P, s_p)
-        if d < 0 or die != udies[d]:
-            d += 1
-            udies[d] = die
-        pages_d[d] += per_plane[x]
-        w_d[d] += w_plane[x]
-        if multi:
-            if per_plane[x] > ops_d[d]:
-                ops_d[d] = per_plane[x]
-            mask[d] |= np.int64(1) << (up[x] - die * P)
-    k = d + 1
-    if multi:
-        for x in range(k):
-            c = -(-pages_d[x] // ops_d[x])
-            kp[x] = c if c < P else P
-    else:
-        ops_d[:k] = pages_d[:k]
-    return udies[:k], w_d[:k], pages_d[:k], ops_d[:k], kp[:k], mask[:k]
+        assert self.waiting is not None
+        self.waiting.cover(ch, ready, start)

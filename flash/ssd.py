@@ -1,7 +1,7 @@
 """One SSD: its host interface, data cache manager, FTL, transaction scheduler and
 flash timing, wired in MQSim's order (``flash.host`` -> ``flash.cache`` -> ``flash.ftl``
 -> ``flash.scheduler`` -> ``flash.fast`` or ``flash.detailed`` -> ``flash.phy`` and
-``flash.lanes``).
+``flash.engine``).
 
 ``Ssd.transport`` serves one device-local byte range and returns its completion time:
 
@@ -36,10 +36,11 @@ import numpy.typing as npt
 from flash.cache import DataCache
 from flash.config import FlashConfig
 from flash.detailed import DetailedModel
+from flash.engine.dies import DieLanes
+from flash.engine.gaps import GapBank
 from flash.fast import FastModel
 from flash.ftl import FTL, GcJob
 from flash.host import HostInterface
-from flash.lanes import DieLanes, GapBank
 from flash.phy import OnfiPhy
 from flash.scheduler import CommandFormer, Counters
 
@@ -110,10 +111,8 @@ class Ssd:
         self.bytes_written = 0
         self.transfers = 0
         self.mmio_reads = 0
-        #: controller active time: the union of the transactions' lifetimes, and the
-        #: latest end counted in it
+        self._active_until = 0
         self.active_ps = 0
-        self.active_until = 0
 
     # -- serving -----------------------------------------------------------------------
     def read(self, address: int, nbytes: int, earliest: int, wire_bytes: int = 0) -> int:
@@ -321,18 +320,21 @@ class Ssd:
             self.host.link_rd.prune(t0)
             self.host.link_wr.prune(t0)
         # Controller active time: the union of the transactions' lifetimes.
-        if end > self.active_until:
-            self.active_ps += end - max(t0, self.active_until)
-            self.active_until = end
+        if end > self._active_until:
+            self.active_ps += end - max(t0, self._active_until)
+            self._active_until = end
 
-    def add_activity(self, transfers: int, active_ps: int, active_until: int) -> None:
-        """The figures a batch of commands served in one compiled call (``flash.pages``)
-        ends with: ``transfers``, ``active_ps`` and ``active_until``, advanced by its
-        commands."""
-        if transfers < self.transfers or active_ps < self.active_ps \
-                or active_until < self.active_until:
-            raise ValueError("a batch's activity cannot go backwards")
-        self.transfers, self.active_ps, self.active_until = transfers, active_ps, active_until
+    def activity(self) -> tuple[int, int, int]:
+        """What ``_finish`` keeps: the transactions served, the controller's active
+        time and the end of the last transaction that extended it."""
+        return self.transfers, self.active_ps, self._active_until
+
+    def finished_many(self, activity: tuple[int, int, int], ends: list[int]) -> None:
+        """Transactions that a compiled batch (``flash.pages``) finished as ``_finish``
+        does, ending at ``ends``: their completions into the NVMe queue, and the
+        ``activity`` it carried on from this device's."""
+        self.host.done_many(ends)
+        self.transfers, self.active_ps, self._active_until = activity
 
     def idle_from(self) -> int:
         """When every die, channel and link direction is free again."""

@@ -35,11 +35,12 @@ import simpy
 
 from flash.config import FlashConfig
 from flash.convoy import EventReads
+from flash.engine.dies import DieLanes
+from flash.engine.gaps import BankLane, GapBank
 from flash.fast import FastArray
 from flash.ftl import FTL
 from flash.ftl.kernels import drop_old, place_long
 from flash.intmap import IntMap, im_get_many, im_pop_range
-from flash.lanes import BankLane, DieLanes, GapBank
 from flash.pages import PageBatch
 from flash.ssd import MODELS, Ssd
 from tmhw.sim import Component, EnergyMeter, EnergyTable, Op, Pattern, TmhwError, Transfer

@@ -1,15 +1,7 @@
 """Call budgets of the flash hot path (counts, not times): a 2 MiB chunk, 128 pages on
-128 dies of the 990pro preset, costs a handful of die-lane calls, a bounded number of
-Python calls and a bounded number of lines of die-lane code run, whatever its pages
-meet on their dies. The per-page code this replaced made one ``DieLanes`` call per die
-and one more per booking for a chunk's programs, and for its reads of dies with
-programs queued: 258 die-lane calls and 349 Python calls per read chunk of this test,
-320 and 469 per write chunk. The per-die loops that replaced it ran 4566 lines of
-``DieLanes`` code per read chunk and 2759 per write chunk; booked in numpy, a read chunk
-runs 93 and a write chunk 33. The eight write chunks below run 266 lines, 50 of them
-the search of the queued programs a page may join: two chunks' 256 pages join one each,
-four numpy steps back over their 128 lanes; searched lane by lane, as before, it ran
-4360 lines (17 per page)."""
+128 dies of the 990pro preset, costs a handful of die-lane calls and a bounded number of
+Python calls, whatever its pages meet on their dies: its dies are booked by the compiled
+kernels (``flash.engine``), not one Python call per die or page."""
 
 from __future__ import annotations
 
@@ -68,25 +60,6 @@ def _count_calls(fn: Any) -> Counter[str]:
     return calls
 
 
-def _count_lines(fn: Any, module: str) -> Counter[str]:
-    """Lines of ``module``'s code run while ``fn()`` runs, by function."""
-    lines: Counter[str] = Counter()
-
-    def trace(frame: FrameType, event: str, _arg: object) -> Any:
-        if event == "call":
-            return trace if frame.f_code.co_filename.endswith(module) else None
-        if event == "line":
-            lines[frame.f_code.co_qualname] += 1
-        return trace
-
-    sys.settrace(trace)
-    try:
-        fn()
-    finally:
-        sys.settrace(None)
-    return lines
-
-
 def _warm() -> None:
     """Load the compiled kernels (a process's first call of each loads it from numba's
     cache, a few thousand Python calls of numba's own), on devices of their own: every
@@ -125,30 +98,6 @@ def test_chunk_costs_a_few_die_lane_calls() -> None:
         # per chunk: the target, device, cache, FTL and model layers, numpy helpers, and
         # one booking per channel; none per page or per die
         assert sum(calls.values()) <= 200 * chunks, calls.most_common(10)
-
-
-def test_chunk_books_its_dies_in_numpy_not_die_by_die() -> None:
-    """Lines of die-lane code a chunk runs: no loop over its 128 dies, not even in the
-    search of each die's queued programs a page may join (a write that finds programs
-    still waiting on every die, as here)."""
-    dev = _device()
-    chunks = 8
-    reads = _count_lines(lambda: [dev.transport(Transfer(Op.READ, (64 + 2 * k) * MiB, CHUNK),
-                                                1000) for k in range(chunks)], "flash/lanes.py")
-    dies = dev.devices[0].model.dies
-    merged = dies.merged
-    writes = _count_lines(lambda: [dev.transport(Transfer(Op.WRITE, (512 + 2 * k) * MiB,
-                                                          CHUNK), 1000)
-                                   for k in range(chunks)], "flash/lanes.py")
-    assert dies.suspends["program"] > 0
-    assert dies.merged - merged == 256  # two chunks' pages each joined a waiting program
-    lane_lines = [sum(v for k, v in c.items() if k.startswith("DieLanes."))
-                  for c in (reads, writes)]
-    assert lane_lines[0] <= 120 * chunks, reads.most_common(5)
-    assert lane_lines[1] <= 60 * chunks, writes.most_common(5)
-    # the 256 pages' searches: a fixed number of numpy steps, not a few lines per page
-    assert writes["DieLanes._merge"] + writes["DieLanes._merge1"] <= 128, \
-        writes.most_common(5)
 
 
 def _count_py_and_c(fn: Any) -> tuple[int, int]:
@@ -267,7 +216,7 @@ def test_chunk_on_striped_devices_costs_its_touched_devices_only() -> None:
     timing calls (36 die-grouping, lane and booking calls per device and one
     ``GapLane.book`` per channel); now 243 and 171, of which 15 and 14 timing calls and
     four host-link bookings (one per device: each device has its own link). A chunk's
-    timing on its devices is now one compiled call (``_read_chunk``, ``_program_chunk``),
+    timing on its devices is now one compiled call (``read_chunk``, ``program_chunk``),
     and a read chunk makes 98 Python calls in all."""
     chunks = 8
     w16, r16 = _chunk_calls(_striped(16), chunks)
@@ -280,7 +229,7 @@ def test_chunk_on_striped_devices_costs_its_touched_devices_only() -> None:
             calls.most_common(8)
         # the timing of a chunk's four devices: one compiled call (a make_room of the
         # die lanes' rows, then another, where a row is full)
-        compiled = calls["FastModel._read_compiled"] + calls["FastModel._program_compiled"]
+        compiled = calls["FastModel.read_compiled"] + calls["FastModel.program_compiled"]
         assert compiled == chunks, calls.most_common(12)
         for step in ("CommandFormer.die_groups", "CommandFormer.channel_groups",
                      "GapBank.reserve", "DieLanes.read_many", "DieLanes.prog_lanes"):
@@ -288,8 +237,8 @@ def test_chunk_on_striped_devices_costs_its_touched_devices_only() -> None:
         timing = sum(v for k, v in calls.items() if k.startswith(_TIMING))
         assert timing <= 20 * chunks, sorted((k, v) for k, v in calls.items()
                                              if k.startswith(_TIMING))
-        # no call per channel booking: GapLane is the host link's, one per device
-        link = calls["GapLane.book"] + calls["GapLane._fit"]
+        # no call per channel booking: the host link's are one per device
+        link = calls["BankLane.book"] + calls["BankLane.fit"]
         assert link <= 2 * 4 * chunks, calls.most_common(12)
     # not more than the four touched devices need, whatever the number of devices
     assert sum(w16.values()) <= sum(w4.values()) + 2 * chunks
@@ -308,8 +257,7 @@ def test_page_batch_costs_calls_per_batch_not_per_command() -> None:
     (``Ssd.read``, ``Ssd.write``), 64 such reads cost about 1,740 calls and 64 writes
     2,000 to 2,400. With the L2P's dict and the write buffer's map looked up in Python
     a batch cost up to 36 calls and 48; with them ``IntMap``s the kernels update, 28
-    and 35; and one more each since a batch hands its activity back through the SSD's
-    ``add_activity`` instead of writing the SSD's private field: 29 and 36."""
+    and 35."""
     _warm()
     cfg = PRESETS["990pro"]
     dev = FlashTarget(Environment(), "flash", None, cfg, model="fast", precondition=0.9,
@@ -327,9 +275,9 @@ def test_page_batch_costs_calls_per_batch_not_per_command() -> None:
             calls = _count_calls(lambda op=op, a=a, t=t: dev.transport_many(
                 op, a, page, Pattern.RANDOM, t))
             if op is Op.READ:
-                assert sum(calls.values()) <= 29, calls.most_common(12)
+                assert sum(calls.values()) <= 28, calls.most_common(12)
             else:
                 restarts = calls["write_open"] - 1
-                assert sum(calls.values()) - 6 * restarts <= 36, calls.most_common(12)
+                assert sum(calls.values()) - 6 * restarts <= 35, calls.most_common(12)
                 assert calls["Ssd.write"] == 0  # no command left to the per-command path
         t += 10**9  # the batch is complete: no NVMe queue or buffer wait

@@ -1,14 +1,12 @@
-"""The compiled kernels book what the Python rules they replace book.
+"""Recording spans changes no booking, and the channel lanes book by their rule.
 
-The fast model books a chunk's reads and programs on die lanes in one compiled call
-(``flash.fast._read_chunk``, ``_program_chunk``, built on ``flash.lanes.read_lane`` and
-``prog_lane``), unless spans are recorded; recording takes the numpy path
-(``DieLanes.read_many``, ``prog_lanes``), which the die-lane tests pin to the op-by-op
-rule. So a device that records and one that does not, driven alike, must return the same
-completion times and end in the same state: every lane's busy time and bookings, the
-suspends, the merged pages, the commands. The channels' arrays (``GapBank``) must book as
-``GapLane``'s sorted interval lists do, through gap filling, merging, pruning and the
-rows' growth."""
+The fast model books a chunk's reads and programs in one compiled call
+(``flash.engine.chunks.read_chunk``, ``program_chunk``) unless spans are recorded; recording
+books lane by lane through ``DieLanes`` (the same die kernels, ``flash.engine.dies``)
+and writes every span out. So a device that records and one that does not, driven
+alike, must return the same completion times and end in the same state: every lane's
+busy time and bookings, the suspends, the merged pages, the commands. The gap lanes
+(``flash.engine.gaps``) are checked against their rule over every time unit."""
 
 from __future__ import annotations
 
@@ -22,7 +20,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from flash import FlashTarget
-from flash.lanes import KIND, MASK, PAGE, QS, GapBank, GapLane
+from flash.engine.dies import HEAD, KIND, MASK, MERGED, PAGE, QS, SUS_E, SUS_P, TAIL
+from flash.engine.dies import _now_slot as now_slot
+from flash.engine.gaps import GapBank
 from tmhw.sim import Op, Transfer
 
 CFG = small(blocks_per_plane=32, pages_per_block=8, over_provisioning=0.2)
@@ -50,14 +50,14 @@ def _lane_state(dies: Any) -> list[Any]:
     queued) and its queued ops (true start and end, kind, planes, page offset,
     durations queued before it), wherever in its row they sit. (Recording writes the
     queued ops' true times out after each read; otherwise only the head op's are kept,
-    the others' worked out when read: ``DieLanes._now``.)"""
-    lane, ops, _cap, sus, _rule, merged = dies.arrays()
-    out: list[Any] = [sus.tolist(), merged.tolist()]
+    the others' worked out when read: ``flash.engine.dies._now_slot``.)"""
+    lane, ops, _par, _rec = dies.state
+    out: list[Any] = [lane[[SUS_P, SUS_E, MERGED]].tolist()]
     for i in range(lane.shape[1]):
-        h, t = int(dies._head[i]), int(dies._tail[i])
-        k = np.arange(h, t, dtype=np.int64)
-        st, en = dies._now(np.full(k.size, h, dtype=np.int64), k)
-        out.append((lane[:5, i].tolist(), st.tolist(), en.tolist(),
+        h, t = int(lane[HEAD, i]), int(lane[TAIL, i])
+        times = [now_slot(ops, h, k) for k in range(h, t)]
+        st, en = [int(a) for a, _ in times], [int(b) for _, b in times]
+        out.append((lane[:5, i].tolist(), st, en,
                     [(ops[h:t, f] - (ops[h, f] if f == QS and t > h else 0)).tolist()
                      for f in (KIND, MASK, PAGE, QS)]))
     return out
@@ -99,32 +99,62 @@ bookings = st.lists(st.tuples(st.integers(0, 2), st.integers(0, 400), st.integer
 
 @settings(max_examples=60, deadline=None)
 @given(books=bookings, prune_every=st.integers(5, 50))
-def test_gap_bank_books_as_gap_lanes_do(books: list[tuple[int, int, int]],
-                                        prune_every: int) -> None:
-    """Each booking takes the earliest idle interval long enough, busy intervals that
-    touch merge, and prune drops only intervals no booking can reach: the same ends and
-    intervals as ``GapLane``'s lists, one booking at a time or a batch at once, through
-    the rows' growth (more than 64 intervals on a lane)."""
+def test_gap_bank_books_the_earliest_idle_interval(books: list[tuple[int, int, int]],
+                                                   prune_every: int) -> None:
+    """Each booking takes the earliest idle interval long enough at or after its
+    earliest start (checked against every time unit of the lane), bookings never
+    overlap, busy intervals that touch merge, and prune drops only intervals no booking
+    can reach: one booking at a time or a batch at once, through the rows' growth (more
+    than 64 intervals on a lane)."""
     bank, batch = GapBank("ch", 3), GapBank("ch", 3)
-    lanes = [GapLane() for _ in range(3)]
+    busy: list[set[int]] = [set(), set(), set()]  # each lane's busy time units
+    total = [0, 0, 0]
     t = 0
     for k, (i, gap, dur) in enumerate(books):
         t += gap // 4
         earliest = t + gap  # some bookings fall into earlier idle gaps, some after all
-        want = lanes[i].book(earliest, dur)
-        assert bank.reserve1(i, earliest, dur) == want
-        assert int(batch.reserve(*(_arr([i]), _arr([earliest]), _arr([dur])))[0]) == want
+        fit = bank.fit(i, earliest, dur)
+        end = bank.reserve1(i, earliest, dur)
+        assert int(batch.reserve(_arr([i]), _arr([earliest]), _arr([dur]))[0]) == end
+        start = end - dur
+        assert start == fit >= earliest
+        units = set(range(start, end))
+        assert not units & busy[i]  # no overlap
+        if dur:  # no earlier start fits
+            assert all(set(range(s, s + dur)) & busy[i] for s in range(earliest, start))
+        busy[i] |= units
+        total[i] += dur
         if k % prune_every == prune_every - 1:
-            for lane in lanes:
-                lane.prune(t)
             bank.prune(t)
             batch.prune(t)
-        assert bank.fit(i, t, dur) == lanes[i].fit(t, dur)
-    for i, lane in enumerate(lanes):
-        assert bank.intervals(i) == (lane.starts, lane.ends)
-        assert batch.intervals(i) == (lane.starts, lane.ends)
-        assert bank.report(i, 10**6) == lane.report(10**6)
-        assert int(bank.busy_until[i]) == lane.busy_until
+    for i in range(3):
+        starts, ends = bank.intervals(i)
+        assert batch.intervals(i) == (starts, ends)
+        # sorted, disjoint, not touching: the union of the kept bookings
+        assert all(e0 < s1 for e0, s1 in zip(ends, starts[1:], strict=False))
+        kept = set().union(*(range(s, e) for s, e in zip(starts, ends, strict=True)))
+        assert kept == {u for u in busy[i] if u >= (starts[0] if starts else 0)}
+        assert bank.report(i, 10**6)["busy_ps"] == total[i]
+        assert int(bank.busy_until[i]) == (max(busy[i]) + 1 if busy[i] else 0)
+
+
+@settings(max_examples=60, deadline=None)
+@given(windows=st.lists(st.tuples(st.integers(0, 500), st.integers(0, 40)), max_size=200))
+def test_gap_bank_covers_windows_as_their_union(windows: list[tuple[int, int]]) -> None:
+    """A lane of windows (MQSim's data-out convoy) keeps the union of the windows it
+    covers as sorted disjoint intervals, overlapping and touching ones joined, through
+    the rows' growth; a fit avoids every window."""
+    bank = GapBank("wait", 1)
+    covered: set[int] = set()
+    for s, n in windows:
+        bank.cover(0, s, s + n)
+        covered |= set(range(s, s + n))
+        starts, ends = bank.intervals(0)
+        assert all(e0 < s1 for e0, s1 in zip(ends, starts[1:], strict=False))
+        assert set().union(*(range(a, b) for a, b in zip(starts, ends, strict=True))) \
+            == covered
+        f = bank.fit(0, s, 3)
+        assert f >= s and not set(range(f, f + 3)) & covered
 
 
 def _arr(x: list[int]) -> Any:

@@ -1,7 +1,8 @@
 """The flash package's layers import downward only: no cycle, and no layer reaches up to
 the one that owns it (host side first: target, the event-driven reads of a device
 (convoy) and the batches of one-page commands (pages), ssd, then cache and host, the
-timing models, the FTL and the scheduler, phy, lanes and the sparse tables (intmap))."""
+timing models, the FTL and the scheduler, phy, the booking kernels (engine) and the
+sparse tables (intmap)). No module reads or writes another object's private names."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ ROOT = Path(flash.__file__).parent
 RANK = {"target": 10, "batch": 11, "bench": 11, "cli": 12, "mqsim": 1, "convoy": 9,
         "pages": 9,
         "ssd": 8, "cache": 6, "host": 6, "fast": 4, "detailed": 4, "ftl": 3,
-        "scheduler": 3, "phy": 2, "lanes": 1, "intmap": 1, "config": 0}
+        "scheduler": 3, "phy": 2, "engine": 1, "intmap": 1, "config": 0}
 
 
 def _imports() -> dict[str, set[str]]:
@@ -91,3 +92,20 @@ def test_a_command_under_the_convoy_waits_out_data_that_waits_for_its_channel() 
     assert model.command_slot(0, 500, 300) == 500
     assert model.command_slot(0, 800, 300) == 9000   # would run into the window
     assert model.command_slot(1, 2000, 300) == 2000  # another channel
+
+
+def test_no_module_reaches_into_another_objects_private_names() -> None:
+    """A layer uses the methods of the layer below, never its underscored state (the
+    batch path once wrote the device's active-time bookkeeping directly): every
+    ``x._name`` in the package is on ``self``, ``cls`` or a module."""
+    for path in ROOT.rglob("*.py"):
+        tree = ast.parse(path.read_text())
+        modules = {a.asname or a.name for n in ast.walk(tree)
+                   if isinstance(n, (ast.Import, ast.ImportFrom)) for a in n.names}
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Attribute) and node.attr.startswith("_")
+                    and not node.attr.startswith("__")):
+                owner = node.value
+                assert isinstance(owner, ast.Name) and (
+                    owner.id in ("self", "cls") or owner.id in modules), \
+                    f"{path.relative_to(ROOT)}:{node.lineno} reaches into .{node.attr}"

@@ -45,7 +45,7 @@ def _state(d: Ssd) -> dict[str, Any]:
     ftl, cache, host, m = d.ftl, d.cache, d.host, d.model
     iv, meta = m.channels.arrays()
     liv, lmeta = host.links.arrays()
-    lanes = m.dies.arrays()
+    lanes = m.dies.state
     return {
         "report": d.report(10**12),
         "l2p": ftl.lookup(np.arange(ftl.n_lpn, dtype=np.int64)).tolist(),
@@ -63,7 +63,7 @@ def _state(d: Ssd) -> dict[str, Any]:
         + [meta.tolist()],
         "dies": [a.tolist() if isinstance(a, np.ndarray) else a for a in lanes],
         "merged": m.dies.merged,
-        "ssd": (d.transfers, d.active_ps, d.active_until, d.bytes_read, d.bytes_written,
+        "ssd": (*d.activity(), d.bytes_read, d.bytes_written,
                 dataclasses.astuple(d.c) if dataclasses.is_dataclass(d.c) else vars(d.c)),
     }
 

@@ -163,7 +163,7 @@ def test_a_queued_program_absorbs_another_planes_page_only_at_its_offset_when_wr
     the FTL's per-plane write pointers decide the offsets, so a page joins a waiting
     program only at the same offset; behind the write buffer the FTL places pages when
     they flush, so any page of another plane can join."""
-    from flash.lanes import DieLanes
+    from flash.engine.dies import DieLanes
 
     lanes = DieLanes("die", 1, planes_per_die=4)
     lanes.prog1(0, 0, 400, planes=0b0001, page=0)        # running
