@@ -64,13 +64,10 @@ Pure: no SimPy.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 
-import numpy as np
-
-from tmhw.placement.base import PlanContext, Policy, drop_moves, input_mask
-from tmhw.placement.simple import lru
+from tmhw.placement.base import PlanContext, drop_moves, input_mask
+from tmhw.placement.simple import LruEviction
 from tmhw.placement.table import PlacementTable
 from tmhw.sim.errors import ConfigError
 
@@ -103,7 +100,7 @@ class FlatFlashParams:
                               "an integer >= 0")
 
 
-class FlatFlash(Policy):
+class FlatFlash(LruEviction):
     """In-place reads of cold operands, promotion after a count, LRU eviction."""
 
     name = "flatflash"
@@ -111,11 +108,6 @@ class FlatFlash(Policy):
     Params = FlatFlashParams
     section = "flatflash"
     params: FlatFlashParams
-
-    def victims(self, held: np.ndarray, last_use: np.ndarray,
-                next_use: Callable[[int], int]) -> np.ndarray:
-        """Least recently used first (FlatFlash's page cache)."""
-        return lru(held, last_use)
 
     def plan(self, ctx: PlanContext) -> PlacementTable:
         wl = ctx.workload

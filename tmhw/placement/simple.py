@@ -88,10 +88,14 @@ class DemandParams:
                               f"one of {', '.join(map(repr, DEMAND_FREES))}")
 
 
-def lru(held: np.ndarray, last_use: np.ndarray) -> np.ndarray:
-    """``held`` tensors, least recently used first."""
-    order: np.ndarray = held[np.argsort(last_use[held], kind="stable")]
-    return order
+class LruEviction(Policy):
+    """A reactive policy that evicts the least recently used tensor first, as a pager's
+    clock approximates (the demand pager, FlatFlash's page cache)."""
+
+    def victims(self, held: np.ndarray, last_use: np.ndarray,
+                next_use: Callable[[int], int]) -> np.ndarray:
+        order: np.ndarray = held[np.argsort(last_use[held], kind="stable")]
+        return order
 
 
 class HbmOnly(Policy):
@@ -106,17 +110,12 @@ class HbmOnly(Policy):
         return t
 
 
-class Demand(Policy):
+class Demand(LruEviction):
     name = "demand"
     reactive = True
     Params = DemandParams
     section = "demand"
     params: DemandParams
-
-    def victims(self, held: np.ndarray, last_use: np.ndarray,
-                next_use: Callable[[int], int]) -> np.ndarray:
-        """Least recently used first, as a pager's clock approximates."""
-        return lru(held, last_use)
 
     def plan(self, ctx: PlanContext) -> PlacementTable:
         wl = ctx.workload
