@@ -94,9 +94,7 @@ TOTALS = np.dtype((np.record, [(name, _I8) for name in (
     "acts", "start", "bursts_read", "bursts_written", "bytes_read", "bytes_written",
     "end")]))
 #: Timing (ps) and address geometry, fixed for a model; the address map's decode
-#: (``dram.mapping``) reads its ``MAP`` fields. Those come last: a record that began
-#: with them would be taken by numba for a ``MAP`` record (width subtyping, an
-#: experimental feature that warns) wherever the decode was compiled for one first.
+#: (``dram.mapping``) reads its ``MAP`` fields.
 GEOMETRY = np.dtype((np.record, [(name, _I8) for name in (
     # the capacity, and the bursts of: a row-block, a unit's row, an interleave period
     # and its unit-blocks, the tail whose rows are tracked, a run that touches every
