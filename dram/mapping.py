@@ -6,16 +6,17 @@ Below the named fields sit the byte offset inside a burst and the low column bit
 keep ``interleave_bytes`` together in one row, so a 64 B access on a 32 B-burst device
 stays in one pseudo-channel. The column field ``Co`` holds the remaining column bits.
 
-The decode is written once, over a map record (``MAP``: each field's shift and mask in
-the burst index, and the sizes that flatten unit and bank): the fast model's kernels
-call it compiled (``unit_of``, ``bank_of``, ``flat_bank_of``, ``row_of``) on their
-timing record, which holds the ``MAP`` fields; ``AddressMap.decode`` and
+The decode is written once, over the map's fields (``MAP_FIELDS``: each field's shift
+and mask in the burst index, and the sizes that flatten unit and bank): the fast
+model's kernels call it compiled (``unit_of``, ``bank_of``, ``flat_bank_of``,
+``row_of``) on their timing record, which holds those fields; ``AddressMap.decode`` and
 ``decode_bursts`` (the detailed controller's) run the same functions as Python, over
 numpy arrays of burst indices, so the detailed model loads no compiler.
 """
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -29,13 +30,13 @@ from tmhw.sim.jit import njit
 #: interleave is smaller, over consecutive units.
 RANDOM_ACCESS_BYTES = 64
 
-#: The fields the decode reads: (shift, mask) of each named field in the burst index,
-#: the low column bits under ``Co``, and the sizes that flatten a unit and a bank.
+#: The fields the decode reads (``AddressMap.map_fields``): (shift, mask) of each named
+#: field in the burst index, the low column bits under ``Co``, and the sizes that
+#: flatten a unit and a bank.
 MAP_FIELDS = (
     "ch_shift", "ch_mask", "pc_shift", "pc_mask", "ra_shift", "ra_mask", "bg_shift",
     "bg_mask", "ba_shift", "ba_mask", "row_shift", "row_mask", "co_shift", "co_mask",
     "low_col_bits", "pseudo_channels", "bank_groups", "banks_per_group", "unit_banks")
-MAP = np.dtype((np.record, [(name, np.int64) for name in MAP_FIELDS]))
 
 I64 = npt.NDArray[np.int64]
 
@@ -75,20 +76,20 @@ class AddressMap:
                                   if cfg.units > 1 else 1 << self.total_bits)
         #: Units one random access spans (consecutive units from its address's).
         self.random_access_units = max(1, RANDOM_ACCESS_BYTES // cfg.interleave_bytes)
-        #: The ``MAP`` record ``decode`` and ``decode_bursts`` read.
-        self._map: Any = np.zeros(1, MAP).view(np.recarray)[0]
-        self.fill(self._map)
+        #: The decode's fields (``MAP_FIELDS``), as plain integers.
+        self.map_fields = self._map_fields()
+        self._map = SimpleNamespace(**self.map_fields)
 
-    def fill(self, rec: Any) -> None:
-        """Write the ``MAP`` fields into ``rec`` (a record of any dtype holding them)."""
+    def _map_fields(self) -> dict[str, int]:
+        out = {}
         for name, (shift, width) in self.fields.items():
             key = "row" if name == "Ro" else name.lower()
-            setattr(rec, f"{key}_shift", shift)
-            setattr(rec, f"{key}_mask", (1 << width) - 1)
+            out[f"{key}_shift"], out[f"{key}_mask"] = shift, (1 << width) - 1
         c = self.cfg
-        rec.low_col_bits = self.low_col_bits
-        rec.pseudo_channels, rec.bank_groups = c.pseudo_channels, c.bank_groups
-        rec.banks_per_group, rec.unit_banks = c.banks_per_group, self.banks_per_unit
+        out.update(low_col_bits=self.low_col_bits, pseudo_channels=c.pseudo_channels,
+                   bank_groups=c.bank_groups, banks_per_group=c.banks_per_group,
+                   unit_banks=self.banks_per_unit)
+        return {name: out[name] for name in MAP_FIELDS}
 
     def decode(self, address: int) -> tuple[int, int, int, int]:
         """(unit, bank in the unit, row, column-in-bursts) of the burst holding
@@ -110,7 +111,7 @@ class AddressMap:
         return _unit(m, bursts), _bank(m, bursts), _row(m, bursts)
 
 
-# The decode, written once over a map record ``m`` and a burst index ``b``: with operators
+# The decode, written once over the map's fields ``m`` and a burst index ``b``: with operators
 # only, so that it runs compiled inside the fast model's kernels (``unit_of`` ...) and
 # over numpy arrays of indices in the detailed controller (which loads no compiler).
 # Every field is masked, so an index past the capacity wraps without a modulo.
