@@ -94,9 +94,7 @@ TOTALS = np.dtype((np.record, [(name, _I8) for name in (
     "acts", "start", "bursts_read", "bursts_written", "bytes_read", "bytes_written",
     "end")]))
 #: Timing (ps) and address geometry, fixed for a model; the address map's decode
-#: (``dram.mapping``) reads its ``MAP`` fields. Those come last: a record that began
-#: with them would be taken by numba for a ``MAP`` record (width subtyping, an
-#: experimental feature that warns) wherever the decode was compiled for one first.
+#: (``dram.mapping``) reads its ``MAP_FIELDS``.
 GEOMETRY = np.dtype((np.record, [(name, _I8) for name in (
     # the capacity, and the bursts of: a row-block, a unit's row, an interleave period
     # and its unit-blocks, the tail whose rows are tracked, a run that touches every
@@ -132,7 +130,8 @@ def geometry(cfg: DramConfig, amap: AddressMap) -> Any:
     c = cfg
     geo = np.zeros(1, GEOMETRY).view(np.recarray)
     g = geo[0]
-    amap.fill(g)
+    for name, value in amap.map_fields.items():
+        setattr(g, name, value)
     g.capacity, g.burst_shift = amap.capacity, amap.burst_shift
     nb = amap.banks_per_unit
     u = c.units

@@ -6,15 +6,17 @@ Below the named fields sit the byte offset inside a burst and the low column bit
 keep ``interleave_bytes`` together in one row, so a 64 B access on a 32 B-burst device
 stays in one pseudo-channel. The column field ``Co`` holds the remaining column bits.
 
-The decode is written once, as compiled kernels over a map record (``MAP``: each
-field's shift and mask in the burst index, and the sizes that flatten unit and bank):
-``unit_of``, ``bank_of``, ``flat_bank_of`` and ``row_of``. The detailed controller
-decodes its bursts with them (``AddressMap.decode_bursts``), and the fast model's
-kernels call them on its timing record, which holds the ``MAP`` fields.
+The decode is written once, over the map's fields (``MAP_FIELDS``: each field's shift
+and mask in the burst index, and the sizes that flatten unit and bank): the fast
+model's kernels call it compiled (``unit_of``, ``bank_of``, ``flat_bank_of``,
+``row_of``) on their timing record, which holds those fields; ``AddressMap.decode`` and
+``decode_bursts`` (the detailed controller's) run the same functions as Python, over
+numpy arrays of burst indices, so the detailed model loads no compiler.
 """
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -28,13 +30,13 @@ from tmhw.sim.jit import njit
 #: interleave is smaller, over consecutive units.
 RANDOM_ACCESS_BYTES = 64
 
-#: The fields the decode reads: (shift, mask) of each named field in the burst index,
-#: the low column bits under ``Co``, and the sizes that flatten a unit and a bank.
+#: The fields the decode reads (``AddressMap.map_fields``): (shift, mask) of each named
+#: field in the burst index, the low column bits under ``Co``, and the sizes that
+#: flatten a unit and a bank.
 MAP_FIELDS = (
     "ch_shift", "ch_mask", "pc_shift", "pc_mask", "ra_shift", "ra_mask", "bg_shift",
     "bg_mask", "ba_shift", "ba_mask", "row_shift", "row_mask", "co_shift", "co_mask",
     "low_col_bits", "pseudo_channels", "bank_groups", "banks_per_group", "unit_banks")
-MAP = np.dtype((np.record, [(name, np.int64) for name in MAP_FIELDS]))
 
 I64 = npt.NDArray[np.int64]
 
@@ -74,27 +76,29 @@ class AddressMap:
                                   if cfg.units > 1 else 1 << self.total_bits)
         #: Units one random access spans (consecutive units from its address's).
         self.random_access_units = max(1, RANDOM_ACCESS_BYTES // cfg.interleave_bytes)
-        #: The ``MAP`` record the decode kernels read (a one-record ``np.recarray``).
-        self.record: Any = np.zeros(1, MAP).view(np.recarray)
-        self.fill(self.record[0])
+        #: The decode's fields (``MAP_FIELDS``), as plain integers.
+        self.map_fields = self._map_fields()
+        self._map = SimpleNamespace(**self.map_fields)
 
-    def fill(self, rec: Any) -> None:
-        """Write the ``MAP`` fields into ``rec`` (a record of any dtype holding them)."""
+    def _map_fields(self) -> dict[str, int]:
+        out = {}
         for name, (shift, width) in self.fields.items():
             key = "row" if name == "Ro" else name.lower()
-            setattr(rec, f"{key}_shift", shift)
-            setattr(rec, f"{key}_mask", (1 << width) - 1)
+            out[f"{key}_shift"], out[f"{key}_mask"] = shift, (1 << width) - 1
         c = self.cfg
-        rec.low_col_bits = self.low_col_bits
-        rec.pseudo_channels, rec.bank_groups = c.pseudo_channels, c.bank_groups
-        rec.banks_per_group, rec.unit_banks = c.banks_per_group, self.banks_per_unit
+        out.update(low_col_bits=self.low_col_bits, pseudo_channels=c.pseudo_channels,
+                   bank_groups=c.bank_groups, banks_per_group=c.banks_per_group,
+                   unit_banks=self.banks_per_unit)
+        return {name: out[name] for name in MAP_FIELDS}
 
     def decode(self, address: int) -> tuple[int, int, int, int]:
         """(unit, bank in the unit, row, column-in-bursts) of the burst holding
         ``address``."""
         b = (address % self.capacity) >> self.burst_shift
-        unit, bank, row, column = decode_burst(self.record, b)
-        return int(unit), int(bank), int(row), int(column)
+        m = self._map
+        low = self.low_col_bits
+        column = (((b >> m.co_shift) & m.co_mask) << low) | (b & ((1 << low) - 1))
+        return int(_unit(m, b)), int(_bank(m, b)), int(_row(m, b)), int(column)
 
     def bank_group_below_column(self) -> bool:
         """Whether consecutive bursts of one unit rotate bank groups before columns, so a
@@ -103,27 +107,36 @@ class AddressMap:
 
     def decode_bursts(self, bursts: I64) -> tuple[I64, I64, I64]:
         """(unit, bank in the unit, row) of each burst index."""
-        units, banks, rows = decode_many(self.record, bursts)
-        return units, banks, rows
+        m = self._map
+        return _unit(m, bursts), _bank(m, bursts), _row(m, bursts)
 
 
-# Every field is masked, so a burst index past the capacity wraps without a modulo.
-@njit
-def unit_of(m: Any, b: int) -> int:
+# The decode, written once over the map's fields ``m`` and a burst index ``b``: with operators
+# only, so that it runs compiled inside the fast model's kernels (``unit_of`` ...) and
+# over numpy arrays of indices in the detailed controller (which loads no compiler).
+# Every field is masked, so an index past the capacity wraps without a modulo.
+def _unit(m: Any, b: Any) -> Any:
     """The unit (``channel * pseudo_channels + pseudo channel``) of burst index ``b``."""
-    unit: int = ((b >> m.ch_shift) & m.ch_mask) * m.pseudo_channels + ((b >> m.pc_shift)
-                                                                        & m.pc_mask)
-    return unit
+    return ((b >> m.ch_shift) & m.ch_mask) * m.pseudo_channels + ((b >> m.pc_shift)
+                                                                  & m.pc_mask)
 
 
-@njit
-def bank_of(m: Any, b: int) -> int:
+def _bank(m: Any, b: Any) -> Any:
     """The bank in its unit (``(rank * bank_groups + group) * banks_per_group + bank``)
     of burst index ``b``."""
-    bank: int = ((((b >> m.ra_shift) & m.ra_mask) * m.bank_groups
-                  + ((b >> m.bg_shift) & m.bg_mask)) * m.banks_per_group
-                 + ((b >> m.ba_shift) & m.ba_mask))
-    return bank
+    return ((((b >> m.ra_shift) & m.ra_mask) * m.bank_groups
+             + ((b >> m.bg_shift) & m.bg_mask)) * m.banks_per_group
+            + ((b >> m.ba_shift) & m.ba_mask))
+
+
+def _row(m: Any, b: Any) -> Any:
+    """The row of burst index ``b``."""
+    return (b >> m.row_shift) & m.row_mask
+
+
+unit_of = njit(_unit)
+bank_of = njit(_bank)
+row_of = njit(_row)
 
 
 @njit
@@ -131,36 +144,3 @@ def flat_bank_of(m: Any, b: int) -> int:
     """The bank of burst index ``b`` over all units (``unit * unit_banks + bank``)."""
     flat: int = unit_of(m, b) * m.unit_banks + bank_of(m, b)
     return flat
-
-
-@njit
-def row_of(m: Any, b: int) -> int:
-    """The row of burst index ``b``."""
-    row: int = (b >> m.row_shift) & m.row_mask
-    return row
-
-
-@njit
-def decode_burst(rec: Any, b: int) -> tuple[int, int, int, int]:
-    """(unit, bank in the unit, row, column in bursts) of burst index ``b`` (``rec``: a
-    one-record ``MAP`` array)."""
-    m = rec[0]
-    low = m.low_col_bits
-    column = (((b >> m.co_shift) & m.co_mask) << low) | (b & ((1 << low) - 1))
-    return unit_of(m, b), bank_of(m, b), row_of(m, b), column
-
-
-@njit
-def decode_many(rec: Any, bursts: Any) -> tuple[Any, Any, Any]:
-    """(unit, bank in the unit, row) arrays of the burst indices ``bursts``."""
-    m = rec[0]
-    n = bursts.size
-    units = np.empty(n, np.int64)
-    banks = np.empty(n, np.int64)
-    rows = np.empty(n, np.int64)
-    for i in range(n):
-        b = bursts[i]
-        units[i] = unit_of(m, b)
-        banks[i] = bank_of(m, b)
-        rows[i] = row_of(m, b)
-    return units, banks, rows

@@ -1,12 +1,15 @@
 """The address map read as its string says (DRAMsim3's ``address_mapping``): fields from
 the most to the least significant bit, above the burst offset and the column bits that
-keep ``interleave_bytes`` in one row. The detailed controller and the fast model decode
-with these kernels (``dram.mapping``)."""
+keep ``interleave_bytes`` in one row. The detailed controller and the fast model's
+kernels decode with the same functions (``dram.mapping``)."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from dataclasses import replace
 
+import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -60,10 +63,23 @@ def test_addresses_wrap_at_the_capacity() -> None:
 
 def test_the_vector_decode_is_the_decode_of_each_burst() -> None:
     """The controller decodes a transfer's bursts at once: each as ``decode`` does."""
-    import numpy as np
-
     am = AddressMap(PRESETS["hbm2"])
     bursts = np.array([0, 1, 7, 12345, 1 << 20, (1 << 27) + 99], dtype=np.int64)
     units, banks, rows = am.decode_bursts(bursts)
     expected = [am.decode(int(b) << am.burst_shift)[:3] for b in bursts]
     assert list(zip(units.tolist(), banks.tolist(), rows.tolist(), strict=True)) == expected
+
+
+def test_the_detailed_model_decodes_without_loading_the_compiler() -> None:
+    """The decode runs as numpy in the detailed controller: a stand-alone detailed run
+    does not pay numba's import and memory."""
+    code = ("import sys, simpy; from dram import PRESETS, DramTarget; "
+            "from tmhw.sim.transfer import Op, Pattern, Transfer; "
+            "d = DramTarget(simpy.Environment(), 'hbm', None, PRESETS['hbm3'], "
+            "model='detailed'); "
+            "d.transport(Transfer(Op.READ, 0, 65536, Pattern.STREAM), 0); "
+            "d.transport(Transfer(Op.WRITE, 4096, 4096, Pattern.RANDOM), 0); "
+            "print('numba' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.strip() == "False"
