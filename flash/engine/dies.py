@@ -413,8 +413,9 @@ class DieLanes:
         if self.state[0][TAIL, i] == (i + 1) * self.state[2][0, CAP]:
             self.make_room(np.array([i], dtype=np.int64))
 
-    def _rec_room(self, k: int) -> None:
-        """Room in the recorded spans for ``k`` more (when recording)."""
+    def reserve_records(self, k: int) -> None:
+        """Room in the recorded spans for ``k`` more (when recording): a kernel that
+        books on the lanes appends to them without growing them."""
         lane, ops, par, rec = self.state
         if self.record and par[0, NREC] + k > rec.shape[0]:
             grown = np.zeros((2 * rec.shape[0] + k, 3), dtype=np.int64)
@@ -426,7 +427,7 @@ class DieLanes:
               arrive: int = -1) -> int:
         """``die_read`` on lane ``i``; its end."""
         if self.record:
-            self._rec_room(2)
+            self.reserve_records(2)
         return int(die_read(self.state, i, earliest, duration, dies, arrive))
 
     def read_many(self, lanes: I64, earliest: I64, durations: I64,
@@ -437,7 +438,7 @@ class DieLanes:
         lanes = np.ascontiguousarray(lanes, dtype=np.int64)
         earliest = np.ascontiguousarray(earliest, dtype=np.int64)
         if self.record:
-            self._rec_room(2 * lanes.size)
+            self.reserve_records(2 * lanes.size)
         out = np.empty(lanes.size, dtype=np.int64)
         die_read_many(self.state, lanes, earliest,
                       np.ascontiguousarray(durations, dtype=np.int64),
@@ -465,7 +466,7 @@ class DieLanes:
         """``die_prog`` on lane ``i``; its end."""
         self._room1(i)
         if self.record:
-            self._rec_room(1)
+            self.reserve_records(1)
         return int(die_prog(self.state, i, ready, duration, planes, page))
 
     def prog_lanes(self, lanes: I64, ready: I64, durations: I64, planes: I64,
@@ -475,7 +476,7 @@ class DieLanes:
         lanes = np.ascontiguousarray(lanes, dtype=np.int64)
         self.make_room(lanes)
         if self.record:
-            self._rec_room(lanes.size)
+            self.reserve_records(lanes.size)
         out = np.empty(lanes.size, dtype=np.int64)
         die_prog_many(self.state, lanes, np.ascontiguousarray(ready, dtype=np.int64),
                       np.ascontiguousarray(durations, dtype=np.int64),
@@ -494,7 +495,7 @@ class DieLanes:
         """Book garbage-collection work on lane ``i``: a relocation, or an erase."""
         self._room1(i)
         if self.record:
-            self._rec_room(1)
+            self.reserve_records(1)
         return int(die_work(self.state, i, earliest, duration, ERASE if erase else GC,
                             0, -1))
 
