@@ -39,9 +39,7 @@ from flash.engine.chunks import CH_FULL, LANE_FULL, NO_WAIT, Lanes, program_page
 from flash.engine.dies import CAP, TAIL
 from flash.engine.gaps import gap_book, gap_prune, gap_room
 from flash.fast import FastModel
-from flash.ftl.kernels import l2p_of
-from flash.ftl.mapping import SEG_BITS
-from flash.intmap import im_get
+from flash.ftl.kernels import L2p, l2p_of
 from flash.ssd import Ssd
 from tmhw.sim.jit import njit, njit_noref
 
@@ -52,11 +50,10 @@ I64 = npt.NDArray[np.int64]
 #: batch, reads of pages never written, and why and at which page (in the lanes'
 #: numbering) a kernel stopped early; then what the kernel reads: when the commands
 #: are taken, a page's time on the host link, whether writes complete once buffered,
-#: the device's channels, and the FTL's preconditioned pages, planes in its stripe, log2
-#: of an L2P segment's pages and the device's first page in the lanes' numbering
+#: the device's channels and its first page in the lanes' numbering
 BATCH = np.dtype([(name, np.int64) for name in (
     "transfers", "active", "active_until", "cmds", "joined", "unmapped", "stop", "ppn",
-    "t0", "dur", "buffered", "ch0", "ch1", "n_pre", "stripe", "seg_bits", "ppn0")])
+    "t0", "dur", "buffered", "ch0", "ch1", "ppn0")])
 #: ``stop``: a channel's row or a die lane's row (``flash.engine.chunks``), or a link
 #: direction's row is full
 LINK_FULL = 4
@@ -66,9 +63,9 @@ PRUNE_EVERY = 256
 Device = tuple[npt.NDArray[np.void], npt.NDArray[np.void], npt.NDArray[np.void]]
 #: the host link's two directions (``GapBank.arrays()``: rows 0 read, 1 write)
 Link = tuple[I64, I64]
-#: the L2P the reads look up: its dict (``IntMap.table``, ``meta``), each plane's first
-#: page, each segment's row and the rows (``SparseL2P.arrays()``)
-L2p = tuple[I64, I64, I64, I64, npt.NDArray[np.signedinteger]]
+#: what the reads look up a page in: the L2P and the FTL's geometry
+#: (``flash.ftl.kernels``)
+Lookup = tuple[L2p, npt.NDArray[np.void]]
 
 
 class PageBatch:
@@ -135,10 +132,7 @@ class PageBatch:
         r = st[0]
         r["transfers"], r["active"], r["active_until"] = ssd.activity()
         r["t0"], r["dur"], r["buffered"] = earliest, dur, cache.write_pages > 0
-        r["ch0"], r["ch1"] = self.fast.ch0, self.fast.ch1
-        ftl = ssd.ftl
-        r["n_pre"], r["stripe"], r["seg_bits"] = ftl.n_pre, ftl.U, SEG_BITS
-        r["ppn0"] = self.fast.ppn0
+        r["ch0"], r["ch1"], r["ppn0"] = self.fast.ch0, self.fast.ch1, self.fast.ppn0
         if read:
             return self._read(lpns[:n], nbytes, st)
         return self._write(lpns[:n], keys[:n], nbytes, st)
@@ -150,13 +144,14 @@ class PageBatch:
         n = int(lpns.size)
         sp = ftl.l2p.sparse
         seg_row, pool = ftl.l2p.arrays()
-        l2p: L2p = (sp.table, sp.meta, ftl.mapping.plane_base, seg_row, pool)
+        lookup: Lookup = ((sp.table, sp.meta, ftl.mapping.plane_base, seg_row, pool),
+                          ftl.geo)
         ends = np.empty(n, dtype=np.int64)
         k = 0
         while True:
             # (the lanes as ``FastModel.lanes``: no convoy on this path)
             lanes = (fast.dies.state, *fast.channels.arrays(), *NO_WAIT)
-            k = int(_read_pages(lanes, self.dev, ssd.host.links.arrays(), l2p, lpns, st,
+            k = int(_read_pages(lanes, self.dev, ssd.host.links.arrays(), lookup, lpns, st,
                                 ends, k))
             if k == n:
                 break
@@ -230,26 +225,26 @@ def _finish(st: npt.NDArray[np.void], end: int, iv: I64, meta: I64, link: Link) 
 
 
 @njit
-def _read_pages(lanes: Lanes, dev: Device, link: Link, l2p: L2p, lpns: I64,
+def _read_pages(lanes: Lanes, dev: Device, link: Link, lookup: Lookup, lpns: I64,
                 st: npt.NDArray[np.void], ends: I64, k: int) -> int:
     """Whole-page reads of ``lpns`` from ``k`` on, each taken at the batch's ``t0``: the
-    page's physical page (``flash.ftl.kernels.l2p_of``, its entry in the L2P's dict; a
-    page never written is read where sequential preconditioning put it, counted in
-    ``unmapped``), its read (``read_page``), the data's ``dur`` on the link's read
-    direction from its data-out start, and ``_finish``; each completion into ``ends``.
-    Where it stopped: ``lpns.size``, or a page whose channel or link row is full (why
-    and its page in ``st``; nothing of it booked)."""
+    page's physical page (``flash.ftl.kernels.l2p_of``; a page never written is read
+    where sequential preconditioning put it, counted in ``unmapped``), its read
+    (``read_page``), the data's ``dur`` on the link's read direction from its data-out
+    start, and ``_finish``; each completion into ``ends``. Where it stopped:
+    ``lpns.size``, or a page whose channel or link row is full (why and its page in
+    ``st``; nothing of it booked)."""
     geo, cmds, cell = dev
     liv, lmeta = link
-    sp, sp_meta, plane_base, seg_row, pool = l2p
+    l2p, fgeo = lookup
+    plane_base = l2p[2]
+    U = fgeo[0]["stripe"]
     r = st[0]
-    t0, dur = r["t0"], r["dur"]
-    n_pre, U, seg_bits, ppn0 = r["n_pre"], r["stripe"], r["seg_bits"], r["ppn0"]
+    t0, dur, ppn0 = r["t0"], r["dur"], r["ppn0"]
     x = cmds[1]["rsetup"] + geo[0]["page_data"]
     for j in range(k, lpns.size):
         lpn = lpns[j]
-        held = -2 if seg_row[lpn >> seg_bits] >= 0 else im_get(sp, sp_meta, lpn, -2)
-        ppn = l2p_of(lpn, held, n_pre, U, plane_base, seg_bits, seg_row, pool)
+        ppn = l2p_of(l2p, fgeo, lpn)
         unmapped = ppn < 0
         if unmapped:  # never written
             ppn = plane_base[lpn % U] + lpn // U
