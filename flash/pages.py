@@ -36,8 +36,8 @@ import numpy as np
 import numpy.typing as npt
 
 from flash.engine.chunks import CH_FULL, LANE_FULL, NO_WAIT, Lanes, program_page, read_page
-from flash.engine.dies import CAP, TAIL
-from flash.engine.gaps import gap_book, gap_prune, gap_room
+from flash.engine.dies import lane_full
+from flash.engine.gaps import Meta, gap_book, gap_prune, gap_room
 from flash.fast import FastModel
 from flash.ftl.kernels import L2p, l2p_of
 from flash.ssd import Ssd
@@ -62,7 +62,7 @@ PRUNE_EVERY = 256
 #: the fast model's records the page kernels take (``FastModel.geo``, ``cmds``, ``cell``)
 Device = tuple[npt.NDArray[np.void], npt.NDArray[np.void], npt.NDArray[np.void]]
 #: the host link's two directions (``GapBank.arrays()``: rows 0 read, 1 write)
-Link = tuple[I64, I64]
+Link = tuple[I64, Meta]
 #: what the reads look up a page in: the L2P and the FTL's geometry
 #: (``flash.ftl.kernels``)
 Lookup = tuple[L2p, npt.NDArray[np.void]]
@@ -128,11 +128,10 @@ class PageBatch:
             n = min(n, cache.first_cached(keys))
         if n <= 0:
             return []
-        st = np.zeros(1, dtype=BATCH)
-        r = st[0]
-        r["transfers"], r["active"], r["active_until"] = ssd.activity()
-        r["t0"], r["dur"], r["buffered"] = earliest, dur, cache.write_pages > 0
-        r["ch0"], r["ch1"], r["ppn0"] = self.fast.ch0, self.fast.ch1, self.fast.ppn0
+        # (one call: each field set on a record costs about as much)
+        fast = self.fast
+        st = np.array([(*ssd.activity(), 0, 0, 0, 0, 0, earliest, dur,
+                        cache.write_pages > 0, fast.ch0, fast.ch1, fast.ppn0)], dtype=BATCH)
         if read:
             return self._read(lpns[:n], nbytes, st)
         return self._write(lpns[:n], keys[:n], nbytes, st)
@@ -157,14 +156,13 @@ class PageBatch:
                 break
             self._grow(st[0])
         out: list[int] = ends.tolist()
-        r = st[0]
-        c.unmapped_reads += int(r["unmapped"])
+        transfers, active, active_until, _, _, unmapped = st.item()[:6]
+        c.unmapped_reads += unmapped
         c.read_cmds += n
         c.host_pages_read += n
         c.channel_bytes += n * ssd.page
         ssd.bytes_read += n * nbytes
-        ssd.finished_many((int(r["transfers"]), int(r["active"]), int(r["active_until"])),
-                          out)
+        ssd.finished_many((transfers, active, active_until), out)
         return out
 
     def _write(self, lpns: I64, keys: list[int], nbytes: int,
@@ -185,18 +183,17 @@ class PageBatch:
             if k == n:
                 break
             self._grow(st[0])
-        r = st[0]
+        transfers, active, active_until, cmds = st.item()[:4]
         c = ssd.c
         c.pages_programmed += n
         c.channel_bytes += n * ssd.page
-        c.program_cmds += int(r["cmds"])
+        c.program_cmds += cmds
         ssd.bytes_written += n * nbytes
-        if r["buffered"]:
+        if ssd.cache.write_pages > 0:  # (the batch's ``buffered``)
             ssd.cache.buffered_pages(lpns[:n], p_ends)
         # written through: no read-cache copy to drop (``DataCache.first_cached``)
         out: list[int] = ends.tolist()
-        ssd.finished_many((int(r["transfers"]), int(r["active"]), int(r["active_until"])),
-                          out)
+        ssd.finished_many((transfers, active, active_until), out)
         return out
 
     def _grow(self, r: np.void) -> None:
@@ -208,7 +205,7 @@ class PageBatch:
 
 
 @njit_noref
-def _finish(st: npt.NDArray[np.void], end: int, iv: I64, meta: I64, link: Link) -> None:
+def _finish(st: npt.NDArray[np.void], end: int, iv: I64, meta: Meta, link: Link) -> None:
     """``Ssd._finish`` of a transaction of the batch (``st``) complete at ``end`` (its
     NVMe completion is the caller's)."""
     r = st[0]
@@ -292,7 +289,7 @@ def _write_pages(lanes: Lanes, dev: Device, link: Link, ppns: I64,
         if not gap_room(iv, meta, lane // lpc):
             r["stop"] = CH_FULL
             return j
-        if dst[0][TAIL, lane] == (lane + 1) * dst[2][0, CAP]:
+        if lane_full(dst, lane):
             r["stop"] = LANE_FULL
             return j
         if not gap_room(liv, lmeta, 1):

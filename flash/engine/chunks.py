@@ -33,14 +33,14 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from flash.engine.dies import CAP, MERGED, RD, TAIL, DieState, die_hold, die_prog, die_read
-from flash.engine.gaps import FILL, gap_book, gap_cover, gap_fit, gap_room
+from flash.engine.dies import DieState, die_hold, die_prog, die_read, lane_full
+from flash.engine.gaps import META, Meta, gap_book, gap_cover, gap_fit, gap_room
 from tmhw.sim.intmath import div, log2_exact
 from tmhw.sim.jit import njit, njit_noref
 
 I64 = npt.NDArray[np.int64]
 #: (dies, channel intervals, channel numbers, wait-window intervals, their numbers)
-Lanes = tuple[DieState, I64, I64, I64, I64]
+Lanes = tuple[DieState, I64, Meta, I64, Meta]
 
 #: a device's geometry (one record): pages per plane, planes per die, multi-plane
 #: forming, dies per lane (a chip's under the chip lock, else 1), lanes per channel and
@@ -56,7 +56,7 @@ COMMANDS = np.dtype([("rcmd", np.int64), ("rsetup", np.int64), ("pcmd", np.int64
 #: per bit of a cell: a page's tR and tPROG
 CELL = np.dtype([("t_r", np.int64), ("t_prog", np.int64)])
 #: the wait windows' arrays of lanes with no convoy (the kernels never read them)
-NO_WAIT = (np.zeros((2, 0, 0), dtype=np.int64), np.zeros((3, 0), dtype=np.int64))
+NO_WAIT = (np.zeros((2, 0, 0), dtype=np.int64), np.zeros(0, dtype=META))
 #: ``read_chunk``'s and ``program_chunk``'s answers besides 0 (booked): nothing booked,
 #: grow the channels' rows, the die lanes' rows, or the wait windows' rows and call again
 CH_FULL, LANE_FULL, WAIT_FULL = 1, 2, 3
@@ -141,7 +141,7 @@ def group_dies(ppns: I64, weights: I64, weighted: bool, ppp: int, P: int, multi:
 
 
 @njit_noref
-def command_slot(iv: I64, meta: I64, wiv: I64, wmeta: I64, ch: int, t: int,
+def command_slot(iv: I64, meta: Meta, wiv: I64, wmeta: Meta, ch: int, t: int,
                  cmd: int) -> int:
     """Under MQSim's convoy: the earliest start >= ``t`` of a command of ``cmd`` on
     channel ``ch`` with the channel idle (``iv``, ``meta``) and no read data waiting
@@ -169,14 +169,14 @@ def read_page(lanes: Lanes, geo: npt.NDArray[np.void], cmds: npt.NDArray[np.void
     ch = lane // g["lanes_per_channel"]
     if not gap_room(iv, meta, ch):
         return -CH_FULL
-    if convoy and wmeta[FILL, ch] == wiv.shape[2]:
+    if convoy and wmeta[ch]["fill"] == wiv.shape[2]:
         return -WAIT_FULL
     cmd = cmds[1]["rcmd"]
     t_r = cell[(ppn % g["ppb"]) % g["bits"]]["t_r"]
     arrive = earliest + cmd
     issue = arrive
     if convoy:  # the command needs idle channel time, between drains
-        lane_rd = dst[0][RD, lane]
+        lane_rd = dst[0][lane]["rd"]
         issue = command_slot(iv, meta, wiv, wmeta, ch,
                              earliest if earliest > lane_rd else lane_rd, cmd) + cmd
     dies = (1 << (die % dpl)) if g["chip_lock"] else 0
@@ -206,17 +206,16 @@ def program_page(lanes: Lanes, geo: npt.NDArray[np.void], cmds: npt.NDArray[np.v
     ch = lane // g["lanes_per_channel"]
     if not gap_room(iv, meta, ch):
         return -CH_FULL
-    ln = dst[0]
-    if ln[TAIL, lane] == (lane + 1) * dst[2][0, CAP]:
+    if lane_full(dst, lane):
         return -LANE_FULL
     # the page's plane bit (a chip lane has a run of bits per die)
     mask = (1 << (plane % P + (die % dpl) * P)) if g["multi"] else 0
     ppb = g["ppb"]
     page = ppn % ppb if g["same_offset"] else -1
     c_end = gap_book(iv, meta, ch, earliest, busy)
-    before = ln[MERGED, lane]
+    merged = dst[0][lane]["merged"]
     end = die_prog(dst, lane, c_end, cell[(ppn % ppb) % g["bits"]]["t_prog"], mask, page)
-    return 2 * end + int(ln[MERGED, lane] != before)
+    return 2 * end + int(dst[0][lane]["merged"] != merged)
 
 
 @njit
@@ -291,7 +290,7 @@ def read_chunk(lanes: Lanes, geo: npt.NDArray[np.void], cmds: npt.NDArray[np.voi
         uch[c] = div(ln[first[c]], lpc, s_lpc)
         if not gap_room(iv, meta, uch[c]):
             return CH_FULL
-        if convoy and wmeta[FILL, uch[c]] + first[c + 1] - first[c] > wiv.shape[2]:
+        if convoy and wmeta[uch[c]]["fill"] + first[c + 1] - first[c] > wiv.shape[2]:
             return WAIT_FULL
     # per lane: commands, command time, one command's data-out (the largest of its
     # dies'), its channel time and its dies' commands (summed), the dies its read uses
@@ -325,7 +324,7 @@ def read_chunk(lanes: Lanes, geo: npt.NDArray[np.void], cmds: npt.NDArray[np.voi
             arrive[y] = e + cmd_l[y]
             issue[y] = arrive[y]
             if convoy:
-                rd = dst[0][RD, ln[y]]
+                rd = dst[0][ln[y]]["rd"]
                 issue[y] = command_slot(iv, meta, wiv, wmeta, uch[c], e if e > rd else rd,
                                         cmd_l[y]) + cmd_l[y]
     d_end = np.empty(m, dtype=np.int64)
@@ -399,9 +398,8 @@ def program_chunk(lanes: Lanes, geo: npt.NDArray[np.void], cmds: npt.NDArray[np.
     for c in range(n_ch):
         if not gap_room(iv, meta, div(ln[first[c]], lpc, s_lpc)):
             return CH_FULL
-    lane = dst[0]
     for y in range(m):
-        if lane[TAIL, ln[y]] == (ln[y] + 1) * dst[2][0, CAP]:
+        if lane_full(dst, ln[y]):
             return LANE_FULL
     # the page offset a die's command programs: its first page's, when a multi-plane
     # program's pages share their offset
@@ -455,10 +453,10 @@ def program_chunk(lanes: Lanes, geo: npt.NDArray[np.void], cmds: npt.NDArray[np.
             # several commands programs no page into a waiting one
             e0 = max(c_start + busy_op[y], c_end - (ops_l[y] - 1) * t_prog)
             i = ln[y]
-            before = lane[MERGED, i]
+            merged = dst[0][i]["merged"]
             end = die_prog(dst, i, e0, ops_l[y] * t_prog, mask_l[y] if ops_l[y] == 1 else 0,
                            offs[dfirst[y]])
-            if lane[MERGED, i] != before:
+            if dst[0][i]["merged"] != merged:
                 res[1, k] += 1
                 res[0, k] += cmds_l[y] - 1
             else:

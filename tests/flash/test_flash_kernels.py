@@ -21,7 +21,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from flash import FlashTarget
-from flash.engine.dies import HEAD, KIND, MASK, MERGED, PAGE, QS, SUS_E, SUS_P, TAIL
 from flash.engine.dies import _now_slot as now_slot
 from flash.engine.gaps import GapBank
 from tmhw.sim import Op, Transfer
@@ -53,14 +52,15 @@ def _lane_state(dies: Any) -> list[Any]:
     queued ops' true times out after each read; otherwise only the head op's are kept,
     the others' worked out when read: ``flash.engine.dies._now_slot``.)"""
     lane, ops, _par, _rec = dies.state
-    out: list[Any] = [lane[[SUS_P, SUS_E, MERGED]].tolist()]
-    for i in range(lane.shape[1]):
-        h, t = int(lane[HEAD, i]), int(lane[TAIL, i])
+    out: list[Any] = [lane[["sus_p", "sus_e", "merged"]].tolist()]
+    for i in range(lane.shape[0]):
+        h, t = int(lane[i]["head"]), int(lane[i]["tail"])
         times = [now_slot(ops, h, k) for k in range(h, t)]
         st, en = [int(a) for a, _ in times], [int(b) for _, b in times]
-        out.append((lane[:5, i].tolist(), st, en,
-                    [(ops[h:t, f] - (ops[h, f] if f == QS and t > h else 0)).tolist()
-                     for f in (KIND, MASK, PAGE, QS)]))
+        out.append(([int(lane[i][f]) for f in ("until", "rd", "busy", "count", "qsum")],
+                    st, en,
+                    [(ops[f][h:t] - (ops[h][f] if f == "qs" and t > h else 0)).tolist()
+                     for f in ("kind", "mask", "page", "qs")]))
     return out
 
 
