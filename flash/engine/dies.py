@@ -48,7 +48,6 @@ import numpy.typing as npt
 from tmhw.sim.jit import njit_noref
 
 I64 = npt.NDArray[np.int64]
-B = npt.NDArray[np.bool_]
 Rec = npt.NDArray[np.void]
 #: (lane, ops, par, rec): the module docstring's state
 DieState = tuple[Rec, Rec, Rec, Rec]
@@ -331,40 +330,11 @@ def die_prog(st: DieState, i: int, ready: int, d: int, planes: int, page: int) -
     return die_work(st, i, ready, d, PROG, planes, page)
 
 
-@njit_noref
-def die_read_many(st: DieState, lanes: I64, earliest: I64, d: I64, dies: I64,
-                  arrive: I64, out: I64) -> None:
-    """``die_read`` on each of distinct ``lanes`` in turn, their ends into ``out``
-    (``dies`` and ``arrive`` per lane as ``die_read``'s)."""
-    for x in range(lanes.size):
-        out[x] = die_read(st, lanes[x], earliest[x], d[x], dies[x], arrive[x])
-
-
-@njit_noref
-def die_prog_many(st: DieState, lanes: I64, ready: I64, d: I64, planes: I64, pages: I64,
-                  out: I64) -> None:
-    """``die_prog`` on each of distinct ``lanes`` in turn, into ``out`` each end times
-    two, plus one if the page joined a waiting program (ends are far below 2**62)."""
-    lane = st[0]
-    for x in range(lanes.size):
-        i = lanes[x]
-        before = lane[i]["merged"]
-        end = die_prog(st, i, ready[x], d[x], planes[x], pages[x])
-        out[x] = 2 * end + (lane[i]["merged"] != before)
-
-
-@njit_noref
-def die_hold_many(st: DieState, lanes: I64, times: I64) -> None:
-    """``die_hold`` on each of ``lanes``."""
-    for x in range(lanes.size):
-        die_hold(st, lanes[x], times[x])
-
-
 # -- the lanes ------------------------------------------------------------------------
 class DieLanes:
     """``n`` die lanes (module docstring), their state in arrays (``state``): each
-    booking is one call of a kernel, a chunk's bookings on its distinct lanes too
-    (``read_many``, ``prog_lanes``, ``hold_many``). Growing a lane's row of queued ops
+    booking is one call of a kernel (a chunk's are booked by the chunk kernels,
+    ``flash.engine.chunks``, on the same state). Growing a lane's row of queued ops
     and the recorded spans' buffer is done here, before the kernels need it."""
 
     def __init__(self, prefix: str, n: int, rule: SuspendRule | None = None,
@@ -447,32 +417,9 @@ class DieLanes:
             self.reserve_records(2)
         return int(die_read(self.state, i, earliest, duration, dies, arrive))
 
-    def read_many(self, lanes: I64, earliest: I64, durations: I64,
-                  dies: I64 | None = None, arrive: I64 | None = None) -> I64:
-        """``read1`` on each of distinct ``lanes``; their ends (``dies``: on chip lanes,
-        the dies each read uses; ``arrive``: when it reached the scheduler, default
-        ``earliest``)."""
-        lanes = np.ascontiguousarray(lanes, dtype=np.int64)
-        earliest = np.ascontiguousarray(earliest, dtype=np.int64)
-        if self.record:
-            self.reserve_records(2 * lanes.size)
-        out = np.empty(lanes.size, dtype=np.int64)
-        die_read_many(self.state, lanes, earliest,
-                      np.ascontiguousarray(durations, dtype=np.int64),
-                      np.zeros(lanes.size, dtype=np.int64) if dies is None
-                      else np.ascontiguousarray(dies, dtype=np.int64),
-                      earliest if arrive is None
-                      else np.ascontiguousarray(arrive, dtype=np.int64), out)
-        return out
-
     def hold1(self, i: int, t: int) -> None:
         """Lane ``i`` starts nothing before ``t`` (its cache register is still full)."""
         die_hold(self.state, i, t)
-
-    def hold_many(self, lanes: I64, times: I64) -> None:
-        """``hold1`` on each of ``lanes``."""
-        die_hold_many(self.state, np.ascontiguousarray(lanes, dtype=np.int64),
-                      np.ascontiguousarray(times, dtype=np.int64))
 
     def read_free(self, i: int) -> int:
         """When lane ``i`` can start a new read (its last read and its cache register)."""
@@ -485,28 +432,6 @@ class DieLanes:
         if self.record:
             self.reserve_records(1)
         return int(die_prog(self.state, i, ready, duration, planes, page))
-
-    def prog_lanes(self, lanes: I64, ready: I64, durations: I64, planes: I64,
-                   pages: I64) -> tuple[I64, B | None]:
-        """``prog1`` on each of distinct ``lanes``: each lane's end, and which lanes'
-        pages joined a waiting program (None: none did)."""
-        lanes = np.ascontiguousarray(lanes, dtype=np.int64)
-        self.make_room(lanes)
-        if self.record:
-            self.reserve_records(lanes.size)
-        out = np.empty(lanes.size, dtype=np.int64)
-        die_prog_many(self.state, lanes, np.ascontiguousarray(ready, dtype=np.int64),
-                      np.ascontiguousarray(durations, dtype=np.int64),
-                      np.ascontiguousarray(planes, dtype=np.int64),
-                      np.ascontiguousarray(pages, dtype=np.int64), out)
-        joined = (out & 1).astype(bool)
-        return out >> 1, (joined if joined.any() else None)
-
-    def prog_many(self, lanes: I64, ready: I64, durations: I64, planes: I64,
-                  pages: I64) -> int:
-        """``prog1`` on each of distinct ``lanes``; the latest end (0 for none)."""
-        ends = self.prog_lanes(lanes, ready, durations, planes, pages)[0]
-        return int(ends.max()) if ends.size else 0
 
     def work1(self, i: int, earliest: int, duration: int, erase: bool = False) -> int:
         """Book garbage-collection work on lane ``i``: a relocation, or an erase."""

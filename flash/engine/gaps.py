@@ -5,7 +5,7 @@ timed model books a read's data-out at the end of its tR, in the future; on a FI
 that would keep every other die's earlier transfer off the channel until then.
 
 ``GapBank`` holds ``n`` lanes in arrays, booked by the kernels here (``gap_book``,
-``gap_fit``, ``_gap_reserve``, ``gap_prune``): the only implementation of the rules.
+``gap_fit``, ``gap_prune``, ``gap_cover``): the only implementation of the rules.
 ``BankLane`` is one row of a bank with a single lane's interface. A bank may also be
 of windows rather than of work (MQSim's data-out convoy, ``flash.engine.chunks``): its
 lanes keep the intervals they are told to cover (``GapBank.cover``) and answer fits.
@@ -31,10 +31,10 @@ Meta = npt.NDArray[np.void]
 class GapBank:
     """``n`` gap-filling lanes (module docstring), their state in arrays: per lane
     its sorted disjoint busy intervals as a row of ``_iv`` (module docstring), its busy
-    time and its
-    booking count. A booking is one compiled call (``gap_book``), and so is a chunk's
-    booking of each of its channels (``_gap_reserve``); a row that fills doubles every
-    row's slots. ``record``: every booking is kept (``spans``)."""
+    time and its booking count. A booking is one compiled call (``gap_book``; a chunk's
+    bookings of its channels are the chunk kernels', ``flash.engine.chunks``); a row
+    that fills doubles every row's slots. ``record``: every booking is kept
+    (``spans``)."""
 
     def __init__(self, prefix: str, n: int, record: bool = False) -> None:
         self.prefix = prefix
@@ -105,19 +105,6 @@ class GapBank:
             self.grow()
             e = int(gap_book(self._iv, self._meta, i, earliest, duration))
         return e
-
-    def reserve(self, idx: I64, earliest: I64, duration: I64) -> I64:
-        """``reserve1`` on each of lanes ``idx`` in turn; their ends, in one compiled
-        call (another after each growth of the rows)."""
-        idx = np.ascontiguousarray(idx, dtype=np.int64)
-        earliest = np.ascontiguousarray(np.broadcast_to(earliest, idx.shape), dtype=np.int64)
-        duration = np.ascontiguousarray(duration, dtype=np.int64)
-        out = np.empty(idx.size, dtype=np.int64)
-        k = int(_gap_reserve(self._iv, self._meta, idx, earliest, duration, out, 0))
-        while k < idx.size:
-            self.grow()
-            k = int(_gap_reserve(self._iv, self._meta, idx, earliest, duration, out, k))
-        return out
 
     def cover(self, i: int, s: int, e: int) -> None:
         """Mark [s, e) busy on lane ``i``, joining any intervals it overlaps or
@@ -264,19 +251,6 @@ def gap_book(iv: I64, meta: Meta, i: int, t: int, dur: int) -> int:
         en[j] = e
         meta[i]["fill"] = n + 1
     return e
-
-
-@njit_noref
-def _gap_reserve(iv: I64, meta: Meta, idx: I64, t: I64, dur: I64, out: I64, k: int) -> int:
-    """``gap_book`` of bookings ``k`` on into ``out``; where it stopped (a full row),
-    or ``idx.size``."""
-    while k < idx.size:
-        e = gap_book(iv, meta, idx[k], t[k], dur[k])
-        if e < 0:
-            return k
-        out[k] = e
-        k += 1
-    return k
 
 
 @njit_noref
