@@ -34,7 +34,7 @@ import numpy as np
 import numpy.typing as npt
 
 from flash.engine.dies import DieState, die_hold, die_prog, die_read, lane_full
-from flash.engine.gaps import META, Meta, gap_book, gap_cover, gap_fit, gap_room
+from flash.engine.gaps import FILL, Meta, gap_book, gap_cover, gap_fit, gap_room
 from tmhw.sim.intmath import div, log2_exact
 from tmhw.sim.jit import njit, njit_noref
 
@@ -56,7 +56,7 @@ COMMANDS = np.dtype([("rcmd", np.int64), ("rsetup", np.int64), ("pcmd", np.int64
 #: per bit of a cell: a page's tR and tPROG
 CELL = np.dtype([("t_r", np.int64), ("t_prog", np.int64)])
 #: the wait windows' arrays of lanes with no convoy (the kernels never read them)
-NO_WAIT = (np.zeros((2, 0, 0), dtype=np.int64), np.zeros(0, dtype=META))
+NO_WAIT = (np.zeros((2, 0, 0), dtype=np.int64), np.zeros((3, 0), dtype=np.int64))
 #: ``read_chunk``'s and ``program_chunk``'s answers besides 0 (booked): nothing booked,
 #: grow the channels' rows, the die lanes' rows, or the wait windows' rows and call again
 CH_FULL, LANE_FULL, WAIT_FULL = 1, 2, 3
@@ -169,7 +169,7 @@ def read_page(lanes: Lanes, geo: npt.NDArray[np.void], cmds: npt.NDArray[np.void
     ch = lane // g["lanes_per_channel"]
     if not gap_room(iv, meta, ch):
         return -CH_FULL
-    if convoy and wmeta[ch]["fill"] == wiv.shape[2]:
+    if convoy and wmeta[FILL, ch] == wiv.shape[2]:
         return -WAIT_FULL
     cmd = cmds[1]["rcmd"]
     t_r = cell[(ppn % g["ppb"]) % g["bits"]]["t_r"]
@@ -290,7 +290,7 @@ def read_chunk(lanes: Lanes, geo: npt.NDArray[np.void], cmds: npt.NDArray[np.voi
         uch[c] = div(ln[first[c]], lpc, s_lpc)
         if not gap_room(iv, meta, uch[c]):
             return CH_FULL
-        if convoy and wmeta[uch[c]]["fill"] + first[c + 1] - first[c] > wiv.shape[2]:
+        if convoy and wmeta[FILL, uch[c]] + first[c + 1] - first[c] > wiv.shape[2]:
             return WAIT_FULL
     # per lane: commands, command time, one command's data-out (the largest of its
     # dies'), its channel time and its dies' commands (summed), the dies its read uses

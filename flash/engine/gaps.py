@@ -11,10 +11,10 @@ of windows rather than of work (MQSim's data-out convoy, ``flash.engine.chunks``
 lanes keep the intervals they are told to cover (``GapBank.cover``) and answer fits.
 
 State (``GapBank.arrays()``, handed to every kernel): ``iv[row, i, k]``, per lane ``i``
-its busy intervals (rows ``START``, ``END``: the first ``meta[i]["fill"]`` slots, sorted
+its busy intervals (rows ``START``, ``END``: the first ``meta[FILL, i]`` slots, sorted
 and disjoint) and, on a bank that records its bookings (for timelines), every booking
-in order (rows ``REC_START``, ``REC_END``: the first ``meta[i]["count"]`` slots), which
-``gap_book`` appends; ``meta[i]``: lane ``i``'s numbers (``META``).
+in order (rows ``REC_START``, ``REC_END``: the first ``meta[COUNT, i]`` slots), which
+``gap_book`` appends; ``meta[row, i]``: intervals kept, busy time, bookings.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import numpy.typing as npt
 from tmhw.sim.jit import njit_noref
 
 I64 = npt.NDArray[np.int64]
-Meta = npt.NDArray[np.void]
+Meta = npt.NDArray[np.int64]
 
 
 class GapBank:
@@ -40,11 +40,11 @@ class GapBank:
         self.prefix = prefix
         self._cap = 64
         self._iv = np.zeros((4 if record else 2, n, self._cap), dtype=np.int64)
-        self._meta = np.zeros(n, dtype=META)
+        self._meta = np.zeros((3, n), dtype=np.int64)
         self.record = record
 
     def __len__(self) -> int:
-        return int(self._meta.shape[0])
+        return int(self._meta.shape[1])
 
     def grow(self) -> None:
         """Double every row's slots."""
@@ -55,19 +55,19 @@ class GapBank:
 
     @property
     def busy_until(self) -> I64:
-        fill = self._meta["fill"]
+        fill = self._meta[FILL]
         last = self._iv[END, np.arange(fill.size), np.maximum(fill - 1, 0)]
         out: I64 = np.where(fill > 0, last, 0)
         return out
 
     @property
     def busy_ps(self) -> I64:
-        out: I64 = self._meta["busy"].copy()
+        out: I64 = self._meta[BUSY].copy()
         return out
 
     @property
     def count(self) -> I64:
-        out: I64 = self._meta["count"].copy()
+        out: I64 = self._meta[COUNT].copy()
         return out
 
     def arrays(self) -> tuple[I64, Meta]:
@@ -82,11 +82,11 @@ class GapBank:
             return None
         return [list(zip(self._iv[REC_START, i, :k].tolist(),
                          self._iv[REC_END, i, :k].tolist(), strict=True))
-                for i, k in enumerate(self._meta["count"].tolist())]
+                for i, k in enumerate(self._meta[COUNT].tolist())]
 
     def intervals(self, i: int) -> tuple[list[int], list[int]]:
         """Lane ``i``'s busy intervals: (starts, ends), sorted."""
-        k = self._meta["fill"].item(i)
+        k = self._meta[FILL].item(i)
         return self._iv[START, i, :k].tolist(), self._iv[END, i, :k].tolist()
 
     def fit(self, i: int, t: int, dur: int) -> int:
@@ -118,8 +118,8 @@ class GapBank:
         gap_prune(self._iv, self._meta, before, lo, len(self) if hi is None else hi)
 
     def report(self, i: int, elapsed: int) -> dict[str, float | int]:
-        busy: int = self._meta["busy"].item(i)
-        return {"busy_ps": busy, "count": self._meta["count"].item(i),
+        busy: int = self._meta[BUSY].item(i)
+        return {"busy_ps": busy, "count": self._meta[COUNT].item(i),
                 "utilization": round(busy / elapsed, 9) if elapsed > 0 else 0.0}
 
 
@@ -161,16 +161,16 @@ class BankLane:
 
     @property
     def busy_ps(self) -> int:
-        return int(self.bank.arrays()[1][self.i]["busy"])
+        return int(self.bank.arrays()[1][BUSY, self.i])
 
     @property
     def count(self) -> int:
-        return int(self.bank.arrays()[1][self.i]["count"])
+        return int(self.bank.arrays()[1][COUNT, self.i])
 
     @property
     def busy_until(self) -> int:
         iv, meta = self.bank.arrays()
-        k = int(meta[self.i]["fill"])
+        k = int(meta[FILL, self.i])
         return int(iv[END, self.i, k - 1]) if k else 0
 
     def report(self, elapsed: int) -> dict[str, float | int]:
@@ -179,8 +179,10 @@ class BankLane:
 
 #: the rows of ``iv`` (module docstring): busy intervals, and recorded bookings
 START, END, REC_START, REC_END = range(4)
-#: a lane's numbers (``meta[i]``): intervals kept, busy time, bookings
-META = np.dtype([("fill", np.int64), ("busy", np.int64), ("count", np.int64)])
+#: the rows of ``meta``: per lane, intervals kept, busy time, bookings (rows of int64,
+#: not a record per lane: numba takes a structured array from Python some 90 ns slower,
+#: and the detailed model books a channel from Python for every page)
+FILL, BUSY, COUNT = range(3)
 #: intervals a lane keeps that no booking can reach before ``prune`` drops them
 PRUNE_KEEP = 64
 
@@ -189,7 +191,7 @@ PRUNE_KEEP = 64
 def gap_fit(iv: I64, meta: Meta, i: int, t: int, dur: int) -> int:
     """The earliest start >= ``t`` of an idle interval of length ``dur`` on row
     ``i``."""
-    n = meta[i]["fill"]
+    n = meta[FILL, i]
     st, en = iv[START, i], iv[END, i]
     j = np.searchsorted(en[:n], t, side="right")
     s = t
@@ -204,7 +206,7 @@ def gap_fit(iv: I64, meta: Meta, i: int, t: int, dur: int) -> int:
 def gap_room(iv: I64, meta: Meta, i: int) -> bool:
     """Whether row ``i`` has a free slot for a booking (and for its record)."""
     cap = iv.shape[2]
-    return bool(meta[i]["fill"] < cap and (iv.shape[0] == 2 or meta[i]["count"] < cap))
+    return bool(meta[FILL, i] < cap and (iv.shape[0] == 2 or meta[COUNT, i] < cap))
 
 
 @njit_noref
@@ -213,7 +215,7 @@ def gap_book(iv: I64, meta: Meta, i: int, t: int, dur: int) -> int:
     or -1 (nothing booked) when the row has no free slot (``gap_room``)."""
     if not gap_room(iv, meta, i):
         return -1
-    n = meta[i]["fill"]
+    n = meta[FILL, i]
     st, en = iv[START, i], iv[END, i]
     s = t
     j = n
@@ -225,10 +227,10 @@ def gap_book(iv: I64, meta: Meta, i: int, t: int, dur: int) -> int:
             j += 1
     e = s + dur
     if iv.shape[0] > 2:
-        iv[REC_START, i, meta[i]["count"]] = s
-        iv[REC_END, i, meta[i]["count"]] = e
-    meta[i]["busy"] += dur
-    meta[i]["count"] += 1
+        iv[REC_START, i, meta[COUNT, i]] = s
+        iv[REC_END, i, meta[COUNT, i]] = e
+    meta[BUSY, i] += dur
+    meta[COUNT, i] += 1
     if dur == 0:
         return e
     # intervals before j end at or before s; interval j starts at or after e
@@ -238,7 +240,7 @@ def gap_book(iv: I64, meta: Meta, i: int, t: int, dur: int) -> int:
             for k in range(j, n - 1):
                 st[k] = st[k + 1]
                 en[k] = en[k + 1]
-            meta[i]["fill"] = n - 1
+            meta[FILL, i] = n - 1
         else:
             en[j - 1] = e
     elif j < n and st[j] == e:
@@ -249,7 +251,7 @@ def gap_book(iv: I64, meta: Meta, i: int, t: int, dur: int) -> int:
             en[k] = en[k - 1]
         st[j] = s
         en[j] = e
-        meta[i]["fill"] = n + 1
+        meta[FILL, i] = n + 1
     return e
 
 
@@ -257,14 +259,14 @@ def gap_book(iv: I64, meta: Meta, i: int, t: int, dur: int) -> int:
 def gap_prune(iv: I64, meta: Meta, before: int, lo: int, hi: int) -> None:
     """``GapBank.prune`` of rows ``lo`` to ``hi``."""
     for i in range(lo, hi):
-        n = meta[i]["fill"]
+        n = meta[FILL, i]
         st, en = iv[START, i], iv[END, i]
         k = np.searchsorted(en[:n], before, side="right")
         if k > PRUNE_KEEP:
             for x in range(n - k):
                 st[x] = st[x + k]
                 en[x] = en[x + k]
-            meta[i]["fill"] = n - k
+            meta[FILL, i] = n - k
 
 
 @njit_noref
@@ -273,7 +275,7 @@ def gap_cover(iv: I64, meta: Meta, i: int, s: int, e: int) -> int:
     free slot."""
     if e <= s:
         return 0
-    n = meta[i]["fill"]
+    n = meta[FILL, i]
     st, en = iv[START, i], iv[END, i]
     a = np.searchsorted(en[:n], s, side="left")  # the first that ends at or after s
     b = np.searchsorted(st[:n], e, side="right")  # the first that starts after e
@@ -295,5 +297,5 @@ def gap_cover(iv: I64, meta: Meta, i: int, s: int, e: int) -> int:
             en[k - (b - a) + 1] = en[k]
     st[a] = s
     en[a] = e
-    meta[i]["fill"] = m
+    meta[FILL, i] = m
     return 0

@@ -58,8 +58,8 @@ def _state(d: Ssd) -> dict[str, Any]:
                   cache.write_hits, cache.write_waits, cache.buffer_read_hits,
                   cache.cache_read_hits),
         "queue": sorted(host._open),
-        "links": [liv[:, i, :lmeta[i]["fill"]].tolist() for i in range(2)] + [lmeta.tolist()],
-        "channels": [iv[:, i, :meta[i]["fill"]].tolist() for i in range(meta.shape[0])]
+        "links": [liv[:, i, :lmeta[0, i]].tolist() for i in range(2)] + [lmeta.tolist()],
+        "channels": [iv[:, i, :meta[0, i]].tolist() for i in range(meta.shape[1])]
         + [meta.tolist()],
         "dies": [a.tolist() if isinstance(a, np.ndarray) else a for a in lanes],
         "merged": m.dies.merged,
