@@ -102,17 +102,6 @@ class CommandFormer:
             return group_dies(ppns, ppns, False, self.ppp, self.P, self.multi)
         return group_dies(ppns, weights, True, self.ppp, self.P, self.multi)
 
-    def channel_groups(self, lanes: I64) -> tuple[I64, I64, I64]:
-        """Channels of sorted lanes, where each channel's run of lanes starts, and each
-        lane's index among those channels."""
-        ch = lanes // self.lanes_per_channel
-        edge = np.empty(ch.size, dtype=bool)
-        edge[0] = True
-        np.not_equal(ch[1:], ch[:-1], out=edge[1:])
-        starts = np.flatnonzero(edge)
-        gidx = np.cumsum(edge) - 1
-        return ch[starts], starts, gidx
-
     def ops(self, ppns: list[int]) -> list[tuple[int, list[int]]]:
         """Commands as (die, page indices), at most one page per plane each, ordered
         round-robin over dies in order of first appearance."""

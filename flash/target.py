@@ -406,5 +406,5 @@ def compile_kernels() -> None:
     imap[0] = 0
     imap.pop(0)  # (``im_remove`` called from Python)
     one = np.zeros(1, dtype=np.int64)
-    place_long(0, 1, 1, 1, one, one, one, one, one, one, one,
+    place_long(0, 1, 1, 1, (one, one, one, one, one), (one, one),
                np.full((1, 1), -1, dtype=dev.ftl.mapping.lpn_dtype), np.zeros(1, dtype=np.int64))

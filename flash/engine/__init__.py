@@ -5,7 +5,7 @@
   suspension and MQSim's chip batches; a program with multi-plane merging; a hold of
   the cache register; garbage-collection work and erases.
 - ``gaps``: the gap-filling lanes of channels and the host link (``GapBank`` and its
-  kernels): fit, book, reserve, cover, prune.
+  kernels): fit, book, cover, prune.
 - ``chunks``: a chunk's pages grouped into commands per die, and a chunk's or one
   page's read or program booked on its dies and channels in one call.
 

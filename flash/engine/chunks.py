@@ -1,11 +1,31 @@
-"""The fast model's chunk and page bookings (``flash.fast``), compiled: a chunk's pages
-grouped into commands per die (``group_dies``: multi-plane and die-interleaved forming),
-its dies' reads or programs (``flash.engine.dies``), each channel's one span
-(``flash.engine.gaps``) and the cache-register holds, in one call; and one page's read
-or program, for the batch path (``flash.pages``) and single pages. The only
-implementation of these steps on die lanes; under MQSim's chip lock or data-out convoy,
-or when spans are recorded, ``FastModel`` takes the same steps in numpy around calls of
-the die and gap kernels.
+"""A device's chunk and page bookings, compiled: a chunk's pages grouped into commands
+per die (``group_dies``: multi-plane and die-interleaved forming), its dies' reads or
+programs (``flash.engine.dies``), each channel's one span (``flash.engine.gaps``) and
+the cache-register holds, in one call (``read_chunk``, ``program_chunk``); and one
+page's read or program (``read_page``, ``program_page``). The only implementation of
+these steps: ``flash.fast`` and the batch path (``flash.pages``) call them.
+
+Under ``flash.compat = "mqsim"`` (``Geometry.chip_lock``, ``Geometry.convoy``) the lanes
+are chips: a chip lane takes the largest command count, command time and data-out of
+its dies (they work in parallel), its channel time is their sum, and its read uses the
+bit mask of those dies (MQSim's chip batches, ``die_read``). A read command then needs
+idle channel time outside the windows in which read data waits for the channel
+(``command_slot``: MQSim's PHY drains waiting data-outs before it takes a command), each
+read's data waits from its tR's end to its data-out's start (those windows, covered in
+the lanes' ``wait`` bank), and a chip is busy until its data is out (no cache read).
+
+State handed to the kernels, declared once here:
+
+- ``lanes`` (``Lanes``): the die lanes' state (``DieLanes.state``), the channels'
+  ``GapBank.arrays()`` and the wait windows' (empty rows when not ``convoy``);
+- ``geo`` (``GEOMETRY``, one record): the device's geometry and cell timing;
+- ``cmds`` (``COMMANDS``, a record per planes in a command, 0 unused): command cycles
+  and data-out setup times;
+- ``cell`` (``CELL``, a record per bit of a cell): a page's tR and tPROG by its bit.
+
+Results of a chunk go into ``res``, per device of the lanes (one column each), rather
+than out as new arrays: numba builds each array it returns from a pickled type, a few
+microseconds each.
 """
 
 from __future__ import annotations
@@ -13,12 +33,33 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from flash.engine.dies import CAP, MERGED, TAIL, DieState, die_hold, die_prog, die_read
-from flash.engine.gaps import FILL, gap_book
+from flash.engine.dies import DieState, die_hold, die_prog, die_read, lane_full
+from flash.engine.gaps import FILL, Meta, gap_book, gap_cover, gap_fit, gap_room
 from tmhw.sim.intmath import div, log2_exact
 from tmhw.sim.jit import njit, njit_noref
 
 I64 = npt.NDArray[np.int64]
+#: (dies, channel intervals, channel numbers, wait-window intervals, their numbers)
+Lanes = tuple[DieState, I64, Meta, I64, Meta]
+
+#: a device's geometry (one record): pages per plane, planes per die, multi-plane
+#: forming, dies per lane (a chip's under the chip lock, else 1), lanes per channel and
+#: per device, MQSim's chip lock and data-out convoy, a page's bytes and data-out time,
+#: pages per block, bits per cell, the mean tR and tPROG, and whether a multi-plane
+#: program's pages share their page offset
+GEOMETRY = np.dtype([(name, np.int64) for name in (
+    "ppp", "planes", "multi", "dies_per_lane", "lanes_per_channel", "lanes_per_device",
+    "chip_lock", "convoy", "page", "page_data", "ppb", "bits", "t_r", "t_prog",
+    "same_offset")])
+#: per planes in one command: read command cycles, data-out setup, program command cycles
+COMMANDS = np.dtype([("rcmd", np.int64), ("rsetup", np.int64), ("pcmd", np.int64)])
+#: per bit of a cell: a page's tR and tPROG
+CELL = np.dtype([("t_r", np.int64), ("t_prog", np.int64)])
+#: the wait windows' arrays of lanes with no convoy (the kernels never read them)
+NO_WAIT = (np.zeros((2, 0, 0), dtype=np.int64), np.zeros((3, 0), dtype=np.int64))
+#: ``read_chunk``'s and ``program_chunk``'s answers besides 0 (booked): nothing booked,
+#: grow the channels' rows, the die lanes' rows, or the wait windows' rows and call again
+CH_FULL, LANE_FULL, WAIT_FULL = 1, 2, 3
 
 
 @njit
@@ -100,50 +141,113 @@ def group_dies(ppns: I64, weights: I64, weighted: bool, ppp: int, P: int, multi:
 
 
 @njit_noref
-def read_page(dst: DieState, iv: I64, meta: I64, i: int, ch: int, earliest: int, cmd: int,
-               t_r: int, x: int) -> int:
-    """``FastModel.read1`` on die lanes (no chip lock, no convoy, no recorded spans):
-    the die's read, its data-out on channel ``ch`` and the cache-register hold; the
-    data-out's end, or -1 (nothing booked) when the channel's row is full."""
-    if meta[FILL, ch] == iv.shape[2]:
-        return -1
-    d_end = die_read(dst, i, earliest + cmd, t_r, 0, -1)
+def command_slot(iv: I64, meta: Meta, wiv: I64, wmeta: Meta, ch: int, t: int,
+                 cmd: int) -> int:
+    """Under MQSim's convoy: the earliest start >= ``t`` of a command of ``cmd`` on
+    channel ``ch`` with the channel idle (``iv``, ``meta``) and no read data waiting
+    for it (the wait windows ``wiv``, ``wmeta``)."""
+    while True:
+        u = gap_fit(wiv, wmeta, ch, gap_fit(iv, meta, ch, t, cmd), cmd)
+        if u == t:
+            return t
+        t = u
+
+
+@njit_noref
+def read_page(lanes: Lanes, geo: npt.NDArray[np.void], cmds: npt.NDArray[np.void],
+              cell: npt.NDArray[np.void], ppn: int, earliest: int, x: int) -> int:
+    """One page ``ppn`` (in the lanes' numbering) read from ``earliest``, its data-out
+    ``x`` with setup: the die's read, its data-out on the die's channel and the
+    cache-register hold (module docstring for MQSim's rules); the data-out's end, or
+    minus why nothing was booked (``CH_FULL``, ``WAIT_FULL``). A
+    recording die lane needs room for two more spans (``DieLanes.reserve_records``)."""
+    dst, iv, meta, wiv, wmeta = lanes
+    g = geo[0]
+    P, dpl, convoy = g["planes"], g["dies_per_lane"], g["convoy"] != 0
+    die = ppn // g["ppp"] // P
+    lane = die // dpl
+    ch = lane // g["lanes_per_channel"]
+    if not gap_room(iv, meta, ch):
+        return -CH_FULL
+    if convoy and wmeta[FILL, ch] == wiv.shape[2]:
+        return -WAIT_FULL
+    cmd = cmds[1]["rcmd"]
+    t_r = cell[(ppn % g["ppb"]) % g["bits"]]["t_r"]
+    arrive = earliest + cmd
+    issue = arrive
+    if convoy:  # the command needs idle channel time, between drains
+        lane_rd = dst[0][lane]["rd"]
+        issue = command_slot(iv, meta, wiv, wmeta, ch,
+                             earliest if earliest > lane_rd else lane_rd, cmd) + cmd
+    dies = (1 << (die % dpl)) if g["chip_lock"] else 0
+    d_end = die_read(dst, lane, issue, t_r, dies, arrive)
     c_end = gap_book(iv, meta, ch, d_end - cmd, cmd + x)
-    die_hold(dst, i, c_end - x)  # cache read frees the die as its data starts out
+    if convoy:  # its data waits from its tR's end until its data-out starts
+        gap_cover(wiv, wmeta, ch, d_end, c_end - x)
+    # cache read frees the die as its data starts out; MQSim's chip waits for the end
+    die_hold(dst, lane, c_end if convoy else c_end - x)
     return c_end
 
 
 @njit_noref
-def program_page(dst: DieState, iv: I64, meta: I64, i: int, ch: int, earliest: int,
-                  busy: int, t_prog: int, mask: int, page: int) -> int:
-    """``FastModel.program1`` on die lanes (no chip lock, no recorded spans): the
-    command and data-in on channel ``ch`` from ``earliest``, then the program, or the
-    page joining a waiting one. Its end times two, plus one if it joined (end times are
-    far below 2**62); -1 when the channel's row is full, -2 when the lane's is (nothing
-    booked)."""
-    if meta[FILL, ch] == iv.shape[2]:
-        return -1
-    lane = dst[0]
-    if lane[TAIL, i] == (i + 1) * dst[2][0, CAP]:
-        return -2
+def program_page(lanes: Lanes, geo: npt.NDArray[np.void], cmds: npt.NDArray[np.void],
+                 cell: npt.NDArray[np.void], ppn: int, earliest: int, busy: int) -> int:
+    """One page ``ppn`` (in the lanes' numbering) programmed: its command and data-in,
+    ``busy``, on the die's channel from ``earliest``, then the program, or the page
+    joining a waiting one (``die_prog``). Its end times two, plus one if it joined (end
+    times are far below 2**62), or minus why nothing was booked (``CH_FULL``,
+    ``LANE_FULL``). A recording die lane needs room for one more span."""
+    dst, iv, meta = lanes[0], lanes[1], lanes[2]
+    g = geo[0]
+    P, dpl = g["planes"], g["dies_per_lane"]
+    plane = ppn // g["ppp"]
+    die = plane // P
+    lane = die // dpl
+    ch = lane // g["lanes_per_channel"]
+    if not gap_room(iv, meta, ch):
+        return -CH_FULL
+    if lane_full(dst, lane):
+        return -LANE_FULL
+    # the page's plane bit (a chip lane has a run of bits per die)
+    mask = (1 << (plane % P + (die % dpl) * P)) if g["multi"] else 0
+    ppb = g["ppb"]
+    page = ppn % ppb if g["same_offset"] else -1
     c_end = gap_book(iv, meta, ch, earliest, busy)
-    before = lane[MERGED, i]
-    end = die_prog(dst, i, c_end, t_prog, mask, page)
-    return 2 * end + int(lane[MERGED, i] != before)
+    merged = dst[0][lane]["merged"]
+    end = die_prog(dst, lane, c_end, cell[(ppn % ppb) % g["bits"]]["t_prog"], mask, page)
+    return 2 * end + int(dst[0][lane]["merged"] != merged)
 
 
 @njit
-def _channel_runs(udies: I64, lpc: int) -> I64:
-    """Where each channel's run of the sorted lanes ``udies`` starts (``lpc`` lanes per
+def _onto_lanes(udies: I64, dpl: int) -> tuple[I64, I64]:
+    """The lanes of sorted dies ``udies`` (``dpl`` dies a lane) and where each lane's
+    run of dies starts, with their count last."""
+    m = udies.size
+    lanes = np.empty(m, dtype=np.int64)
+    first = np.empty(m + 1, dtype=np.int64)
+    y = -1
+    for x in range(m):
+        ln = udies[x] // dpl
+        if y < 0 or ln != lanes[y]:
+            y += 1
+            lanes[y] = ln
+            first[y] = x
+    first[y + 1] = m
+    return lanes[:y + 1], first[:y + 2]
+
+
+@njit
+def _channel_runs(lanes: I64, lpc: int) -> I64:
+    """Where each channel's run of the sorted ``lanes`` starts (``lpc`` lanes per
     channel), and their count last: run ``g`` is lanes ``first[g]`` to
     ``first[g + 1]``."""
-    m = udies.size
+    m = lanes.size
     first = np.empty(m + 1, dtype=np.int64)
     g = -1
     s = log2_exact(lpc)
     ch = -1
     for x in range(m):
-        c = div(udies[x], lpc, s)
+        c = div(lanes[x], lpc, s)
         if g < 0 or c != ch:
             g += 1
             first[g] = x
@@ -152,77 +256,112 @@ def _channel_runs(udies: I64, lpc: int) -> I64:
     return first[:g + 2]
 
 
+@njit_noref
+def _at(t: I64, k: int) -> int:
+    """A time argument given for all devices (one value) or per device: device ``k``'s."""
+    return int(t[k]) if t.size > 1 else int(t[0])
+
+
 @njit
-def read_chunk(ppns: I64, nb: I64, earliest: I64, per_dev: bool, geo: I64, rcmd: I64,
-                rsetup: I64, dst: DieState, iv: I64, meta: I64, res: I64) -> bool:
-    """``FastModel.read_lanes`` on die lanes (no chip lock, no convoy, no recorded
-    spans): the same steps, each die and channel booked by the scalar rule it books in
-    numpy. ``geo``: planes' pages, planes per die, multi-plane, lanes per channel and
-    per device, tR, a page's data-out and its bytes; the lanes' and channels' arrays are
-    ``DieLanes.state`` and ``GapBank.arrays()``. Into ``res``, per device of the
-    lanes (one column each): its read commands, its first data-out's start and its last
-    one's end (-1: none). True when a channel's row is full: nothing booked; grow the
-    rows and call again. (Results go into ``res`` and not out as new arrays: numba
-    builds each array it returns from a pickled type, a few microseconds each.)"""
-    ppp, P, multi, lpc, lpd, t_r, page_data, page = (geo[0], geo[1], geo[2], geo[3],
-                                                     geo[4], geo[5], geo[6], geo[7])
-    udies, bytes_d, _p, ops_d, kp, _m = group_dies(ppns, nb, True, ppp, P, multi != 0)
-    m = udies.size
-    first = _channel_runs(udies, lpc)
+def read_chunk(lanes: Lanes, geo: npt.NDArray[np.void], cmds: npt.NDArray[np.void],
+               ppns: I64, nb: I64, earliest: I64, res: I64) -> int:
+    """Pages ``ppns`` (in the lanes' numbering) with ``nb`` bytes wanted of each read
+    from ``earliest`` (one time, or one per device), as ``flash.fast`` describes: per
+    die ``ops x tR`` after its command, then the dies' data-outs as one span on their
+    channel, in lane order, each lane holding its last command's data until its
+    data-out starts. Into ``res`` per device: its read commands, its first data-out's
+    start and its last one's end (-1: none). 0, or why nothing was booked (``CH_FULL``,
+    ``WAIT_FULL``). A recording die lane needs room for two spans a page."""
+    dst, iv, meta, wiv, wmeta = lanes
+    g = geo[0]
+    P, dpl, lpc, lpd = g["planes"], g["dies_per_lane"], g["lanes_per_channel"], \
+        g["lanes_per_device"]
+    t_r, page_data, page = g["t_r"], g["page_data"], g["page"]
+    chip, convoy = g["chip_lock"] != 0, g["convoy"] != 0
+    udies, bytes_d, _p, ops_d, kp, _m = group_dies(ppns, nb, True, g["ppp"], P,
+                                                    g["multi"] != 0)
+    ln, dfirst = _onto_lanes(udies, dpl)
+    m = ln.size
+    first = _channel_runs(ln, lpc)
     n_ch = first.size - 1
     s_lpc, s_lpd, s_page = log2_exact(lpc), log2_exact(lpd), log2_exact(page)
     uch = np.empty(n_ch, dtype=np.int64)
-    for g in range(n_ch):
-        uch[g] = div(udies[first[g]], lpc, s_lpc)
-        if meta[FILL, uch[g]] == iv.shape[2]:
-            return True
+    for c in range(n_ch):
+        uch[c] = div(ln[first[c]], lpc, s_lpc)
+        if not gap_room(iv, meta, uch[c]):
+            return CH_FULL
+        if convoy and wmeta[FILL, uch[c]] + first[c + 1] - first[c] > wiv.shape[2]:
+            return WAIT_FULL
+    # per lane: commands, command time, one command's data-out (the largest of its
+    # dies'), its channel time and its dies' commands (summed), the dies its read uses
+    ops_l = np.zeros(m, dtype=np.int64)
+    cmd_l = np.zeros(m, dtype=np.int64)
+    x_l = np.zeros(m, dtype=np.int64)
+    busy_l = np.zeros(m, dtype=np.int64)
+    cmds_l = np.zeros(m, dtype=np.int64)
+    dies_l = np.zeros(m, dtype=np.int64)
+    for y in range(m):
+        for x in range(dfirst[y], dfirst[y + 1]):
+            cmd = cmds[kp[x]]["rcmd"]
+            # one command's data-out: setup plus its share of the die's bytes
+            part = bytes_d[x] * page_data
+            xo = cmds[kp[x]]["rsetup"] + (div(part, page, s_page) if ops_d[x] == 1
+                                          else part // (page * ops_d[x]))
+            ops_l[y] = max(ops_l[y], ops_d[x])
+            cmd_l[y] = max(cmd_l[y], cmd)
+            x_l[y] = max(x_l[y], xo)
+            busy_l[y] += ops_d[x] * (cmd + xo)
+            cmds_l[y] += ops_d[x]
+            if chip:
+                dies_l[y] += 1 << (udies[x] % dpl)
+    # when each lane's command can go: from its device's start, and under the convoy in
+    # idle channel time outside the wait windows (all before any of the chunk's bookings)
+    arrive = np.empty(m, dtype=np.int64)
+    issue = np.empty(m, dtype=np.int64)
+    for c in range(n_ch):
+        for y in range(first[c], first[c + 1]):
+            e = _at(earliest, div(ln[y], lpd, s_lpd))
+            arrive[y] = e + cmd_l[y]
+            issue[y] = arrive[y]
+            if convoy:
+                rd = dst[0][ln[y]]["rd"]
+                issue[y] = command_slot(iv, meta, wiv, wmeta, uch[c], e if e > rd else rd,
+                                        cmd_l[y]) + cmd_l[y]
+    d_end = np.empty(m, dtype=np.int64)
+    for y in range(m):
+        d_end[y] = die_read(dst, ln[y], issue[y], ops_l[y] * t_r, dies_l[y], arrive[y])
     res[0, :] = 0
     res[1:, :] = -1
-    cmd = np.empty(m, dtype=np.int64)
-    x_op = np.empty(m, dtype=np.int64)
-    busy_l = np.empty(m, dtype=np.int64)
-    dev = np.empty(m, dtype=np.int64)  # each lane's device
-    for x in range(m):
-        cmd[x] = rcmd[kp[x]]
-        # one command's data-out: setup plus its share of the die's bytes
-        part = bytes_d[x] * page_data
-        x_op[x] = rsetup[kp[x]] + (div(part, page, s_page) if ops_d[x] == 1
-                                   else part // (page * ops_d[x]))
-        busy_l[x] = ops_d[x] * (cmd[x] + x_op[x])
-        dev[x] = div(udies[x], lpd, s_lpd)
-    d_end = np.empty(m, dtype=np.int64)
-    for x in range(m):
-        e = earliest[dev[x]] if per_dev else earliest[0]
-        d_end[x] = die_read(dst, udies[x], e + cmd[x], ops_d[x] * t_r, 0, -1)
-    c_start = np.empty(n_ch, dtype=np.int64)
-    c_end = np.empty(n_ch, dtype=np.int64)
-    for g in range(n_ch):
+    for c in range(n_ch):
         busy = 0
         lo = -1
         hi = -1
-        for x in range(first[g], first[g + 1]):
-            busy += busy_l[x]
-            ready = d_end[x] - (ops_d[x] - 1) * t_r - cmd[x]
-            need = d_end[x] + x_op[x]
+        for y in range(first[c], first[c + 1]):
+            busy += busy_l[y]
+            ready = d_end[y] - (ops_l[y] - 1) * t_r - cmd_l[y]
+            need = d_end[y] + x_l[y]
             if lo < 0 or ready < lo:
                 lo = ready
             if need > hi:
                 hi = need
-        c_end[g] = gap_book(iv, meta, uch[g], max(lo, hi - busy), busy)
-        c_start[g] = c_end[g] - busy
-        k = dev[first[g]]  # the channel's device
-        if res[1, k] < 0 or c_start[g] < res[1, k]:
-            res[1, k] = c_start[g]
-        if c_end[g] > res[2, k]:
-            res[2, k] = c_end[g]
-        # each lane's data leaves in lane order within the channel's span; the lane
-        # holds its last command's data until that data-out starts (cache read)
-        out = c_start[g]
-        for x in range(first[g], first[g + 1]):
-            out += busy_l[x]
-            die_hold(dst, udies[x], out - x_op[x])
-            res[0, dev[x]] += ops_d[x]
-    return False
+        c_end = gap_book(iv, meta, uch[c], max(lo, hi - busy), busy)
+        c_start = c_end - busy
+        k = div(ln[first[c]], lpd, s_lpd)  # the channel's device
+        if res[1, k] < 0 or c_start < res[1, k]:
+            res[1, k] = c_start
+        if c_end > res[2, k]:
+            res[2, k] = c_end
+        # each lane's data leaves in lane order within the channel's span: the lane
+        # holds its last command's data until that data-out starts (cache read), or
+        # under MQSim's rules until it ends, its data waiting from its tR's end
+        out = c_start
+        for y in range(first[c], first[c + 1]):
+            out += busy_l[y]
+            die_hold(dst, ln[y], out if convoy else out - x_l[y])
+            res[0, k] += cmds_l[y]
+            if convoy:
+                gap_cover(wiv, wmeta, uch[c], d_end[y], out - x_l[y])
+    return 0
 
 
 @njit_noref
@@ -232,36 +371,43 @@ def _share(t: int, ops: int) -> int:
 
 
 @njit
-def program_chunk(ppns: I64, first_in: I64, l_end: I64, per_dev: bool, geo: I64,
-                   pgeo: I64, pcmd: I64, dst: DieState, iv: I64, meta: I64, res: I64) -> int:
-    """``FastModel.program_lanes`` on die lanes (no chip lock, no recorded spans): the
-    same steps, each die and channel booked by the scalar rule it books in numpy.
-    ``geo`` as ``read_chunk``'s, ``pgeo``: tPROG, pages per block, same-offset
-    programs. Into ``res``, per device (one column each): its program commands, its
-    pages that joined a waiting program and its last program's end (-1: none). 0 when
-    booked; nothing is booked when a channel's row is full (1) or a die lane's row has
-    no free slot (2): grow them and call again."""
-    ppp, P, multi, lpc, lpd, page_data = geo[0], geo[1], geo[2], geo[3], geo[4], geo[6]
-    t_prog, ppb, same_offset = pgeo[0], pgeo[1], pgeo[2]
-    udies, _w, pages_d, ops_d, kp, mask = group_dies(ppns, ppns, False, ppp, P, multi != 0)
-    m = udies.size
-    first = _channel_runs(udies, lpc)
+def program_chunk(lanes: Lanes, geo: npt.NDArray[np.void], cmds: npt.NDArray[np.void],
+                  ppns: I64, first_in: I64, l_end: I64, res: I64) -> int:
+    """Pages ``ppns`` (in the lanes' numbering) programmed, their data crossing the
+    host link in [``first_in``, ``l_end``] (one time, or one per device), as
+    ``flash.fast`` describes: each channel carries the commands and data-in of its
+    lanes as one span, each lane programs once its first command's data is in (a lane
+    of one command may join a waiting program, ``die_prog``). Into ``res`` per device:
+    its program commands, its lanes that joined a waiting program and its last
+    program's end (-1: none). 0, or why nothing was booked (``CH_FULL``,
+    ``LANE_FULL``). A recording die lane needs room for a span a page."""
+    dst, iv, meta = lanes[0], lanes[1], lanes[2]
+    g = geo[0]
+    ppp, P, dpl, lpc, lpd = (g["ppp"], g["planes"], g["dies_per_lane"],
+                             g["lanes_per_channel"], g["lanes_per_device"])
+    page_data, t_prog, ppb = g["page_data"], g["t_prog"], g["ppb"]
+    chip = g["chip_lock"] != 0
+    udies, _w, pages_d, ops_d, kp, mask = group_dies(ppns, ppns, False, ppp, P,
+                                                     g["multi"] != 0)
+    ln, dfirst = _onto_lanes(udies, dpl)
+    m = ln.size
+    first = _channel_runs(ln, lpc)
     n_ch = first.size - 1
     s_lpc, s_lpd, s_die, s_ppb = (log2_exact(lpc), log2_exact(lpd), log2_exact(ppp * P),
                                   log2_exact(ppb))
-    for g in range(n_ch):
-        if meta[FILL, div(udies[first[g]], lpc, s_lpc)] == iv.shape[2]:
-            return 1
-    lane = dst[0]
-    for x in range(m):
-        i = udies[x]
-        if lane[TAIL, i] == (i + 1) * dst[2][0, CAP]:
-            return 2
-    offs = np.full(m, -1, dtype=np.int64)
-    if same_offset:  # a lane's first page gives the offset its command programs
+    for c in range(n_ch):
+        if not gap_room(iv, meta, div(ln[first[c]], lpc, s_lpc)):
+            return CH_FULL
+    for y in range(m):
+        if lane_full(dst, ln[y]):
+            return LANE_FULL
+    # the page offset a die's command programs: its first page's, when a multi-plane
+    # program's pages share their offset
+    offs = np.full(udies.size, -1, dtype=np.int64)
+    if g["same_offset"]:
         d0 = udies[0]
-        if udies[m - 1] - d0 < 4 * m + 64:  # the first page per die, indexed by die
-            low = np.full(udies[m - 1] - d0 + 1, -1, dtype=np.int64)
+        if udies[-1] - d0 < 4 * udies.size + 64:  # the first page per die, indexed by die
+            low = np.full(udies[-1] - d0 + 1, -1, dtype=np.int64)
             for j in range(ppns.size):
                 x = div(ppns[j], ppp * P, s_die) - d0
                 if low[x] < 0 or ppns[j] < low[x]:
@@ -272,35 +418,49 @@ def program_chunk(ppns: I64, first_in: I64, l_end: I64, per_dev: bool, geo: I64,
                 x = int(np.searchsorted(udies, div(ppns[j], ppp * P, s_die)))
                 if offs[x] < 0 or ppns[j] < offs[x]:
                     offs[x] = ppns[j]
-        for x in range(m):
+        for x in range(udies.size):
             offs[x] -= div(offs[x], ppb, s_ppb) * ppb
+    # per lane: commands and one command's time (the largest of its dies'), channel
+    # time and commands (summed), plane mask (a chip's dies each a run of bits) and the
+    # offset of its first die
+    ops_l = np.zeros(m, dtype=np.int64)
+    busy_op = np.zeros(m, dtype=np.int64)
+    chan_l = np.zeros(m, dtype=np.int64)
+    cmds_l = np.zeros(m, dtype=np.int64)
+    mask_l = np.zeros(m, dtype=np.int64)
+    for y in range(m):
+        for x in range(dfirst[y], dfirst[y + 1]):
+            op = cmds[kp[x]]["pcmd"] + _share(pages_d[x] * page_data, ops_d[x])
+            ops_l[y] = max(ops_l[y], ops_d[x])
+            busy_op[y] = max(busy_op[y], op)
+            chan_l[y] += ops_d[x] * op
+            cmds_l[y] += ops_d[x]
+            mask_l[y] += (mask[x] << ((udies[x] % dpl) * P)) if chip else mask[x]
     res[0, :] = 0
     res[1, :] = 0
     res[2, :] = -1
-    for g in range(n_ch):
-        k = div(udies[first[g]], lpd, s_lpd)  # the channel's device
+    for c in range(n_ch):
+        k = div(ln[first[c]], lpd, s_lpd)  # the channel's device
         busy = 0
-        for x in range(first[g], first[g + 1]):
-            busy += ops_d[x] * (pcmd[kp[x]] + _share(pages_d[x] * page_data, ops_d[x]))
-        fi = first_in[k] if per_dev else first_in[0]
-        le = l_end[k] if per_dev else l_end[0]
-        c_end = gap_book(iv, meta, div(udies[first[g]], lpc, s_lpc), max(fi, le - busy),
-                         busy)
+        for y in range(first[c], first[c + 1]):
+            busy += chan_l[y]
+        fi, le = _at(first_in, k), _at(l_end, k)
+        c_end = gap_book(iv, meta, div(ln[first[c]], lpc, s_lpc), max(fi, le - busy), busy)
         c_start = c_end - busy
-        for x in range(first[g], first[g + 1]):
+        for y in range(first[c], first[c + 1]):
             # a lane programs once its first command's data is in, and its last command
             # cannot start before the channel has delivered everything; a lane of
             # several commands programs no page into a waiting one
-            op_busy = pcmd[kp[x]] + _share(pages_d[x] * page_data, ops_d[x])
-            e0 = max(c_start + op_busy, c_end - (ops_d[x] - 1) * t_prog)
-            i = udies[x]
-            before = lane[MERGED, i]
-            end = die_prog(dst, i, e0, ops_d[x] * t_prog, mask[x] if ops_d[x] == 1 else 0,
-                           offs[x])
-            if lane[MERGED, i] != before:
+            e0 = max(c_start + busy_op[y], c_end - (ops_l[y] - 1) * t_prog)
+            i = ln[y]
+            merged = dst[0][i]["merged"]
+            end = die_prog(dst, i, e0, ops_l[y] * t_prog, mask_l[y] if ops_l[y] == 1 else 0,
+                           offs[dfirst[y]])
+            if dst[0][i]["merged"] != merged:
                 res[1, k] += 1
+                res[0, k] += cmds_l[y] - 1
             else:
-                res[0, k] += ops_d[x]
+                res[0, k] += cmds_l[y]
             if end > res[2, k]:
                 res[2, k] = end
     return 0

@@ -5,10 +5,16 @@ timed model books a read's data-out at the end of its tR, in the future; on a FI
 that would keep every other die's earlier transfer off the channel until then.
 
 ``GapBank`` holds ``n`` lanes in arrays, booked by the kernels here (``gap_book``,
-``_gap_fit``, ``_gap_reserve``, ``_gap_prune``): the only implementation of the rules.
+``gap_fit``, ``gap_prune``, ``gap_cover``): the only implementation of the rules.
 ``BankLane`` is one row of a bank with a single lane's interface. A bank may also be
-of windows rather than of work (MQSim's data-out convoy, ``flash.scheduler``): its
+of windows rather than of work (MQSim's data-out convoy, ``flash.engine.chunks``): its
 lanes keep the intervals they are told to cover (``GapBank.cover``) and answer fits.
+
+State (``GapBank.arrays()``, handed to every kernel): ``iv[row, i, k]``, per lane ``i``
+its busy intervals (rows ``START``, ``END``: the first ``meta[FILL, i]`` slots, sorted
+and disjoint) and, on a bank that records its bookings (for timelines), every booking
+in order (rows ``REC_START``, ``REC_END``: the first ``meta[COUNT, i]`` slots), which
+``gap_book`` appends; ``meta[row, i]``: intervals kept, busy time, bookings.
 """
 
 from __future__ import annotations
@@ -19,23 +25,23 @@ import numpy.typing as npt
 from tmhw.sim.jit import njit_noref
 
 I64 = npt.NDArray[np.int64]
+Meta = npt.NDArray[np.int64]
 
 
 class GapBank:
     """``n`` gap-filling lanes (module docstring), their state in arrays: per lane
-    its sorted disjoint busy intervals as a row of ``_iv`` (starts in ``_iv[0]``, ends
-    in ``_iv[1]``, the first ``_meta[FILL]`` slots of the row), its busy time and its
-    booking count. A booking is one compiled call (``gap_book``), and so is a chunk's
-    booking of each of its channels (``_gap_reserve``); a row that fills doubles every
-    row's slots."""
+    its sorted disjoint busy intervals as a row of ``_iv`` (module docstring), its busy
+    time and its booking count. A booking is one compiled call (``gap_book``; a chunk's
+    bookings of its channels are the chunk kernels', ``flash.engine.chunks``); a row
+    that fills doubles every row's slots. ``record``: every booking is kept
+    (``spans``)."""
 
     def __init__(self, prefix: str, n: int, record: bool = False) -> None:
         self.prefix = prefix
         self._cap = 64
-        self._iv = np.zeros((2, n, self._cap), dtype=np.int64)
+        self._iv = np.zeros((4 if record else 2, n, self._cap), dtype=np.int64)
         self._meta = np.zeros((3, n), dtype=np.int64)
-        self.spans: list[list[tuple[int, int]]] | None = (
-            [[] for _ in range(n)] if record else None)
+        self.record = record
 
     def __len__(self) -> int:
         return int(self._meta.shape[1])
@@ -43,14 +49,14 @@ class GapBank:
     def grow(self) -> None:
         """Double every row's slots."""
         n, cap = len(self), self._cap
-        iv = np.zeros((2, n, 2 * cap), dtype=np.int64)
+        iv = np.zeros((self._iv.shape[0], n, 2 * cap), dtype=np.int64)
         iv[:, :, :cap] = self._iv
         self._iv, self._cap = iv, 2 * cap
 
     @property
     def busy_until(self) -> I64:
         fill = self._meta[FILL]
-        last = self._iv[1, np.arange(fill.size), np.maximum(fill - 1, 0)]
+        last = self._iv[END, np.arange(fill.size), np.maximum(fill - 1, 0)]
         out: I64 = np.where(fill > 0, last, 0)
         return out
 
@@ -64,20 +70,29 @@ class GapBank:
         out: I64 = self._meta[COUNT].copy()
         return out
 
-    def arrays(self) -> tuple[I64, I64]:
+    def arrays(self) -> tuple[I64, Meta]:
         """The state a compiled booking takes (``gap_book``): the intervals and the
         per-lane numbers."""
         return self._iv, self._meta
 
+    @property
+    def spans(self) -> list[list[tuple[int, int]]] | None:
+        """(start, end) of every booking per lane, in booking order, when recording."""
+        if not self.record:
+            return None
+        return [list(zip(self._iv[REC_START, i, :k].tolist(),
+                         self._iv[REC_END, i, :k].tolist(), strict=True))
+                for i, k in enumerate(self._meta[COUNT].tolist())]
+
     def intervals(self, i: int) -> tuple[list[int], list[int]]:
         """Lane ``i``'s busy intervals: (starts, ends), sorted."""
         k = self._meta[FILL].item(i)
-        return self._iv[0, i, :k].tolist(), self._iv[1, i, :k].tolist()
+        return self._iv[START, i, :k].tolist(), self._iv[END, i, :k].tolist()
 
     def fit(self, i: int, t: int, dur: int) -> int:
         """Earliest start >= ``t`` of an idle interval of length ``dur`` on lane ``i``
         ."""
-        return int(_gap_fit(self._iv, self._meta, i, t, dur))
+        return int(gap_fit(self._iv, self._meta, i, t, dur))
 
     def start_time(self, i: int, earliest: int) -> int:
         return self.fit(i, earliest, 0)
@@ -89,37 +104,18 @@ class GapBank:
         if e < 0:  # the lane's row is full
             self.grow()
             e = int(gap_book(self._iv, self._meta, i, earliest, duration))
-        if self.spans is not None:
-            self.spans[i].append((e - duration, e))
         return e
-
-    def reserve(self, idx: I64, earliest: I64, duration: I64) -> I64:
-        """``reserve1`` on each of lanes ``idx`` in turn; their ends, in one compiled
-        call (another after each growth of the rows)."""
-        idx = np.ascontiguousarray(idx, dtype=np.int64)
-        earliest = np.ascontiguousarray(np.broadcast_to(earliest, idx.shape), dtype=np.int64)
-        duration = np.ascontiguousarray(duration, dtype=np.int64)
-        out = np.empty(idx.size, dtype=np.int64)
-        k = int(_gap_reserve(self._iv, self._meta, idx, earliest, duration, out, 0))
-        while k < idx.size:
-            self.grow()
-            k = int(_gap_reserve(self._iv, self._meta, idx, earliest, duration, out, k))
-        if self.spans is not None:
-            spans = self.spans
-            for i, d, e in zip(idx.tolist(), duration.tolist(), out.tolist(), strict=True):
-                spans[i].append((e - d, e))
-        return out
 
     def cover(self, i: int, s: int, e: int) -> None:
         """Mark [s, e) busy on lane ``i``, joining any intervals it overlaps or
         touches (for a lane of windows rather than of work: no busy time or count)."""
-        while _gap_cover(self._iv, self._meta, i, s, e) < 0:
+        while gap_cover(self._iv, self._meta, i, s, e) < 0:
             self.grow()
 
     def prune(self, before: int, lo: int = 0, hi: int | None = None) -> None:
         """Forget the intervals of lanes ``lo`` to ``hi`` (default: all) that ended
         before ``before`` (no booking can reach them), past the last ``PRUNE_KEEP``."""
-        _gap_prune(self._iv, self._meta, before, lo, len(self) if hi is None else hi)
+        gap_prune(self._iv, self._meta, before, lo, len(self) if hi is None else hi)
 
     def report(self, i: int, elapsed: int) -> dict[str, float | int]:
         busy: int = self._meta[BUSY].item(i)
@@ -175,24 +171,28 @@ class BankLane:
     def busy_until(self) -> int:
         iv, meta = self.bank.arrays()
         k = int(meta[FILL, self.i])
-        return int(iv[1, self.i, k - 1]) if k else 0
+        return int(iv[END, self.i, k - 1]) if k else 0
 
     def report(self, elapsed: int) -> dict[str, float | int]:
         return self.bank.report(self.i, elapsed)
 
 
-#: the rows of ``GapBank._meta``: intervals kept, busy time, bookings
+#: the rows of ``iv`` (module docstring): busy intervals, and recorded bookings
+START, END, REC_START, REC_END = range(4)
+#: the rows of ``meta``: per lane, intervals kept, busy time, bookings (rows of int64,
+#: not a record per lane: numba takes a structured array from Python some 90 ns slower,
+#: and the detailed model books a channel from Python for every page)
 FILL, BUSY, COUNT = range(3)
 #: intervals a lane keeps that no booking can reach before ``prune`` drops them
 PRUNE_KEEP = 64
 
 
 @njit_noref
-def _gap_fit(iv: I64, meta: I64, i: int, t: int, dur: int) -> int:
+def gap_fit(iv: I64, meta: Meta, i: int, t: int, dur: int) -> int:
     """The earliest start >= ``t`` of an idle interval of length ``dur`` on row
     ``i``."""
     n = meta[FILL, i]
-    st, en = iv[0, i], iv[1, i]
+    st, en = iv[START, i], iv[END, i]
     j = np.searchsorted(en[:n], t, side="right")
     s = t
     while j < n and st[j] < s + dur:
@@ -203,13 +203,20 @@ def _gap_fit(iv: I64, meta: I64, i: int, t: int, dur: int) -> int:
 
 
 @njit_noref
-def gap_book(iv: I64, meta: I64, i: int, t: int, dur: int) -> int:
+def gap_room(iv: I64, meta: Meta, i: int) -> bool:
+    """Whether row ``i`` has a free slot for a booking (and for its record)."""
+    cap = iv.shape[2]
+    return bool(meta[FILL, i] < cap and (iv.shape[0] == 2 or meta[COUNT, i] < cap))
+
+
+@njit_noref
+def gap_book(iv: I64, meta: Meta, i: int, t: int, dur: int) -> int:
     """Reserve ``dur`` on row ``i`` at its earliest fit no earlier than ``t``: its end,
-    or -1 (nothing booked) when the row has no free slot."""
-    n = meta[FILL, i]
-    if n == iv.shape[2]:
+    or -1 (nothing booked) when the row has no free slot (``gap_room``)."""
+    if not gap_room(iv, meta, i):
         return -1
-    st, en = iv[0, i], iv[1, i]
+    n = meta[FILL, i]
+    st, en = iv[START, i], iv[END, i]
     s = t
     j = n
     if n and t < en[n - 1]:  # the earliest idle interval long enough (``_fit``)
@@ -219,6 +226,9 @@ def gap_book(iv: I64, meta: I64, i: int, t: int, dur: int) -> int:
                 s = en[j]
             j += 1
     e = s + dur
+    if iv.shape[0] > 2:
+        iv[REC_START, i, meta[COUNT, i]] = s
+        iv[REC_END, i, meta[COUNT, i]] = e
     meta[BUSY, i] += dur
     meta[COUNT, i] += 1
     if dur == 0:
@@ -246,24 +256,11 @@ def gap_book(iv: I64, meta: I64, i: int, t: int, dur: int) -> int:
 
 
 @njit_noref
-def _gap_reserve(iv: I64, meta: I64, idx: I64, t: I64, dur: I64, out: I64, k: int) -> int:
-    """``gap_book`` of bookings ``k`` on into ``out``; where it stopped (a full row),
-    or ``idx.size``."""
-    while k < idx.size:
-        e = gap_book(iv, meta, idx[k], t[k], dur[k])
-        if e < 0:
-            return k
-        out[k] = e
-        k += 1
-    return k
-
-
-@njit_noref
-def _gap_prune(iv: I64, meta: I64, before: int, lo: int, hi: int) -> None:
+def gap_prune(iv: I64, meta: Meta, before: int, lo: int, hi: int) -> None:
     """``GapBank.prune`` of rows ``lo`` to ``hi``."""
     for i in range(lo, hi):
         n = meta[FILL, i]
-        st, en = iv[0, i], iv[1, i]
+        st, en = iv[START, i], iv[END, i]
         k = np.searchsorted(en[:n], before, side="right")
         if k > PRUNE_KEEP:
             for x in range(n - k):
@@ -273,13 +270,13 @@ def _gap_prune(iv: I64, meta: I64, before: int, lo: int, hi: int) -> None:
 
 
 @njit_noref
-def _gap_cover(iv: I64, meta: I64, i: int, s: int, e: int) -> int:
+def gap_cover(iv: I64, meta: Meta, i: int, s: int, e: int) -> int:
     """``GapBank.cover`` on row ``i``: 0, or -1 (nothing changed) when the row has no
     free slot."""
     if e <= s:
         return 0
     n = meta[FILL, i]
-    st, en = iv[0, i], iv[1, i]
+    st, en = iv[START, i], iv[END, i]
     a = np.searchsorted(en[:n], s, side="left")  # the first that ends at or after s
     b = np.searchsorted(st[:n], e, side="right")  # the first that starts after e
     if a < b:

@@ -23,11 +23,20 @@ run touches, not with the device (see ``mapping``).
 from __future__ import annotations
 
 import numpy as np
+import numpy.typing as npt
 
 from flash.config import FlashConfig
 from flash.ftl.blocks import ACTIVE, BAD, FREE, FULL, BlockManager
 from flash.ftl.gc import GarbageCollector, GcJob
-from flash.ftl.kernels import DONE, NEEDS_BLOCKS, NOT_ERASED, drop_old, write_dense_run, write_open
+from flash.ftl.kernels import (
+    DONE,
+    GEOMETRY,
+    NEEDS_BLOCKS,
+    NOT_ERASED,
+    drop_old,
+    write_dense_run,
+    write_open,
+)
 from flash.ftl.mapping import I64, SEG, SEG_BITS, AddressMap, SparseL2P, _ascending, stripe_planes
 from flash.ftl.program import Programmer
 from tmhw.sim import TmhwError
@@ -78,6 +87,10 @@ class FTL:
         self.trimmed_pages = 0
         # ``_write_dense``'s blocks opened per plane (-1: none) and planes to open
         self._opened = np.full(self.U, -1, dtype=np.int64)
+        #: the geometry record the kernels take (``kernels.GEOMETRY``)
+        self.geo: npt.NDArray[np.void] = np.array(
+            [(self.n_lpn, m.n_pre, self.U, self.ppb, SEG_BITS, self.l2p.DENSE_AT)],
+            dtype=GEOMETRY)
         self._need = np.zeros(self.U + 1, dtype=np.int64)
 
     # -- the layers' scalars -----------------------------------------------------------
@@ -201,6 +214,7 @@ class FTL:
         if n == 0:
             return
         self.blocks.fill(self.mapping.precondition(n))
+        self.geo[0]["n_pre"] = self.mapping.n_pre
 
     def age(self, overwrites: float, seed: int = 0, batch: int = 512) -> None:
         """Overwrite ``overwrites`` x the preconditioned pages at random, page by page,
@@ -385,11 +399,13 @@ class FTL:
         out = np.empty(n, dtype=np.int64)
         opened, need = self._opened, self._need
 
-        def call() -> int:
-            got: int = write_dense_run(lo, n, self.U, self.ppb, SEG_BITS, m.stripe_plane2,
-                                       m.plane_stripe, l2p.seg_row, l2p.pool, m.row1_of,
-                                       m.pool, self.valid, self.stamp, self.state,
-                                       b.host_blk, b.host_wp, b.seq, opened, need, out)
+        geo = self.geo
+
+        def call() -> int:  # (the P2L rows rebound as they grow: read at each call)
+            got: int = write_dense_run(
+                lo, n, geo, (m.stripe_plane2, m.plane_stripe), (l2p.seg_row, l2p.pool),
+                (b.host_blk, b.host_wp, m.row1_of, m.pool, self.valid, self.stamp,
+                 self.state), b.seq, (opened, need, out))
             return got
 
         got = call()
@@ -466,16 +482,15 @@ class FTL:
         l2 = self.l2p
         sp = l2.sparse
         sp.reserve(n)
-        seg_row, l2p = l2.arrays()
-        geo = np.array([self.n_lpn, m.n_pre, self.U, self.ppb, SEG_BITS, l2.DENSE_AT],
-                       dtype=np.int64)
-        base = m.plane_base
+        seg_row, rows = l2.arrays()
+        geo = self.geo
+        l2p = (sp.table, sp.meta, m.plane_base, seg_row, rows)
+        outs = (out, l2.sparse_per_seg, sparse, res)
         k = 0
-        while True:
-            k = int(write_open(lpns, sp.table, sp.meta, geo, base, seg_row, l2p,
-                               self.stripe_plane, b.host_blk, b.host_wp, m.row1_of, m.pool,
-                               self.valid, self.stamp, self.state, seq, out,
-                               l2.sparse_per_seg, sparse, res, k))
+        while True:  # (the P2L rows rebound as they grow: read at each call)
+            k = int(write_open(lpns, geo, self.stripe_plane, l2p,
+                               (b.host_blk, b.host_wp, m.row1_of, m.pool, self.valid,
+                                self.stamp, self.state), seq, outs, k))
             if k == n or not 0 <= keys[k] < self.n_lpn:
                 break
             plane = self._stripe_plane_list[keys[k] % self.U]

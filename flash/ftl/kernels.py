@@ -22,24 +22,37 @@ from tmhw.sim.intmath import div, log2_exact
 from tmhw.sim.jit import njit, njit_noref
 
 I64 = npt.NDArray[np.int64]
+I32 = npt.NDArray[np.int32]
+Rows = npt.NDArray[np.signedinteger]
+#: the FTL's geometry (one record): logical pages, preconditioned pages, planes in the
+#: stripe, pages per block, log2 of an L2P segment's pages, and the dict entries that
+#: make a segment dense
+GEOMETRY = np.dtype([(name, np.int64) for name in (
+    "n_lpn", "n_pre", "stripe", "ppb", "seg_bits", "dense_at")])
+#: the L2P the kernels read and write (``FTL.l2p_state``): its dict of sparse pages
+#: (``IntMap.table``, ``meta``), each stripe position's plane's first page (the
+#: preconditioned closed form), each segment's row (-1: not dense) and the rows
+L2p = tuple[I64, I64, I64, I64, Rows]
+#: the blocks' state the kernels change (``FTL.block_state``): per plane its active
+#: block and write pointer; per block its P2L row + 1 (0: none), then the P2L rows, and
+#: per block its valid pages, stamp and state
+Blocks = tuple[I64, I64, I32, Rows, I32, I64, npt.NDArray[np.int8]]
 #: ``write_dense_run``'s answers: done; declined (the general path must do it); a
 #: target page not erased; blocks to open first (their planes in ``need``)
 DONE, DECLINED, NOT_ERASED, NEEDS_BLOCKS = 0, 1, 2, 3
 
 
 @njit
-def write_dense_run(lo: int, n: int, U: int, ppb: int, seg_bits: int, sp2: I64,
-                    plane_stripe: I64, seg_row: I64, l2p: npt.NDArray[np.signedinteger],
-                    row1_of: npt.NDArray[np.int32], p2l: npt.NDArray[np.signedinteger],
-                    valid: npt.NDArray[np.int32], stamp: I64,
-                    state: npt.NDArray[np.int8], host_blk: I64, host_wp: I64, seq: int,
-                    opened: I64, need: I64, out: I64) -> int:
+def write_dense_run(lo: int, n: int, geo: npt.NDArray[np.void], stripe: tuple[I64, I64],
+                    dense: tuple[I64, Rows], blocks: Blocks, seq: int,
+                    io: tuple[I64, I64, I64]) -> int:
     """The host write of the run [lo, lo + n) (2 <= n <= planes x pages per block)
-    into ``out`` (its ppns; ``sp2``: the stripe's planes twice over, ``plane_stripe``:
-    each plane's stripe position), as ``FTL._write_pages`` does it with no collection:
-    the old copies' valid counts drop; the planes whose active block has room for their
-    pages ("fit") take them there at once, and every such block gets the stamp of the
-    write sequence after all of them; then each other plane in turn (in stripe order
+    into ``io``'s ``out`` (its ppns; ``stripe``: the stripe's planes twice over, and
+    each plane's stripe position; ``dense``: the L2P's segment rows and its rows), as
+    ``FTL._write_pages`` does it with no collection: the old copies' valid counts
+    drop; the planes whose active block has room for their pages ("fit") take them
+    there at once, and every such block gets the stamp of the write sequence after all
+    of them; then each other plane in turn (in stripe order
     for a run of at most a stripe, in plane order for a longer one) fills its active
     block and continues in the block ``opened[plane]``, each piece stamped as it is
     programmed; a block filled is closed. The write sequence ends at ``seq + n``.
@@ -49,6 +62,12 @@ def write_dense_run(lo: int, n: int, U: int, ppb: int, seg_bits: int, sp2: I64,
     if a target page is not erased; ``NEEDS_BLOCKS`` (nothing changed) when planes that
     do not fit have no opened block: ``need[0]`` of them, in the order they would open,
     in ``need[1:]``."""
+    g = geo[0]
+    U, ppb, seg_bits = g["stripe"], g["ppb"], g["seg_bits"]
+    sp2, plane_stripe = stripe
+    seg_row, l2p_rows = dense
+    host_blk, host_wp, row1_of, p2l, valid, stamp, state = blocks
+    opened, need, out = io
     mask = (1 << seg_bits) - 1
     for si in range(lo >> seg_bits, ((lo + n - 1) >> seg_bits) + 1):
         if seg_row[si] < 0:
@@ -113,14 +132,14 @@ def write_dense_run(lo: int, n: int, U: int, ppb: int, seg_bits: int, sp2: I64,
     for i in range(n):
         lpn = lo + i
         row = seg_row[lpn >> seg_bits]
-        old = l2p[row, lpn & mask]
+        old = l2p_rows[row, lpn & mask]
         if old >= 0:
             valid[div(old, ppb, s_ppb)] -= 1
     for i in range(n):
         lpn = lo + i
         p2l[row1_of[blk_i[i]] - 1, slot_i[i]] = lpn
         ppn = blk_i[i] * ppb + slot_i[i]
-        l2p[seg_row[lpn >> seg_bits], lpn & mask] = ppn
+        l2p_rows[seg_row[lpn >> seg_bits], lpn & mask] = ppn
         out[i] = ppn
     # the planes that fit, at once
     for x in range(w):
@@ -185,17 +204,19 @@ def drop_old(valid: npt.NDArray[np.int32], old: I64, ppb: int) -> int:
 
 
 @njit_noref
-def place_long(lo: int, hi: int, U: int, ppb: int, first_s: I64, a_s: I64, pst_s: I64,
-               act_s: I64, hw_s: I64, row_a: I64, blk_a: I64,
-               pool: npt.NDArray[np.signedinteger], out: I64) -> int:
+def place_long(lo: int, hi: int, U: int, ppb: int, per_pos: tuple[I64, I64, I64, I64, I64],
+               pieces: tuple[I64, I64], pool: Rows, out: I64) -> int:
     """``Programmer.program_long``'s placement of the logical pages [lo, hi), page by
-    page: page ``lp`` at stripe position ``c = lp % U`` is its plane's ``k``-th, so it
-    goes into the plane's active block at its write pointer while ``k < a_s[c]``, then
-    into the plane's opened blocks in turn (``pst_s[c]``: the plane's first piece,
-    ``act_s[c]``: 1 if that is its active block). Each page's P2L entry is set (``pool``
-    rows ``row_a`` of the pieces' blocks ``blk_a``) and its ppn written to
-    ``out[lp - lo]``. Returns -1, or the first page whose target is not erased (it and
-    the pages after it not placed)."""
+    page: page ``lp`` at stripe position ``c = lp % U`` is its plane's ``k``-th (from
+    its first page ``first_s[c]``), so it goes into the plane's active block at its
+    write pointer ``hw_s[c]`` while ``k < a_s[c]``, then into the plane's opened blocks
+    in turn (``pst_s[c]``: the plane's first piece, ``act_s[c]``: 1 if that is its
+    active block), ``per_pos`` being those five per stripe position. Each page's P2L
+    entry is set (``pool`` rows ``row_a`` of the pieces' blocks ``blk_a``: ``pieces``)
+    and its ppn written to ``out[lp - lo]``. Returns -1, or the first page whose target
+    is not erased (it and the pages after it not placed)."""
+    first_s, a_s, pst_s, act_s, hw_s = per_pos
+    row_a, blk_a = pieces
     for lp in range(lo, hi):
         c = lp % U
         k = (lp - first_s[c]) // U
@@ -216,46 +237,47 @@ def place_long(lo: int, hi: int, U: int, ppb: int, first_s: I64, a_s: I64, pst_s
 
 
 @njit
-def l2p_of(lpn: int, held: int, n_pre: int, U: int, plane_base: I64, seg_bits: int,
-           seg_row: I64, l2p: npt.NDArray[np.signedinteger]) -> int:
+def l2p_of(l2p: L2p, geo: npt.NDArray[np.void], lpn: int) -> int:
     """``SparseL2P.get1`` compiled: the physical page of ``lpn`` (-1 unmapped) from its
-    dense segment's row (``seg_row``, ``l2p``: ``SparseL2P.seg_row`` and ``pool``), or
-    else its dict entry (``held``; -2: none, the dict being the caller's), or else the
+    dense segment's row, or else its entry in the L2P's dict, or else the
     preconditioned closed form (page ``lpn // U`` of its plane, below ``n_pre``)."""
+    sp, sp_meta, plane_base, seg_row, rows = l2p
+    g = geo[0]
+    seg_bits = g["seg_bits"]
     row = seg_row[lpn >> seg_bits]
     if row >= 0:
-        return int(l2p[row, lpn & ((1 << seg_bits) - 1)])
+        return int(rows[row, lpn & ((1 << seg_bits) - 1)])
+    held = im_get(sp, sp_meta, lpn, -2)
     if held != -2:
-        return held
-    if lpn >= n_pre:
+        return int(held)
+    if lpn >= g["n_pre"]:
         return -1
+    U = g["stripe"]
     return int(plane_base[lpn % U] + lpn // U)
 
 
 @njit
-def write_open(lpns: I64, sp: I64, sp_meta: I64, geo: I64, plane_base: I64, seg_row: I64,
-               l2p: npt.NDArray[np.signedinteger], stripe_plane: I64, host_blk: I64,
-               host_wp: I64, row1_of: npt.NDArray[np.int32],
-               p2l: npt.NDArray[np.signedinteger], valid: npt.NDArray[np.int32],
-               stamp: I64, state: npt.NDArray[np.int8], seq: I64, out: I64,
-               per_seg: npt.NDArray[np.int32], sparse: I64, res: I64, k0: int) -> int:
+def write_open(lpns: I64, geo: npt.NDArray[np.void], stripe_plane: I64, l2p: L2p,
+               blocks: Blocks, seq: I64, outs: tuple[I64, I32, I64, I64], k0: int) -> int:
     """``FTL.write1`` of each of ``lpns`` in turn (a page may repeat), their ppns into
     ``out``, from ``k0`` on, for as long as the page is in range and its plane has an
     active block with a P2L row and an erased page at its write pointer: the old
-    copy's valid count drops (``l2p_of``, its entry in the L2P's dict ``sp``,
-    ``sp_meta``: an ``IntMap`` with room for every page; a repeated page's old copy is
-    its last write here), the page goes at the write pointer, its block's stamp is the
-    write sequence (``seq[0]``, advanced), a block it fills is full, and a page of a
-    dense L2P segment is mapped there. The others are mapped in the dict, their pages
-    listed in ``sparse`` (from ``res[0]``, which counts them), and a page new to the
-    dict counts in its segment's ``per_seg``; ``res[1]`` is set when a segment reaches
-    ``dense_at`` entries there (the caller makes it dense). ``geo``: logical pages,
-    preconditioned pages, planes in the stripe, pages per block, log2 of an L2P
-    segment's pages, ``dense_at``. Where it stopped: ``lpns.size``, or the first page
-    not written, which needs what only ``write1`` does (open a block or its row,
-    collect, raise)."""
-    n_lpn, n_pre, U, ppb, seg_bits, dense_at = (geo[0], geo[1], geo[2], geo[3], geo[4],
-                                                geo[5])
+    copy's valid count drops (``l2p_of``; the L2P's dict has room for every page; a
+    repeated page's old copy is its last write here), the page goes at the write
+    pointer, its block's stamp is the write sequence (``seq[0]``, advanced), a block it
+    fills is full, and a page of a dense L2P segment is mapped there. The others are
+    mapped in the dict, their pages listed in ``sparse`` (from ``res[0]``, which counts
+    them), and a page new to the dict counts in its segment's ``per_seg``; ``res[1]`` is
+    set when a segment reaches ``dense_at`` entries there (the caller makes it dense);
+    ``outs`` is (``out``, ``per_seg``, ``sparse``, ``res``). Where it stopped:
+    ``lpns.size``, or the first page not written, which needs what only ``write1``
+    does (open a block or its row, collect, raise)."""
+    g = geo[0]
+    n_lpn, U, ppb, seg_bits, dense_at = (g["n_lpn"], g["stripe"], g["ppb"], g["seg_bits"],
+                                         g["dense_at"])
+    sp, sp_meta, _base, seg_row, rows = l2p
+    host_blk, host_wp, row1_of, p2l, valid, stamp, state = blocks
+    out, per_seg, sparse, res = outs
     n = lpns.size
     s = seq[0]
     for k in range(k0, n):
@@ -279,9 +301,7 @@ def write_open(lpns: I64, sp: I64, sp_meta: I64, geo: I64, plane_base: I64, seg_
                 old = out[j]
                 break
         if old == -2:
-            si = lpn >> seg_bits
-            held = -2 if seg_row[si] >= 0 else im_get(sp, sp_meta, lpn, -2)
-            old = l2p_of(lpn, held, n_pre, U, plane_base, seg_bits, seg_row, l2p)
+            old = l2p_of(l2p, geo, lpn)
         if old >= 0:
             valid[old // ppb] -= 1
         p2l[r, wp] = lpn
@@ -300,7 +320,7 @@ def write_open(lpns: I64, sp: I64, sp_meta: I64, geo: I64, plane_base: I64, seg_
         si = lpn >> seg_bits
         row = seg_row[si]
         if row >= 0:
-            l2p[row, lpn & ((1 << seg_bits) - 1)] = ppn
+            rows[row, lpn & ((1 << seg_bits) - 1)] = ppn
         else:
             sparse[res[0]] = lpn
             res[0] += 1

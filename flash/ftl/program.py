@@ -195,8 +195,9 @@ class Programmer:
         row_a = m.row1_of[blk_a].astype(np.int64) - 1
         out = np.empty(n, dtype=np.int64)
         # per stripe position: its plane's first piece, active pages, write pointer
-        if place_long(lo, hi, U, ppb, first_s, a[sp], pstart[sp], act[sp].astype(np.int64),
-                      hw[sp], row_a, blk_a, m.pool, out) >= 0:
+        if place_long(lo, hi, U, ppb,
+                      (first_s, a[sp], pstart[sp], act[sp].astype(np.int64), hw[sp]),
+                      (row_a, blk_a), m.pool, out) >= 0:
             raise AssertionError("FTL: program to a non-erased page")
         b.valid[blk_a] += size_a.astype(np.int32)
         b.stamp[blk_a] = b.seq + np.cumsum(size_a)

@@ -229,11 +229,11 @@ def test_chunk_on_striped_devices_costs_its_touched_devices_only() -> None:
             calls.most_common(8)
         # the timing of a chunk's four devices: one compiled call (a make_room of the
         # die lanes' rows, then another, where a row is full)
-        compiled = calls["FastModel.read_compiled"] + calls["FastModel.program_compiled"]
+        compiled = calls["FastModel.read_lanes"] + calls["FastModel.program_lanes"]
         assert compiled == chunks, calls.most_common(12)
-        for step in ("CommandFormer.die_groups", "CommandFormer.channel_groups",
-                     "GapBank.reserve", "DieLanes.read_many", "DieLanes.prog_lanes"):
-            assert calls[step] <= calls["DieLanes.make_room"], (step, calls.most_common(12))
+        # the dies grouped in Python only to grow the lanes' rows
+        assert calls["CommandFormer.die_groups"] <= calls["DieLanes.make_room"], \
+            calls.most_common(12)
         timing = sum(v for k, v in calls.items() if k.startswith(_TIMING))
         assert timing <= 20 * chunks, sorted((k, v) for k, v in calls.items()
                                              if k.startswith(_TIMING))

@@ -1,8 +1,7 @@
 """The die lanes' rules (``flash.engine.dies``) as properties and worked cases: a lane
 never runs two ops at once, recording spans changes no booking, a page joins the newest
 fitting waiting program within four commands, and reads move a deep queue as the rule
-does op by op. A chunk's bookings (``read_many``, ``prog_lanes``, ``hold_many``) and one
-lane's (``read1``, ``prog1``, ``hold1``) are the same kernels."""
+does op by op."""
 
 from __future__ import annotations
 
@@ -34,13 +33,19 @@ def _run(steps: list[Any], chips: bool, record: bool) -> tuple[Any, ...]:
         masks = np.array([x[3] for x in b], dtype=np.int64)  # plane bits or chip dies
         pages = np.array([x[4] for x in b], dtype=np.int64)
         if kind == "read":
-            dies = np.maximum(masks, 1) if chips else None
-            arrive = np.maximum(t - pages * 10, 0)  # (before any wait for the chip)
-            ends.append(d.read_many(lanes, t, dur, dies, arrive if chips else None).tolist())
+            dies = np.maximum(masks, 1) if chips else np.zeros_like(masks)
+            # (on a chip, when it reached the scheduler: before any wait for the chip)
+            arrive = np.maximum(t - pages * 10, 0) if chips else np.full_like(t, -1)
+            ends.append([d.read1(*a) for a in zip(lanes.tolist(), t.tolist(), dur.tolist(),
+                                                   dies.tolist(), arrive.tolist(),
+                                                   strict=True)])
         elif kind == "prog":
-            ends.append(d.prog_lanes(lanes, t, dur, masks, pages)[0].tolist())
+            ends.append([d.prog1(*a) for a in zip(lanes.tolist(), t.tolist(), dur.tolist(),
+                                                   masks.tolist(), pages.tolist(),
+                                                   strict=True)])
         elif kind == "hold":
-            d.hold_many(lanes, t)
+            for i, u in zip(lanes.tolist(), t.tolist(), strict=True):
+                d.hold1(i, u)
         else:
             ends.append([d.work1(int(lanes[0]), int(t[0]), int(dur[0]) * 4,
                                  erase=bool(pages[0]))])
@@ -70,39 +75,32 @@ def test_a_page_joins_the_newest_fitting_program_within_four_commands() -> None:
     """The rule's cases on one chip lane (two planes per die): a page looks back past
     programs of other dies and at other offsets, stops at a program of its die that has
     its plane, and looks no further back than four commands."""
-    for batched in (True, False):
-        d = DieLanes("die", 4, planes_per_die=2)
+    d = DieLanes("die", 4, planes_per_die=2)
 
-        def prog(lanes: list[int], masks: list[int], pages: list[int],
-                 d: DieLanes = d, batched: bool = batched) -> list[int]:
-            n = len(lanes)
-            if batched:
-                return d.prog_lanes(np.array(lanes), np.zeros(n, dtype=np.int64),
-                                    np.full(n, 1000), np.array(masks),
-                                    np.array(pages))[0].tolist()
-            return [d.prog1(i, 0, 1000, m, p) for i, m, p in zip(lanes, masks, pages,
-                                                                    strict=True)]
+    def prog(lanes: list[int], masks: list[int], pages: list[int]) -> list[int]:
+        return [d.prog1(i, 0, 1000, m, p) for i, m, p in zip(lanes, masks, pages,
+                                                                strict=True)]
 
-        # lanes 0-3 each queue: die 0 plane 0 offset 0, die 1 offset 0, die 0 offset 1
-        assert prog([0, 1, 2, 3], [0b01] * 4, [0] * 4) == [1000] * 4
-        assert prog([0, 1, 2, 3], [0b0100] * 4, [0] * 4) == [2000] * 4
-        assert prog([0, 1, 2, 3], [0b01] * 4, [1] * 4) == [3000] * 4
-        # lanes 1 and 2 get a fourth command at another offset, lane 2 a fifth; lane 3
-        # garbage-collection work, then a fifth
-        assert prog([1, 2], [0b0100, 0b0100], [1, 1]) == [4000] * 2
-        assert prog([2], [0b0100], [2]) == [5000]
-        assert d.work1(3, 0, 1000) == 4000
-        assert prog([3], [0b0100], [1]) == [5000]
-        # plane 1 of die 0 at offset 0: lane 0 joins its first program (three back),
-        # lane 1 its first (four back: past programs of die 1 and one at offset 1);
-        # lane 2 would find it five back (too far), lane 3 stops at the work
-        got = prog([0, 1, 2, 3], [0b10] * 4, [0] * 4)
-        assert got == [1000, 1000, 6000, 6000]
-        assert d.merged == 2 and [d.merged_on(i) for i in range(4)] == [1, 1, 0, 0]
-        # plane 1 of die 0 at offset 0 again: the program already has it, the search
-        # stops there (lane 0's new command; lane 1 the same)
-        assert prog([0, 1], [0b10, 0b10], [0, 0]) == [4000, 5000]
-        assert d.merged == 2
+    # lanes 0-3 each queue: die 0 plane 0 offset 0, die 1 offset 0, die 0 offset 1
+    assert prog([0, 1, 2, 3], [0b01] * 4, [0] * 4) == [1000] * 4
+    assert prog([0, 1, 2, 3], [0b0100] * 4, [0] * 4) == [2000] * 4
+    assert prog([0, 1, 2, 3], [0b01] * 4, [1] * 4) == [3000] * 4
+    # lanes 1 and 2 get a fourth command at another offset, lane 2 a fifth; lane 3
+    # garbage-collection work, then a fifth
+    assert prog([1, 2], [0b0100, 0b0100], [1, 1]) == [4000] * 2
+    assert prog([2], [0b0100], [2]) == [5000]
+    assert d.work1(3, 0, 1000) == 4000
+    assert prog([3], [0b0100], [1]) == [5000]
+    # plane 1 of die 0 at offset 0: lane 0 joins its first program (three back),
+    # lane 1 its first (four back: past programs of die 1 and one at offset 1);
+    # lane 2 would find it five back (too far), lane 3 stops at the work
+    got = prog([0, 1, 2, 3], [0b10] * 4, [0] * 4)
+    assert got == [1000, 1000, 6000, 6000]
+    assert d.merged == 2 and [d.merged_on(i) for i in range(4)] == [1, 1, 0, 0]
+    # plane 1 of die 0 at offset 0 again: the program already has it, the search
+    # stops there (lane 0's new command; lane 1 the same)
+    assert prog([0, 1], [0b10, 0b10], [0, 0]) == [4000, 5000]
+    assert d.merged == 2
 
 
 def test_a_deep_queue_grows_its_row_and_a_read_moves_all_of_it() -> None:
@@ -111,8 +109,8 @@ def test_a_deep_queue_grows_its_row_and_a_read_moves_all_of_it() -> None:
     d = DieLanes("die", 2, RULE)
     ends = [d.prog1(0, 0, 1_000) for _ in range(40)]
     assert ends == [1_000 * (k + 1) for k in range(40)]
-    end = d.read_many(np.array([0, 1]), np.array([500, 500]), np.array([200, 200]))
-    assert end.tolist() == [500 + 50 + 200, 700]  # suspend latency, then tR
+    end = [d.read1(0, 500, 200), d.read1(1, 500, 200)]
+    assert end == [500 + 50 + 200, 700]  # suspend latency, then tR
     assert d.busy_until.tolist() == [40_000 + 250, 700]
     assert d.suspends["program"] == 1
 
@@ -120,10 +118,9 @@ def test_a_deep_queue_grows_its_row_and_a_read_moves_all_of_it() -> None:
 @settings(max_examples=120, deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 50), st.integers(1, 40)), min_size=20, max_size=60),
        st.lists(st.tuples(st.integers(0, 3000), st.integers(1, 60)), min_size=1, max_size=6),
-       st.booleans())
+       )
 def test_reads_move_a_deep_queue_as_op_by_op(ops: list[tuple[int, int]],
-                                             reads: list[tuple[int, int]],
-                                             batched: bool) -> None:
+                                             reads: list[tuple[int, int]]) -> None:
     """Reads move the programs queued on a die as the rule does op by op: a read goes
     ahead of the ops not started when it starts (no suspension here) and after the
     running one; from there each op starts no earlier than it was booked and after the
@@ -151,8 +148,7 @@ def test_reads_move_a_deep_queue_as_op_by_op(ops: list[tuple[int, int]],
             w[1] += u - w[0]
             w[0] = u
             u = w[1]
-        got = [(x.read_many(np.array([0]), np.array([at]), np.array([dur])).tolist()[0]
-                if batched else x.read1(0, at, dur)) for x in (recorded, plain)]
+        got = [x.read1(0, at, dur) for x in (recorded, plain)]
         assert got == [end, end]
         assert recorded.busy_until.tolist() == plain.busy_until.tolist() == [
             max(end, max(w[1] for w in want))]

@@ -1,26 +1,25 @@
 """Recording spans changes no booking, and the channel lanes book by their rule.
 
 The fast model books a chunk's reads and programs in one compiled call
-(``flash.engine.chunks.read_chunk``, ``program_chunk``) unless spans are recorded; recording
-books lane by lane through ``DieLanes`` (the same die kernels, ``flash.engine.dies``)
-and writes every span out. So a device that records and one that does not, driven
-alike, must return the same completion times and end in the same state: every lane's
-busy time and bookings, the suspends, the merged pages, the commands. The gap lanes
-(``flash.engine.gaps``) are checked against their rule over every time unit."""
+(``flash.engine.chunks.read_chunk``, ``program_chunk``); when spans are recorded, the
+same kernels also write every booking into the lanes' buffers. So a device that
+records and one that does not, driven alike, must return the same completion times
+and end in the same state: every lane's busy time and bookings, the suspends, the
+merged pages, the commands, under the ONFI rules and MQSim's (chip lock, data-out
+convoy). The gap lanes (``flash.engine.gaps``) are checked against their rule over
+every time unit."""
 
 from __future__ import annotations
 
 import dataclasses
 from typing import Any
 
-import numpy as np
 import simpy
 from flash_devices import small
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from flash import FlashTarget
-from flash.engine.dies import HEAD, KIND, MASK, MERGED, PAGE, QS, SUS_E, SUS_P, TAIL
 from flash.engine.dies import _now_slot as now_slot
 from flash.engine.gaps import GapBank
 from tmhw.sim import Op, Transfer
@@ -52,14 +51,15 @@ def _lane_state(dies: Any) -> list[Any]:
     queued ops' true times out after each read; otherwise only the head op's are kept,
     the others' worked out when read: ``flash.engine.dies._now_slot``.)"""
     lane, ops, _par, _rec = dies.state
-    out: list[Any] = [lane[[SUS_P, SUS_E, MERGED]].tolist()]
-    for i in range(lane.shape[1]):
-        h, t = int(lane[HEAD, i]), int(lane[TAIL, i])
+    out: list[Any] = [lane[["sus_p", "sus_e", "merged"]].tolist()]
+    for i in range(lane.shape[0]):
+        h, t = int(lane[i]["head"]), int(lane[i]["tail"])
         times = [now_slot(ops, h, k) for k in range(h, t)]
         st, en = [int(a) for a, _ in times], [int(b) for _, b in times]
-        out.append((lane[:5, i].tolist(), st, en,
-                    [(ops[h:t, f] - (ops[h, f] if f == QS and t > h else 0)).tolist()
-                     for f in (KIND, MASK, PAGE, QS)]))
+        out.append(([int(lane[i][f]) for f in ("until", "rd", "busy", "count", "qsum")],
+                    st, en,
+                    [(ops[f][h:t] - (ops[h][f] if f == "qs" and t > h else 0)).tolist()
+                     for f in ("kind", "mask", "page", "qs")]))
     return out
 
 
@@ -73,12 +73,14 @@ def _same(cfg: Any, reqs: list[Any], precondition: float) -> None:
 
 @settings(max_examples=40, deadline=None)
 @given(reqs=requests, precondition=st.sampled_from([0.0, 0.98]),
-       multiplane=st.booleans(), suspend=st.booleans())
-def test_compiled_chunks_book_as_the_numpy_lanes_do(reqs: list[Any], precondition: float,
-                                                    multiplane: bool, suspend: bool) -> None:
+       multiplane=st.booleans(), suspend=st.booleans(), mqsim=st.booleans())
+def test_recording_changes_no_booking(reqs: list[Any], precondition: float,
+                                      multiplane: bool, suspend: bool, mqsim: bool) -> None:
     """Reads that meet queued programs (read priority, suspend), programs that join a
-    waiting one (multi-plane), with and without a write buffer (same-offset programs)."""
-    cfg = dataclasses.replace(CFG, multiplane=multiplane, program_suspend=suspend)
+    waiting one (multi-plane), with and without a write buffer (same-offset programs),
+    on die lanes or MQSim's chip lanes."""
+    cfg = dataclasses.replace(CFG, multiplane=multiplane, program_suspend=suspend,
+                              compat="mqsim" if mqsim else CFG.compat)
     _same(cfg, reqs, precondition)
     _same(dataclasses.replace(cfg, write_buffer_bytes=0, read_cache_bytes=0), reqs,
           precondition)
@@ -86,8 +88,7 @@ def test_compiled_chunks_book_as_the_numpy_lanes_do(reqs: list[Any], preconditio
 
 @settings(max_examples=20, deadline=None)
 @given(reqs=requests)
-def test_compiled_chunks_on_striped_devices_book_as_the_numpy_lanes_do(
-        reqs: list[Any]) -> None:
+def test_recording_on_striped_devices_changes_no_booking(reqs: list[Any]) -> None:
     """Two devices striped: each device's part of a chunk from its own start time."""
     cfg = dataclasses.replace(CFG, devices=2, stripe_bytes=4 * CFG.page_size)
     _same(cfg, reqs, 0.5)
@@ -104,19 +105,20 @@ def test_gap_bank_books_the_earliest_idle_interval(books: list[tuple[int, int, i
     """Each booking takes the earliest idle interval long enough at or after its
     earliest start (checked against every time unit of the lane), bookings never
     overlap, busy intervals that touch merge, and prune drops only intervals no booking
-    can reach: one booking at a time or a batch at once, through the rows' growth (more
-    than 64 intervals on a lane)."""
-    bank, batch = GapBank("ch", 3), GapBank("ch", 3)
+    can reach, through the rows' growth (more than 64 intervals on a lane); every
+    booking is recorded, in order."""
+    bank = GapBank("ch", 3, record=True)
     busy: list[set[int]] = [set(), set(), set()]  # each lane's busy time units
     total = [0, 0, 0]
+    booked: list[list[tuple[int, int]]] = [[], [], []]
     t = 0
     for k, (i, gap, dur) in enumerate(books):
         t += gap // 4
         earliest = t + gap  # some bookings fall into earlier idle gaps, some after all
         fit = bank.fit(i, earliest, dur)
         end = bank.reserve1(i, earliest, dur)
-        assert int(batch.reserve(_arr([i]), _arr([earliest]), _arr([dur]))[0]) == end
         start = end - dur
+        booked[i].append((start, end))
         assert start == fit >= earliest
         units = set(range(start, end))
         assert not units & busy[i]  # no overlap
@@ -126,16 +128,15 @@ def test_gap_bank_books_the_earliest_idle_interval(books: list[tuple[int, int, i
         total[i] += dur
         if k % prune_every == prune_every - 1:
             bank.prune(t)
-            batch.prune(t)
     for i in range(3):
         starts, ends = bank.intervals(i)
-        assert batch.intervals(i) == (starts, ends)
         # sorted, disjoint, not touching: the union of the kept bookings
         assert all(e0 < s1 for e0, s1 in zip(ends, starts[1:], strict=False))
         kept = set().union(*(range(s, e) for s, e in zip(starts, ends, strict=True)))
         assert kept == {u for u in busy[i] if u >= (starts[0] if starts else 0)}
         assert bank.report(i, 10**6)["busy_ps"] == total[i]
         assert int(bank.busy_until[i]) == (max(busy[i]) + 1 if busy[i] else 0)
+    assert bank.spans == booked
 
 
 @settings(max_examples=60, deadline=None)
@@ -155,7 +156,3 @@ def test_gap_bank_covers_windows_as_their_union(windows: list[tuple[int, int]]) 
             == covered
         f = bank.fit(0, s, 3)
         assert f >= s and not set(range(f, f + 3)) & covered
-
-
-def _arr(x: list[int]) -> Any:
-    return np.array(x, dtype=np.int64)
