@@ -124,6 +124,7 @@ import dataclasses
 import math
 from dataclasses import dataclass, field
 
+from flash.pcie import GT_PER_S, PAYLOAD_SIZES, Pcie, lane_gbps
 from tmhw.sim import ConfigError
 from tmhw.sim.units import MS, NS, US, KiB, MiB, S, energy_pj
 
@@ -219,9 +220,17 @@ class FlashConfig:
     multiplane: bool = True
     die_queue_depth: int = 8
     # host link
+    pcie_gen: int = 4
     pcie_lanes: int = 4
-    pcie_lane_gbps: float = 2.0
+    pcie_lane_gbps: float = 0.0
+    pcie_max_payload_bytes: int = 256
+    pcie_overheads: bool = True
     nvme_queue_depth: int = 1024
+    # controller limits
+    controller_iops: int = 0
+    independent_plane_reads: bool = False
+    slc_cache_bytes: int = 0
+    t_prog_slc: int = 0
     # controller DRAM
     write_buffer_bytes: int = 192 * MiB
     read_cache_bytes: int = 64 * MiB
@@ -280,9 +289,19 @@ class FlashConfig:
                               "a permutation of the letters C, W, D, P (e.g. CWDP)")
         if self.static_wl_threshold < 1:
             raise ConfigError("static_wl_threshold", self.static_wl_threshold, ">= 1")
-        if not 0 < self.pcie_lane_gbps < math.inf:
-            raise ConfigError("pcie_lane_gbps", self.pcie_lane_gbps, "a finite number > 0")
+        if self.pcie_gen not in GT_PER_S:
+            raise ConfigError("pcie_gen", self.pcie_gen, f"one of {sorted(GT_PER_S)}")
+        if not 0 <= self.pcie_lane_gbps < math.inf:
+            raise ConfigError("pcie_lane_gbps", self.pcie_lane_gbps,
+                              "a finite number >= 0 (0: the generation's coded lane rate)")
+        if self.pcie_max_payload_bytes not in PAYLOAD_SIZES:
+            raise ConfigError("pcie_max_payload_bytes", self.pcie_max_payload_bytes,
+                              f"one of {PAYLOAD_SIZES}")
+        if self.slc_cache_bytes and not 0 < self.t_prog_slc <= self.t_prog:
+            raise ConfigError("t_prog_slc", self.t_prog_slc,
+                              f"in (0, t_prog = {self.t_prog}] ps with an SLC cache")
         for f in ("write_buffer_bytes", "read_cache_bytes", "t_suspend_program",
+                  "controller_iops", "slc_cache_bytes", "t_prog_slc",
                   "t_suspend_erase", "suspend_min_remaining"):
             v = getattr(self, f)
             if not isinstance(v, int) or isinstance(v, bool) or v < 0:
@@ -419,8 +438,21 @@ class FlashConfig:
 
     # -- bandwidth bounds --------------------------------------------------------------
     @property
-    def host_bytes_per_s(self) -> float:
-        return self.pcie_lanes * self.pcie_lane_gbps * 1e9
+    def pcie(self) -> Pcie:
+        """The host link (``flash.pcie``): lanes at ``pcie_lane_gbps`` or, when that is
+        0, the generation's coded lane rate."""
+        return Pcie(self.pcie_lanes, self.pcie_lane_gbps or lane_gbps(self.pcie_gen),
+                    self.pcie_max_payload_bytes, self.pcie_overheads)
+
+    @property
+    def host_read_bytes_per_s(self) -> float:
+        """Payload bytes per second of a long read over the host link."""
+        return self.pcie.read_bytes_per_s
+
+    @property
+    def host_write_bytes_per_s(self) -> float:
+        """Payload bytes per second of a long write over the host link."""
+        return self.pcie.write_bytes_per_s
 
     @property
     def die_read_bytes_per_s(self) -> float:
@@ -439,12 +471,12 @@ class FlashConfig:
         """devices x min(dies x planes x page / tR, channels x rate x width, host link),
         bytes/s."""
         return self.devices * min(self.die_read_bytes_per_s, self.channels_bytes_per_s,
-                                  self.host_bytes_per_s)
+                                  self.host_read_bytes_per_s)
 
     def write_bandwidth_bound(self) -> float:
         """devices x min(dies x planes x page / tPROG, channels, host link), bytes/s."""
         return self.devices * min(self.die_program_bytes_per_s, self.channels_bytes_per_s,
-                                  self.host_bytes_per_s)
+                                  self.host_write_bytes_per_s)
 
     # -- energy ------------------------------------------------------------------------
     def read_page_pj(self) -> float:
@@ -469,14 +501,16 @@ MQSIM_DEFAULT = FlashConfig(
     cell_type="MLC", t_r=75 * US, t_prog=750 * US, t_bers=3800 * US,
     channel_rate_mtps=333, channel_width_bits=8,
     pe_limit=10_000, over_provisioning=0.07, gc_threshold=0.05, gc_hard_threshold=0.005,
-    pcie_lanes=4, pcie_lane_gbps=1.0, write_buffer_bytes=0, read_cache_bytes=0,
+    pcie_lanes=4, pcie_lane_gbps=1.0, pcie_overheads=False, write_buffer_bytes=0,
+    read_cache_bytes=0,
 )
 
 PM1743 = dataclasses.replace(
     BASE_990PRO, name="pm1743",
     channels=16, chips_per_channel=2, dies_per_chip=2, planes_per_die=4,
     t_r=45 * US, t_prog=640 * US, t_bers=3500 * US,
-    channel_rate_mtps=1600, pcie_lanes=4, pcie_lane_gbps=3.25,
+    channel_rate_mtps=1600, pcie_gen=5, pcie_lanes=4, controller_iops=2_500_000,
+    independent_plane_reads=True,
 )
 
 SLC_ULL = dataclasses.replace(
@@ -484,7 +518,7 @@ SLC_ULL = dataclasses.replace(
     channels=8, chips_per_channel=4, dies_per_chip=2, planes_per_die=4,
     blocks_per_plane=2048, pages_per_block=256, page_size=4 * KiB,
     cell_type="SLC", t_r=3 * US, t_prog=100 * US, t_bers=1 * MS,
-    channel_rate_mtps=800, pe_limit=100_000, pcie_lanes=4, pcie_lane_gbps=0.985,
+    channel_rate_mtps=800, pe_limit=100_000, pcie_gen=3, pcie_lanes=4,
 )
 
 PRESETS: dict[str, FlashConfig] = {

@@ -90,7 +90,8 @@ class DetailedModel(TimingBase):
             if self.convoy:  # the command needs idle channel time, between drains
                 issue = self.command_slot(ch, max(issue, self.dies.read_free(lane)), cmd)
             t_r = max(self.t_r_of[(ppn_l[i] % self.ppb) % self.bits] for i in idx)
-            d_end = self.dies.read1(lane, issue + cmd, t_r)
+            d_end = self.dies.read1(lane, issue + cmd, t_r,
+                                    share=self.plane_reads if k == 1 else 1)
             x_end = d_end
             op_first = -1
             for j, i in enumerate(idx):
@@ -110,7 +111,8 @@ class DetailedModel(TimingBase):
                     first = start
             # the command's data sits in the cache register until its data-out starts;
             # under MQSim's rules the chip is busy until its data is out
-            self.dies.hold1(lane, x_end if self.convoy else op_first)
+            if k > 1 or self.plane_reads == 1:
+                self.dies.hold1(lane, x_end if self.convoy else op_first)
             if x_end > end:
                 end = x_end
         return first, end

@@ -81,7 +81,8 @@ class FastModel(TimingBase):
                 ("lanes_per_device", self.lanes_per_device), ("chip_lock", f.chip_lock),
                 ("convoy", self.convoy), ("page", self.page), ("page_data", phy.page_data),
                 ("ppb", self.ppb), ("bits", self.bits), ("t_r", int(cfg.t_r_mean)),
-                ("t_prog", int(cfg.t_prog_mean)), ("same_offset", self.same_offset)):
+                ("t_prog", int(cfg.t_prog_mean)), ("same_offset", self.same_offset),
+                ("plane_reads", self.plane_reads)):
             g[name] = value
         self.cmds = np.zeros(len(phy.rcmd), dtype=COMMANDS)
         self.cmds["rcmd"], self.cmds["rsetup"], self.cmds["pcmd"] = (

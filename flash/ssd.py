@@ -181,7 +181,7 @@ class Ssd:
             start = x_end  # MQSim: the request's data crosses once all of it is read
         if wire_bytes:
             self.mmio_reads += 1
-        end = self.host.to_host(start, wire_bytes or nbytes)
+        end = self.host.to_host(start, wire_bytes or nbytes, not wire_bytes)
         if x_end > end:
             end = x_end
         self._finish(t0, end)

@@ -264,9 +264,14 @@ def test_page_batch_costs_calls_per_batch_not_per_command() -> None:
                       seed=0)
     rng = np.random.default_rng(1)
     page = cfg.page_size
-    # the batch kernels loaded (the last read's: its pages are in the write buffer)
+    # the batch kernels loaded (the last read's: its pages are in the write buffer), and
+    # the link's and the batch's rows grown to a batch of 64 once (a doubling is paid
+    # once per device, not per batch)
     for op in (Op.READ, Op.WRITE, Op.READ):
         dev.transport_many(op, [0, page], page, Pattern.RANDOM, 0)
+    for op in (Op.READ, Op.WRITE):
+        dev.transport_many(op, (rng.integers(0, cfg.capacity // page, 64) * page).tolist(),
+                           page, Pattern.RANDOM, 10**8)
     t = 10**9
     for k in range(24):
         n = 64 if k % 2 else 16

@@ -24,7 +24,7 @@ def test_the_990pro_preset_has_the_concordia_geometry() -> None:
     assert (c.channels, c.chips_per_channel, c.dies_per_chip, c.planes_per_die) == (8, 2, 8, 4)
     assert (c.blocks_per_plane, c.pages_per_block, c.page_size) == (4096, 256, 16 * KiB)
     assert (c.t_r, c.t_prog, c.t_bers) == (40 * US, 400 * US, 4000 * US)
-    assert (c.channel_rate_mtps, c.pcie_lanes, c.pcie_lane_gbps) == (2400, 4, 2.0)
+    assert (c.channel_rate_mtps, c.pcie_lanes, c.pcie_gen) == (2400, 4, 4)
 
 
 def test_mqsim_read_command_is_290_ns() -> None:

@@ -14,6 +14,7 @@ import pytest
 import simpy
 
 from flash import PRESETS, FlashTarget
+from flash.host import HostInterface
 from tmhw.sim import Op, Transfer
 
 
@@ -64,7 +65,7 @@ def test_a_buffered_write_completes_when_its_data_has_crossed_the_link(name: str
     t = FlashTarget(simpy.Environment(), "flash", None, cfg, model=model)
     start = 5_000_000
     end = t.transport(Transfer(Op.WRITE, 3 * cfg.page_size, cfg.page_size), start)
-    assert end - start == int(cfg.page_size * 1e12 / cfg.host_bytes_per_s)
+    assert end - start == HostInterface(cfg).write_ps(cfg.page_size)
 
 
 def test_read_after_read_on_the_same_die_waits_for_tr() -> None:
@@ -104,5 +105,6 @@ def test_unloaded_latency_matches_mqsim(op: Op) -> None:
     ours = t.transport(Transfer(op, 11 * cfg.page_size, cfg.page_size), 0)
     # MQSim moves the page over PCIe after (read) or before (write) the flash, store and
     # forward; tmhw streams it through (cut-through), so add that transfer back.
-    pcie = cfg.page_size / cfg.host_bytes_per_s * 1e12
+    assert not cfg.pcie_overheads  # MQSim's link: data at the lane rate alone
+    pcie = cfg.page_size / cfg.host_read_bytes_per_s * 1e12
     assert round((ours + pcie) / 1e6) == MQSIM_QD1_US[op]

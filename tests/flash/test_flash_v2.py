@@ -10,6 +10,7 @@ import simpy
 
 from flash import PRESETS, FlashConfig, FlashTarget
 from flash.bench import run_bench
+from flash.host import HostInterface
 from tmhw.sim import Op, Transfer
 from tmhw.sim.units import US, KiB, MiB, S
 
@@ -26,7 +27,7 @@ def test_a_burst_smaller_than_the_write_buffer_completes_at_link_speed() -> None
     chunk = 2 * MiB
     ends = [t.transport(Transfer(Op.WRITE, a, chunk), 0) for a in range(0, burst, chunk)]
     # the link carries each chunk back to back; nothing waits for a program
-    assert ends[-1] == (burst // chunk) * int(chunk * S / cfg.host_bytes_per_s)
+    assert ends[-1] == (burst // chunk) * HostInterface(cfg).write_ps(chunk)
     assert t.report()["cache"]["write_buffer_waits"] == 0
 
 
@@ -36,7 +37,7 @@ def test_sustained_writes_settle_at_the_nand_program_rate() -> None:
     dies x planes x page / tPROG."""
     cfg = PRESETS["pm1743"]
     nand = cfg.die_program_bytes_per_s
-    assert nand < cfg.host_bytes_per_s
+    assert nand < cfg.host_write_bytes_per_s
     t = _dev(cfg)
     chunk = cfg.planes * cfg.page_size  # one page per plane: full multi-plane programs
     n = (2 * 1024 * MiB) // chunk
@@ -58,7 +59,7 @@ def test_4k_reads_walking_one_nand_page_cost_one_nand_read() -> None:
     assert rep["pages_read"] == 1
     assert rep["cache"]["cache_read_hits"] == 3
     # the hits cost only their link time
-    link = int(4 * KiB * S / cfg.host_bytes_per_s)
+    link = HostInterface(cfg).read_ps(4 * KiB)
     assert ends == [first + k * link for k in (1, 2, 3)]
 
 
@@ -113,11 +114,11 @@ def test_reads_go_ahead_of_programs_waiting_for_their_die() -> None:
 
 
 def test_sequential_writes_reach_the_link_with_multi_plane_programs() -> None:
-    """990 PRO-like: min(link 8 GB/s, programs 128 x 4 x 16 KiB / 400 us = 21 GB/s).
+    """990 PRO-like: min(link 7.2 GB/s, programs 128 x 4 x 16 KiB / 400 us = 21 GB/s).
     A 2 MiB chunk puts one page on plane p of every die; queued programs absorb the
     next chunks' pages for the other planes."""
     cfg = PRESETS["990pro"]
-    bound = min(cfg.host_bytes_per_s, cfg.die_program_bytes_per_s)
+    bound = min(cfg.pcie.write_throughput(2 * MiB), cfg.die_program_bytes_per_s)
     r = run_bench(cfg, pattern="seqwrite", size=2 * MiB, qd=64, count=400)
     assert float(r["bandwidth_mbps"]) * 1e6 >= 0.9 * bound
     assert r["report"]["merged_program_pages"] > 0
