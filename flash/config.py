@@ -190,15 +190,15 @@ class FlashConfig:
     # geometry
     channels: int = 8
     chips_per_channel: int = 2
-    dies_per_chip: int = 8
+    dies_per_chip: int = 2
     planes_per_die: int = 4
     blocks_per_plane: int = 4096
     pages_per_block: int = 256
     page_size: int = 16 * KiB
     # cell timing
     cell_type: str = "TLC"
-    t_r: int = 40 * US
-    t_prog: int = 400 * US
+    t_r: int = 45 * US
+    t_prog: int = 450 * US
     t_bers: int = 4 * MS
     t_r_page: tuple[int, ...] = ()
     t_prog_page: tuple[int, ...] = ()
@@ -208,7 +208,7 @@ class FlashConfig:
     onfi: OnfiTiming = field(default_factory=OnfiTiming)
     # endurance and FTL
     pe_limit: int = 3000
-    over_provisioning: float = 0.10
+    over_provisioning: float = 0.09
     gc_threshold: float = 0.05
     gc_hard_threshold: float = 0.005
     gc_policy: str = "greedy"
@@ -227,10 +227,10 @@ class FlashConfig:
     pcie_overheads: bool = True
     nvme_queue_depth: int = 1024
     # controller limits
-    controller_iops: int = 0
-    independent_plane_reads: bool = False
-    slc_cache_bytes: int = 0
-    t_prog_slc: int = 0
+    controller_iops: int = 1_500_000
+    independent_plane_reads: bool = True
+    slc_cache_bytes: int = 216 * 10**9
+    t_prog_slc: int = 150 * US
     # controller DRAM
     write_buffer_bytes: int = 192 * MiB
     read_cache_bytes: int = 64 * MiB
@@ -483,9 +483,11 @@ class FlashConfig:
         e = self.energy
         return energy_pj(e.vcc_v * e.icc_read_ma, self.t_r_mean)
 
-    def program_page_pj(self) -> float:
+    def program_page_pj(self, slc: bool = False) -> float:
+        """One page program's NAND energy (``slc``: in SLC mode, ``t_prog_slc``)."""
         e = self.energy
-        return energy_pj(e.vcc_v * e.icc_prog_ma, self.t_prog_mean)
+        return energy_pj(e.vcc_v * e.icc_prog_ma,
+                         self.t_prog_slc if slc and self.t_prog_slc else self.t_prog_mean)
 
     def erase_block_pj(self) -> float:
         e = self.energy
@@ -502,15 +504,17 @@ MQSIM_DEFAULT = FlashConfig(
     channel_rate_mtps=333, channel_width_bits=8,
     pe_limit=10_000, over_provisioning=0.07, gc_threshold=0.05, gc_hard_threshold=0.005,
     pcie_lanes=4, pcie_lane_gbps=1.0, pcie_overheads=False, write_buffer_bytes=0,
-    read_cache_bytes=0,
+    read_cache_bytes=0, controller_iops=0, independent_plane_reads=False, slc_cache_bytes=0,
+    t_prog_slc=0,
 )
 
 PM1743 = dataclasses.replace(
     BASE_990PRO, name="pm1743",
     channels=16, chips_per_channel=2, dies_per_chip=2, planes_per_die=4,
     t_r=45 * US, t_prog=640 * US, t_bers=3500 * US,
-    channel_rate_mtps=1600, pcie_gen=5, pcie_lanes=4, controller_iops=2_500_000,
-    independent_plane_reads=True,
+    channel_rate_mtps=1600, pcie_gen=5, pcie_lanes=4, over_provisioning=0.127,
+    controller_iops=2_500_000, independent_plane_reads=True, slc_cache_bytes=0,
+    t_prog_slc=0,
 )
 
 SLC_ULL = dataclasses.replace(
@@ -519,6 +523,8 @@ SLC_ULL = dataclasses.replace(
     blocks_per_plane=2048, pages_per_block=256, page_size=4 * KiB,
     cell_type="SLC", t_r=3 * US, t_prog=100 * US, t_bers=1 * MS,
     channel_rate_mtps=800, pe_limit=100_000, pcie_gen=3, pcie_lanes=4,
+    over_provisioning=0.10, controller_iops=0, independent_plane_reads=False,
+    slc_cache_bytes=0, t_prog_slc=0,
 )
 
 PRESETS: dict[str, FlashConfig] = {

@@ -117,12 +117,12 @@ class DetailedModel(TimingBase):
                 end = x_end
         return first, end
 
-    def program1(self, ppn: int, first_in: int, l_end: int) -> int:
-        return self.program(np.array([ppn], dtype=np.int64), first_in, l_end)
+    def program1(self, ppn: int, first_in: int, l_end: int, slc: bool = False) -> int:
+        return self.program(np.array([ppn], dtype=np.int64), first_in, l_end, slc)
 
-    def program(self, ppns: I64, first_in: int, l_end: int) -> int:
-        """Pages ``ppns`` whose data crosses the host link in [first_in, l_end]; the end
-        of the last program."""
+    def program(self, ppns: I64, first_in: int, l_end: int, slc: bool = False) -> int:
+        """Pages ``ppns`` whose data crosses the host link in [first_in, l_end] (``slc``:
+        in SLC mode, ``t_prog_slc``); the end of the last program."""
         phy, former, c = self.phy, self.former, self.c
         ppn_l = ppns.tolist()
         n = len(ppn_l)
@@ -140,7 +140,8 @@ class DetailedModel(TimingBase):
             # cut-through: the last page of the command must have crossed the host link
             arrive = first_in + (max(idx) + 1) * per_page
             c_end = self.channels.reserve1(ch, max(issue, arrive - dur), dur)
-            tp = max(self.t_prog_of[(ppn_l[i] % self.ppb) % self.bits] for i in idx)
+            tp = self.t_prog_slc if slc else max(
+                self.t_prog_of[(ppn_l[i] % self.ppb) % self.bits] for i in idx)
             mask = 0
             if former.multi:
                 for i in idx:

@@ -174,6 +174,8 @@ class PageBatch:
         ppns, n = ssd.ftl.write_many(lpns, keys)
         if not n:
             return []
+        slc = bool(ssd.slc) and ssd.slc.take(n, int(st[0]["t0"]), ssd.activity()[2])
+        dev = (fast.geo, fast.cmds, fast.cell_slc) if slc else self.dev
         if fast.ppn0:
             ppns += fast.ppn0
         ends = np.empty(n, dtype=np.int64)
@@ -181,7 +183,7 @@ class PageBatch:
         k = 0
         while True:
             lanes = (fast.dies.state, *fast.channels.arrays(), *NO_WAIT)
-            k = int(_write_pages(lanes, self.dev, ssd.host.links.arrays(), ppns, st, ends,
+            k = int(_write_pages(lanes, dev, ssd.host.links.arrays(), ppns, st, ends,
                                  p_ends, k))
             if k == n:
                 break

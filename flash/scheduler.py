@@ -160,6 +160,7 @@ class TimingBase:
         self.P = cfg.planes_per_die
         self.t_r_of = [cfg.t_r_of(i) for i in range(self.bits)]
         self.t_prog_of = [cfg.t_prog_of(i) for i in range(self.bits)]
+        self.t_prog_slc = cfg.t_prog_slc
         self.convoy = cfg.compat == "mqsim"
         #: one-page reads a die overlaps (``flash.engine.dies.plane_read``): its planes
         #: with independent plane reads, none under MQSim's rules

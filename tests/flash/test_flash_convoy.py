@@ -31,7 +31,7 @@ import simpy
 from flash import PRESETS, FlashConfig, FlashTarget
 from flash.host import HostInterface
 from tmhw.sim import Op, Transfer
-from tmhw.sim.units import NS, S
+from tmhw.sim.units import NS
 
 LPNS = {"A": 0, "B": 128, "C": 8}
 
