@@ -41,8 +41,20 @@ Field -> datasheet / MQSim symbol (times in integer ps, sizes in bytes):
 ``multiplane``           combine same-die operations on different planes into one
                          multi-plane command
 ``die_queue_depth``      bounded command queue per die in the detailed model
-``pcie_lanes`` / ``pcie_lane_gbps``: host link (``PCIe_Lane_Count``,
-                         ``PCIe_Lane_Bandwidth`` in GB/s), per device
+``pcie_gen`` / ``pcie_lanes``: host link, per device: PCIe generation (1-6) and lanes
+                         (``PCIe_Lane_Count``); ``flash.pcie`` has the coding, framing,
+                         DLLP and NVMe overheads and their sources
+``pcie_lane_gbps``       a lane's coded data rate, GB/s; 0 (default): the generation's
+                         (MQSim's ``PCIe_Lane_Bandwidth`` where set)
+``pcie_max_payload_bytes`` the TLP maximum payload size (128-4096; 256, what most root
+                         complexes negotiate)
+``pcie_overheads``       framing, DLLPs, ordered sets and NVMe packets on the link;
+                         false: data at the lane rate alone (MQSim's ``PCIe_Link``)
+``controller_iops``      commands the controller takes per second (0: unbounded)
+``independent_plane_reads`` a die overlaps one-page reads of its planes
+                         (``flash.engine.dies.plane_read``; not under ``compat = "mqsim"``)
+``slc_cache_bytes`` / ``t_prog_slc``: SLC write cache and its program time (``flash.slc``;
+                         0: none)
 ``nvme_queue_depth``     commands a device holds at once; more wait in the host's
                          submission queue (``IO_Queue_Depth``)
 ``write_buffer_bytes``   controller DRAM holding written data until its program ends; a
@@ -78,27 +90,42 @@ tDQSRE.
 
 Presets (sources; "estimate" where no public figure exists):
 
-- ``990pro``: Samsung-990-PRO-like, after comsys-lab/Concordia ``ssdconfig_990pro.xml``:
-  TLC, 8 ch x 2 chips x 8 dies x 4 planes,
-  4096 blocks/plane, 256 pages/block, 16 KiB pages; tR 40 us, tPROG 400 us, tBERS 4 ms;
-  2400 MT/s x 8 bit; PCIe x4 at 2 GB/s per lane; OP 10%; GC at 5% free. PE limit 3000
-  and hard GC threshold 0.5% are estimates (typical TLC; MQSim's default hard threshold).
+- ``990pro``: Samsung 990 PRO 2 TB. Datasheet (Samsung, 2022; ``flash.datasheets``):
+  7,450 MB/s sequential read, 6,900 MB/s sequential write (in its SLC cache), 1.4 M
+  random-read and 1.55 M random-write IOPS (4 KiB, QD32 x 16 threads); PCIe 4.0 x4.
+  Capacity point 2 TB: 32 dies of 512 Gb 176-layer TLC (2 TiB raw; 9% over-provisioned
+  gives 2.0 TB), 8 channels (the Pascal controller's) x 2 chips x 2 dies x 4 planes,
+  4096 blocks x 256 pages x 16 KiB; 2400 MT/s x 8 bit after comsys-lab/Concordia
+  ``ssdconfig_990pro.xml``. tR 45 us and tPROG 450 us are Samsung's published figures
+  for its V-NAND of that era (6th generation announcement, 2019: "below 450 us write
+  and 45 us read"); tBERS 4 ms, PE limit 3000, 4 planes and the hard GC threshold 0.5%
+  are estimates. SLC cache 216 GB (estimate: Intelligent TurboWrite 2.0's region at
+  2 TB as reviews measure it, 200-230 GB) with tPROG 150 us in SLC mode (estimate: a
+  third of TLC's, one bit per cell instead of three). ``controller_iops`` 1.5 M is an
+  estimate between the datasheet's random-read and random-write IOPS (its dies, with
+  independent plane reads, could read 128 planes / 45 us = 2.8 M); independent plane
+  reads are an estimate (176-layer TLC parts of every vendor have them).
 - ``mqsim-default``: MQSim's default ``ssdconfig.xml`` as given in docs/PARAMETERS.md: MLC,
   8 ch x 4 chips x 2 dies x 2 planes x 2048 blocks x 256 pages x 8 KiB; tR 75 us,
   tPROG 750 us, tBERS 3.8 ms; PE 10,000; 333 MT/s x 8 bit; OP 7%; GC 5% / hard 0.5%;
-  PCIe 4 lanes x 1 GB/s.
-- ``pm1743``: Samsung PM1743-like PCIe 5 device. Datasheet: 13 GB/s sequential read,
-  6.6 GB/s sequential write (docs/PARAMETERS.md). Geometry and cell timing are estimates
-  chosen to reproduce those figures: TLC, 16 ch x 2 chips x 2 dies x 4 planes x 4096
-  blocks x 256 pages x 16 KiB (4 TiB raw); tR 45 us, tPROG 640 us (64 dies x 4 planes x
-  16 KiB / 640 us = 6.55 GB/s), tBERS 3.5 ms; 1600 MT/s channels; PCIe 5.0 x4 with
-  3.25 GB/s per lane effective after protocol overhead (13 GB/s).
+  PCIe 4 lanes x 1 GB/s, with no protocol overheads (MQSim's link).
+- ``pm1743``: Samsung PM1743 3.84 TB, PCIe 5.0 x4. Datasheet (product brief, 2022;
+  ``flash.datasheets``): 13 GB/s sequential read, 6.6 GB/s sequential write, 2.5 M
+  random-read and 250 K random-write IOPS. Geometry and cell timing are estimates
+  chosen to reproduce those figures at that capacity point: TLC, 16 ch x 2 chips x
+  2 dies x 4 planes x 4096 blocks x 256 pages x 16 KiB (4 TiB raw, 12.7% over-provisioned
+  gives 3.84 TB); tR 45 us, tPROG 640 us (64 dies x 4 planes x 16 KiB / 640 us =
+  6.55 GB/s), tBERS 3.5 ms; 1600 MT/s channels; ``controller_iops`` 2.5 M (estimate:
+  the random-read figure, which its dies exceed with independent plane reads); no SLC
+  cache (an enterprise drive writes TLC directly). Its sequential read is the link's,
+  14.3 GB/s (+10% on the datasheet's).
 - ``slc-ull``: low-latency SLC class (Samsung Z-NAND / Kioxia XL-Flash). tR 3 us and
   tPROG 100 us from Cheong et al., "A flash memory controller for 15 us ultra-low-latency
   SSD using high-speed 3D NAND flash with 3 us read time", ISSCC 2018 (Z-NAND); 4 KiB
   pages and 1 ms erase, 8 ch x 4 chips x 2 dies x 4 planes x 2048 blocks x 256 pages,
-  800 MT/s, PE 100,000 and PCIe 3.0 x4 (0.985 GB/s per lane, the Z-SSD SZ985 host link)
-  are estimates.
+  800 MT/s and PE 100,000 are estimates; PCIe 3.0 x4 is the Z-SSD SZ985's host link. No
+  datasheet figures are held against it (the model is a class of device, not the
+  SZ985's capacity point).
 
 Controller DRAM, suspend and arrays (all presets unless noted). The 990 PRO ships LPDDR4
 (1 GB per TB, Samsung's data sheet), nearly all of it the mapping table; the share for
