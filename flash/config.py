@@ -235,7 +235,7 @@ class FlashConfig:
     onfi: OnfiTiming = field(default_factory=OnfiTiming)
     # endurance and FTL
     pe_limit: int = 3000
-    over_provisioning: float = 0.09
+    over_provisioning: float = 0.10
     gc_threshold: float = 0.05
     gc_hard_threshold: float = 0.005
     gc_policy: str = "greedy"
@@ -488,6 +488,15 @@ class FlashConfig:
 
     @property
     def die_program_bytes_per_s(self) -> float:
+        """All dies programming all planes back to back, the fastest they can (in SLC
+        mode while a device has an SLC cache): dies x planes x page / tPROG."""
+        fastest = self.t_prog_slc if self.slc_cache_bytes else self.t_prog_mean
+        return self.dies * self.planes_per_die * self.page_size * S / fastest
+
+    @property
+    def tlc_program_bytes_per_s(self) -> float:
+        """``die_program_bytes_per_s`` at the cell's own tPROG (the SLC cache's folding
+        rate, and a device's rate once its SLC cache is full)."""
         return self.dies * self.planes_per_die * self.page_size * S / self.t_prog_mean
 
     @property

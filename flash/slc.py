@@ -39,7 +39,7 @@ class SlcCache:
         #: the time up to which folding has been accounted
         self.since = 0
         #: pages folded per ps of idle time: the TLC program rate
-        self.fold_per_ps = cfg.die_program_bytes_per_s / cfg.page_size / S
+        self.fold_per_ps = cfg.tlc_program_bytes_per_s / cfg.page_size / S
         self.slc_pages = 0
         self.direct_pages = 0
         self.folded_pages = 0

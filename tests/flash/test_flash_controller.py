@@ -116,7 +116,7 @@ def test_idle_time_folds_the_cache_at_the_tlc_program_rate() -> None:
     t = FlashTarget(simpy.Environment(), "flash", None, SLC)
     dev = t.devices[0]
     end = _write(t, 0, 256 * MiB)
-    fold = 128 * MiB / SLC.die_program_bytes_per_s * S  # ps to fold half of it
+    fold = 128 * MiB / SLC.tlc_program_bytes_per_s * S  # ps to fold half of it
     t.transport(Transfer(Op.WRITE, 512 * MiB, SLC.page_size), int(end + fold))
     assert dev.slc.folded_pages == pytest.approx(128 * MiB // SLC.page_size, rel=0.01)
     assert dev.slc.slc_pages == 256 * MiB // SLC.page_size + 1

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 import simpy
-from flash_devices import small
+from flash_devices import plain, small
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -107,10 +107,8 @@ def test_each_transaction_is_one_trace_span() -> None:
 
 @pytest.mark.parametrize("depth", [1, 8])
 def test_a_full_die_queue_holds_back_the_next_program(depth: int) -> None:
-    import dataclasses
 
-    cfg = dataclasses.replace(PRESETS["990pro"], die_queue_depth=depth,
-                              write_buffer_bytes=0)
+    cfg = plain("990pro", die_queue_depth=depth, write_buffer_bytes=0)
     t = FlashTarget(simpy.Environment(), "flash", None, cfg, model="detailed")
     # eight programs of plane 0 of die 0 (logical pages k x planes), all issued at time 0
     ends = [t.transport(Transfer(Op.WRITE, k * cfg.planes * cfg.page_size, cfg.page_size), 0)
