@@ -117,7 +117,7 @@ class Pager(PageBook):
                  flash: MemoryTarget, totals: Totals, *, eager_writebacks: bool,
                  record_dma_order: bool = False) -> None:
         """``eager_writebacks``: a table's write-back is due at the op after its release,
-        not at its planned deadline (``policy.writeback_schedule`` off)."""
+        not at its planned deadline (``Policy.schedules_writebacks`` off)."""
         wl = workload
         super().__init__(Residency(wl.npages, capacity_pages, wl.page_size,
                                    starts=wl.page_starts()))
