@@ -266,10 +266,10 @@ def cmd_run(args: argparse.Namespace) -> int:
 
         tracer = Tracer()
     t0 = time.perf_counter()
-    system = System(cfg, tracer=tracer)
-    with progress(len(system.workload.ops) * cfg.run.iterations, unit="op",
-                  desc=f"{cfg.workload.model}/{cfg.policy.name}", disable=args.quiet) as bar:
-        system.progress = bar
+    with progress(None, unit="op", desc=f"{cfg.workload.model}/{cfg.policy.name}",
+                  disable=args.quiet) as bar:
+        system = System(cfg, tracer=tracer, progress=bar)
+        bar.reset(total=len(system.workload.ops) * cfg.run.iterations)
         rep = system.run()
     rep["host"] = {"wall_s": time.perf_counter() - t0, "events": system.env.events}
     summary = summary_table(rep)

@@ -319,14 +319,6 @@ class Residency:
         return self._ntimes
 
     # -- transitions ---------------------------------------------------------------------
-    def set_live(self, p0: int, p1: int, live: bool) -> None:
-        """Pages [p0, p1) hold data some op will read (True), or none (dead)."""
-        self.live[p0:p1] = live
-
-    def set_on_flash(self, p0: int, p1: int, on: bool) -> None:
-        """Flash holds the current data of pages [p0, p1) (True), or not."""
-        self.in_flash[p0:p1] = on
-
     def missing(self, p0: int, p1: int) -> np.ndarray:
         """Page numbers in [p0, p1) not held in HBM."""
         return np.flatnonzero(~self.in_hbm[p0:p1]) + p0
