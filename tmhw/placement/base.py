@@ -134,7 +134,10 @@ class Policy:
 
     A policy's parameters are a frozen config class of its own (``Params``), read from
     the config's ``[policy.<section>]`` table (``section``, empty: none) and given to
-    the constructor; the defaults when none is given. The executor asks the policy, not
+    the constructor; the defaults when none is given. The config knows the tables only
+    through the registry (``table_policy``), so a policy and its parameters are one
+    module and one line of ``POLICIES``; policies may share a table (``demand`` and
+    ``demand-belady`` read ``[policy.demand]``). The executor asks the policy, not
     the config, which of the runtime's mechanisms it uses (``prefetches``, ``splits``,
     ``schedules_writebacks``), and the policy answers the runtime's questions through
     its hooks (``eviction_order``, ``reads_in_place``, ``read_in_place``)."""
@@ -150,6 +153,12 @@ class Policy:
     streams: ClassVar[bool] = False
     #: HBM holds the whole footprint regardless of the requested ratio.
     whole_footprint: ClassVar[bool] = False
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if (cls.Params is NoParams) != (cls.section == ""):
+            raise TypeError(f"{cls.__name__}: a policy with parameters (Params) reads them "
+                            "from a table (section), and one without has neither")
 
     def __init__(self, params: Any = None) -> None:
         if params is None:
@@ -286,6 +295,33 @@ def policy_class(name: str) -> type[Policy]:
         raise
     c: type[Policy] = getattr(m, cls)
     return c
+
+
+def table_policy(key: str) -> type[Policy] | None:
+    """A registered policy whose parameters are the table ``[policy.<key>]`` (a dash in
+    ``key`` read as an underscore), or None if no policy reads that table. The policy
+    named like the table is asked first, so a table of one policy imports that policy's
+    module alone; the others are imported only for a table named otherwise."""
+    section = key.replace("-", "_")
+    if not section:
+        return None
+    named = [n for n in POLICIES if n.replace("-", "_") == section]
+    for name in [*named, *(n for n in POLICIES if n not in named)]:
+        cls = policy_class(name)
+        if cls.section == section:
+            return cls
+    return None
+
+
+def policy_tables() -> list[str]:
+    """Every ``[policy.<section>]`` table a registered policy reads, in the registry's
+    order (every policy's module imported)."""
+    out: list[str] = []
+    for name in POLICIES:
+        section = policy_class(name).section
+        if section and section not in out:
+            out.append(section)
+    return out
 
 
 def make_policy(name: str, params: Any = None) -> Policy:
