@@ -252,8 +252,7 @@ class DataCache:
 
     def holds(self, lpn: int, now: int) -> str:
         """Where DRAM holds ``lpn`` at ``now``: "buffer", "cache" or "" (not at all)."""
-        end = self._pages.get(lpn)
-        if end is not None and end > now:
+        if buffer_holds(self._pages.table, self._pages.meta, lpn, now):
             return "buffer"
         return "cache" if lpn in self._lru else ""
 
@@ -294,16 +293,23 @@ def _release(buf: Buffer) -> int:
 
 
 @njit_noref
-def _held(table: I64, meta: I64, lpn: int, now: int) -> bool:
+def _held(table: I64, meta: I64, lpn: int, now: int, drop: bool) -> bool:
     """Whether the buffer holds ``lpn`` at ``now``: its newest copy's program ends
-    after ``now``; a copy whose program ended leaves."""
+    after ``now``; a copy whose program ended leaves if ``drop``."""
     i = im_find(table, meta[MASK], lpn)
     if i < 0:
         return False
     if table[i, 1] > now:
         return True
-    im_remove(table, meta, i)
+    if drop:
+        im_remove(table, meta, i)
     return False
+
+
+@njit_noref
+def buffer_holds(table: I64, meta: I64, lpn: int, now: int) -> bool:
+    """``_held`` of ``lpn`` at ``now``, the buffer left as it is (``DataCache.holds``)."""
+    return _held(table, meta, lpn, now, False)
 
 
 @njit_noref
@@ -348,7 +354,7 @@ def held_pages(table: I64, meta: I64, lo: int, now: int, mask: npt.NDArray[np.bo
     many the buffer holds."""
     hits = 0
     for j in range(mask.size):
-        if _held(table, meta, lo + j, now):
+        if _held(table, meta, lo + j, now, True):
             mask[j] = True
             hits += 1
     return hits
@@ -359,6 +365,6 @@ def first_held_page(table: I64, meta: I64, lpns: I64, now: int) -> int:
     """``_held`` of each of ``lpns`` in turn at ``now``, up to the first the buffer
     holds; its index (``lpns.size``: none)."""
     for j in range(lpns.size):
-        if _held(table, meta, lpns[j], now):
+        if _held(table, meta, lpns[j], now, True):
             return j
     return lpns.size
