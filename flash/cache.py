@@ -206,28 +206,35 @@ class DataCache:
         if not buffered and not lru:
             return []
         lo, hi = lpns.start, lpns.stop
-        held: npt.NDArray[np.bool_] | None = None
+        held: list[tuple[int, int]] = []
+        mask = np.zeros(hi - lo if buffered else 0, dtype=np.bool_)
         if buffered:
-            mask = np.zeros(hi - lo, dtype=np.bool_)
             hits = int(held_pages(self._pages.table, self._pages.meta, lo, now, mask))
             if hits:
                 self.buffer_read_hits += hits
-                held = mask
+                edges = np.flatnonzero(np.diff(mask, prepend=False, append=False)) + lo
+                held = list(zip(edges[::2].tolist(), edges[1::2].tolist(), strict=True))
         if lru and self._cached_in(lpns):
             cached = self._cached(lpns)
             if cached:
-                if held is None:
-                    held = np.zeros(hi - lo, dtype=np.bool_)
+                ones: list[tuple[int, int]] = []
                 for lpn in sorted(cached):
-                    if held[lpn - lo]:
+                    if held and mask[lpn - lo]:
                         continue  # the buffer holds it
                     lru.move_to_end(lpn)
                     self.cache_read_hits += 1
-                    held[lpn - lo] = True
-        if held is None:
-            return []
-        edges = np.flatnonzero(np.diff(held, prepend=False, append=False)) + lo
-        return list(zip(edges[::2].tolist(), edges[1::2].tolist(), strict=True))
+                    ones.append((lpn, lpn + 1))
+                if ones:
+                    held = sorted(held + ones)
+        if len(held) < 2:
+            return held
+        merged = [held[0]]
+        for a, b in held[1:]:
+            if a == merged[-1][1]:
+                merged[-1] = (merged[-1][0], b)
+            else:
+                merged.append((a, b))
+        return merged
 
     def filled(self, lpns: Iterable[int]) -> None:
         """Pages read from NAND for the host now stay in the read cache."""
