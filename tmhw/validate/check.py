@@ -3,8 +3,9 @@ document gives for the same figure, and how close the two must be.
 
 A check holds when ``|tmhw / reference - 1| <= tolerance`` (tolerance 0: the two are
 equal), or, where the source states a range rather than a value, when tmhw's figure lies
-in ``bounds``. ``source`` is the provenance a reader needs to redo the reference run: the
-tool and its commit, its config, the exact command (or the document and where in it).
+in ``bounds``. ``tool`` and ``source`` are the provenance a reader needs to redo the
+reference run: the tool, its commit and build (or the document), then the run's config,
+input and exact command (or where in the document).
 """
 
 from __future__ import annotations
@@ -29,13 +30,15 @@ def reference_data(name: str) -> dict[str, Any]:
         return tomllib.load(f)
 
 
-def provenance(tool: dict[str, Any], run: dict[str, Any]) -> str:
-    """The source string of a reference run: the tool and its build, the run's config,
-    input and command."""
-    parts = [f"{tool['name']} {tool['commit']} ({tool['repository']}; {tool['build']})"]
-    parts += [f"{k}: {run[k]}" for k in ("config", "workload", "trace", "command")
-              if k in run]
-    return "; ".join(parts)
+def tool_text(tool: dict[str, Any]) -> str:
+    """A reference tool as its runs share it: name, commit, repository and build."""
+    return f"{tool['name']} {tool['commit']} ({tool['repository']}; build: {tool['build']})"
+
+
+def run_text(run: dict[str, Any]) -> str:
+    """A reference run: its config, input and command."""
+    return "; ".join(f"{k}: {run[k]}" for k in ("config", "workload", "trace", "command")
+                     if k in run)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -51,7 +54,8 @@ class Check:
     measure: Callable[[], float]  # computes tmhw's value
     tolerance: float = 0.0    # largest |tmhw / reference - 1|; 0: equal
     bounds: tuple[float, float] | None = None  # the range a source states, instead
-    source: str               # provenance: tool, commit, config, command
+    tool: str                 # the reference tool, commit and build, or the document
+    source: str               # the run: config, input, command (or where in the document)
     quick: bool = False       # part of ``tmhw validate --quick`` (and CI)
     ci: bool = True           # False: known not to hold yet, so kept out of --quick
 
@@ -110,7 +114,8 @@ class Result:
                 "figure": c.figure, "unit": c.unit, "tmhw": self.value,
                 "reference_value": c.reference_value, "error": self.error,
                 "tolerance": c.tolerance, "bounds": list(c.bounds) if c.bounds else None,
-                "holds": self.holds, "ci": c.ci, "quick": c.quick, "source": c.source,
+                "holds": self.holds, "ci": c.ci, "quick": c.quick, "tool": c.tool,
+                "source": c.source,
                 "seconds": self.seconds}
 
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from dram import PRESETS
 from dram.bench import run_bench
-from tmhw.validate.check import Check, provenance, reference_data
+from tmhw.validate.check import Check, reference_data, run_text, tool_text
 
 REFERENCE = "DRAMsim3 2981759"
 
@@ -26,9 +26,12 @@ def run(name: str) -> dict[str, Any]:
     return dict(reference_data("dramsim3")[name])
 
 
+def tool() -> str:
+    return tool_text(reference_data("dramsim3")["tool"]) + "; figures: dramsim3.json, channel 0"
+
+
 def source(name: str) -> str:
-    data = reference_data("dramsim3")
-    return provenance(data["tool"], data[name]) + "; figures: dramsim3.json, channel 0"
+    return run_text(run(name))
 
 
 @cache
@@ -71,7 +74,7 @@ def checks() -> list[Check]:
             figure=f"HBM2, one channel, {r['reads']} {what} 64 B reads: bandwidth",
             unit="GB/s", reference_value=float(r["bandwidth_gbps"]),
             measure=partial(_hbm2_gbps, pattern), tolerance=0.03,
-            source=source(f"hbm2_{pattern}"), quick=True))
+            tool=tool(), source=source(f"hbm2_{pattern}"), quick=True))
     for ranks in (1, 2):
         r = run(f"ddr4_random_{ranks}rank")
         out.append(Check(
@@ -81,12 +84,12 @@ def checks() -> list[Check]:
                    "64 B reads: bandwidth (DRAMsim3's at tCK 0.625 ns)",
             unit="GB/s", reference_value=ddr4_reference_gbps(ranks),
             measure=partial(ddr4_gbps, ranks), tolerance=0.05,
-            source=source(f"ddr4_random_{ranks}rank"), quick=True))
+            tool=tool(), source=source(f"ddr4_random_{ranks}rank"), quick=True))
     out.append(Check(
         name="dram/dramsim3/ddr4_rank_gain", component="dram", reference=REFERENCE,
         figure="DDR4-3200 random 64 B reads: bandwidth of 2 ranks / 1 rank", unit="x",
         reference_value=ddr4_reference_gbps(2) / ddr4_reference_gbps(1),
         measure=_rank_gain, tolerance=0.03,
-        source=source("ddr4_random_2rank") + " | " + source("ddr4_random_1rank"),
+        tool=tool(), source=" / ".join(source(f"ddr4_random_{n}rank") for n in (2, 1)),
         quick=True))
     return out

@@ -47,18 +47,20 @@ def checks() -> list[Check]:
             unit="pJ/bit",
             reference_value=float(run["energy_pj"]) / (int(run["reads"]) * 512),
             measure=partial(_dramsim3_pj_per_bit, pattern), tolerance=0.05,
-            source=dram.source(f"hbm2_{pattern}") + " (total_energy)", quick=True))
+            tool=dram.tool() + " (total_energy)", source=dram.source(f"hbm2_{pattern}"),
+            quick=True))
     data = reference_data("energy")
     hbm = data["hbm2_read"]
     out.append(Check(
         name="energy/hbm2_read", component="energy", reference=hbm["reference"],
         figure="HBM2, one channel, 400 sequential 4 KiB reads: energy per bit",
         unit="pJ/bit", reference_value=float(hbm["value"]), measure=hbm2_read_pj_per_bit,
-        bounds=(float(hbm["low"]), float(hbm["high"])), source=hbm["source"], quick=True))
+        bounds=(float(hbm["low"]), float(hbm["high"])), tool=hbm["reference"],
+        source=hbm["source"], quick=True))
     nand = data["nand_page_read"]
     out.append(Check(
         name="energy/nand_page_read", component="energy", reference=nand["reference"],
         figure="990pro (tR 40 us): energy of one page read", unit="pJ",
         reference_value=float(nand["value"]), measure=nand_page_read_pj, tolerance=1e-6,
-        source=nand["source"], quick=True))
+        tool=nand["reference"], source=nand["source"], quick=True))
     return out

@@ -17,7 +17,7 @@ from typing import Any
 
 from flash.bench import run_bench
 from flash.config import PRESETS
-from tmhw.validate.check import Check, provenance, reference_data
+from tmhw.validate.check import Check, reference_data, run_text, tool_text
 
 TOLERANCE = 0.10
 #: mode: (tmhw's flash.compat, the reference's name, its column in mqsim.toml)
@@ -45,18 +45,21 @@ def mean_latency_us(name: str, compat: str) -> float:
     return float(run_bench(cfg, **bench_args(name))["mean_latency_us"])
 
 
+def tool() -> str:
+    t = reference_data("mqsim")["tool"]
+    return (f"{tool_text(t)}; device: {t['config']}; command: {t['command']}; figure: mean "
+            "device response time")
+
+
 def source(name: str, mode: str) -> str:
-    data = reference_data("mqsim")
-    tool = data["tool"]
+    t = reference_data("mqsim")["tool"]
     r = runs()[name]
     flow = (f"IO_Flow_Parameter_Set_Synthetic Read_Percentage {r['read_percentage']}, "
             f"Address_Distribution {r['address_distribution']}, Average_Request_Size "
             f"{r['sectors']} sectors, Queue_Depth {r['queue_depth']}, "
             f"{r['requests']} requests (mqsim/README.md)")
-    run = {"config": tool["config"] + ("" if mode == "stock" else
-                                       "; changed: " + tool["onfi_changes"]),
-           "workload": flow, "command": tool["command"]}
-    return provenance(tool, run) + "; figure: mean device response time"
+    changes = {} if mode == "stock" else {"config": "MQSim changed: " + t["onfi_changes"]}
+    return run_text(changes | {"workload": flow})
 
 
 def checks() -> list[Check]:
@@ -70,5 +73,5 @@ def checks() -> list[Check]:
                        f"{a['count']} requests: mean latency",
                 unit="us", reference_value=float(r[column]),
                 measure=partial(mean_latency_us, name, compat), tolerance=TOLERANCE,
-                source=source(name, mode), quick=True))
+                tool=tool(), source=source(name, mode), quick=True))
     return out

@@ -26,12 +26,11 @@ from tmhw.validate.check import Check
 
 DATA = Path(__file__).parent / "data" / "scalesim"
 REFERENCE = "SCALE-Sim 3.0.0"
-SOURCE = ("scalesim 3.0.0 (PyPI) with numpy 1.26.4 and pandas 2.2.3; topology and config: "
-          "tmhw/validate/data/scalesim/<topology>.csv and cfg/<rows>x<cols>_<df>.cfg (64 KiB "
-          "SRAMs, InterfaceBandwidth CALC); command: scalesim(save_disk_space=True, "
-          "config=CFG, topology=CSV, layout='layout.csv', input_type_gemm=FORM == 'gemm')"
-          ".run_scale(top_path=OUT) (data/scalesim/README.md); figures: COMPUTE_REPORT.csv "
-          "Total Cycles, DETAILED_ACCESS_REPORT.csv SRAM IFMAP and Filter Reads")
+TOOL = ("scalesim 3.0.0 (PyPI) with numpy 1.26.4 and pandas 2.2.3; command: "
+        "scalesim(save_disk_space=True, config=CFG, topology=CSV, layout='layout.csv', "
+        "input_type_gemm=FORM == 'gemm').run_scale(top_path=OUT) "
+        "(tmhw/validate/data/scalesim/README.md); figures: COMPUTE_REPORT.csv Total Cycles, "
+        "DETAILED_ACCESS_REPORT.csv SRAM IFMAP and Filter Reads")
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,15 +105,18 @@ def checks() -> list[Check]:
         arrays = ", ".join(dict.fromkeys(f"{r.rows}x{r.cols}" for r in group))
         where = f"{topo.removesuffix('.csv')} {df.upper()}, {len(group)} layer runs on {arrays}"
         name = f"npu/scalesim/{topo.removesuffix('.csv')}-{df}"
+        cfgs = ", ".join(f"cfg/{a}_{df}.cfg" for a in arrays.split(", "))
+        source = (f"topology {topo} ({group[0].form}), configs {cfgs} (64 KiB SRAMs, "
+                  "InterfaceBandwidth CALC)")
         out.append(Check(
             name=f"{name}/cycles", component="npu", reference=REFERENCE,
             figure=f"{where}: Total Cycles, summed", unit="cycles",
             reference_value=float(sum(r.total_cycles for r in group)),
-            measure=partial(_cycles, group), source=SOURCE, quick=True))
+            measure=partial(_cycles, group), tool=TOOL, source=source, quick=True))
         out.append(Check(
             name=f"{name}/sram", component="npu", reference=REFERENCE,
             figure=f"{where}: SRAM IFMAP + Filter Reads, summed", unit="words",
             reference_value=float(sum(r.sram_ifmap_reads + r.sram_filter_reads
                                       for r in group)),
-            measure=partial(_sram_reads, group), source=SOURCE, quick=True))
+            measure=partial(_sram_reads, group), tool=TOOL, source=source, quick=True))
     return out

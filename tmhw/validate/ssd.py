@@ -52,9 +52,10 @@ class DatasheetFigure:
             figure=f"{self.preset}: {self.figure} {size} QD{self.qd}, {self.count} requests",
             unit=self.unit, reference_value=self.value, measure=self.measure,
             tolerance=self.tolerance,
-            source=f"{self.document} ({self.device}): {self.figure}, {self.conditions}; "
-                   f"tmhw: tmhw flash bench --preset {self.preset} --pattern {self.pattern} "
-                   f"--size {self.size // KiB}KiB --qd {self.qd} --count {self.count}",
+            tool=f"{self.document} ({self.device})",
+            source=f"{self.figure}, {self.conditions}; tmhw: tmhw flash bench --preset "
+                   f"{self.preset} --pattern {self.pattern} --size {self.size // KiB}KiB "
+                   f"--qd {self.qd} --count {self.count}",
             # a steady random write takes 200,000 requests: seconds, full run only
             quick=self.ci and self.pattern != "randwrite", ci=self.ci)
 

@@ -35,7 +35,8 @@ def _groups(results: list[Result]) -> Iterator[tuple[str, list[Result]]]:
 
 def summary(results: list[Result], seconds: float) -> str:
     bad = sum(not r.holds for r in results)
-    verdict = "every row holds" if not bad else f"{bad} row{'s' * (bad > 1)} do not hold"
+    verdict = ("every row holds" if not bad else "1 row does not hold" if bad == 1 else
+               f"{bad} rows do not hold")
     return f"{len(results)} checks, {verdict} ({seconds:.0f} s)"
 
 
@@ -71,7 +72,10 @@ def markdown(results: list[Result]) -> str:
         out += ["| " + " | ".join(c.replace("|", "\\|") for c in _cells(r)) + " |"
                 for r in rows]
         out += ["", "Sources:", ""]
-        out += [f"- {s}" for s in dict.fromkeys(r.check.source for r in rows)]
+        for tool in dict.fromkeys(r.check.tool for r in rows):
+            out.append(f"- {tool}")
+            out += [f"  - {r.check.figure}: {r.check.source}" for r in rows
+                    if r.check.tool == tool]
     bad = sum(not r.holds for r in results)
     out += ["", f"{len(results)} checks; " + ("every row holds." if not bad else
                                                f"{bad} do not hold.")]
