@@ -45,7 +45,7 @@ def run_text(run: dict[str, Any]) -> str:
 class Check:
     """A reference comparison of the registry (``tmhw.validate.registry``)."""
 
-    name: str                 # unique, e.g. "flash/mqsim/rr_qd64"
+    name: str                 # unique, e.g. "flash/mqsim-stock/rr_qd64"
     component: str            # the registry group: npu, dram, flash, ssd, energy
     reference: str            # who gives the value, e.g. "MQSim 7ec40e3"
     figure: str               # what is compared, under which conditions
@@ -66,6 +66,7 @@ class Check:
         return value / self.reference_value - 1.0
 
     def holds_for(self, value: float) -> bool:
+        """Whether tmhw's ``value`` is within the tolerance (or the bounds)."""
         if self.bounds is not None:
             return self.bounds[0] <= value <= self.bounds[1]
         if self.tolerance == 0:
@@ -73,6 +74,7 @@ class Check:
         return abs(self.error(value)) <= self.tolerance
 
     def tolerance_text(self) -> str:
+        """The tolerance as the table shows it: "equal", "±10%" or a range."""
         if self.bounds is not None:
             return f"{number(self.bounds[0])}-{number(self.bounds[1])} {self.unit}"
         if self.tolerance == 0:
@@ -115,13 +117,14 @@ class Result:
                 "reference_value": c.reference_value, "error": self.error,
                 "tolerance": c.tolerance, "bounds": list(c.bounds) if c.bounds else None,
                 "holds": self.holds, "ci": c.ci, "quick": c.quick, "tool": c.tool,
-                "source": c.source,
-                "seconds": self.seconds}
+                "source": c.source, "seconds": self.seconds}
 
 
 def number(x: float) -> str:
     """A value as a table shows it: integers whole, others to four significant digits
-    (more where a value is large)."""
+    (one decimal from 1000 up)."""
+    if not math.isfinite(x):
+        return str(x)
     if x == int(x) and abs(x) < 1e15:
         return f"{int(x):,}"
     if abs(x) >= 1000:
@@ -130,6 +133,7 @@ def number(x: float) -> str:
 
 
 def percent(err: float) -> str:
+    """A relative error as the table shows it: "0", "+7.3%", "-0.055%"."""
     if err == 0:
         return "0"
     if math.isinf(err):

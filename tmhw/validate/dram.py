@@ -66,6 +66,7 @@ def _rank_gain() -> float:
 
 
 def checks() -> list[Check]:
+    """HBM2 streaming and random, DDR4 random with one and two ranks, and the rank gain."""
     out = []
     for pattern, what in (("stream", "sequential"), ("random", "random")):
         r = run(f"hbm2_{pattern}")

@@ -36,6 +36,7 @@ def nand_page_read_pj() -> float:
 
 
 def checks() -> list[Check]:
+    """DRAMsim3's HBM2 energy, O'Connor's HBM2 pJ/bit, a NAND page read's energy."""
     out = []
     for pattern, what in (("stream", "sequential"), ("random", "random")):
         run = dram.run(f"hbm2_{pattern}")

@@ -63,6 +63,7 @@ def source(name: str, mode: str) -> str:
 
 
 def checks() -> list[Check]:
+    """Every MQSim run in both modes."""
     out = []
     for mode, (compat, reference, column) in MODES.items():
         for name, r in runs().items():

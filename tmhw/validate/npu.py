@@ -96,6 +96,7 @@ def _sram_reads(group: tuple[ScaleSimRun, ...]) -> float:
 
 
 def checks() -> list[Check]:
+    """Two checks per topology and dataflow: cycles and SRAM operand reads, summed."""
     groups: dict[tuple[str, str], list[ScaleSimRun]] = {}
     for r in runs():
         groups.setdefault((r.topology, r.dataflow), []).append(r)
