@@ -6,6 +6,7 @@
     tmhw placement show --model M --policy P --hbm-ratio R [--csv FILE]
     tmhw bound --model M --hbm-ratio R
     tmhw npu cycles | dram bench | flash bench | workload show | scenario | sweep | bench
+    tmhw validate [--quick] [--component NAME] [--json | --markdown]
 
 Every error in arguments or config ends with one line on stderr naming the field and
 what is allowed, and exit status 2; nothing is written when a run fails. A valid config
@@ -29,7 +30,8 @@ from tmhw.sim.errors import DoesNotFit, TmhwError
 
 #: Packages that add their own sub-commands through ``register(sub)``.
 COMMAND_MODULES = ("npu.cli", "dram.cli", "flash.cli", "tmhw.workload.cli",
-                   "tmhw.placement.cli", "tmhw.studies", "tmhw.sweeps", "tmhw.bench")
+                   "tmhw.placement.cli", "tmhw.studies", "tmhw.sweeps", "tmhw.bench",
+                   "tmhw.validate.cli")
 
 
 class Parser(argparse.ArgumentParser):
