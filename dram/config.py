@@ -133,7 +133,7 @@ REFRESH_MODES = ("all-bank", "per-bank", "off")
 #: (DRAMPower adds I/O and termination power separately for the same reason). The IDD
 #: terms of the ``hbm2`` preset give 2.0 pJ/bit for streaming reads (``tmhw dram bench
 #: --preset hbm2 --pattern stream``; DRAMsim3 gives 1.96 for the same run, see
-#: tests/dram/test_dram_reference_dramsim3.py); O'Connor et al. (MICRO'17) give about
+#: tmhw/validate/data/dramsim3.toml); O'Connor et al. (MICRO'17) give about
 #: 3.9 pJ/bit for the HBM2 device; this is the difference.
 HBM2_IO_PJ_PER_BIT = 1.9
 

@@ -7,10 +7,10 @@ Each layer does what the per-command path does, for the commands in order:
 
 - NVMe queue: ``HostInterface.fetch_many`` takes the commands that would not wait;
 - controller DRAM: a read of a page the write buffer or the read cache (maybe) holds
-  is left to the per-command path (``DataCache.first_held``), and so are reads while a
-  multi-page write's run is buffered; writes are taken while the buffer has room for
-  them without waiting (``DataCache.release_until``) and none of their pages is in the
-  read cache, and buffered in a compiled call (``DataCache.buffered_pages``);
+  is left to the per-command path (``DataCache.first_held``); writes are taken while
+  the buffer has room for them without waiting (``DataCache.release_until``) and none
+  of their pages is in the read cache, and buffered in a compiled call
+  (``DataCache.buffered_pages``);
 - FTL: a read's page is looked up in the timing kernel (``flash.ftl.kernels.l2p_of``,
   and the L2P's dict of sparse pages, an ``IntMap``); writes are placed and mapped by
   ``FTL.write_many`` (one kernel call, and another after each block it opens) while no
@@ -109,9 +109,8 @@ class PageBatch:
         host = ssd.host
         cache = ssd.cache
         dur = host.read_ps(nbytes) if read else host.write_ps(nbytes)
-        # (a read's DRAM lookup here knows one-page writes only; a write would be
-        # followed by a background collection)
-        if nbytes != page or dur <= 0 or (cache.runs if read else ssd.ftl.low_planes):
+        # (a write would be followed by a background collection)
+        if nbytes != page or dur <= 0 or (not read and ssd.ftl.low_planes):
             return []
         lpns, off = np.divmod(np.array(addresses, dtype=np.int64), page)
         if off.any():

@@ -399,10 +399,9 @@ def compile_kernels() -> None:
     dev.transport(Transfer(Op.WRITE, 32 * MiB, 16 * 1024), 0)
     dev.transport(Transfer(Op.READ, 96 * MiB, 16 * 1024), 0)
     # a batch of whole pages each way (``flash.pages``: ``_read_pages``,
-    # ``_write_pages``, the FTL's ``write_open``, the write buffer's ``buffer_ones``),
-    # on a device with no run buffered (its reads would be left to ``Ssd.read``); a
-    # read of pages still buffered (``held_ones``), and writes once they have left
-    # (``release_ones``)
+    # ``_write_pages``, the FTL's ``write_open``, the write buffer's ``buffer_pages``);
+    # a read of pages still buffered (``first_held_page``), and writes once they have
+    # left (``release_ended``)
     pages = FlashTarget(Environment(), "flash", None, PRESETS["990pro"], precondition=0.01)
     for op, t in ((Op.READ, 0), (Op.WRITE, 0), (Op.READ, 0), (Op.WRITE, S)):
         pages.transport_many(op, [128 * MiB, 160 * MiB], 16 * 1024, Pattern.RANDOM, t)

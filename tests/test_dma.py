@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from tmhw.config import PAPER, DmaConfig, LinkConfig
 from tmhw.dma import FETCH, WRITEBACK, DmaEngine, DmaRequest
 from tmhw.residency import Residency
+from tmhw.run.pager import PageBook
 from tmhw.sim.component import Component
 from tmhw.sim.env import Environment
 from tmhw.sim.timeline import Timeline
@@ -73,10 +74,11 @@ class Rig:
         self.flash = FakeTier(self.env, "flash", self.root, 7e9, 60 * US)
         assert isinstance(self.hbm, MemoryTarget) and isinstance(self.flash, MemoryTarget)
         self.res = CheckedResidency(npages, capacity, PAGE)
+        self.book = PageBook(self.res)
         self.dma = DmaEngine(self.env, "dma", self.root,
                              DmaConfig(chunk_bytes=chunk_bytes, max_outstanding=outstanding),
                              LinkConfig(), PAPER.link_bytes_per_s, self.hbm, self.flash,
-                             self.res, PAGE)
+                             self.book, PAGE)
         self.root.elaborate()
         self.root.start()
 
@@ -201,8 +203,8 @@ def test_writeback_frees_hbm_once_the_ssd_has_acknowledged_it() -> None:
     crosses at the same time (cut-through)."""
     rig = Rig(64, 64)
     res = rig.res
-    res.hold(slice(0, 64), 0, 0)
-    res.live[:] = True
+    rig.book.allocate(0, 64, 0)
+    rig.book.mark_live(0, rig.res.npages)
     req = rig.dma.submit(DmaRequest(WRITEBACK, 0, 64, 0, "grad"))
     rig.env.run(until=req.booked)
     freed = req.end_ps                      # the request completes when its space is free
@@ -222,8 +224,8 @@ def test_a_clean_writes_dirty_pages_back_keeps_them_and_their_space_until_it_end
     then, as a write-back's would."""
     rig = Rig(64, 64)
     res = rig.res
-    res.hold(slice(0, 64), 0, 0)
-    res.live[:] = True
+    rig.book.allocate(0, 64, 0)
+    rig.book.mark_live(0, rig.res.npages)
     req = rig.dma.submit(DmaRequest(WRITEBACK, 0, 64, 0, "weight", keep=True))
     rig.env.run(until=req.booked)
     writes = [(nb, e) for _, op, _, nb, _, e in rig.flash.log if op == Op.WRITE]
@@ -231,7 +233,7 @@ def test_a_clean_writes_dirty_pages_back_keeps_them_and_their_space_until_it_end
     assert res.in_hbm.all() and res.in_flash.all() and res.free_pages(int(rig.env.now)) == 0
     end = req.end_ps
     assert end > rig.env.now
-    res.release_clean(0, 64, int(rig.env.now))
+    rig.book.release_clean(0, 64, int(rig.env.now))
     assert not res.in_hbm.any()
     assert res.free_pages(end - 1) == 0 and res.free_pages(end) == 64
     res.check()
@@ -242,8 +244,8 @@ def test_a_clean_goes_only_when_no_write_back_waits() -> None:
     with a later deadline is still booked first."""
     rig = Rig(2 * 64, 2 * 64, outstanding=1)
     res = rig.res
-    res.hold(slice(0, 128), 0, 0)
-    res.live[:] = True
+    rig.book.allocate(0, 128, 0)
+    rig.book.mark_live(0, rig.res.npages)
     rig.dma.submit(DmaRequest(WRITEBACK, 0, 64, 0, "clean", keep=True))
     rig.dma.submit(DmaRequest(WRITEBACK, 64, 128, 9, "evict"))
     rig.env.run()
@@ -256,10 +258,10 @@ def test_a_clean_counts_in_the_iteration_of_the_eviction_it_saves() -> None:
     """A clean released in one iteration for an eviction in the next (a weight cleaned
     at its update) is that next iteration's traffic; a write-back is its releaser's."""
     rig = Rig(2 * 64, 2 * 64)
-    rig.res.hold(slice(0, 128), 0, 0)
-    rig.res.live[:] = True
-    rig.dma.submit(DmaRequest(WRITEBACK, 0, 64, 3, "clean", keep=True), iteration=1)
-    rig.dma.submit(DmaRequest(WRITEBACK, 64, 128, 3, "evict"), iteration=1)
+    rig.book.allocate(0, 128, 0)
+    rig.book.mark_live(0, rig.res.npages)
+    rig.dma.submit(DmaRequest(WRITEBACK, 0, 64, 3, "clean", keep=True, iteration=1))
+    rig.dma.submit(DmaRequest(WRITEBACK, 64, 128, 3, "evict", iteration=1))
     rig.env.run()
     assert rig.dma.bytes_by_origin == {(WRITEBACK, 1): 64 * PAGE, (WRITEBACK, 0): 64 * PAGE}
 
@@ -281,10 +283,9 @@ def test_each_direction_serves_its_queue_earliest_deadline_first() -> None:
     due at op 1 goes before the one due at op 9, and the fetch does not wait for
     either's slot."""
     rig = Rig(3 * 64, 3 * 64, outstanding=1)
-    res = rig.res
-    res.hold(slice(0, 128), 0, 0)
-    res.live[:] = True
-    res.in_flash[128:] = True
+    rig.book.allocate(0, 128, 0)
+    rig.book.mark_live(0, rig.res.npages)
+    rig.book.on_flash(128, rig.res.npages)
     rig.dma.submit(DmaRequest(WRITEBACK, 0, 64, 9, "late-wb"))
     rig.fetch(128, 192, "fetch", deadline=2)
     rig.dma.submit(DmaRequest(WRITEBACK, 64, 128, 1, "early-wb"))
@@ -301,10 +302,10 @@ def test_a_request_with_nothing_left_to_fetch_does_not_stall_the_next() -> None:
     """A queued fetch whose pages all arrived by other means finishes at once, and the
     request behind it is booked in the same wake-up."""
     rig = Rig(64, 64)
-    rig.res.in_flash[:] = True
-    rig.res.live[:] = True
+    rig.book.on_flash(0, rig.res.npages)
+    rig.book.mark_live(0, rig.res.npages)
     first = rig.fetch(0, 32, "already-there", deadline=0, urgent=True)
-    rig.res.hold(slice(0, 32), 0, 0)            # arrived by another path
+    rig.book.allocate(0, 32, 0)            # arrived by another path
     second = rig.fetch(32, 64, "next", deadline=0, urgent=True)
     rig.env.run()
     assert first.booked is not None and first.booked.triggered
@@ -351,9 +352,9 @@ def test_a_fetch_takes_over_space_a_writeback_is_freeing_and_lands_after_it() ->
     has left, so occupancy never exceeds capacity."""
     rig = Rig(128, 64, outstanding=4)
     res = rig.res
-    res.hold(slice(0, 64), 0, 0)
-    res.live[:] = True
-    res.in_flash[64:] = True
+    rig.book.allocate(0, 64, 0)
+    rig.book.mark_live(0, rig.res.npages)
+    rig.book.on_flash(64, rig.res.npages)
     wb = rig.dma.submit(DmaRequest(WRITEBACK, 0, 64, 0, "out"))
     fetch = rig.fetch(64, 128, "in", deadline=1)
     rig.env.run()

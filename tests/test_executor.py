@@ -135,7 +135,7 @@ class ExecutorMachine(RuleBasedStateMachine):
         # flash serves what the DMA engine fetched and what the NPU read in place
         assert (fl["bytes_read"], fl["bytes_written"]) == (
             dma["fetch_bytes"] + dma["inplace_bytes"], dma["writeback_bytes"])
-        recs = s.executor.records
+        recs = s.executor.metrics.records
         assert len(recs) == s.cfg.run.iterations
         assert all(a.end_ps <= b.start_ps for a, b in zip(recs, recs[1:], strict=False))
 
@@ -165,7 +165,7 @@ class ExecutorMachine(RuleBasedStateMachine):
         now = int(s.env.now)
         assert now >= self.last_now
         self.last_now = now
-        assert all(r.start_ps <= r.end_ps <= now for r in s.executor.records)
+        assert all(r.start_ps <= r.end_ps <= now for r in s.executor.metrics.records)
 
 
 ExecutorMachine.TestCase.settings = settings(

@@ -6,6 +6,7 @@
     tmhw placement show --model M --policy P --hbm-ratio R [--csv FILE]
     tmhw bound --model M --hbm-ratio R
     tmhw npu cycles | dram bench | flash bench | workload show | scenario | sweep | bench
+    tmhw validate [--quick] [--component NAME] [--json | --markdown]
 
 Every error in arguments or config ends with one line on stderr naming the field and
 what is allowed, and exit status 2; nothing is written when a run fails. A valid config
@@ -29,7 +30,8 @@ from tmhw.sim.errors import DoesNotFit, TmhwError
 
 #: Packages that add their own sub-commands through ``register(sub)``.
 COMMAND_MODULES = ("npu.cli", "dram.cli", "flash.cli", "tmhw.workload.cli",
-                   "tmhw.placement.cli", "tmhw.studies", "tmhw.sweeps", "tmhw.bench")
+                   "tmhw.placement.cli", "tmhw.studies", "tmhw.sweeps", "tmhw.bench",
+                   "tmhw.validate.cli")
 
 
 class Parser(argparse.ArgumentParser):
@@ -66,12 +68,18 @@ def add_config_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, help="seed of every random choice (run.seed); "
                    "the same config and seed give the same report")
     p.add_argument("--no-split", action="store_true", help="TM-Training without splitting")
-    p.add_argument("--no-monitor", action="store_true", help="without the timing monitor")
-    p.add_argument("--no-prefetch", action="store_true", help="demand fetch on the table")
+    p.add_argument("--no-monitor", action="store_true",
+                   help="TM-Training without the timing monitor")
+    p.add_argument("--no-prefetch", action="store_true",
+                   help="TM-Training: demand fetch on the table")
     p.add_argument("--no-wb-schedule", action="store_true",
                    help="TM-Training: every write-back due at once (eager)")
     p.add_argument("--no-clean", action="store_true",
                    help="TM-Training: dirty data written back only when evicted")
+
+
+#: the table the ``--no-*`` switches set (TM-Training's parameters)
+TM_TRAINING = "tm_training"
 
 
 def check_batch(value: int | None, field: str = "") -> None:
@@ -146,16 +154,26 @@ def config_from_args(args: argparse.Namespace) -> Any:
         v = getattr(args, flag, None)
         if v is not None:
             sets.append(f"{key}={json.dumps(v)}")
-    for flag, key in (("no_split", "split"), ("no_monitor", "monitor"),
-                      ("no_prefetch", "prefetch"), ("no_wb_schedule", "writeback_schedule"),
-                      ("no_clean", "clean")):
-        if getattr(args, flag, False):
-            sets.append(f"policy.tm_training.{key}=false")
+    switches = [(flag, key) for flag, key in (
+        ("no_split", "split"), ("no_monitor", "monitor"), ("no_prefetch", "prefetch"),
+        ("no_wb_schedule", "writeback_schedule"), ("no_clean", "clean"))
+        if getattr(args, flag, False)]
+    sets += [f"policy.{TM_TRAINING}.{key}=false" for _, key in switches]
     if args.model and not args.seq and "workload.seq" not in " ".join(args.set):
         sets.append("workload.seq=0")
     if args.model and not args.batch and "workload.batch" not in " ".join(args.set):
         sets.append("workload.batch=0")
-    return C.with_overrides(cfg, sets)
+    out = C.with_overrides(cfg, sets)
+    if switches:
+        from tmhw.placement.base import policy_class
+
+        if policy_class(out.policy.name).section != TM_TRAINING:
+            flag, key = switches[0]
+            raise TmhwError(f"--{flag.replace('_', '-')}: switches off a mechanism of "
+                            f"TM-Training (policy.{TM_TRAINING}.{key}), which "
+                            f"{out.policy.name} does not have; drop it or use "
+                            "--policy tm-training")
+    return out
 
 
 def atomic_write(path: Path, data: str) -> None:
@@ -266,10 +284,10 @@ def cmd_run(args: argparse.Namespace) -> int:
 
         tracer = Tracer()
     t0 = time.perf_counter()
-    system = System(cfg, tracer=tracer)
-    with progress(len(system.workload.ops) * cfg.run.iterations, unit="op",
-                  desc=f"{cfg.workload.model}/{cfg.policy.name}", disable=args.quiet) as bar:
-        system.progress = bar
+    with progress(None, unit="op", desc=f"{cfg.workload.model}/{cfg.policy.name}",
+                  disable=args.quiet) as bar:
+        system = System(cfg, tracer=tracer, progress=bar)
+        bar.reset(total=len(system.workload.ops) * cfg.run.iterations)
         rep = system.run()
     rep["host"] = {"wall_s": time.perf_counter() - t0, "events": system.env.events}
     summary = summary_table(rep)

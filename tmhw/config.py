@@ -9,7 +9,7 @@ Sections (``tmhw config show NAME`` prints every field)::
     link      LinkConfig               the NPU's port to the SSD (PCIe)
     cost      CostConfig               $/GB per tier and the NPU, for hardware cost
     workload  WorkloadConfig           model, batch, sequence length, page size, optimizer
-    policy    PolicyConfig             placement policy, HBM capacity, ablation switches
+    policy    PolicyConfig             placement policy, HBM capacity, each policy's table
     run       RunConfig                iterations, seed, timing models
 
 Defaults of the system-level sections and their sources:
@@ -64,12 +64,8 @@ from flash import PRESETS as FLASH_PRESETS
 from flash import FlashConfig
 from flash.pcie import Pcie
 from npu import NpuConfig
-from tmhw.placement.autotm import AutoTMParams
-from tmhw.placement.flatflash import FlatFlashParams
+from tmhw.placement.base import policy_tables, table_policy
 from tmhw.placement.registry import POLICIES
-from tmhw.placement.sentinel import SentinelParams
-from tmhw.placement.simple import DemandParams
-from tmhw.placement.tm_training import TMTrainingParams
 from tmhw.sim import tomlio
 from tmhw.sim.errors import ConfigError
 from tmhw.sim.units import NS, US, MiB
@@ -175,14 +171,19 @@ class PolicyConfig:
     it (HBM holds the whole footprint). ``lookahead_ops`` 0: how far ahead (in ops) a
     planner (TM-Training, Sentinel, AutoTM) may release a prefetch; 0 = no limit.
 
-    Each policy's own parameters are a table of their own, declared in the policy's
-    module beside the policy (``Policy.Params``, ``Policy.section``): ``[policy.
-    tm_training]`` (``tmhw.placement.tm_training.TMTrainingParams``: the ablation
-    switches, the monitor's gain, the plan's reserve and rounds), ``[policy.demand]``
-    (``demand`` and ``demand-belady``: ``frees``), ``[policy.flatflash]``,
-    ``[policy.sentinel]`` (``leads``), ``[policy.autotm]`` (``ilp_node_limit``). A table
-    may be spelt with the policy's dash (``policy.tm-training.split``). Only the table
-    of the policy that runs is used."""
+    Each policy's own parameters are a table of their own, ``[policy.<section>]``, a
+    record of the frozen class the policy declares in its module beside it
+    (``Policy.Params``, ``Policy.section``; e.g. ``[policy.tm_training]``, a
+    ``tmhw.placement.tm_training.TMTrainingParams``). The tables are not fields: the
+    registry (``tmhw.placement.registry.POLICIES``) says which exist, and a policy's
+    module is imported only when a table of it is read, so a policy with parameters
+    is one module and one registry line. A table may be spelt with the policy's dash
+    (``policy.tm-training.split``); only the table of the policy that runs is used.
+    ``cfg.policy.tm_training`` reads a table's record (its defaults when none is set).
+
+    ``tables`` holds, per table, the record read into it, sorted by table, and only
+    those that differ from their defaults, so that two configs that run alike compare
+    equal; the TOML form lists every table (``to_toml``)."""
 
     #: keys that were ``[policy]``'s own before each policy's parameters moved to its table
     MOVED: ClassVar[dict[str, str]] = {
@@ -196,15 +197,13 @@ class PolicyConfig:
         "flatflash_line_bytes": "flatflash.line_bytes",
         "flatflash_line_overhead_bytes": "flatflash.line_overhead_bytes",
     }
+    #: the keys of ``[policy]`` that are not a policy's table
+    OWN: ClassVar[tuple[str, ...]] = ("name", "hbm_ratio", "lookahead_ops")
 
     name: str = "tm-training"
     hbm_ratio: float = 0.125
     lookahead_ops: int = 0
-    tm_training: TMTrainingParams = field(default_factory=TMTrainingParams)
-    demand: DemandParams = field(default_factory=DemandParams)
-    flatflash: FlatFlashParams = field(default_factory=FlatFlashParams)
-    sentinel: SentinelParams = field(default_factory=SentinelParams)
-    autotm: AutoTMParams = field(default_factory=AutoTMParams)
+    tables: tuple[tuple[str, Any], ...] = ()
 
     def __post_init__(self) -> None:
         if self.name not in POLICIES:
@@ -213,10 +212,69 @@ class PolicyConfig:
             raise ConfigError("hbm_ratio", self.hbm_ratio, "a fraction in (0, 1]")
         if self.lookahead_ops < 0:
             raise ConfigError("lookahead_ops", self.lookahead_ops, "an integer >= 0")
+        kept: dict[str, Any] = {}
+        for section, record in self.tables:
+            owner = table_policy(section)
+            if owner is None or owner.section != section:
+                raise ConfigError(section, record,
+                                  f"a policy's table: one of {', '.join(policy_tables())}")
+            if not isinstance(record, owner.Params):
+                raise ConfigError(section, record, f"a {owner.Params.__name__}")
+            if record != owner.Params():
+                kept[section] = record
+        object.__setattr__(self, "tables", tuple(sorted(kept.items())))
 
     def params(self, section: str) -> Any:
-        """The parameters in table ``section`` (a policy's ``section``); None for ""."""
-        return getattr(self, section) if section else None
+        """The record of table ``section`` (a policy's ``section``: its defaults when the
+        config sets none); None for "" (a policy without parameters)."""
+        if not section:
+            return None
+        for key, record in self.tables:
+            if key == section:
+                return record
+        owner = table_policy(section)
+        if owner is None or owner.section != section:
+            raise AttributeError(f"no policy reads a table {section!r}")
+        return owner.Params()
+
+    def __getattr__(self, key: str) -> Any:
+        """``cfg.policy.<section>``: the record of that table (``params``)."""
+        if key.startswith("_"):
+            raise AttributeError(key)
+        return self.params(key)
+
+    def to_toml(self) -> dict[str, Any]:
+        """Plain data: the own keys, then every policy's table in the registry's order
+        (every policy's module imported)."""
+        out: dict[str, Any] = {k: getattr(self, k) for k in self.OWN}
+        for section in policy_tables():
+            out[section] = tomlio.to_dict(self.params(section))
+        return out
+
+    @classmethod
+    def from_toml(cls, data: dict[str, Any], path: str,
+                  base: PolicyConfig | None) -> PolicyConfig:
+        """The ``[policy]`` table over ``base``: its own keys (a key that moved to a
+        policy's table names its new place), and a sub-table per policy whose parameters
+        it changes, read into that policy's ``Params``."""
+        base = base if base is not None else cls()
+        own: dict[str, Any] = {}
+        tables = dict(base.tables)
+        for key, value in data.items():
+            plain = key.replace("-", "_")
+            if plain in cls.OWN or plain in cls.MOVED:
+                own[key] = value
+                continue
+            owner = table_policy(key)
+            if owner is None:
+                raise ConfigError(f"{path}.{key}" if path else key, value,
+                                  f"unknown key; valid keys: {', '.join(sorted(cls.OWN))}, "
+                                  f"or a policy's table ({', '.join(policy_tables())})")
+            where = f"{path}.{owner.section}" if path else owner.section
+            tables[owner.section] = tomlio.from_dict(owner.Params, value, where,
+                                                     base.params(owner.section))
+        return tomlio.fields_from_dict(cls, own, path, dataclasses.replace(
+            base, tables=tuple(tables.items())))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -10,10 +10,11 @@ write-back goes first, since the fetches due at that op may need its space. A fa
 A fetch is booked only into free HBM space, or space a write-back in flight is freeing:
 then its data is read from flash at once and crosses into HBM once that space is free,
 so reads overlap the write-backs that make room for them. When the earliest fetch has
-no room, the engine books queued write-backs (earliest first) to make some, and for an urgent fetch
-it then asks its ``client`` (the executor) to evict; a non-urgent fetch otherwise waits
-for space. So a write-back never delays a fetch with an earlier deadline, and a fetch
-never waits behind a write-back except for the space that write-back frees.
+no room, the engine books queued write-backs (earliest first) to make some, and for an
+urgent fetch it then asks its ``client`` (the pager) to evict; a non-urgent fetch
+otherwise waits for space. So a write-back never delays a fetch with an earlier
+deadline, and a fetch never waits behind a write-back except for the space that
+write-back frees.
 
 Booking is loosely timed through ``MemoryTarget.transport`` on both tiers and the link,
 with at most ``max_outstanding`` chunks in flight in each direction: fetches and
@@ -30,6 +31,11 @@ fetch waiting for room nor ``expedite_writebacks`` draws on; they share the writ
 window, earliest deadline first with the write-backs. Pages a clean is still copying
 out keep their space until its write ends, even if they are released earlier
 (``Residency.cleaning``).
+
+The engine reads the residency and changes it only through its ``pages`` port (the
+pager, ``tmhw.run.pager``): pages landing, ready times, written back. Each request says
+which iteration released it (``origin``, whose traffic it is) and which iteration's op
+is its deadline (``iteration``); the engine keeps no iteration of its own.
 
 In-place reads (``inplace_read``, FlatFlash) are not requests: the NPU reads a run of
 flash pages through the SSD's PCIe BAR in cache lines, straight into its scratchpad,
@@ -109,8 +115,38 @@ class DmaRequest:
         return self.cursor >= self.p1
 
 
+class PageWriter(Protocol):
+    """How the engine changes the residency (the pager, its only writer)."""
+
+    @property
+    def res(self) -> Residency:
+        """The residency, for reading."""
+        ...
+
+    def landing(self, p0: int, p1: int, ready: int, now: int) -> None:
+        """Pages [p0, p1) are held in HBM from ``now``, complete at ``ready``."""
+        ...
+
+    def set_ready(self, p0: int, p1: int, ready: int) -> None:
+        """Pages [p0, p1)' HBM copies are complete at ``ready``."""
+        ...
+
+    def claim_freeing(self, pages: int, now: int) -> int | None:
+        """``Residency.claim_freeing``: space in-flight write-backs free, for a fetch."""
+        ...
+
+    def written_back(self, p0: int, p1: int, done: int, now: int, keep: bool) -> None:
+        """Flash holds pages [p0, p1) from ``done``; they leave HBM then, or stay held
+        (``keep``, a clean)."""
+        ...
+
+    def release_clean(self, p0: int, p1: int, now: int) -> None:
+        """Pages of [p0, p1) that flash holds, or that are dead, leave HBM."""
+        ...
+
+
 class DmaClient(Protocol):
-    """What the engine asks of the executor that owns HBM."""
+    """What the engine asks of the pager that owns HBM."""
 
     def make_room(self, pages: int, now: int, protect_op: int) -> int:
         """Evict so that ``pages`` become free (now or as write-backs drain), never
@@ -128,10 +164,11 @@ class DmaEngine(Component):
 
     def __init__(self, env: simpy.Environment, name: str, parent: Component | None,
                  cfg: DmaConfig, link: LinkConfig, link_bytes_per_s: float, hbm: MemoryTarget,
-                 flash: MemoryTarget, residency: Residency, page_size: int,
+                 flash: MemoryTarget, pages: PageWriter, page_size: int,
                  client: DmaClient | None = None, record_order: bool = False) -> None:
         """``link_bytes_per_s`` is the port's rate per direction
-        (``SystemConfig.link_bytes_per_s``). ``client`` may be None only where no urgent
+        (``SystemConfig.link_bytes_per_s``). ``pages`` reads and writes the residency.
+        ``client`` may be None only where no urgent
         fetch can lack space and no write-back can go stale (a test rig);
         ``record_order`` keeps, per booked chunk, its request's key and the earliest key
         then queued that could have been booked (``order_log``), for the deadline-order
@@ -142,7 +179,8 @@ class DmaEngine(Component):
         self.link_bw = link_bytes_per_s
         self.hbm = hbm
         self.flash = flash
-        self.res = residency
+        self.pages = pages
+        self.res = pages.res
         self.page_size = page_size
         self.client = client
         self.chunk_pages = max(1, cfg.chunk_bytes // page_size)
@@ -190,12 +228,9 @@ class DmaEngine(Component):
                             f"engine pages of {self.page_size} B")
 
     # -- interface -----------------------------------------------------------------------
-    def submit(self, req: DmaRequest, iteration: int | None = None) -> DmaRequest:
-        """Queue ``req``; its deadline op belongs to ``iteration`` (default: the one that
-        released it, ``req.origin``; a prefetch released for the next iteration's op
-        passes it)."""
+    def submit(self, req: DmaRequest) -> DmaRequest:
+        """Queue ``req`` (its ``origin`` and ``iteration`` as the caller set them)."""
         req.seq = next(self._seq)
-        req.iteration = req.origin if iteration is None else iteration
         req.cursor = req.p0
         req.submitted_ps = self.now
         if req.booked is None:
@@ -220,7 +255,7 @@ class DmaEngine(Component):
         if not self._kick.triggered:
             self._kick.succeed()
 
-    def writeback_now(self, p0: int, p1: int, now: int, tag: str = "", origin: int = 0) -> int:
+    def writeback_now(self, p0: int, p1: int, now: int, origin: int, tag: str = "") -> int:
         """Book a write-back of pages [p0, p1) at once, ahead of the queue (an eviction
         in iteration ``origin`` that must make room now). Returns when their HBM space
         is free."""
@@ -248,12 +283,12 @@ class DmaEngine(Component):
         return freed
 
     def inplace_read(self, p0: int, p1: int, now: int, line_bytes: int,
-                     line_overhead_bytes: int, tag: str = "", origin: int = 0) -> int:
-        """Read pages [p0, p1) in place through the SSD's BAR from ``now`` on: one
+                     line_overhead_bytes: int, origin: int, tag: str = "") -> int:
+        """Read pages [p0, p1) in place through the SSD's BAR from ``now`` on, in
+        iteration ``origin``: one
         flash read whose data crosses the SSD's link and the NPU's port as cache lines
         of ``line_bytes``, each with ``line_overhead_bytes`` of framing; returns when
-        the last line has arrived (counted as traffic of iteration ``origin``). HBM is
-        not touched."""
+        the last line has arrived. HBM is not touched."""
         n = (p1 - p0) * self.page_size
         wire = n + -(-n // line_bytes) * line_overhead_bytes
         f_end = self.flash.transport(Transfer(Op.READ, p0 * self.page_size, n,
@@ -381,7 +416,7 @@ class DmaEngine(Component):
                 if free < n_miss:
                     # Space a write-back in flight is freeing: the data may be read
                     # from flash now and land in HBM once that space is free.
-                    t = self.res.claim_freeing(n_miss - free, now)
+                    t = self.pages.claim_freeing(n_miss - free, now)
                     if t is None:
                         break
                     after = t
@@ -429,7 +464,7 @@ class DmaEngine(Component):
                                             self._small_bytes, Pattern.RANDOM), now)
         for a, b, l_end in self._small:
             if h_end > l_end:
-                self.res.set_ready(slice(a, b), h_end)
+                self.pages.set_ready(a, b, h_end)
         self._small.clear()
         self._small_bytes = 0
 
@@ -470,7 +505,7 @@ class DmaEngine(Component):
                 # data has arrived and its HBM write has had its share of the channels.
                 h_end = max(l_end, self.hbm.transport(
                     Transfer(Op.WRITE, self._hbm_addr(a), n, Pattern.STREAM, req.tag), now))
-            self.res.hold(slice(a, b), h_end, now)
+            self.pages.landing(a, b, h_end, now)
             end = max(end, h_end)
             self._account(FETCH, n, t0, h_end, req)
         self.fetch_latency.add(end - req.submitted_ps)
@@ -489,7 +524,7 @@ class DmaEngine(Component):
         else:
             dirty = runs(np.flatnonzero(mask) + c0)
             if not req.keep:
-                res.release_clean(c0, c1, now)
+                self.pages.release_clean(c0, c1, now)
         free_at = end = issue
         t0 = issue + self.cfg.setup_ps
         for a, b in dirty:
@@ -504,11 +539,7 @@ class DmaEngine(Component):
             f_end = self.flash.transport(Transfer(Op.WRITE, a * ps, n, Pattern.STREAM,
                                                   req.tag), l_end - self._link_ps(n))
             done = max(l_end, f_end)
-            res.set_on_flash(a, b, True)
-            if req.keep:
-                res.cleaning(a, b, done)
-            else:
-                res.release(slice(a, b), now, until=done)
+            self.pages.written_back(a, b, done, now, req.keep)
             free_at = max(free_at, done)
             end = max(end, done)
             self._account(WRITEBACK, n, t0, f_end, req)

@@ -11,19 +11,20 @@ prefetches included. Pure: times are passed in, no SimPy.
 Holding, releasing and timing a run of pages are compiled (``tmhw.sim.jit``):
 ``_hold_run``, ``_release_run``, ``_ready_run`` and ``_ready_max`` are the steps of
 ``hold``, ``release``, ``set_ready`` and ``ready_time`` on a run, page by page, on the
-same arrays (a chunk's hold was a dozen numpy calls).
+same arrays (a chunk's hold is one call, not a dozen numpy calls). They take the state
+by name, in two records of arrays: ``Held`` (the flags and group counts a hold or a
+release changes) and ``Ready`` (the pages' ready times and their block maxima).
 """
 
 from __future__ import annotations
 
 import heapq
+from typing import NamedTuple
 
 import numpy as np
 
 from tmhw.sim.jit import njit_noref
 from tmhw.sim.stats import Level
-
-_NO_GROUPS = np.zeros(0, dtype=np.int64)
 
 
 def runs(pages: np.ndarray) -> list[tuple[int, int]]:
@@ -38,43 +39,81 @@ def runs(pages: np.ndarray) -> list[tuple[int, int]]:
     return [(int(pages[a]), int(pages[b - 1]) + 1) for a, b in zip(starts, stops, strict=True)]
 
 
-#: pages per block of the ready times' block maxima (``Residency.ready_time``)
+#: pages per block of the ready times' block maxima (``Residency.ready_time``); the
+#: kernels read it as a compile-time constant
 READY_BLOCK = 256
 
 
+class Held(NamedTuple):
+    """What holding and releasing a run of pages changes (``_hold_run``,
+    ``_release_run``): per page whether HBM holds it; the groups' first pages, the
+    page count after the last (empty: no group is counted); per group its held pages.
+    The kernels take it as a plain tuple (numba types a named tuple by a slow path on
+    every call) and unpack it in this order."""
+
+    in_hbm: np.ndarray
+    starts: np.ndarray
+    held_by_owner: np.ndarray
+
+
+class Ready(NamedTuple):
+    """When each page's HBM copy is (was last) complete (``_ready_run``,
+    ``_ready_max``): per page an index into ``times``; per block of ``READY_BLOCK``
+    pages the latest of its pages' times; the times in use. A plain tuple to the
+    kernels, as ``Held``."""
+
+    ready_ix: np.ndarray
+    block_max: np.ndarray
+    times: np.ndarray
+
+
+#: the plain tuple of three arrays a kernel takes for a ``Held`` or a ``Ready``
+Arrays3 = tuple[np.ndarray, np.ndarray, np.ndarray]
+
+
+def _plain(state: Held | Ready) -> Arrays3:
+    """``state`` as the plain tuple the kernels take."""
+    first, second, third = state
+    return first, second, third
+
+
 @njit_noref
-def _block_max_at(ready_ix: np.ndarray, block_max: np.ndarray, times: np.ndarray, k: int,
-                  ready: int, bs: int) -> None:
-    """Block ``k``, some of whose pages were just given ``ready``: its maximum."""
-    if ready >= block_max[k]:
-        block_max[k] = ready  # the others are no later than the old maximum
+def _block_max_at(ready: Arrays3, k: int,
+                  t: int) -> None:
+    """Block ``k``, some of whose pages were just given time ``t``: its maximum."""
+    ready_ix, block_max, _ = ready
+    if t >= block_max[k]:
+        block_max[k] = t  # the others are no later than the old maximum
         return
-    hi = min((k + 1) * bs, ready_ix.size)
-    block_max[k] = _times_max(ready_ix, times, k * bs, hi)
+    hi = min((k + 1) * READY_BLOCK, ready_ix.size)
+    block_max[k] = _times_max(ready, k * READY_BLOCK, hi)
 
 
 @njit_noref
-def _ready_run(ready_ix: np.ndarray, block_max: np.ndarray, times: np.ndarray, a: int,
-               b: int, idx: int, ready: int, bs: int) -> None:
-    """``Residency.set_ready`` of the pages [a, b) (b > a), ``ready`` being
+def _ready_run(ready: Arrays3, a: int, b: int,
+               idx: int, t: int) -> None:
+    """``Residency.set_ready`` of the pages [a, b) (b > a), ``t`` being
     ``times[idx]``."""
+    ready_ix, block_max, _ = ready
+    bs = READY_BLOCK
     ready_ix[a:b] = idx
     fa = -(-a // bs)
     fb = b // bs  # the blocks [a, b) covers whole
     if fa < fb:
-        block_max[fa:fb] = ready
+        block_max[fa:fb] = t
         if a < fa * bs:
-            _block_max_at(ready_ix, block_max, times, fa - 1, ready, bs)
+            _block_max_at(ready, fa - 1, t)
         if fb * bs < b:
-            _block_max_at(ready_ix, block_max, times, fb, ready, bs)
+            _block_max_at(ready, fb, t)
     else:
         for k in range(a // bs, (b - 1) // bs + 1):
-            _block_max_at(ready_ix, block_max, times, k, ready, bs)
+            _block_max_at(ready, k, t)
 
 
 @njit_noref
-def _times_max(ready_ix: np.ndarray, times: np.ndarray, a: int, b: int) -> int:
+def _times_max(ready: Arrays3, a: int, b: int) -> int:
     """The latest ready time of the pages [a, b) (b > a)."""
+    ready_ix, _, times = ready
     m = times[ready_ix[a]]
     for p in range(a + 1, b):
         t = times[ready_ix[p]]
@@ -84,22 +123,23 @@ def _times_max(ready_ix: np.ndarray, times: np.ndarray, a: int, b: int) -> int:
 
 
 @njit_noref
-def _ready_max(ready_ix: np.ndarray, block_max: np.ndarray, times: np.ndarray, p0: int,
-               p1: int, bs: int) -> int:
+def _ready_max(ready: Arrays3, p0: int, p1: int) -> int:
     """``Residency.ready_time`` of [p0, p1) (p1 > p0): the blocks it covers whole by
     their maxima, the pages at its two ends one by one."""
+    block_max = ready[1]
+    bs = READY_BLOCK
     fa = -(-p0 // bs)
     fb = p1 // bs
     if fb - fa < 2:
-        return _times_max(ready_ix, times, p0, p1)
+        return _times_max(ready, p0, p1)
     out = block_max[fa]
     for k in range(fa + 1, fb):
         if block_max[k] > out:
             out = block_max[k]
     if p0 < fa * bs:
-        out = max(out, _times_max(ready_ix, times, p0, fa * bs))
+        out = max(out, _times_max(ready, p0, fa * bs))
     if fb * bs < p1:
-        out = max(out, _times_max(ready_ix, times, fb * bs, p1))
+        out = max(out, _times_max(ready, fb * bs, p1))
     return int(out)
 
 
@@ -110,10 +150,11 @@ def _group_of(starts: np.ndarray, p: int) -> int:
 
 
 @njit_noref
-def _count_run(in_hbm: np.ndarray, starts: np.ndarray, held_by_owner: np.ndarray, a: int,
-               b: int, held: bool, n: int, sign: int) -> None:
-    """``sign`` x the pages of [a, b) whose held flag is ``held`` (``n`` of them, > 0)
+def _count_run(held: Arrays3, a: int, b: int,
+               flag: bool, n: int, sign: int) -> None:
+    """``sign`` x the pages of [a, b) whose held flag is ``flag`` (``n`` of them, > 0)
     into their groups' counts (``starts`` not empty)."""
+    in_hbm, starts, held_by_owner = held
     o = _group_of(starts, a)
     if starts[o + 1] >= b:  # a run inside one group, the common case
         held_by_owner[o] += sign * n
@@ -121,32 +162,33 @@ def _count_run(in_hbm: np.ndarray, starts: np.ndarray, held_by_owner: np.ndarray
     for p in range(a, b):
         while starts[o + 1] <= p:
             o += 1
-        if in_hbm[p] == held:
+        if in_hbm[p] == flag:
             held_by_owner[o] += sign
 
 
 @njit_noref
-def _release_run(in_hbm: np.ndarray, starts: np.ndarray, held_by_owner: np.ndarray,
-                 a: int, b: int) -> int:
+def _release_run(held: Arrays3, a: int, b: int) -> int:
     """``Residency.release``'s change of the flags and group counts for the pages
     [a, b): how many were held."""
+    in_hbm, starts, _ = held
     n = 0
     for p in range(a, b):
         if in_hbm[p]:
             n += 1
     if n and starts.size:
-        _count_run(in_hbm, starts, held_by_owner, a, b, True, n, -1)
+        _count_run(held, a, b, True, n, -1)
     in_hbm[a:b] = False
     return n
 
 
 @njit_noref
-def _hold_run(in_hbm: np.ndarray, starts: np.ndarray, held_by_owner: np.ndarray,
-              ready_ix: np.ndarray, block_max: np.ndarray, times: np.ndarray, a: int,
-              b: int, free: int, idx: int, ready: int, bs: int) -> int:
-    """``Residency.hold`` of the pages [a, b) (b > a) with ``free`` pages free: the
-    pages newly held, or -1 - that number (nothing changed) if more than ``free``.
-    ``starts``: the groups' first pages (empty: none counted)."""
+def _hold_run(held: Arrays3,
+              ready: Arrays3, a: int, b: int, free: int,
+              idx: int, t: int) -> int:
+    """``Residency.hold`` of the pages [a, b) (b > a) with ``free`` pages free, ready at
+    ``t`` (``times[idx]``): the pages newly held, or -1 - that number (nothing
+    changed) if more than ``free``."""
+    in_hbm, starts, _ = held
     new = 0
     for p in range(a, b):
         if not in_hbm[p]:
@@ -154,9 +196,9 @@ def _hold_run(in_hbm: np.ndarray, starts: np.ndarray, held_by_owner: np.ndarray,
     if new > free:
         return -1 - new
     if new and starts.size:
-        _count_run(in_hbm, starts, held_by_owner, a, b, False, new, 1)
+        _count_run(held, a, b, False, new, 1)
     in_hbm[a:b] = True
-    _ready_run(ready_ix, block_max, times, a, b, idx, ready, bs)
+    _ready_run(ready, a, b, idx, t)
     return new
 
 
@@ -200,6 +242,11 @@ class Residency:
         #: per block of READY_BLOCK pages, the latest of their ready times: the maximum
         #: over a tensor reads a block's pages only at the tensor's two ends
         self._block_max = np.zeros(-(-npages // READY_BLOCK), dtype=np.int64)
+        #: the same arrays as the compiled steps take them (``Held``, ``Ready``)
+        self._held = _plain(Held(self.in_hbm, np.zeros(0, dtype=np.int64)
+                                if self.starts is None else self.starts,
+                                self.held_by_owner))
+        self._ready = _plain(Ready(self._ready_ix, self._block_max, self._times))
         self.in_flash = np.zeros(npages, dtype=bool)
         self.live = np.zeros(npages, dtype=bool)
         self.held = 0                                   # pages with in_hbm set
@@ -270,12 +317,10 @@ class Residency:
         if not isinstance(pages, slice):
             self._ready_ix[pages] = idx
             for k in np.unique(np.asarray(pages) // READY_BLOCK).tolist():
-                _block_max_at(self._ready_ix, self._block_max, self._times, k, ready,
-                              READY_BLOCK)
+                _block_max_at(self._ready, k, ready)
             return
         if pages.stop > pages.start:
-            _ready_run(self._ready_ix, self._block_max, self._times, pages.start,
-                       pages.stop, idx, ready, READY_BLOCK)
+            _ready_run(self._ready, pages.start, pages.stop, idx, ready)
 
     def _pages(self, pages: np.ndarray | slice) -> np.ndarray | slice:
         """``pages`` as a run ``slice(a, b)`` (the compiled steps' form) or, for a slice
@@ -295,6 +340,7 @@ class Residency:
                 n = self._compact()
             if n == len(self._times):
                 self._times = np.concatenate((self._times, np.zeros_like(self._times)))
+                self._ready = _plain(Ready(self._ready_ix, self._block_max, self._times))
         self._times[n] = t
         self._ntimes = n + 1
         return n
@@ -319,14 +365,6 @@ class Residency:
         return self._ntimes
 
     # -- transitions ---------------------------------------------------------------------
-    def set_live(self, p0: int, p1: int, live: bool) -> None:
-        """Pages [p0, p1) hold data some op will read (True), or none (dead)."""
-        self.live[p0:p1] = live
-
-    def set_on_flash(self, p0: int, p1: int, on: bool) -> None:
-        """Flash holds the current data of pages [p0, p1) (True), or not."""
-        self.in_flash[p0:p1] = on
-
     def missing(self, p0: int, p1: int) -> np.ndarray:
         """Page numbers in [p0, p1) not held in HBM."""
         return np.flatnonzero(~self.in_hbm[p0:p1]) + p0
@@ -354,10 +392,8 @@ class Residency:
             if b > a:
                 self.settle(now)
                 free = self.capacity - self.occupied_pages
-                new = _hold_run(self.in_hbm, _NO_GROUPS if self.starts is None
-                                else self.starts, self.held_by_owner, self._ready_ix,
-                                self._block_max, self._times, a, b, free,
-                                self._time_index(ready), ready, READY_BLOCK)
+                idx = self._time_index(ready)  # may grow the times: before the call
+                new = _hold_run(self._held, self._ready, a, b, free, idx, ready)
                 if new < 0:
                     raise CapacityError(f"{-1 - new} pages over {free} free")
                 self.held += new
@@ -381,8 +417,7 @@ class Residency:
         pages = self._pages(pages)
         if isinstance(pages, slice):
             a, b = pages.start, pages.stop
-            n = _release_run(self.in_hbm, _NO_GROUPS if self.starts is None else self.starts,
-                             self.held_by_owner, a, b) if b > a else 0
+            n = _release_run(self._held, a, b) if b > a else 0
             if n == 0:
                 return 0
         else:
@@ -446,8 +481,7 @@ class Residency:
         """When every page of [p0, p1) is complete in HBM (all must be held)."""
         if p1 <= p0:
             return 0
-        out: int = _ready_max(self._ready_ix, self._block_max, self._times, p0, p1,
-                              READY_BLOCK)
+        out: int = _ready_max(self._ready, p0, p1)
         return out
 
     def check(self) -> None:

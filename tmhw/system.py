@@ -1,8 +1,10 @@
 """Builds the machine from a SystemConfig, runs training iterations, returns a report.
 
 Wiring only: the workload, the HBM capacity the policy gets, the components (HBM, flash,
-NPU, and the executor that owns residency, the DMA engine and the per-op loop, see
-``tmhw.run``), the policy's plan, and the report. The report's headline figures are
+NPU, and the executor with its pager, the DMA engine and its metrics, see
+``tmhw.run``), the policy's plan, and the report. The system, not the executor,
+finalizes the component tree: at the end of the warm-up (for the steady state's
+energy) and at the end of the run. The report's headline figures are
 the steady state: the mean over the iterations after ``run.warmup_iterations``.
 """
 
@@ -87,14 +89,11 @@ class System:
                                  model=cfg.run.flash_model, precondition=precondition,
                                  seed=cfg.run.seed, record=self.tracer.enabled)
         self.npu = NPU(self.env, "npu", self.root, cfg.npu, self.hbm)
-        self._progress = progress
-        #: energy per component at the end of the warm-up (pJ), for steady-state figures
-        self.warm_energy: dict[str, float] | None = None
-        self.warm_end_ps = 0
         self.executor = Executor(self.env, "executor", self.root, cfg, wl, self.policy,
                                  cap_pages, self.npu, self.hbm, self.flash,
-                                 record_dma_order=record_dma_order, streamed=self.streamed,
-                                 on_op=self._op_done, on_warmup_end=self._end_warmup)
+                                 end_warmup=self._end_warmup, progress=progress,
+                                 record_dma_order=record_dma_order, streamed=self.streamed)
+        self.pager = self.executor.pager
         self.dma = self.executor.dma
         self.res = self.executor.res
 
@@ -113,30 +112,12 @@ class System:
         self.first_table_bytes = self.table.size_bytes()
         self.executor.bind(self.table, self.ctx)
 
-    @property
-    def progress(self) -> Any:
-        return self._progress
-
-    @progress.setter
-    def progress(self, bar: Any) -> None:
-        self._progress = bar
-
-    def _op_done(self) -> None:
-        if self._progress is not None:
-            self._progress.update(1)
-
-    def _end_warmup(self, now: int) -> None:
-        """Close the energy meters at the end of the warm-up (every meter converts its
-        cumulative counts, so finalizing again at the end is exact)."""
+    def _end_warmup(self, now: int) -> dict[str, float]:
+        """Close the energy meters at the end of the warm-up; returns each component's
+        energy so far (pJ). Every meter converts its cumulative counts, so finalizing
+        again at the end of the run is exact."""
         self.root.finalize(now)
-        self.warm_energy = {name: c.total_energy_pj() for name, c in self.root.children.items()}
-        self.warm_end_ps = now
-
-    def warmup_energy(self) -> dict[str, Any]:
-        """The report's energy at the end of the warm-up, when a steady state was run."""
-        if len(self.executor.records) > self.cfg.run.warmup_iterations and self.warm_energy:
-            return {"energy_since_ps": self.warm_end_ps, "energy_warmup_pj": self.warm_energy}
-        return {}
+        return {name: c.total_energy_pj() for name, c in self.root.children.items()}
 
     def bounds(self) -> dict[str, Any]:
         """The lower bounds of this workload at this capacity (``placement.bounds``):
@@ -225,7 +206,6 @@ def build_report(system: System, bounds: dict[str, Any] | None = None) -> dict[s
             "notes": dict(system.table.notes),
         },
         **ex.figures(),
-        **system.warmup_energy(),
         "flash_writes_bytes": int(system.flash.bytes_written),
         "system": system.root.report(),
         "config": tomlio.to_dict(cfg),

@@ -32,10 +32,14 @@ from flash.ftl.kernels import (
     DONE,
     GEOMETRY,
     NEEDS_BLOCKS,
+    NEEDS_ROWS,
     NOT_ERASED,
+    PLACED,
+    Blocks,
+    L2p,
     drop_old,
-    write_dense_run,
     write_open,
+    write_run,
 )
 from flash.ftl.mapping import I64, SEG, SEG_BITS, AddressMap, SparseL2P, _ascending, stripe_planes
 from flash.ftl.program import Programmer
@@ -54,7 +58,7 @@ class FTL:
     The layers' arrays and per-plane lists (``valid``, ``erases``, ``state``, ``stamp``,
     ``free_count``, ``fresh_next``, ``low_planes``, ``l2p``) are also attributes here:
     the same objects, which the layers never rebind. Their counters are read-only
-    properties. ``write1`` repeats the program path in scalar arithmetic for speed."""
+    properties."""
 
     def __init__(self, cfg: FlashConfig) -> None:
         self.cfg = cfg
@@ -85,13 +89,18 @@ class FTL:
         self.hard_blocks = b.hard_blocks
         self.host_pages = 0
         self.trimmed_pages = 0
-        # ``_write_dense``'s blocks opened per plane (-1: none) and planes to open
+        # ``_write_run``'s blocks opened per plane (-1: none), and planes or blocks the
+        # kernel asks for
         self._opened = np.full(self.U, -1, dtype=np.int64)
         #: the geometry record the kernels take (``kernels.GEOMETRY``)
         self.geo: npt.NDArray[np.void] = np.array(
             [(self.n_lpn, m.n_pre, self.U, self.ppb, SEG_BITS, self.l2p.DENSE_AT)],
             dtype=GEOMETRY)
         self._need = np.zeros(self.U + 1, dtype=np.int64)
+        #: ``write1``'s page, and its ``write_open``'s ppn, dict page and counts
+        self._one = np.zeros(1, dtype=np.int64)
+        self._one_out = (np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64),
+                         np.zeros(2, dtype=np.int64))
 
     # -- the layers' scalars -----------------------------------------------------------
     @property
@@ -297,118 +306,38 @@ class FTL:
 
     def _write_run(self, lpns: I64) -> I64 | None:
         """``write`` of the run ``lpns`` (ascending, consecutive, more than
-        ``DENSE_AT // 4`` pages or at most a stripe of two or more) when every plane's
-        active block has room for its pages: one vectorised step, no GC. None (nothing
-        done) when a plane must open a block, unless every L2P segment of the run is
-        dense: then ``_write_dense`` opens the blocks and writes it, compiled, as the
-        general path would.
+        ``DENSE_AT // 4`` pages or at most a stripe of two or more) where no plane must
+        collect, compiled (``kernels.write_run``): the blocks it must open are opened
+        first, in the order the general path opens them. None (nothing done) otherwise.
 
-        Its end state is ``write``'s, where the pages go grouped by plane: the old
-        copies' valid counts drop, the ``r``-th page of a plane goes ``r`` pages past its
-        write pointer, and the L2P map gets the same segment decisions. (A run of at most
-        a stripe is then set as ``write`` sets it, by ``SparseL2P.set``; ``write`` first
-        marks its old copies -1 so that forced GC cannot move them, and with no GC the
-        second setting of the same pages leaves the state one setting gives: the same
-        pages enter the segment's dict, so it turns dense at the same count, with the
-        same values; a run of at most ``DENSE_AT // 4`` pages, ``set_by_segment`` or
-        ``set``, is taken by each segment it touches as ``_set_seg`` takes it.) A
-        stripe-sized piece of a RAID-0 stripe unit (32 pages of 512 KiB on 16 KiB
-        pages) takes this path."""
+        The L2P map of a run touching a segment that is not dense is set here as
+        ``write`` sets it (``SparseL2P.set``; ``write`` first marks its old copies -1 so
+        that forced GC cannot move them, and with no GC the second setting of the same
+        pages leaves the state one setting gives: the same pages enter the segment's
+        dict, so it turns dense at the same count, with the same values; a run of at
+        most ``DENSE_AT // 4`` pages, ``set_by_segment`` or ``set``, is taken by each
+        segment it touches as ``_set_seg`` takes it)."""
         lo = int(lpns[0])
         n = int(lpns.size)
-        U = self.U
         if lo < 0 or lo + n > self.n_lpn:
             raise TmhwError(f"flash: logical page out of range [0, {self.n_lpn})")
-        b = self.blocks
-        m = self.mapping
-        l2p = self.l2p
-        if l2p.dense_segs and n <= U * self.ppb:
-            dense = self._write_dense(lo, n)
-            if dense is not None:
-                return dense
-        s0 = lo % U
-        w = min(n, U)
-        planes = m.stripe_plane2[s0:s0 + w]
-        hb = b.host_blk[planes]
-        if int(hb.min()) < 0:
-            return None
-        ppb = self.ppb
-        hw = b.host_wp[planes]
-        c: I64 | int = 1
-        if n > U:
-            c = (n - np.arange(w, dtype=np.int64) + U - 1) // U  # pages per plane
-            if int((hw + c).max()) > ppb:
-                return None
-        old = self.l2p.get_run(lo, n)
-        mapped = old >= 0
-        if mapped.any():
-            ob = old[mapped] // ppb
-            if n <= U and bool((ob // self.bpp == planes[mapped]).all()):
-                # each old copy in its page's plane, one page per plane: distinct blocks
-                self.valid[ob] -= 1
-            else:
-                # (np.subtract.at is an order of magnitude slower than unique + counts)
-                ub, cnt = np.unique(ob, return_counts=True)
-                self.valid[ub] -= cnt.astype(np.int32)
-            if n > U:
-                self.l2p.set(lpns[mapped], -1)
-        rows = m.row1_of[hb] - 1
-        if int(rows.min()) < 0:
-            for blk in hb[rows < 0].tolist():
-                m.row(blk)
-            rows = m.row1_of[hb] - 1
-        if n > U:
-            i = np.arange(n, dtype=np.int64)
-            pos = i % U
-            blk_p, wp_p, rows = hb[pos], hw[pos] + i // U, rows[pos]
-        else:
-            blk_p, wp_p = hb, hw
-        pool = m.pool
-        if (pool[rows, wp_p] != -1).any():
-            raise AssertionError("FTL: program to a non-erased page")
-        pool[rows, wp_p] = lpns
-        ppns: I64 = blk_p * ppb + wp_p
-        self.valid[hb] += c  # hb: distinct blocks, one per plane
-        b.seq += n
-        self.stamp[hb] = b.seq
-        hw = hw + c
-        full = hw == ppb
-        if full.any():
-            self.state[hb[full]] = FULL
-            hw[full] = 0
-            hb[full] = -1
-        b.host_wp[planes] = hw
-        b.host_blk[planes] = hb
-        if n > U:
-            self.l2p.set_by_segment(lo, ppns)
-        elif n > SparseL2P.DENSE_AT // 4:
-            self.l2p.set_run(lo, ppns)  # what ``set`` does with a run this long
-        else:  # what ``set`` does with a run this short: each segment decides by its own
-            self.l2p.set_by_segment(lo, ppns)  # count, the run's part of it too short
-        self.host_pages += n
-        return ppns
-
-    def _write_dense(self, lo: int, n: int) -> I64 | None:
-        """``write`` of the run [lo, lo + n) compiled (``kernels.write_dense_run``),
-        where every L2P segment it touches is dense (the steady state) and no plane
-        must collect: the blocks it must open are opened first, in the order the
-        general path opens them. None (nothing done) otherwise."""
         b = self.blocks
         m = self.mapping
         l2p = self.l2p
         out = np.empty(n, dtype=np.int64)
         opened, need = self._opened, self._need
 
-        geo = self.geo
-
         def call() -> int:  # (the P2L rows rebound as they grow: read at each call)
-            got: int = write_dense_run(
-                lo, n, geo, (m.stripe_plane2, m.plane_stripe), (l2p.seg_row, l2p.pool),
-                (b.host_blk, b.host_wp, m.row1_of, m.pool, self.valid, self.stamp,
-                 self.state), b.seq, (opened, need, out))
+            got: int = write_run(
+                lo, n, self.geo, (m.stripe_plane2, m.plane_stripe), self._l2p_state(),
+                self._block_state(), b.seq, (opened, need, out))
             return got
 
         got = call()
+        if got == NEEDS_ROWS:
+            for blk in need[1:1 + int(need[0])].tolist():
+                m.row(blk)
+            got = call()
         if got == NEEDS_BLOCKS:
             planes = need[1:1 + int(need[0])].tolist()
             if any(b.free_count[p] <= b.hard_blocks for p in planes):
@@ -421,90 +350,109 @@ class FTL:
             opened[planes] = -1
         if got == NOT_ERASED:
             raise AssertionError("FTL: program to a non-erased page")
-        if got != DONE:
+        if got == PLACED:
+            if n > self.U:
+                old = l2p.get_run(lo, n)
+                if bool((old >= 0).any()):
+                    l2p.set(lpns[old >= 0], -1)
+                l2p.set_by_segment(lo, out)
+            elif n > SparseL2P.DENSE_AT // 4:
+                l2p.set_run(lo, out)  # what ``set`` does with a run this long
+            else:  # what ``set`` does with a run this short: each segment decides by
+                l2p.set_by_segment(lo, out)  # its own count, the run's part too short
+        elif got != DONE:
             return None
         b.seq += n
         self.host_pages += n
         return out
 
+    def _l2p_state(self) -> L2p:
+        """The L2P as the kernels take it (``kernels.L2p``; rebound as it grows)."""
+        l2p = self.l2p
+        seg_row, rows = l2p.arrays()
+        return l2p.sparse.table, l2p.sparse.meta, self.mapping.plane_base, seg_row, rows
+
+    def _block_state(self) -> Blocks:
+        """The blocks as the kernels take them (``kernels.Blocks``; the P2L rows
+        rebound as they grow)."""
+        b, m = self.blocks, self.mapping
+        return b.host_blk, b.host_wp, m.row1_of, m.pool, self.valid, self.stamp, self.state
+
     def write1(self, lpn: int) -> tuple[int, list[GcJob]]:
-        """``write`` of one logical page, in scalar arithmetic (the common case of a
-        random small write; numpy's per-call overhead would dominate it)."""
+        """``write`` of one logical page (``kernels.write_open``), collecting first
+        where its plane must open a block at the hard threshold."""
         if not 0 <= lpn < self.n_lpn:
             raise TmhwError(f"flash: logical page {lpn} out of range [0, {self.n_lpn})")
         jobs: list[GcJob] = []
-        ppb = self.ppb
-        b = self.blocks
-        old = self.l2p.get1(lpn)
-        if old >= 0:
-            self.valid[old // ppb] -= 1
-        plane = self._stripe_plane_list[lpn % self.U]
-        blk, wp = b.host_blk.item(plane), b.host_wp.item(plane)
-        if blk < 0:
-            if old >= 0:
-                self.l2p.set1(lpn, -1)  # the old copy is dead: GC must not move it
-            self.gc.make_room(plane, jobs)
-            blk, wp = b.take_free(plane), 0
-        m = self.mapping
-        r = m.row(blk)
-        pool = m.pool
-        if pool.item(r, wp) != -1:
-            raise AssertionError(f"FTL: program to a non-erased page in block {blk}")
-        pool[r, wp] = lpn
-        ppn = blk * ppb + wp
-        self.valid[blk] += 1
-        b.seq += 1
-        self.stamp[blk] = b.seq
-        wp += 1
-        if wp == ppb:
-            self.state[blk] = FULL
-            blk, wp = -1, 0
-        b.host_blk[plane], b.host_wp[plane] = blk, wp
-        self.l2p.set1(lpn, ppn)
-        self.host_pages += 1
-        return ppn, jobs
+        one = self._one
+        one[0] = lpn
+        ppns, _ = self._write_open(one, [lpn], jobs)
+        return ppns.item(0), jobs
 
     def write_many(self, lpns: I64, keys: list[int]) -> tuple[I64, int]:
         """``write1`` of each of ``lpns`` (``keys``: the same as a list) in turn (a
-        page may repeat), compiled (``kernels.write_open``), for as long as no page
-        needs a collection: where a plane must open a block, it opens it here
-        (``write1``'s steps) if that needs no forced collection and leaves the plane
-        above the soft threshold. The ppns of the first ``m`` pages, and ``m`` (the
-        next page needs ``write1``: a collection, a page out of range, or a target page
-        not erased, which ``write1`` raises)."""
+        page may repeat), for as long as no page needs a collection: where a plane must
+        open a block, it opens it here if that needs no forced collection and leaves
+        the plane above the soft threshold. The ppns of the first ``m`` pages, and
+        ``m`` (the next page needs ``write1``: a collection, a page out of range, or a
+        target page not erased, which ``write1`` raises)."""
+        return self._write_open(lpns, keys, None)
+
+    def _write_open(self, lpns: I64, keys: list[int],
+                    jobs: list[GcJob] | None) -> tuple[I64, int]:
+        """``kernels.write_open`` of ``lpns`` in turn; where it stops, the block the
+        page's plane must open is opened (and the P2L row made): with ``jobs``, after
+        a forced collection if the plane is at the hard threshold (the page's old copy
+        invalidated first: GC must not move it), and a page out of range or a target
+        page not erased raise; without, these end the writes (and a plane that would
+        fall under the soft threshold). The ppns written, and how many."""
         n = int(lpns.size)
-        out = np.empty(n, dtype=np.int64)
-        sparse = np.empty(n, dtype=np.int64)
-        res = np.zeros(2, dtype=np.int64)
+        if jobs is not None:  # (``write1``: three arrays made once)
+            out, sparse, res = self._one_out
+            res[:] = 0
+        else:
+            out = np.empty(n, dtype=np.int64)
+            sparse = np.empty(n, dtype=np.int64)
+            res = np.zeros(2, dtype=np.int64)
         b = self.blocks
         m = self.mapping
-        seq = np.array([b.seq], dtype=np.int64)
+        seq = np.zeros(1, dtype=np.int64)
         l2 = self.l2p
         sp = l2.sparse
         sp.reserve(n)
-        seg_row, rows = l2.arrays()
-        geo = self.geo
-        l2p = (sp.table, sp.meta, m.plane_base, seg_row, rows)
+        base = m.plane_base
         outs = (out, l2.sparse_per_seg, sparse, res)
         k = 0
-        while True:  # (the P2L rows rebound as they grow: read at each call)
-            k = int(write_open(lpns, geo, self.stripe_plane, l2p,
+        while True:  # (a collection and the P2L rows rebind what the kernel takes)
+            seq[0] = b.seq
+            k = int(write_open(lpns, self.geo, self.stripe_plane,
+                               (sp.table, sp.meta, base, l2.seg_row, l2.pool),
                                (b.host_blk, b.host_wp, m.row1_of, m.pool, self.valid,
                                 self.stamp, self.state), seq, outs, k))
-            if k == n or not 0 <= keys[k] < self.n_lpn:
+            b.seq = seq.item(0)
+            if k == n or (jobs is None and not 0 <= keys[k] < self.n_lpn):
                 break
             plane = self._stripe_plane_list[keys[k] % self.U]
             blk = b.host_blk.item(plane)
             if blk < 0:
-                free = b.free_count[plane]
-                if free <= b.hard_blocks or free - 1 < b.soft_blocks:
-                    break  # a collection now, or soon in the background
+                if jobs is None:
+                    free = b.free_count[plane]
+                    if free <= b.hard_blocks or free - 1 < b.soft_blocks:
+                        break  # a collection now, or soon in the background
+                else:
+                    old = l2.get1(keys[k])
+                    if old >= 0:  # the old copy is dead: GC must not move it
+                        self.valid[old // self.ppb] -= 1
+                        l2.set1(keys[k], -1)
+                    self.gc.make_room(plane, jobs)
+                    sp.reserve(n - k)
                 blk = b.take_free(plane)
                 b.host_blk[plane], b.host_wp[plane] = blk, 0
-            elif m.row1_of.item(blk):
-                break  # the page at the write pointer is not erased
+            elif m.row1_of.item(blk):  # the page at the write pointer is not erased
+                if jobs is None:
+                    break
+                raise AssertionError(f"FTL: program to a non-erased page in block {blk}")
             m.row(blk)  # its P2L row (the pool may grow)
-        b.seq = int(seq[0])
         self.host_pages += k
         if res[1]:  # a sparse segment's dict reached ``DENSE_AT`` entries
             l2.densify_reached(sparse[:int(res[0])])

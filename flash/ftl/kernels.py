@@ -1,14 +1,13 @@
-"""The FTL's compiled kernel (``tmhw.sim.jit``): a host write of a run whose L2P
-segments are all dense, the steady state of a training run, which rewrites the same
-tensors' pages iteration after iteration.
+"""The FTL's compiled kernels (``tmhw.sim.jit``): where a host write puts each page.
 
-``write_dense_run`` is the host write path (``FTL._write_pages``, of which
-``FTL._write_run`` is the case where every plane's active block has room) for a run
-whose every L2P segment is a dense row (so no dict entry and no closed form is
-involved), with at most a block's pages per plane: the same steps, page by page, on the
-layers' own arrays. The blocks it must open are opened by the caller first
-(``BlockManager.take_free``, with their P2L rows), since opening one may mean a
-collection, which stays in Python.
+One page at a time, ``write_open`` is the host write of ``FTL.write1`` and of a batch
+of one-page writes (``FTL.write_many``): the page's plane by the stripe, its old copy
+invalidated, the page at the write pointer of the plane's active block. A run of pages
+(``write_run``) is the general host write path (``FTL._write_pages``: pages grouped by
+plane, each plane's in turn) for a run that needs no collection: the steady state of a
+training run, which rewrites the same tensors' pages iteration after iteration. The
+blocks either must open are opened by the caller (``BlockManager.take_free``, with
+their P2L rows), since opening one may mean a collection, which stays in Python.
 """
 
 from __future__ import annotations
@@ -29,49 +28,53 @@ Rows = npt.NDArray[np.signedinteger]
 #: make a segment dense
 GEOMETRY = np.dtype([(name, np.int64) for name in (
     "n_lpn", "n_pre", "stripe", "ppb", "seg_bits", "dense_at")])
-#: the L2P the kernels read and write (``FTL.l2p_state``): its dict of sparse pages
+#: the L2P the kernels read and write (``FTL._l2p_state``): its dict of sparse pages
 #: (``IntMap.table``, ``meta``), each stripe position's plane's first page (the
 #: preconditioned closed form), each segment's row (-1: not dense) and the rows
 L2p = tuple[I64, I64, I64, I64, Rows]
-#: the blocks' state the kernels change (``FTL.block_state``): per plane its active
+#: the blocks' state the kernels change (``FTL._block_state``): per plane its active
 #: block and write pointer; per block its P2L row + 1 (0: none), then the P2L rows, and
 #: per block its valid pages, stamp and state
 Blocks = tuple[I64, I64, I32, Rows, I32, I64, npt.NDArray[np.int8]]
-#: ``write_dense_run``'s answers: done; declined (the general path must do it); a
-#: target page not erased; blocks to open first (their planes in ``need``)
-DONE, DECLINED, NOT_ERASED, NEEDS_BLOCKS = 0, 1, 2, 3
+#: ``write_run``'s answers: done; declined (the general path must do it); a target page
+#: not erased; blocks to open first (their planes in ``need``); P2L rows to make first
+#: (their blocks in ``need``); placed, the L2P map left to the caller (a segment of the
+#: run is not dense)
+DONE, DECLINED, NOT_ERASED, NEEDS_BLOCKS, NEEDS_ROWS, PLACED = range(6)
 
 
 @njit
-def write_dense_run(lo: int, n: int, geo: npt.NDArray[np.void], stripe: tuple[I64, I64],
-                    dense: tuple[I64, Rows], blocks: Blocks, seq: int,
-                    io: tuple[I64, I64, I64]) -> int:
-    """The host write of the run [lo, lo + n) (2 <= n <= planes x pages per block)
-    into ``io``'s ``out`` (its ppns; ``stripe``: the stripe's planes twice over, and
-    each plane's stripe position; ``dense``: the L2P's segment rows and its rows), as
+def write_run(lo: int, n: int, geo: npt.NDArray[np.void], stripe: tuple[I64, I64],
+              l2p: L2p, blocks: Blocks, seq: int, io: tuple[I64, I64, I64]) -> int:
+    """The host write of the run [lo, lo + n) (n >= 2) into ``io``'s ``out`` (its ppns;
+    ``stripe``: the stripe's planes twice over, and each plane's stripe position), as
     ``FTL._write_pages`` does it with no collection: the old copies' valid counts
     drop; the planes whose active block has room for their pages ("fit") take them
     there at once, and every such block gets the stamp of the write sequence after all
-    of them; then each other plane in turn (in stripe order
-    for a run of at most a stripe, in plane order for a longer one) fills its active
-    block and continues in the block ``opened[plane]``, each piece stamped as it is
-    programmed; a block filled is closed. The write sequence ends at ``seq + n``.
+    of them; then each other plane in turn (in stripe order for a run of at most a
+    stripe, in plane order for a longer one) fills its active block and continues in
+    the block ``opened[plane]``, each piece stamped as it is programmed; a block filled
+    is closed. The write sequence ends at ``seq + n``. The L2P map is set where every
+    segment of the run is dense (``DONE``); else ``PLACED``, the map the caller's.
 
-    Declined (nothing changed) when a segment is not dense, a plane has more than a
-    block's pages, or a block to write has no P2L row; ``NOT_ERASED`` (nothing changed)
-    if a target page is not erased; ``NEEDS_BLOCKS`` (nothing changed) when planes that
-    do not fit have no opened block: ``need[0]`` of them, in the order they would open,
-    in ``need[1:]``."""
+    Declined (nothing changed) when a plane has more than a block's pages, or a plane
+    that does not fit must open a block while a segment is not dense (the general path
+    sets the map piece by piece then); ``NOT_ERASED`` (nothing changed) if a target page
+    is not erased; ``NEEDS_BLOCKS`` (nothing changed) when planes that do not fit have
+    no opened block: ``need[0]`` of them, in the order they would open, in ``need[1:]``;
+    ``NEEDS_ROWS`` (nothing changed) when active blocks to write have no P2L row:
+    ``need[0]`` of them in ``need[1:]``."""
     g = geo[0]
     U, ppb, seg_bits = g["stripe"], g["ppb"], g["seg_bits"]
     sp2, plane_stripe = stripe
-    seg_row, l2p_rows = dense
+    seg_row, l2p_rows = l2p[3], l2p[4]
     host_blk, host_wp, row1_of, p2l, valid, stamp, state = blocks
     opened, need, out = io
     mask = (1 << seg_bits) - 1
+    dense = True
     for si in range(lo >> seg_bits, ((lo + n - 1) >> seg_bits) + 1):
         if seg_row[si] < 0:
-            return DECLINED
+            dense = False
     s0 = lo % U
     w = min(n, U)
     # the planes of the run in the order the general path takes the ones that do not fit:
@@ -94,10 +97,12 @@ def write_dense_run(lo: int, n: int, geo: npt.NDArray[np.void], stripe: tuple[I6
         plane = sp2[s0 + x]
         hb = host_blk[plane]
         c = q + (1 if x < rem else 0)  # the plane's pages in the run
-        if c > ppb or (hb >= 0 and row1_of[hb] == 0):
+        if c > ppb:
             return DECLINED
         fit[x] = hb >= 0 and host_wp[plane] + c <= ppb
         if not fit[x]:
+            if not dense:
+                return DECLINED
             if opened[plane] < 0:
                 k += 1
                 need[k] = plane
@@ -106,6 +111,14 @@ def write_dense_run(lo: int, n: int, geo: npt.NDArray[np.void], stripe: tuple[I6
     if k:
         need[0] = k
         return NEEDS_BLOCKS
+    for j in range(w):
+        hb = host_blk[sp2[s0 + xs[j]]]
+        if hb >= 0 and row1_of[hb] == 0:
+            k += 1
+            need[k] = hb
+    if k:
+        need[0] = k
+        return NEEDS_ROWS
     # where each page goes: (block, page in block)
     blk_i = np.empty(n, dtype=np.int64)
     slot_i = np.empty(n, dtype=np.int64)
@@ -132,14 +145,15 @@ def write_dense_run(lo: int, n: int, geo: npt.NDArray[np.void], stripe: tuple[I6
     for i in range(n):
         lpn = lo + i
         row = seg_row[lpn >> seg_bits]
-        old = l2p_rows[row, lpn & mask]
+        old = l2p_rows[row, lpn & mask] if row >= 0 else l2p_of(l2p, geo, lpn)
         if old >= 0:
             valid[div(old, ppb, s_ppb)] -= 1
     for i in range(n):
         lpn = lo + i
         p2l[row1_of[blk_i[i]] - 1, slot_i[i]] = lpn
         ppn = blk_i[i] * ppb + slot_i[i]
-        l2p_rows[seg_row[lpn >> seg_bits], lpn & mask] = ppn
+        if dense:
+            l2p_rows[seg_row[lpn >> seg_bits], lpn & mask] = ppn
         out[i] = ppn
     # the planes that fit, at once
     for x in range(w):
@@ -174,7 +188,7 @@ def write_dense_run(lo: int, n: int, geo: npt.NDArray[np.void], stripe: tuple[I6
         seq += left
         stamp[nb] = seq
         _advance(plane, nb, left, ppb, state, host_blk, host_wp)
-    return DONE
+    return DONE if dense else PLACED
 
 
 @njit_noref

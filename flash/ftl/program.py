@@ -8,9 +8,9 @@ Per plane, host writes and GC writes each have an active block (the block manage
 logical page into the block's P2L row, its ppn into the L2P map, and the block's valid
 count and write stamp advance. A full active block is closed; the next page opens a free
 block, and a host write first collects synchronously while the plane is at the hard GC
-threshold. (``FTL.write1`` is the same path for one host page, in scalar arithmetic;
-``program_long`` is the same path for a run of at least a block per plane, in
-vectorised arithmetic over the run's pages.)
+threshold. (``program_long`` is the same path for a run of at least a block per plane,
+in vectorised arithmetic over the run's pages; one host page, a batch of them and a run
+that needs no collection are placed by ``flash.ftl.kernels``.)
 """
 
 from __future__ import annotations

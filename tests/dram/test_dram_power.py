@@ -1,4 +1,6 @@
-"""IDD-based energy (times in ns), the pJ/bit override, and HBM2's energy per bit."""
+"""IDD-based energy (times in ns), the pJ/bit override, and HBM2's energy per bit (against
+O'Connor et al. and DRAMsim3: checks of ``tmhw.validate.energy``, run by
+tests/test_validate.py)."""
 
 from __future__ import annotations
 
@@ -36,13 +38,6 @@ def test_ddr4_scales_idd_by_the_devices_of_a_rank() -> None:
     ddr4 = PRESETS["ddr4-3200"]
     one = replace(ddr4, devices_per_rank=1)
     assert energies(ddr4).act_pj == pytest.approx(8 * energies(one).act_pj)
-
-
-def test_hbm2_streaming_reads_cost_3_to_5_pj_per_bit() -> None:
-    # O'Connor et al. (MICRO'17): about 3.9 pJ/bit for HBM2.
-    cfg = replace(HBM2, channels=1)
-    res = run_bench(cfg, "stream", 4096, 400, "detailed")
-    assert 3.0 <= res["energy_pj_per_bit"] <= 5.0, res["energy_pj_per_bit"]
 
 
 def test_idd_terms_alone_give_hbm2_about_2_pj_per_bit() -> None:

@@ -1,7 +1,7 @@
 """An event-driven model of stock MQSim's channel arbitration for 8 KiB random reads on
 the mqsim-default device (8 channels x 4 chips x 2 dies, tR 75 us): a check, written
 without tmhw's code, of the rule that loaded random reads under ``flash.compat =
-"mqsim"`` depend on and ``flash.convoy`` implements (data/MQSIM_REFERENCE.md).
+"mqsim"`` depend on and ``flash.convoy`` implements (tmhw/validate/data/mqsim/README.md).
 
 The rules, from MQSim's ``TSU_Base::issue_command_to_chip`` and ``NVM_PHY_ONFI_NVDDR2``:
 a chip serves one die's read at a time (its dies never overlap: MQSim issued no

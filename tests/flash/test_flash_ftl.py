@@ -239,7 +239,7 @@ def _ftl_state(f: FTL) -> tuple[object, ...]:
 @pytest.mark.parametrize(("seed", "ppb"), [(0, 16), (1, 16), (2, 12)])
 def test_run_writes_end_in_the_state_of_the_plane_by_plane_path(
         seed: int, ppb: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The vectorised write of a run (``FTL._write_run``, taken for runs of two pages up
+    """The compiled write of a run (``FTL._write_run``, taken for runs of two pages up
     to a stripe, and for runs longer than ``DENSE_AT // 4``) leaves every map, count and
     block state exactly where the general path (group by plane, program plane by plane)
     leaves it, the run given as an array or as its bounds (``write_range``): runs of 1
@@ -247,13 +247,13 @@ def test_run_writes_end_in_the_state_of_the_plane_by_plane_path(
     some go through GC), with the map's segments both sparse and dense. 64 planes (a
     2 MiB chunk of 16 KiB pages is 128 pages), 16 pages a block (and 12: the kernel
     shifts where a block's pages are a power of two, and divides otherwise), 4096-page
-    L2P segments. Runs whose segments are all dense go through the compiled kernel
-    (``write_dense_run``), opening blocks where planes need them, the others through
-    numpy: each is taken."""
+    L2P segments. The kernel (``write_run``) sets the map of runs whose segments are all
+    dense, opening blocks where planes need them, and leaves the map of the others to
+    ``SparseL2P``: each is taken."""
     import flash.ftl as ftl_mod
-    from flash.ftl.kernels import DONE, NEEDS_BLOCKS
+    from flash.ftl.kernels import DONE, NEEDS_BLOCKS, PLACED
 
-    kernel = ftl_mod.write_dense_run
+    kernel = ftl_mod.write_run
     answers: list[int] = []
 
     def counted(*args: object) -> int:
@@ -261,7 +261,7 @@ def test_run_writes_end_in_the_state_of_the_plane_by_plane_path(
         answers.append(got)
         return got
 
-    monkeypatch.setattr(ftl_mod, "write_dense_run", counted)
+    monkeypatch.setattr(ftl_mod, "write_run", counted)
     cfg = small(channels=4, dies_per_chip=4, planes_per_die=4, blocks_per_plane=32,
                 pages_per_block=ppb, over_provisioning=0.3)
     run, ref = FTL(cfg), FTL(cfg)
@@ -284,10 +284,12 @@ def test_run_writes_end_in_the_state_of_the_plane_by_plane_path(
             assert _ftl_state(run) == _ftl_state(ref), k
     assert run.forced_gc_count > 0 and seen_sparse
     assert any(s is not None for s in run.l2p.segs)
-    # the kernel wrote runs, opened blocks for some (asking for them first) and left
-    # others to numpy (segments not dense yet, or a plane to collect)
+    # the kernel wrote runs, opened blocks for some (asking for them first), placed
+    # some into segments not dense yet and left others to the general path (a plane
+    # to collect)
     assert answers.count(DONE) > 50 and answers.count(NEEDS_BLOCKS) > 5
-    assert len(answers) > answers.count(DONE) + answers.count(NEEDS_BLOCKS)
+    assert answers.count(PLACED) > 2
+    assert len(answers) > sum(answers.count(a) for a in (DONE, NEEDS_BLOCKS, PLACED))
     assert _ftl_state(run) == _ftl_state(ref)
 
 

@@ -17,6 +17,7 @@ from flash_devices import plain
 from flash import PRESETS, FlashTarget
 from flash.host import HostInterface
 from tmhw.sim import Op, Transfer
+from tmhw.validate.flash import runs as mqsim_runs
 
 
 def _read_formula(name: str) -> int:
@@ -95,9 +96,10 @@ def test_trim_takes_no_flash_time_and_unmaps() -> None:
     assert t.report()["trimmed_pages"] == 4
 
 
-# MQSim 7ec40e3 on the mqsim-default device, QD 1, 8 KiB random requests; the exact
-# configuration and command are in data/MQSIM_REFERENCE.md. MQSim reports whole us.
-MQSIM_QD1_US = {Op.READ: 102, Op.WRITE: 777}
+# MQSim 7ec40e3 on the mqsim-default device, QD 1, 8 KiB random requests; the figures,
+# configuration and command are in tmhw/validate/data/mqsim.toml. MQSim reports whole us.
+MQSIM_QD1_US = {Op.READ: mqsim_runs()["rr_qd1"]["stock_us"],
+                Op.WRITE: mqsim_runs()["rw_qd1"]["stock_us"]}
 
 
 @pytest.mark.parametrize("op", [Op.READ, Op.WRITE])

@@ -13,8 +13,9 @@ from flash import PRESETS, load_mqsim_xml
 from flash.cli import JSON_KEYS, register
 from tmhw.sim import TmhwError
 from tmhw.sim.units import US
+from tmhw.validate.check import DATA as VALIDATE_DATA
 
-DATA = Path(__file__).parent / "data"
+DATA = VALIDATE_DATA / "mqsim"
 
 
 def test_mqsim_default_xml_loads_as_the_mqsim_default_preset() -> None:

@@ -12,8 +12,9 @@ import pytest
 
 from npu.cli import register
 from tmhw.sim import TmhwError
+from tmhw.validate.npu import DATA as SCALESIM_DATA
 
-REF = Path(__file__).parent / "reference"
+REF = SCALESIM_DATA
 
 
 def run(argv: list[str]) -> int:

@@ -1,76 +1,64 @@
 """The ``scalesim`` convention reproduces scalesim 3.0.0 exactly.
 
-Every row of ``npu_scalesim_reference.SCALESIM_3_0_0`` is a layer that scalesim 3.0.0 ran
-(config, topology and command in tests/npu/reference/). The topology is read with our
-reader, lowered to GEMM, and must give the same cycles to the cycle, the same utilisation,
-mapping efficiency and compute utilisation, and the same SRAM access counts.
+Every run of ``tmhw.validate.npu.runs()`` is a layer that scalesim 3.0.0 ran (results,
+configs, topologies and the command in tmhw/validate/data/scalesim/). The topology is
+read with our reader, lowered to GEMM, and must give the same cycles to the cycle, the
+same utilisation, mapping efficiency and compute utilisation, and the same SRAM access
+counts (``tmhw validate`` shows their sums per topology and dataflow).
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
-from npu_scalesim_reference import SCALESIM_3_0_0
 
 from npu.dataflow import compute_cycles, conv_to_gemm, gemm_cycles, gemm_traffic
-from npu.topology import TopologyLayer, read_topology
+from tmhw.validate.npu import ScaleSimRun, layer, runs
 
-REF = Path(__file__).parent / "reference"
-_layers: dict[tuple[str, str], dict[str, TopologyLayer]] = {}
-
-
-def _layer(topo: str, form: str, name: str) -> TopologyLayer:
-    key = (topo, form)
-    if key not in _layers:
-        _layers[key] = {lay.name: lay for lay in read_topology(REF / topo, form)}
-    return _layers[key][name]
+RUNS = runs()
 
 
-def _id(row: tuple[object, ...]) -> str:
-    return f"{row[0][:-4]}-{row[5]}-{row[2]}x{row[3]}-{row[4]}"  # type: ignore[index]
+def _id(r: ScaleSimRun) -> str:
+    return f"{r.topology.removesuffix('.csv')}-{r.layer}-{r.rows}x{r.cols}-{r.dataflow}"
 
 
-@pytest.mark.parametrize("row", SCALESIM_3_0_0, ids=[_id(r) for r in SCALESIM_3_0_0])
-def test_cycles_and_utilisation_equal_scalesim_3_0_0(row: tuple) -> None:  # type: ignore[type-arg]
-    (topo, form, rows, cols, df, name, cycles, stall, util, map_eff, comp_util,
-     sram_ifmap, sram_filter, sram_ofmap) = row
-    assert stall == 0  # the reference is stall-free, so Total Cycles is the formula
-    m, n, k = _layer(topo, form, name).mnk
-    g = gemm_cycles(m, n, k, rows, cols, df, "scalesim")
-    assert g.cycles == cycles
-    assert g.utilization * 100 == pytest.approx(util, rel=1e-12)
-    assert g.mapping_efficiency * 100 == pytest.approx(map_eff, rel=1e-12)
-    assert g.compute_utilization * 100 == pytest.approx(comp_util, rel=1e-12)
-    t = gemm_traffic(m, n, k, rows, cols, df)
-    assert t.sram_ifmap_reads == sram_ifmap
-    assert t.sram_filter_reads == sram_filter
-    if df == "os":
+@pytest.mark.parametrize("run", RUNS, ids=[_id(r) for r in RUNS])
+def test_cycles_and_utilisation_equal_scalesim_3_0_0(run: ScaleSimRun) -> None:
+    r = run
+    assert r.stall_cycles == 0  # the reference is stall-free, so Total Cycles is the formula
+    m, n, k = layer(r).mnk
+    g = gemm_cycles(m, n, k, r.rows, r.cols, r.dataflow, "scalesim")
+    assert g.cycles == r.total_cycles
+    assert g.utilization * 100 == pytest.approx(r.overall_util_pct, rel=1e-12)
+    assert g.mapping_efficiency * 100 == pytest.approx(r.mapping_efficiency_pct, rel=1e-12)
+    assert g.compute_utilization * 100 == pytest.approx(r.compute_util_pct, rel=1e-12)
+    t = gemm_traffic(m, n, k, r.rows, r.cols, r.dataflow)
+    assert t.sram_ifmap_reads == r.sram_ifmap_reads
+    assert t.sram_filter_reads == r.sram_filter_reads
+    if r.dataflow == "os":
         # SCALE-Sim's OS count adds rows + cols per fold on top of the M * N outputs
-        assert sram_ofmap == m * n + g.folds * (rows + cols)
+        assert r.sram_ofmap_writes == m * n + g.folds * (r.rows + r.cols)
     else:
         # WS and IS: one partial-sum write per output per row fold
-        assert t.sram_ofmap_writes == sram_ofmap
+        assert t.sram_ofmap_writes == r.sram_ofmap_writes
 
 
 def test_reference_covers_every_dataflow_array_and_the_parameters_layers() -> None:
-    arrays = {(r[2], r[3]) for r in SCALESIM_3_0_0}
+    arrays = {(r.rows, r.cols) for r in RUNS}
     assert arrays == {(32, 32), (16, 16), (8, 24), (20, 12), (128, 128)}
-    assert {r[4] for r in SCALESIM_3_0_0} == {"os", "ws", "is"}
-    assert len(SCALESIM_3_0_0) >= 4 * 3 + 9 * 3 * 4
+    assert {r.dataflow for r in RUNS} == {"os", "ws", "is"}
+    assert len(RUNS) >= 4 * 3 + 9 * 3 * 4
 
 
-@pytest.mark.parametrize(("layer", "expected"), [
-    (conv_to_gemm(7, 7, 3, 3, 192, 384), (21479, 77111, 25811)),
-    (conv_to_gemm(14, 14, 3, 3, 32, 64), (3499, 4283, 7109)),
-    ((256, 128, 256), (10175, 11199, 14207)),
-    ((64, 64, 64), (503, 631, 631)),
-])
-def test_parameters_md_layers_on_32x32(layer: tuple[int, int, int],
-                                       expected: tuple[int, int, int]) -> None:
-    """The table of docs/PARAMETERS.md (scalesim 3.0.0, 32x32, 64 KiB SRAMs, CALC)."""
-    got = tuple(compute_cycles(*layer, 32, 32, df, "scalesim") for df in ("os", "ws", "is"))
-    assert got == expected
+@pytest.mark.parametrize("run", [r for r in RUNS if r.topology.startswith("params_")],
+                         ids=_id)
+def test_parameters_md_layers_lowered_by_conv_to_gemm(run: ScaleSimRun) -> None:
+    """The layers of docs/PARAMETERS.md's table (32x32, 64 KiB SRAMs, CALC), lowered by
+    ``conv_to_gemm`` from their shapes instead of by the topology reader."""
+    lay = layer(run)
+    mnk = (conv_to_gemm(lay.ifmap_h, lay.ifmap_w, lay.filt_h, lay.filt_w, lay.channels,
+                        lay.num_filters) if run.form == "conv" else lay.mnk)
+    assert compute_cycles(*mnk, run.rows, run.cols, run.dataflow, "scalesim") == \
+        run.total_cycles
 
 
 def test_ws_partial_sums_written_once_per_row_fold_as_parameters_md_states() -> None:
@@ -88,5 +76,6 @@ def test_paper_convention_is_2r_plus_c_plus_t_minus_2_per_fold() -> None:
     for df, t, folds in (("os", k, 8 * 4), ("ws", m, 8 * 4), ("is", n, 8 * 8)):
         assert compute_cycles(m, n, k, 32, 32, df, "paper") == folds * (64 + 32 + t - 2)
     # the paper and the tool differ by the trailing -1 in WS/IS, and by R per fold in OS
-    assert compute_cycles(m, n, k, 32, 32, "ws", "paper") == 11199 + 1
-    assert compute_cycles(m, n, k, 32, 32, "os", "paper") == 10175 + 1 + 32 * 32
+    tool = {r.dataflow: r.total_cycles for r in RUNS if r.layer == "gemm256"}
+    assert compute_cycles(m, n, k, 32, 32, "ws", "paper") == tool["ws"] + 1
+    assert compute_cycles(m, n, k, 32, 32, "os", "paper") == tool["os"] + 1 + 32 * 32

@@ -51,7 +51,7 @@ def test_the_ninth_conv_field_is_sparsity_and_strides_serve_both_axes() -> None:
 
 def test_output_size_is_scalesims_ceil_form_with_a_partial_window() -> None:
     """scalesim 3.0.0: ofmap = ceil((H - R + s) / s); 16 - 3 = 13 is odd, so stride 2 gives
-    8 outputs (the true count is 7). tests/npu/reference/quirk_conv.csv ran through
+    8 outputs (the true count is 7). tmhw/validate/data/scalesim/quirk_conv.csv ran through
     scalesim and matches in test_npu_scalesim."""
     (lay,) = parse_conv([HEADER, "q, 16, 16, 3, 3, 8, 12, 2,"])
     assert (lay.ofmap_h, lay.ofmap_w) == (8, 8)

@@ -209,7 +209,8 @@ def test_flatflash_reads_in_place_and_plans_only_the_frameworks_drops(
         wl: Workload, frac: float) -> None:
     ctx = context(wl, frac)
     tab = make_policy("flatflash").plan(ctx)
-    assert tab.reactive and tab.in_place and tab.fault_chunk_pages == 0
+    assert tab.reactive and tab.fault_chunk_pages == 0
+    assert make_policy("flatflash").reads_in_place(0)
     assert np.array_equal(tab.initial, input_mask(wl))
     key = [(m.action, m.tensor, m.p0, m.p1, m.issue_op) for m in tab.moves]
     assert key == [(m.action, m.tensor, m.p0, m.p1, m.issue_op) for m in drop_moves(wl)]
@@ -288,9 +289,9 @@ def run_system(wl: Workload, name: str,
     reqs: list[DmaRequest] = []
     submit, wb_now = sysm.dma.submit, sysm.dma._writeback
 
-    def record(req: DmaRequest, iteration: int | None = None) -> DmaRequest:
+    def record(req: DmaRequest) -> DmaRequest:
         reqs.append(req)
-        return submit(req, iteration)
+        return submit(req)
 
     def record_wb(c0: int, c1: int, issue: int, req: DmaRequest) -> tuple[int, int]:
         if req.urgent and req.deadline_op == -1 and req not in reqs:

@@ -120,18 +120,18 @@ def test_none_writes_back_the_dead_data_runtime_frees() -> None:
     183 MiB of it dead."""
     sets = ["policy.name=demand", "policy.hbm_ratio=0.25", "workload.layers=2"]
     sysm = System(with_overrides(QUICK, [*STEADY, *sets]))
-    ex = sysm.executor.pager
+    pager = sysm.pager
     dropped = [0]
-    drop = ex._drop
+    drop = pager.drop
 
     def counted(m: Any, now: int) -> None:
-        res = ex.res
-        if ex.iteration >= 2:               # steady state; every row frees a dead tensor
+        res = pager.res
+        if pager.iteration >= 2:               # steady state; every row frees a dead tensor
             dirty = res.in_hbm[m.p0:m.p1] & res.live[m.p0:m.p1] & ~res.in_flash[m.p0:m.p1]
             dropped[0] += int(dirty.sum()) * PS
         drop(m, now)
 
-    ex._drop = counted                        # type: ignore[method-assign]
+    pager.drop = counted                      # type: ignore[method-assign]
     rt = sysm.run()
     none = run(QUICK, *sets, "policy.demand.frees=none")
     assert rt["traffic_bytes"]["hbm_to_flash_dead"] == 0

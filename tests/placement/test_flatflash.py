@@ -54,7 +54,7 @@ def system(promote_after: int, iterations: int = 1) -> System:
 def test_the_table_reads_in_place_and_holds_only_the_frameworks_drops() -> None:
     sysm = system(4)
     tab = sysm.table
-    assert tab.reactive and tab.in_place and tab.fault_chunk_pages == 0
+    assert tab.reactive and tab.fault_chunk_pages == 0 and sysm.policy.reads_in_place(2)
     assert tab.moves and all(m.action.value == "drop" for m in tab.moves)
     assert make_policy("flatflash").name == "flatflash"
 
@@ -94,9 +94,9 @@ def test_ops_read_a_cold_weight_in_place_until_the_threshold_then_it_is_promoted
     from the SSD's DRAM (no NAND read), and ops 4..6 find it in HBM."""
     sysm = system(3)
     rep = sysm.run()
-    ex, dev = sysm.executor.pager, sysm.flash.devices[0]
-    assert ex.inplace_reads == 3 == dev.mmio_reads
-    assert ex.promotions == 1
+    ex, dev = sysm.executor, sysm.flash.devices[0]
+    assert ex.totals.inplace_reads == 3 == dev.mmio_reads
+    assert ex.totals.promotions == 1
     assert rep["traffic_bytes"]["flash_to_npu"] == 3 * W_BYTES
     assert rep["traffic_bytes"]["flash_to_hbm"] == W_BYTES
     assert rep["traffic_bytes"]["inter_tier"] == 4 * W_BYTES + \
@@ -110,8 +110,8 @@ def test_ops_read_a_cold_weight_in_place_until_the_threshold_then_it_is_promoted
 def test_below_the_threshold_a_weight_is_never_promoted() -> None:
     sysm = system(N_W2_OPS + 1)
     rep = sysm.run()
-    assert sysm.executor.pager.inplace_reads == N_W2_OPS
-    assert sysm.executor.pager.promotions == 0
+    assert sysm.executor.totals.inplace_reads == N_W2_OPS
+    assert sysm.executor.totals.promotions == 0
     assert rep["traffic_bytes"]["flash_to_hbm"] == 0
     assert rep["traffic_bytes"]["flash_to_npu"] == N_W2_OPS * W_BYTES
     # one NAND read per page of W2 for all six ops: the SSD's DRAM kept them
@@ -162,5 +162,5 @@ def test_an_op_waits_for_the_part_of_a_cold_operand_a_promotion_booked_while_it_
                                  "run.iterations=1"])
     s = System(cfg)
     rep = s.run()
-    assert s.executor.pager.promotions > 0 and s.executor.pager.inplace_reads > 0
+    assert s.executor.totals.promotions > 0 and s.executor.totals.inplace_reads > 0
     assert rep["iteration_time_ps"] > 0

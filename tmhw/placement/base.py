@@ -5,14 +5,20 @@ op's start and end in a stall-free run, from the NPU model), and the sustained b
 of each direction between the tiers; it returns a ``PlacementTable``. Between
 iterations it may ``adjust`` the table from what the executor measured (TM-Training's
 timing monitor). Pure: no SimPy.
+
+While the table runs, a policy also answers the questions a plan cannot: which tensor
+leaves HBM when the pager must make room the table did not plan (``eviction_order``),
+and what happens to an operand an op only reads and finds missing from HBM
+(``reads_in_place``: fetch it, the default, or read it in place over the link with
+``read_in_place``). The hooks see the run only through the read-only views they are
+given (``TensorUses``, ``InPlacePort``), never the executor.
 """
 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 import numpy as np
 
@@ -64,6 +70,61 @@ class Feedback:
     late_writebacks: frozenset[int] = frozenset()
 
 
+class TensorUses(Protocol):
+    """When the run has used each tensor and will use it next: what an eviction rule
+    may read (the pager provides it)."""
+
+    @property
+    def last_use(self) -> np.ndarray:
+        """Per tensor, the count of ops started at its latest use (read-only)."""
+        ...
+
+    def next_use(self, tensor: int, after: int) -> int:
+        """The first op after ``after`` that uses ``tensor``, counted on into the next
+        iteration (past the last op: ``nops`` + its first use)."""
+        ...
+
+
+class InPlacePort(Protocol):
+    """What a policy's in-place reads may see and do (the pager provides it): the
+    pages HBM holds, reads over the link that bypass HBM, and background fetches."""
+
+    @property
+    def in_hbm(self) -> np.ndarray:
+        """Per page, whether HBM holds it (read-only)."""
+        ...
+
+    @property
+    def access_counts(self) -> np.ndarray:
+        """Per page, the in-place accesses counted since its data was last written or
+        promoted (the pager zeroes a dead tensor's); the policy counts and resets them."""
+        ...
+
+    def pages_of(self, tensor: int) -> tuple[int, int]:
+        """The page range [p0, p1) of ``tensor``."""
+        ...
+
+    def missing_runs(self, p0: int, p1: int) -> list[tuple[int, int]]:
+        """The runs [a, b) of the pages of [p0, p1) HBM does not hold, in order."""
+        ...
+
+    def read_in_place(self, tensor: int, p0: int, p1: int, line_bytes: int,
+                      line_overhead_bytes: int) -> int:
+        """Read pages [p0, p1) of ``tensor`` from flash straight to the NPU, now, in
+        lines of ``line_bytes`` with ``line_overhead_bytes`` of framing each: one flash
+        request. Returns when the last line has arrived."""
+        ...
+
+    def promotion_pending(self, tensor: int) -> bool:
+        """A promotion of ``tensor`` is released and not yet completely booked."""
+        ...
+
+    def promote(self, tensor: int, p0: int, p1: int, op_index: int) -> None:
+        """Fetch pages [p0, p1) of ``tensor`` into HBM in the background, due at op
+        ``op_index`` (room is made by the policy's eviction rule)."""
+        ...
+
+
 class NoParams:
     """The parameters of a policy that has none."""
 
@@ -73,9 +134,13 @@ class Policy:
 
     A policy's parameters are a frozen config class of its own (``Params``), read from
     the config's ``[policy.<section>]`` table (``section``, empty: none) and given to
-    the constructor; the defaults when none is given. The executor asks the policy, not
+    the constructor; the defaults when none is given. The config knows the tables only
+    through the registry (``table_policy``), so a policy and its parameters are one
+    module and one line of ``POLICIES``; policies may share a table (``demand`` and
+    ``demand-belady`` read ``[policy.demand]``). The executor asks the policy, not
     the config, which of the runtime's mechanisms it uses (``prefetches``, ``splits``,
-    ``schedules_writebacks``)."""
+    ``schedules_writebacks``), and the policy answers the runtime's questions through
+    its hooks (``eviction_order``, ``reads_in_place``, ``read_in_place``)."""
 
     #: the class of this policy's parameters
     Params: ClassVar[type] = NoParams
@@ -88,6 +153,12 @@ class Policy:
     streams: ClassVar[bool] = False
     #: HBM holds the whole footprint regardless of the requested ratio.
     whole_footprint: ClassVar[bool] = False
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if (cls.Params is NoParams) != (cls.section == ""):
+            raise TypeError(f"{cls.__name__}: a policy with parameters (Params) reads them "
+                            "from a table (section), and one without has neither")
 
     def __init__(self, params: Any = None) -> None:
         if params is None:
@@ -114,16 +185,6 @@ class Policy:
         """Whether a write-back is due when the plan needs its space (off: at once)."""
         return True
 
-    def victims(self, held: np.ndarray, last_use: np.ndarray,
-                next_use: Callable[[int], int]) -> np.ndarray:
-        """The order in which to evict the tensors ``held`` (ids with pages in HBM) when
-        the runtime must make room the table did not plan: by default the one used
-        furthest in the future first (``next_use(t)``: the op of its next use, counted
-        on into the next iteration). ``last_use`` is each tensor's use clock."""
-        nxt = np.array([next_use(int(t)) for t in held])
-        order: np.ndarray = held[np.argsort(-nxt, kind="stable")]
-        return order
-
     def plan(self, ctx: PlanContext) -> PlacementTable:
         raise NotImplementedError
 
@@ -131,6 +192,28 @@ class Policy:
                fb: Feedback) -> PlacementTable:
         """Return the table for the next iteration (default: unchanged)."""
         return table
+
+    # -- runtime hooks: what the executor asks while the table runs ----------------------
+    def eviction_order(self, held: np.ndarray, op_index: int,
+                       uses: TensorUses) -> np.ndarray:
+        """The tensors ``held`` (ids with pages in HBM, the operands of op ``op_index``
+        left out) in the order they leave when the pager must make room the table did
+        not plan. Default: the tensor used furthest in the future first (Belady's rule:
+        a plan knows the future, and this keeps what it needs soonest)."""
+        nxt = np.array([uses.next_use(int(t), op_index) for t in held])
+        out: np.ndarray = held[np.argsort(-nxt, kind="stable")]
+        return out
+
+    def reads_in_place(self, tensor: int) -> bool:
+        """Whether ``tensor``, an operand an op only reads and finds (partly) missing
+        from HBM, is read in place from flash as the op starts (``read_in_place``)
+        rather than fetched into HBM first, a fault (the default)."""
+        return False
+
+    def read_in_place(self, tensors: list[int], op_index: int, port: InPlacePort) -> int:
+        """Read the missing pages of ``tensors`` (those ``reads_in_place`` chose) for
+        op ``op_index``, which starts now. Returns when the last line has arrived."""
+        raise NotImplementedError(f"{self.name} reads no operand in place")
 
 
 def persistent_mask(wl: Workload) -> np.ndarray:
@@ -212,6 +295,33 @@ def policy_class(name: str) -> type[Policy]:
         raise
     c: type[Policy] = getattr(m, cls)
     return c
+
+
+def table_policy(key: str) -> type[Policy] | None:
+    """A registered policy whose parameters are the table ``[policy.<key>]`` (a dash in
+    ``key`` read as an underscore), or None if no policy reads that table. The policy
+    named like the table is asked first, so a table of one policy imports that policy's
+    module alone; the others are imported only for a table named otherwise."""
+    section = key.replace("-", "_")
+    if not section:
+        return None
+    named = [n for n in POLICIES if n.replace("-", "_") == section]
+    for name in [*named, *(n for n in POLICIES if n not in named)]:
+        cls = policy_class(name)
+        if cls.section == section:
+            return cls
+    return None
+
+
+def policy_tables() -> list[str]:
+    """Every ``[policy.<section>]`` table a registered policy reads, in the registry's
+    order (every policy's module imported)."""
+    out: list[str] = []
+    for name in POLICIES:
+        section = policy_class(name).section
+        if section and section not in out:
+            out.append(section)
+    return out
 
 
 def make_policy(name: str, params: Any = None) -> Policy:

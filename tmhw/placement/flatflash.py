@@ -18,9 +18,9 @@ How it is built here, on an NPU with HBM and flash. HBM plays the host DRAM, the
 the CPU, and the flash tier the SSD with its controller DRAM (``flash.cache``). The
 table holds no moves but the drops of dead tensors (the framework frees them); the run
 starts from the executor's common initial placement. Before an op runs, an operand it
-only reads whose pages are missing from HBM is read in place: each run of its missing
-pages is one flash request (``DmaEngine.inplace_read``), whose NAND pages stay in the
-SSD's read cache, and whose data crosses the SSD's link and the NPU's port in
+only reads whose pages are missing from HBM is read in place (``read_in_place``): each
+run of its missing pages is one flash request (``DmaEngine.inplace_read``), whose NAND
+pages stay in the SSD's read cache, and whose data crosses the SSD's link and the NPU's port in
 ``policy.flatflash.line_bytes`` lines, each with ``policy.flatflash.line_overhead_bytes``
 of PCIe framing; the op streams it into its scratchpad without taking HBM space and
 cannot end before the last line is in. Each in-place read counts one access on its
@@ -29,8 +29,8 @@ background DMA fetch into HBM (room is made by LRU eviction, as the OS allocates
 frame); an op that needs them before that fetch is booked reads them in place again.
 Outputs are allocated in HBM, and an operand an op also writes (the optimizer's
 update of weights and moments) is faulted in as demand paging does, the whole missing
-range as one request: the NPU writes results into HBM. Eviction is the executor's
-least-recently-used rule with write-back of dirty pages.
+range as one request: the NPU writes results into HBM. Eviction is least recently used
+first (``LruEviction.eviction_order``), with write-back of dirty pages.
 
 What is idealised or left out:
 
@@ -66,7 +66,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tmhw.placement.base import PlanContext, drop_moves, input_mask
+import numpy as np
+
+from tmhw.placement.base import InPlacePort, PlanContext, drop_moves, input_mask
 from tmhw.placement.simple import LruEviction
 from tmhw.placement.table import PlacementTable
 from tmhw.sim.errors import ConfigError
@@ -112,6 +114,37 @@ class FlatFlash(LruEviction):
     def plan(self, ctx: PlanContext) -> PlacementTable:
         wl = ctx.workload
         t = PlacementTable(self.name, len(wl.ops), input_mask(wl), drop_moves(wl),
-                           reactive=True, in_place=True)
+                           reactive=True)
         t.index()
         return t
+
+    def reads_in_place(self, tensor: int) -> bool:
+        return True
+
+    def read_in_place(self, tensors: list[int], op_index: int, port: InPlacePort) -> int:
+        """Read each run of the missing pages of ``tensors`` in place (one flash request
+        per run), count the access on its pages, and promote each tensor's pages that
+        reached ``policy.flatflash.promote_after`` accesses and HBM does not hold: one
+        background fetch per tensor and op over the hot pages' span (pages HBM already
+        holds inside it are skipped by the fetch), unless one is still being booked."""
+        pol = self.params
+        counts = port.access_counts
+        end = 0
+        for t in tensors:
+            for a, b in port.missing_runs(*port.pages_of(t)):
+                end = max(end, port.read_in_place(t, a, b, pol.line_bytes,
+                                                  pol.line_overhead_bytes))
+                counts[a:b] += 1
+        in_hbm = port.in_hbm
+        for t in tensors:
+            if port.promotion_pending(t):
+                continue
+            p0, p1 = port.pages_of(t)
+            hot = np.flatnonzero((counts[p0:p1] >= pol.promote_after)
+                                 & ~in_hbm[p0:p1])
+            if len(hot) == 0:
+                continue
+            a, b = p0 + int(hot[0]), p0 + int(hot[-1]) + 1
+            counts[a:b] = 0
+            port.promote(t, a, b, op_index)
+        return end

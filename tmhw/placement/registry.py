@@ -1,9 +1,10 @@
 """Policy names to the classes that implement them, as ``"module:Class"`` strings.
 
 ``POLICIES`` is the one list of policy names: the config's validation, the command line
-and the docs take the names from it. It imports nothing, so the config can read it;
-``tmhw.placement.base.make_policy`` imports a policy's module on first use, so that its
-dependencies (the ILP solver of ``autotm``) load only when it runs.
+and the docs take the names from it, and the config finds each policy's parameter table
+(``[policy.<section>]``) through it (``tmhw.placement.base.table_policy``). It imports
+nothing; ``tmhw.placement.base.policy_class`` imports a policy's module on first use, so
+that its dependencies (the ILP solver of ``autotm``) load only when it is named.
 """
 
 from __future__ import annotations

@@ -43,8 +43,8 @@ What it knows, and what it is given beyond a real pager:
   per iteration, 2263 MB fetched and 2085 MB written back; with "none" 462.6 ms (+23%),
   2346 MB fetched and 2860 MB written back (+37%), of which 717 MB (684 MiB) is dead
   data (``traffic_bytes.hbm_to_flash_dead``).
-- **Eviction.** When an allocation or a fault finds HBM full, the executor evicts least
-  recently used tensors (``demand``), tail pages first and in batches of one
+- **Eviction.** When an allocation or a fault finds HBM full, the least recently used
+  tensors leave (``LruEviction.eviction_order``), tail pages first and in batches of one
   write-back chunk, as a pager's watermark would; dirty pages are written back.
 
 ``demand-belady`` is demand paging with Belady's eviction (the tensor whose next use is
@@ -55,12 +55,18 @@ of time, must beat. ``policy.demand.frees`` applies to it too.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
-from tmhw.placement.base import PlanContext, Policy, drop_moves, input_mask, persistent_mask
+from tmhw.placement.base import (
+    PlanContext,
+    Policy,
+    TensorUses,
+    drop_moves,
+    input_mask,
+    persistent_mask,
+)
 from tmhw.placement.table import PlacementTable
 from tmhw.sim.errors import ConfigError
 
@@ -89,13 +95,14 @@ class DemandParams:
 
 
 class LruEviction(Policy):
-    """A reactive policy that evicts the least recently used tensor first, as a pager's
-    clock approximates (the demand pager, FlatFlash's page cache)."""
+    """A reactive policy whose pager evicts the tensor used longest ago first (ties:
+    lower id first), as a pager's clock approximates with no knowledge of the future:
+    the demand pager and FlatFlash's page cache."""
 
-    def victims(self, held: np.ndarray, last_use: np.ndarray,
-                next_use: Callable[[int], int]) -> np.ndarray:
-        order: np.ndarray = held[np.argsort(last_use[held], kind="stable")]
-        return order
+    def eviction_order(self, held: np.ndarray, op_index: int,
+                       uses: TensorUses) -> np.ndarray:
+        out: np.ndarray = held[np.argsort(uses.last_use[held], kind="stable")]
+        return out
 
 
 class HbmOnly(Policy):
@@ -130,12 +137,12 @@ class Demand(LruEviction):
 class DemandBelady(Demand):
     name = "demand-belady"
 
-    def victims(self, held: np.ndarray, last_use: np.ndarray,
-                next_use: Callable[[int], int]) -> np.ndarray:
-        """Belady's choice: the tensor used furthest in the future first."""
-        return Policy.victims(self, held, last_use, next_use)
-
     def plan(self, ctx: PlanContext) -> PlacementTable:
         t = super().plan(ctx)
         t.policy = self.name
         return t
+
+    def eviction_order(self, held: np.ndarray, op_index: int,
+                       uses: TensorUses) -> np.ndarray:
+        """Belady's rule, the base policy's: the next use furthest away leaves first."""
+        return Policy.eviction_order(self, held, op_index, uses)

@@ -76,13 +76,10 @@ class PlacementTable:
     moves: list[Move] = field(default_factory=list)
     #: per tensor id: fraction of its pages kept resident (data splitting)
     split: dict[int, float] = field(default_factory=dict)
-    #: reactive policies: faults are their only fetches (eviction order: the policy's
-    #: ``victims``)
+    #: a reactive policy's table plans no moves but frees: faults do the fetching, and
+    #: the policy's eviction rule (``Policy.eviction_order``) is not an emergency
     reactive: bool = False
     fault_chunk_pages: int = 0               # 0: fetch a fault's pages as one request
-    #: reactive policies: an op reads the missing pages of an operand it does not write
-    #: in place from flash instead of faulting them in (FlatFlash; ``tmhw.run.pager``)
-    in_place: bool = False
     notes: dict[str, float] = field(default_factory=dict)
     _at_start: list[list[Move]] | None = None
     _at_end: list[list[Move]] | None = None

@@ -1,2 +1,3 @@
-"""Running a table on the machine: the per-op loop (``loop``), residency and eviction
-(``pager``), and what is measured per iteration (``metrics``)."""
+"""The executor in three parts: the per-op process (``loop``, whose ``Executor`` the
+system builds), HBM residency and eviction (``pager``, the only writer of the per-page
+state), and what is measured (``metrics``)."""

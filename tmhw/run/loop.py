@@ -1,19 +1,23 @@
 """The executor: the closed loop that runs training iterations on the machine.
 
-A Component whose process walks the ops on the NPU (docs/ARCHITECTURE.md, data flow).
-Before each op it releases the placement table's prefetches, has the pager allocate the
-op's new outputs in HBM and fault in whatever operand is still missing, and waits until
-the op may start (that wait is the stall charged to the memory system); then the NPU
-runs the op's tiles against HBM; after the op, the pager releases the table's
-write-backs and drops. The DMA engine works ahead in its own process, earliest deadline
-first. Between warm-up iterations the policy may adjust its table from what was
-measured (TM-Training's timing monitor); the iterations after the warm-up replay the
-last table, so the steady state is one plan's. Residency and eviction are the pager's
-(``tmhw.run.pager``), the records and figures ``tmhw.run.metrics``'.
+A Component whose SimPy process walks the ops, as docs/ARCHITECTURE.md describes. Before
+each op it has the pager (``tmhw.run.pager``) release the placement table's prefetches
+and allocate the op's new outputs in HBM, faults in whatever operand is still missing,
+and waits until the op may start (that wait is the stall charged to the memory system);
+then the NPU runs the op's tiles against HBM; after the op, the pager releases the
+table's write-backs and drops and frees dead tensors. The DMA engine works ahead in its
+own process, earliest deadline first. Between warm-up iterations the policy may adjust
+its table from what was measured (TM-Training's timing monitor); the iterations after
+the warm-up replay the last table, so the steady state is one plan's. What is measured
+goes to ``tmhw.run.metrics``.
 
-**Warm-up.** The first iteration (``run.warmup_iterations``) moves the machine from the
-common start (``Pager.initial_state``) to the policy's steady state, and the report's
-headline figures leave it out.
+The run starts from the same placement for every policy (``Pager.place_initial``). A
+policy's table says what it wants resident when an iteration starts
+(``PlacementTable.initial``); the first iteration (the warm-up,
+``run.warmup_iterations``) moves the machine from the common start to the policy's
+steady state, and the report's headline figures leave it out. At the warm-up's end the
+loop hands the time to ``end_warmup``, which closes the energy meters (the system's
+job: the loop finalizes no component).
 
 **Data splitting.** A prefetch row that covers only the tail of a tensor (the head stays
 resident, TM-Training's split ratio) is a streamed tail: its op starts as soon as the
@@ -22,9 +26,12 @@ by tile: a page a fraction ``f`` into the tensor is needed ``f`` of the way thro
 op. When the tail arrives later than that, the op's end waits for it; that wait is
 stall inside the op, measured on the real timeline.
 
-**In-place reads** (FlatFlash): an operand an op only reads and finds (partly) missing
-is read in place by the pager when the op starts, and the op cannot end before the last
-line has arrived. An operand the op also writes is faulted in as usual.
+**In-place reads.** An operand an op only reads and finds (partly) missing from HBM is
+faulted in, unless the policy reads it in place (``Policy.reads_in_place``, FlatFlash):
+then the op waits only for the pages HBM holds of it, and as it starts the policy reads
+the rest over the link (``Policy.read_in_place``); the op cannot end before the last
+line has arrived. An operand the op also writes is faulted in as usual (the NPU writes
+into HBM).
 """
 
 from __future__ import annotations
@@ -38,60 +45,57 @@ import simpy
 
 from npu import NPU, ComputeTask, Gemm
 from tmhw.config import SystemConfig
-from tmhw.dma import FETCH, INPLACE, WRITEBACK, DmaRequest
+from tmhw.dma import DmaRequest
 from tmhw.placement.base import Feedback, PlanContext, Policy
 from tmhw.placement.table import Move, PlacementTable
-from tmhw.run.metrics import IterationRecord, figures
+from tmhw.run.metrics import Metrics
 from tmhw.run.pager import Pager
 from tmhw.sim.component import Component
 from tmhw.sim.transfer import MemoryTarget
-from tmhw.workload.graph import Op, Workload
+from tmhw.workload.graph import Kind, Op, Workload
 
 
 class Executor(Component):
-    """The per-op loop of one workload under one table, over a pager."""
+    """The per-op process of one workload under one table, with its pager and metrics."""
 
     def __init__(self, env: simpy.Environment, name: str, parent: Component | None,
                  cfg: SystemConfig, workload: Workload, policy: Policy, capacity_pages: int,
                  npu: NPU, hbm: MemoryTarget, flash: MemoryTarget, *,
-                 record_dma_order: bool = False, streamed: np.ndarray | None = None,
-                 on_op: Callable[[], None] | None = None,
-                 on_warmup_end: Callable[[int], None] | None = None) -> None:
-        """``streamed`` marks the ops run tile by tile through a window of HBM (module
-        docstring, data splitting); ``on_op`` is called after each op (a progress bar),
-        ``on_warmup_end`` with the time the warm-up ended."""
+                 end_warmup: Callable[[int], dict[str, float]] | None = None,
+                 progress: Any = None, record_dma_order: bool = False,
+                 streamed: np.ndarray | None = None) -> None:
+        """``end_warmup(now)`` closes the energy meters at the warm-up's end and returns
+        each component's energy so far (pJ; None: no steady-state energy split).
+        ``progress``: a bar updated once per op (or None). ``streamed`` marks the ops
+        run tile by tile through a window of HBM (module docstring, data splitting)."""
         super().__init__(env, name, parent)
         self.cfg = cfg
         self.workload = wl = workload
         self.policy = policy
         self.npu = npu
         self.capacity_pages = capacity_pages
-        self.on_op = on_op
-        self.on_warmup_end = on_warmup_end
+        self.progress = progress
+        self.end_warmup = end_warmup
+        # Which of the runtime's mechanisms the policy uses, read once.
+        self.prefetch, self.split = policy.prefetches, policy.splits
+        self.metrics = Metrics(cfg.run.warmup_iterations, wl.batch)
+        self.totals = self.metrics.totals
         self.pager = Pager(env, parent, cfg, wl, policy, capacity_pages, hbm, flash,
+                           self.totals, eager_writebacks=not policy.schedules_writebacks,
                            record_dma_order=record_dma_order)
         self.res = self.pager.res
         self.dma = self.pager.dma
-        self.ranges = self.pager.ranges
         self.tasks = [self._task(op) for op in wl.ops]
         self.streamed = np.zeros(len(wl.ops), dtype=bool) if streamed is None else streamed
         #: stall-free compute time of each op, from the NPU model
         self.op_ps = np.array([npu.compute_ps(t) for t in self.tasks], dtype=np.int64)
+        self.ranges = self.pager.ranges
         self.table: PlacementTable | None = None
         self.ctx: PlanContext | None = None
-        self._iteration = 0
-        self.records: list[IterationRecord] = []
         self.op_stall = np.zeros(len(wl.ops), dtype=np.int64)
-        self.faults = 0
-        self.late_prefetches = 0
-        self.streamed_bytes = 0
-        self.npu_read = 0
-        self.npu_write = 0
-        #: the operands the op now starting or computing reads in place (FlatFlash)
+        #: the operands the op now starting or computing reads in place
         self.in_place_operands: list[int] = []
         self.done: simpy.Event | None = None
-        #: the last iteration's prefetches for an iteration that does not run (counted)
-        self.carried_fetch_bytes = 0
 
     # -- construction helpers ------------------------------------------------------------
     def _task(self, op: Op, capacity_pages: int | None = None) -> ComputeTask:
@@ -124,64 +128,63 @@ class Executor(Component):
                             f"{len(self.workload.ops)}")
 
     def _start(self) -> None:
-        self.pager.initial_state()
+        self.pager.place_initial()
         self.done = self.env.process(self._core())
 
     # -- the core process ----------------------------------------------------------------
     def _core(self) -> Generator[simpy.Event, Any, None]:
-        wl, run, pager = self.workload, self.cfg.run, self.pager
+        wl, run, res, pager = self.workload, self.cfg.run, self.res, self.pager
         n = len(wl.ops)
+        tot = self.totals
         assert self.table is not None and self.ctx is not None
         for it in range(run.iterations):
-            if it == run.warmup_iterations and it > 0 and self.on_warmup_end is not None:
-                self.on_warmup_end(int(self.env.now))
-            self._iteration = it
+            if it == run.warmup_iterations and it > 0 and self.end_warmup is not None:
+                now = int(self.env.now)
+                self.metrics.end_warmup(now, self.end_warmup(now))
             start = int(self.env.now)
-            faults0, emerg0, streamed0 = self.faults, pager.emergency, self.streamed_bytes
-            rd0, wr0 = self.npu_read, self.npu_write
-            dead0 = pager.dead_writeback_bytes
+            self.metrics.begin_iteration()
             pager.begin_iteration(it)
             if it > 0:
-                yield from pager.host_input()
+                yield from self._host_input()
             self.op_stall = np.zeros(n, dtype=np.int64)
             lateness = np.zeros(n, dtype=np.int64)
             op_start = np.zeros(n, dtype=np.int64)
             op_end = np.zeros(n, dtype=np.int64)
             occ_op = np.zeros(n, dtype=np.int64)
             compute = npu_stall = 0
-            peak0 = self.res.level.peak
+            peak0 = res.level.peak
             for op in wl.ops:
                 t_op = int(self.env.now)
                 if self.streamed[op.index]:
-                    t_run, t_end, res_ = yield from self._run_streamed(op)
+                    t_run, t_end, (rd, wr, hstall) = yield from self._run_streamed(op)
                     self.op_stall[op.index] = int(self.env.now) - t_op - (t_end - t_run)
                     compute += t_end - t_run
-                    self.npu_read += res_[0]
-                    self.npu_write += res_[1]
-                    npu_stall += res_[2]
+                    tot.npu_hbm_read += rd
+                    tot.npu_hbm_write += wr
+                    npu_stall += hstall
                     op_start[op.index], op_end[op.index] = t_op, int(self.env.now)
-                    occ_op[op.index] = self.res.occupied_pages
+                    occ_op[op.index] = res.occupied_pages
                     if self.tracer.enabled:
                         # the tiles' compute, drawn as one span of its total length
                         self.tracer.span("npu.compute", t_run, t_end,
                                          op.name + " (streamed)")
-                    pager.finish(op, writes=False)
-                    if self.on_op is not None:
-                        self.on_op()
+                    pager.finish(op, streamed=True)
+                    if self.progress is not None:
+                        self.progress.update(1)
                     continue
                 late, tail_due = yield from self._prepare(op)
                 t_run = int(self.env.now)
                 lateness[op.index] = late
-                occ_start = self.res.occupied_pages
+                occ_start = res.occupied_pages
                 result = yield from self.npu.execute(self.tasks[op.index])
                 t_end = int(self.env.now)
                 if tail_due > t_end:
                     # The op's last tiles wait for the streamed tail.
                     yield self.env.timeout(tail_due - t_end)
-                self.res.settle(int(self.env.now))
-                occ_op[op.index] = max(occ_start, self.res.occupied_pages)
-                self.npu_read += result.hbm_read_bytes
-                self.npu_write += result.hbm_write_bytes
+                pager.settle(int(self.env.now))
+                occ_op[op.index] = max(occ_start, res.occupied_pages)
+                tot.npu_hbm_read += result.hbm_read_bytes
+                tot.npu_hbm_write += result.hbm_write_bytes
                 npu_stall += result.stall_ps
                 now = int(self.env.now)
                 self.op_stall[op.index] = (t_run - t_op) + (now - t_end)
@@ -195,14 +198,14 @@ class Executor(Component):
                     if now > t_end:
                         self.tracer.span("npu.stall", t_end, now, op.name + " (tail)")
                 pager.finish(op)
-                if self.on_op is not None:
-                    self.on_op()
+                if self.progress is not None:
+                    self.progress.update(1)
             changes = 0
             # The policy may change its table between warm-up iterations only: the
             # steady state replays one table.
             if it + 1 < run.iterations and it < run.warmup_iterations:
                 fb = Feedback(it, self.op_stall.copy(), lateness, op_start, op_end,
-                              int(self.res.level.peak // wl.page_size),
+                              int(res.level.peak // wl.page_size),
                               {"peak_before": peak0}, occ_op,
                               self.dma.take_late_writebacks())
                 before = self.table
@@ -211,74 +214,67 @@ class Executor(Component):
                 pager.bind(self.table)
                 changes = int(self.table.notes.get("monitor_changes", 0)) \
                     if self.table is not before else 0
-            self.records.append(IterationRecord(
+            self.metrics.end_iteration(
                 index=it, start_ps=start, end_ps=int(self.env.now),
                 stall_ps=int(self.op_stall.sum()), compute_ps=compute,
-                faults=self.faults - faults0, emergency_evictions=pager.emergency - emerg0,
-                npu_hbm_stall_ps=npu_stall, streamed_bytes=self.streamed_bytes - streamed0,
-                monitor_changes=changes, npu_hbm_read=self.npu_read - rd0,
-                npu_hbm_write=self.npu_write - wr0,
-                dead_writeback_bytes=pager.dead_writeback_bytes - dead0))
-        yield from self._drain()
-
-    def _drain(self) -> Generator[simpy.Event, Any, None]:
-        """What the last iteration released is its traffic too: the engine finishes its
-        write-backs; the prefetches it released for the next iteration (which does not
-        run, so no op frees their space) are counted by the pages they still miss, as
-        the next iteration would move them, and not simulated. Its cleans are the next
-        iteration's traffic (``DmaEngine`` counts a clean's bytes in the iteration of
-        the eviction it saves); those not booked yet are dropped, as that iteration
-        would have written the pages by the clean or the eviction. Iteration times end
-        at the last op."""
-        carried = 0
-        for r in self.dma.unfinished():
-            if r.kind == FETCH:
-                carried += self.res.count_missing(r.cursor, r.p1) * self.workload.page_size
-                self.dma.cancel(r)
-            elif r.keep:
-                self.dma.cancel(r)
+                npu_hbm_stall_ps=npu_stall, monitor_changes=changes)
+        # What the last iteration released is its traffic too: the engine finishes its
+        # write-backs; the prefetches it released for the next iteration (which does
+        # not run, so no op frees their space) are counted by the pages they still
+        # miss, as the next iteration would move them, and not simulated. Its cleans
+        # are the next iteration's traffic (``DmaEngine`` counts a clean's bytes in the
+        # iteration of the eviction it saves); those not booked yet are dropped, as
+        # that iteration would have written the pages by the clean or the eviction.
+        # Iteration times end at the last op.
+        carried = pager.carry_over()
         left = [r.booked for r in self.dma.unfinished() if r.booked is not None]
         self.dma.kick()
         if left:
             yield self.env.all_of(left)
-        for rec in self.records:
-            rec.fetch_bytes = self.dma.bytes_by_origin.get((FETCH, rec.index), 0)
-            rec.writeback_bytes = self.dma.bytes_by_origin.get((WRITEBACK, rec.index), 0)
-            rec.inplace_bytes = self.dma.bytes_by_origin.get((INPLACE, rec.index), 0)
-        if self.records:
-            self.records[-1].fetch_bytes += carried
-        self.carried_fetch_bytes = carried
+        self.metrics.settle_traffic(self.dma.bytes_by_origin, carried)
+
+    def _host_input(self) -> Generator[simpy.Event, Any, None]:
+        """The next mini-batch lands in HBM from the host (not inter-tier traffic)."""
+        pager = self.pager
+        for t in self.workload.tensors:
+            if t.kind == Kind.INPUT:
+                yield from pager.wait_for_room(
+                    self.res.count_missing(t.page_start, t.page_end), 0)
+                pager.allocate(t.page_start, t.page_end, int(self.env.now))
+                pager.mark_live(t.page_start, t.page_end)
 
     def _prepare(self, op: Op) -> Generator[simpy.Event, Any, tuple[int, int]]:
         """Release prefetches, allocate outputs, fault in operands, wait until the op may
         start. Returns (lateness of the prefetches due at this op, negative if early;
         the time by which the op's streamed tails let it end)."""
-        env, res, wl, pager = self.env, self.res, self.workload, self.pager
-        assert self.table is not None
-        n = len(wl.ops)
-        pager.current_op = op.index
-        pager.claim(list(op.tensors))
-        if self.policy.prefetches or self.table.reactive:
-            for m in self.table.released_at_start(op.index):
-                nxt = m.deadline_op < op.index      # due at an op of the next iteration
-                pager.prefetch(m, self._iteration + (1 if nxt else 0))
+        env, res, pager = self.env, self.res, self.pager
+        assert self.table is not None and self.ctx is not None
+        n = len(self.workload.ops)
+        pager.claim(op.index, op.tensors)
+        if self.prefetch or self.table.reactive:
+            pager.release_prefetches(op.index)
         reads = set(op.reads)
-        yield from pager.allocate([t for t in op.writes if t not in reads], op.index)
+        new_out = [t for t in op.writes if t not in reads]
+        need = sum(res.count_missing(*self.ranges[t]) for t in new_out)
+        if need:
+            yield from pager.wait_for_room(need, op.index)
+            now = int(env.now)
+            for t in new_out:
+                pager.allocate(*self.ranges[t], now)
         tails = self._tails(op)
         reqs = []
-        in_place = self.table.in_place
         cold: list[int] = []
         for t in op.reads:
             p0, p1 = self.ranges[t]
             if res.count_missing(p0, p1):
-                if in_place and t not in op.writes:
+                if t not in op.writes and self.policy.reads_in_place(t):
                     cold.append(t)
                     continue
                 if pager.prefetch_pending(t):
                     # Released but not yet booked: a late prefetch, boosted to the front.
-                    self.late_prefetches += 1
+                    self.totals.late_prefetches += 1
                 else:
-                    self.faults += 1
+                    self.totals.faults += 1
                 reqs.append(pager.fetch_now(t, p0, p1, op.index))
         self.in_place_operands = cold
         yield from self._booked(reqs)
@@ -289,12 +285,12 @@ class Executor(Component):
         # A promotion booked while the op waited may have put more of a cold operand in
         # HBM, still in flight: the op waits for those pages too (it reads in place only
         # what HBM does not hold).
-        while cold and (late := pager.held_ready(cold)) > env.now:
+        while cold and (late := self._held_ready(cold)) > env.now:
             yield env.timeout(late - int(env.now))
         self._check_operands(op, tails, cold)
         if cold:
-            tail_due = max(tail_due, pager.read_in_place(op, cold))
-        pager.touch(op.tensors)
+            tail_due = max(tail_due, self.policy.read_in_place(cold, op.index, pager))
+        pager.used(op.tensors)
         due = self.table.due_at(op.index) if n else []
         late = max((res.ready_time(m.p0, m.p1) for m in due if m.p1 > m.p0),
                    default=t_want) - t_want
@@ -310,10 +306,20 @@ class Executor(Component):
     def _tails(self, op: Op) -> dict[int, Move]:
         """The operands of ``op`` whose tail streams while it runs: {tensor: row}."""
         assert self.table is not None
-        if not self.policy.splits:
+        if not self.split:
             return {}
         return {m.tensor: m for m in self.table.due_at(op.index)
                 if m.stream and m.p1 > m.p0 and m.tensor in op.reads}
+
+    def _held_ready(self, tensors: list[int]) -> int:
+        """When the pages of ``tensors`` that HBM holds are all there (0: it holds none)."""
+        res, out = self.res, 0
+        for t in tensors:
+            p0, p1 = self.ranges[t]
+            held = res.in_hbm[p0:p1]
+            if held.any():
+                out = max(out, int(res.ready_of(slice(p0, p1))[held].max()))
+        return out
 
     def _ready(self, op: Op, tails: dict[int, Move],
                cold: list[int] | None = None) -> tuple[int, int]:
@@ -321,15 +327,15 @@ class Executor(Component):
         tails). The op starts when every operand page is complete in HBM, except a
         streamed tail: a tail page ``f`` of the way into its tensor is needed ``f`` of
         the way through the op, so the op cannot end before that page's arrival plus
-        the rest of the op."""
+        the rest of the op. An operand read in place (``cold``) needs only the pages
+        HBM holds."""
         res = self.res
         dur = int(self.op_ps[op.index])
         ready = tail_due = 0
         for t in op.tensors:
             p0, p1 = self.ranges[t]
             if cold and t in cold:
-                # read in place: only the pages held in HBM must be there
-                ready = max(ready, self.pager.held_ready([t]))
+                ready = max(ready, self._held_ready([t]))
                 continue
             m = tails.get(t)
             if m is None:
@@ -340,7 +346,7 @@ class Executor(Component):
             pages = np.arange(m.p0, m.p1)
             rest = ((p1 - pages - 1) * dur) // (p1 - p0)
             tail_due = max(tail_due, int((res.ready_of(slice(m.p0, m.p1)) + rest).max()))
-            self.streamed_bytes += (m.p1 - m.p0) * self.workload.page_size
+            self.totals.streamed_bytes += (m.p1 - m.p0) * self.workload.page_size
         return ready, tail_due
 
     def _check_operands(self, op: Op, tails: dict[int, Move],
@@ -374,8 +380,7 @@ class Executor(Component):
         back where it is the only copy of live data) to make room for the next.
         Returns (first tile's start, busy time end-equivalent, NPU totals)."""
         env, res, wl, pager = self.env, self.res, self.workload, self.pager
-        pager.current_op = op.index
-        pager.claim(list(op.tensors))
+        pager.claim(op.index, op.tensors)
         task = self.tasks[op.index]
         ws = sum(wl.tensors[t].npages for t in op.tensors)
         window = max(1, self.capacity_pages // 4)
@@ -387,16 +392,16 @@ class Executor(Component):
             sl = {t: (p0 + (p1 - p0) * k // k_tiles, p0 + (p1 - p0) * (k + 1) // k_tiles)
                   for t, (p0, p1) in ((t, self.ranges[t]) for t in op.tensors)}
             need = sum(res.count_missing(a, b) for a, b in sl.values())
-            yield from pager.room_for(need, op.index)
+            yield from pager.wait_for_room(need, op.index)
             now = int(env.now)
             reqs = []
             for t, (a, b) in sl.items():
                 if t in reads:
                     if res.count_missing(a, b):
-                        self.faults += 1
+                        self.totals.faults += 1
                         reqs.append(pager.fetch_now(t, a, b, op.index))
                 elif res.count_missing(a, b):
-                    res.hold(slice(a, b), now, now)
+                    pager.allocate(a, b, now)
             yield from self._booked(reqs)
             ready = max(res.ready_time(a, b) for a, b in sl.values())
             if ready > int(env.now):
@@ -417,33 +422,16 @@ class Executor(Component):
             hstall += result.stall_ps
             now = int(env.now)
             for t, (a, b) in sl.items():
-                if t in op.writes:
-                    pager.written(a, b)
-                pager.release_tile(t, a, b, now)
-        pager.touch(op.tensors)
-        self.streamed_bytes += sum(wl.tensors[t].npages for t in op.reads) * wl.page_size
+                pager.tile_done(t, a, b, t in op.writes, now)
+        pager.used(op.tensors)
+        self.totals.streamed_bytes += sum(wl.tensors[t].npages for t in op.reads) \
+            * wl.page_size
         return first, first + busy, (rd, wr, hstall)
 
     # -- report --------------------------------------------------------------------------
     def figures(self) -> dict[str, Any]:
-        """The run's figures for the report (``tmhw.run.metrics.figures``)."""
-        pager, end = self.pager, int(self.env.now)
-        return figures(self.records, self.cfg.run.warmup_iterations, self.workload.batch,
-                       end, {
-                           "faults": self.faults, "late_prefetches": self.late_prefetches,
-                           "cancelled_prefetches": pager.cancelled_prefetches,
-                           "streamed_bytes": self.streamed_bytes,
-                           "emergency_evictions": pager.emergency,
-                           "carried_fetch_bytes": self.carried_fetch_bytes,
-                           "npu_hbm_read_bytes": self.npu_read,
-                           "npu_hbm_write_bytes": self.npu_write,
-                           "dead_writeback_bytes": pager.dead_writeback_bytes},
-                       (int(self.res.level.peak), self.res.level.mean(end)))
+        """The run's figures for the report (``Metrics.figures``)."""
+        return self.metrics.figures(int(self.env.now), self.res.level)
 
     def _report(self) -> dict[str, Any]:
-        pager = self.pager
-        return {"faults": self.faults, "late_prefetches": self.late_prefetches,
-                "cancelled_prefetches": pager.cancelled_prefetches,
-                "streamed_bytes": self.streamed_bytes,
-                "emergency_evictions": pager.emergency, "trims": pager.trims,
-                "inplace_reads": pager.inplace_reads, "promotions": pager.promotions}
+        return self.metrics.report()

@@ -6,7 +6,10 @@ keys with the list of valid ones (a key a class lists in its ``MOVED`` mapping n
 it went instead; a key spelt with dashes is the field spelt with underscores). Every error
 is a ``ConfigError`` naming the dotted path.
 Field types understood: bool, int, float, str, tuples of those, dict[str, number], and
-nested dataclasses.
+nested dataclasses. A class whose TOML form is not its fields one for one (the
+``[policy]`` table, whose sub-tables are the policies' own) defines
+``to_toml(self) -> dict`` and a classmethod ``from_toml(data, path, base)``, which may
+build its plain fields with ``fields_from_dict``.
 """
 
 from __future__ import annotations
@@ -26,6 +29,10 @@ T = TypeVar("T")
 
 def to_dict(cfg: Any) -> dict[str, Any]:
     """A config dataclass as nested plain data (tuples become lists)."""
+    custom = getattr(type(cfg), "to_toml", None)
+    if custom is not None:
+        table: dict[str, Any] = custom(cfg)
+        return {k: _plain(v) for k, v in table.items()}
     out: dict[str, Any] = {}
     for f in dataclasses.fields(cfg):
         v = getattr(cfg, f.name)
@@ -111,9 +118,19 @@ def from_dict(cls: type[T], data: dict[str, Any], path: str = "",
     """Build ``cls`` from ``data``; missing fields come from ``base`` (or defaults)."""
     if not isinstance(data, dict):
         raise ConfigError(path or cls.__name__, data, "must be a table")
+    custom = getattr(cls, "from_toml", None)
+    if custom is not None:
+        out: T = custom(data, path, base)
+        return out
+    return fields_from_dict(cls, data, path, base)
+
+
+def fields_from_dict(cls: type[T], data: dict[str, Any], path: str = "",
+                     base: T | None = None) -> T:
+    """``from_dict`` by the class's fields: one key per field, of the field's type."""
     hints = typing.get_type_hints(cls)
     fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
-    # a table named like a policy (``tm-training``) is the field of that name
+    # a key spelt with dashes (``hbm-ratio``) is the field spelt with underscores
     data = {(k.replace("-", "_") if k not in fields and k.replace("-", "_") in fields
              else k): v for k, v in data.items()}
     unknown = sorted(set(data) - set(fields))

@@ -1,8 +1,9 @@
-"""The write buffer keeps its pages as runs (``DataCache._lo/_hi/_end``); it must answer
-every question exactly as a map of page -> program end of its newest buffered copy,
-the rule the runs stand for. ``PageMap`` below is that rule written page by page; the
-two are driven with the same writes, admissions, reads, holds queries and read-cache
-fills, and must agree on every answer and counter."""
+"""The write buffer and read cache (``DataCache``, its rules compiled) answer every
+question as ``PageMap`` below, the rules written plainly in Python: a dict of page ->
+program end of its newest buffered copy, a queue of writes, an LRU dict. The two are
+driven with the same writes (of runs and batches of one-page writes), admissions,
+reads, holds queries and read-cache fills, and must agree on every answer and
+counter."""
 
 from __future__ import annotations
 
@@ -97,9 +98,8 @@ step = st.tuples(st.sampled_from(["write", "write", "read", "fill", "holds", "on
 @pytest.mark.parametrize("lru_bits", [9, 2])
 @settings(max_examples=100, deadline=None)
 @given(steps=st.lists(step, min_size=1, max_size=60))
-def test_buffered_runs_answer_as_a_page_map(lru_bits: int,
-                                            steps: list[tuple[str, int, int, int, int]]
-                                            ) -> None:
+def test_buffer_and_cache_answer_as_the_plain_rules(
+        lru_bits: int, steps: list[tuple[str, int, int, int, int]]) -> None:
     """Also with the read cache counted in blocks of 4 pages (``_LRU_BITS`` 2), so that
     reads and writes that touch no block holding a cached page skip the lookups."""
     with patch.object(cache_mod, "_LRU_BITS", lru_bits):
@@ -119,7 +119,7 @@ def _runs_of(held: list[bool], lo: int) -> list[tuple[int, int]]:
 
 
 def _drive(steps: list[tuple[str, int, int, int, int]]) -> None:
-    runs, pages = DataCache(WRITE_PAGES, READ_PAGES), PageMap()
+    cache, pages = DataCache(WRITE_PAGES, READ_PAGES), PageMap()
     now = 0
     for kind, lo, n, gap, prog in steps:
         now += gap
@@ -127,49 +127,42 @@ def _drive(steps: list[tuple[str, int, int, int, int]]) -> None:
         got: Any
         want: Any
         if kind == "write":
-            got, want = runs.admit(len(lpns), now), pages.admit(len(lpns), now)
+            got, want = cache.admit(len(lpns), now), pages.admit(len(lpns), now)
             if got >= 0:
-                runs.buffered(lpns, got + prog)
+                cache.buffered(lpns, got + prog)
                 pages.buffered(lpns, want + prog)
         elif kind == "read":
-            got, want = runs.held_runs(lpns, now), _runs_of(pages.split_read(lpns, now),
+            got, want = cache.held_runs(lpns, now), _runs_of(pages.split_read(lpns, now),
                                                              lpns.start)
         elif kind == "ones":
             # a batch of one-page writes (``flash.pages``): those the buffer takes
             # without waiting, pages ``lo``, ``lo + 7``, ... (mod the span), buffered at
             # once; a page's program ends ``prog`` + 1 + its index ps later (after
             # ``now``, as a program does)
-            runs.release_until(now)
+            cache.release_until(now)
             ps = [(lo + 7 * i) % SPAN for i in range(n)]
-            ps = ps[:max(0, min(n, WRITE_PAGES - runs.used_pages))]
+            ps = ps[:max(0, min(n, WRITE_PAGES - cache.used_pages))]
             for i, p in enumerate(ps):
                 assert pages.admit(1, now) == now
                 pages.buffered(range(p, p + 1), now + prog + 1 + i)
-            runs.buffered_pages(np.array(ps, dtype=np.int64),
+            cache.buffered_pages(np.array(ps, dtype=np.int64),
                                 np.arange(len(ps), dtype=np.int64) + now + prog + 1)
             got = want = None
         elif kind == "fill":
-            runs.filled(list(lpns))
+            cache.filled(list(lpns))
             pages.filled(list(lpns))
             got = want = None
         else:
-            got = [runs.holds(p, now) for p in lpns]
+            got = [cache.holds(p, now) for p in lpns]
             want = [pages.holds(p, now) for p in lpns]
         assert got == want
-        assert runs.used_pages == pages.used
-        assert runs.writes() == [(e, r.start, r.stop) for e, r in pages.fifo]
-        # the one-page writes' map and the runs hold the page map's pages, no others
-        held = runs._one.as_dict()
-        for a, b, e in zip(runs._lo, runs._hi, runs._end, strict=True):
-            held.update(dict.fromkeys(range(a, b), e))
-        assert held == pages.b
-        assert [runs.write_hits, runs.write_waits, runs.buffer_read_hits,
-                runs.cache_read_hits] == pages.hits
-        assert list(runs._lru) == list(pages.lru)
+        assert cache.used_pages == pages.used
+        assert cache.writes() == [(e, r.start, r.stop) for e, r in pages.fifo]
+        assert cache.buffered_map() == pages.b
+        assert [cache.write_hits, cache.write_waits, cache.buffer_read_hits,
+                cache.cache_read_hits] == pages.hits
+        assert list(cache._lru) == list(pages.lru)
         blocks: dict[int, set[int]] = {}
-        for k in runs._lru:
+        for k in cache._lru:
             blocks.setdefault(k >> cache_mod._LRU_BITS, set()).add(k)
-        assert runs._lru_blocks == blocks
-        # the runs are disjoint, in page order, and none is empty
-        assert all(a < b for a, b in zip(runs._lo, runs._hi, strict=True))
-        assert all(b <= a for b, a in zip(runs._hi, runs._lo[1:], strict=False))
+        assert cache._lru_blocks == blocks
