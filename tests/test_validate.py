@@ -65,7 +65,7 @@ def test_validation_md_lists_every_check() -> None:
 
 def test_reference_data_ships_with_the_package() -> None:
     names = {p.relative_to(DATA).as_posix() for p in DATA.rglob("*") if p.is_file()}
-    assert {"dramsim3.toml", "mqsim.toml", "datasheets.toml", "energy.toml",
+    assert {"dramsim3.toml", "mqsim.toml", "energy.toml",
             "scalesim/results.csv", "scalesim/README.md",
             "mqsim/ssdconfig_mqsim_default.xml"} <= names
 
