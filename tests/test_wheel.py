@@ -103,13 +103,15 @@ def test_the_wheel_installs_whole_and_runs_a_scenario_outside_the_checkout(
     venv = tmp_path / "venv"
     _run([sys.executable, "-m", "venv", "--without-pip", str(venv)])
     py, tmhw = venv / "bin" / "python", venv / "bin" / "tmhw"
-    _run([sys.executable, "-m", "pip", "--python", str(py), "install", "-q", "--no-deps",
-          "--no-index", str(wheel)])
-    site = Path(sysconfig.get_path("purelib", "venv", vars={"base": str(venv)}))
-    (site / "_tmhw_test_deps.pth").write_text("\n".join(_dependency_folders(wheel)) + "\n")
+    # (no PYTHONPATH: pip would find the checkout's tmhw on it, call the wheel's
+    # requirement satisfied and install nothing)
     env = {k: v for k, v in os.environ.items()
            if k not in ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "NUMBA_CACHE_DIR",
                         "NUMBA_DISABLE_JIT", "VIRTUAL_ENV")}
+    _run([sys.executable, "-m", "pip", "--python", str(py), "install", "-q", "--no-deps",
+          "--no-index", str(wheel)], env=env)
+    site = Path(sysconfig.get_path("purelib", "venv", vars={"base": str(venv)}))
+    (site / "_tmhw_test_deps.pth").write_text("\n".join(_dependency_folders(wheel)) + "\n")
     env.update(XDG_CACHE_HOME=str(tmp_path / "cache"), PYTHONNOUSERSITE="1")
     run = tmp_path / "elsewhere"
     run.mkdir()
