@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 from conftest import CliResult
 
+from flash.datasheets import FIGURES
 from tmhw.validate import registry
 from tmhw.validate.check import DATA, Check, Result
-from tmhw.validate.ssd import figures
 
 ROOT = Path(__file__).resolve().parent.parent
 QUICK = registry.checks(quick=True)
@@ -48,10 +48,10 @@ def test_every_preset_datasheet_figure_names_its_conditions_and_tolerance() -> N
     """Four figures a preset (sequential read and write, random read and write), within
     10%, random writes within 15%."""
     by_preset: dict[str, set[str]] = {}
-    for f in figures():
-        by_preset.setdefault(f.preset, set()).add(f.pattern)
-        assert f.conditions and f.document and f.device
-        assert f.tolerance == (0.15 if f.pattern == "randwrite" else 0.10)
+    for f in FIGURES:
+        by_preset.setdefault(f.preset, set()).add(f.figure)
+        assert f.source and f.qd > 0 and f.count > 0
+        assert f.tolerance == (0.15 if f.figure == "randwrite" else 0.10)
     assert by_preset == {p: {"seqread", "seqwrite", "randread", "randwrite"}
                          for p in ("990pro", "pm1743")}
 

@@ -25,8 +25,3 @@ def test_what_does_not_hold_yet_still_does_not(f: Figure) -> None:
     and the figure's ``holds_today`` is to be set."""
     assert abs(error(f, measure(f))) > f.tolerance
 
-
-def test_every_preset_but_mqsims_names_its_datasheet_figures() -> None:
-    named = {(f.preset, f.figure) for f in FIGURES}
-    for p in ("990pro", "pm1743"):
-        assert {(p, k) for k in ("seqread", "seqwrite", "randread", "randwrite")} <= named
