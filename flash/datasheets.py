@@ -3,7 +3,7 @@ in, and how to measure the same figure on the model (``measure``): the one home 
 these numbers (the tests, ``tmhw validate`` and docs/PARAMETERS.md read them here).
 
 A figure holds when the model is within ``tolerance`` of the datasheet: 10%, 15% for
-random writes (the issue's acceptance bands). Sequential figures are MB/s (10^6 bytes)
+random writes, 25% for power. Sequential figures are MB/s (10^6 bytes)
 of 128 KiB requests, random figures IOPS of 4 KiB requests, each measured as
 ``flash.bench``'s steady rate (the second half of the requests, after the write buffer
 and the queue have ramped up).
@@ -16,7 +16,11 @@ Conditions the model reproduces and what it leaves out:
 - an enterprise drive's random-write figure is for the sustained state (after the
   drive has been filled and overwritten), where garbage collection bounds it; the
   model's collection is per plane, single-plane and synchronous under the hard
-  threshold, so that figure is measured but does not hold yet (``holds_today``).
+  threshold, so that figure is measured but does not hold yet (``holds_today``);
+- power is the device's mean over the run (NAND V x I per operation, channel I/O,
+  controller while active, idle); the PM1743's efficiency does not hold: its 2 W
+  controller power is a client drive's estimate, where an enterprise PCIe 5 drive draws
+  tens of watts.
 """
 
 from __future__ import annotations
@@ -47,9 +51,16 @@ class Figure:
     #: random-write state is reached on a copy with fewer blocks, all else the same)
     blocks_per_plane: int = 0
     holds_today: bool = True
+    #: "rate" (MB/s or IOPS), "watts" (the device's mean power over the run) or
+    #: "mbps_per_watt" (its rate over that power)
+    quantity: str = "rate"
 
     @property
     def unit(self) -> str:
+        if self.quantity == "watts":
+            return "W"
+        if self.quantity == "mbps_per_watt":
+            return "MB/s per W"
         return "MB/s" if self.figure.startswith("seq") else "IOPS"
 
     @property
@@ -79,6 +90,15 @@ FIGURES: tuple[Figure, ...] = (
     Figure("pm1743", "randread", 2_500_000, 256, _PM, count=60000),
     Figure("pm1743", "randwrite", 250_000, 256, _PM, tolerance=0.15, count=100000,
            age=1.0, blocks_per_plane=32, holds_today=False),
+    # power (within 25%): the 990 PRO's stated average, taken as the power of its
+    # sequential writes (its busiest figure; the data sheet states no workload), and the
+    # PM1743's stated efficiency, taken on sequential reads
+    Figure("990pro", "seqwrite", 6.5, 64, "Samsung 990 PRO data sheet: average power "
+           "6.5 W (no workload stated; taken as sequential writes)", tolerance=0.25,
+           count=16000, precondition=0.5, quantity="watts"),
+    Figure("pm1743", "seqread", 608, 64, "Samsung PM1743 announcement (2021): up to 608 "
+           "MB/s per watt (no workload stated; taken as sequential reads)", tolerance=0.25,
+           quantity="mbps_per_watt", holds_today=False),
 )
 
 
@@ -86,6 +106,10 @@ def measure(f: Figure) -> float:
     """The model's figure under the datasheet's conditions (``f.unit``)."""
     r: dict[str, Any] = run_bench(f.config(), pattern=f.figure, size=f.size, qd=f.qd,
                                   count=f.count, precondition=f.precondition, age=f.age)
+    if f.quantity != "rate":
+        # the whole run's energy (NAND, channels, controller, idle) over its time
+        watts = float(r["energy_pj_per_byte"]) * f.count * f.size / int(r["elapsed_ps"])
+        return watts if f.quantity == "watts" else float(r["bandwidth_mbps"]) / watts
     return float(r["steady_bandwidth_mbps"] if f.unit == "MB/s" else r["steady_iops"])
 
 

@@ -99,8 +99,8 @@ class FlashTarget(Component):
         self._events = ([EventReads(env, d) for d in self.devices] if cfg.compat == "mqsim"
                         else None)
         self.energy = EnergyMeter(EnergyTable(
-            action_pj={"page_read": cfg.read_page_pj(), "page_program": cfg.program_page_pj(),
-                       "slc_program": cfg.program_page_pj(slc=True),
+            action_pj={"nand_read": cfg.read_page_pj(), "nand_program": cfg.program_page_pj(),
+                       "nand_program_slc": cfg.program_page_pj(slc=True),
                        "block_erase": cfg.erase_block_pj(),
                        "channel_byte": cfg.energy.channel_pj_per_byte},
             active_mw=cfg.energy.controller_mw, idle_mw=cfg.energy.idle_mw * n))
@@ -337,14 +337,20 @@ class FlashTarget(Component):
         e = self.energy
         assert e is not None
         cs = [d.c for d in self.devices]
-        # SLC-mode programs cost their shorter tPROG; a folded page one read and one
-        # TLC program (``flash.slc``)
+        # A die draws its current once per operation, whatever planes it serves: a
+        # multi-plane read or program costs one tR or tPROG of V x I, so NAND energy counts
+        # commands, not pages. SLC-mode programs cost their shorter tPROG (in the share of
+        # program commands their pages are); folding a page costs one read and one TLC
+        # program of a multi-plane command (``flash.slc``).
+        planes = self.cfg.planes_per_die
+        pages = sum(c.pages_programmed for c in cs)
+        progs = sum(c.program_cmds for c in cs)
         slc = sum(d.slc.slc_pages for d in self.devices)
-        folded = sum(d.slc.folded_pages for d in self.devices)
-        for action, n in (("page_read", sum(c.host_pages_read + c.gc_pages_read for c in cs)
-                           + folded),
-                          ("page_program", sum(c.pages_programmed for c in cs) - slc + folded),
-                          ("slc_program", slc),
+        slc_cmds = round(progs * slc / pages) if pages else 0
+        fold_cmds = -(-sum(d.slc.folded_pages for d in self.devices) // planes)
+        for action, n in (("nand_read", sum(c.read_cmds for c in cs) + fold_cmds),
+                          ("nand_program", progs - slc_cmds + fold_cmds),
+                          ("nand_program_slc", slc_cmds),
                           ("block_erase", sum(c.erase_cmds for c in cs)),
                           ("channel_byte", sum(c.channel_bytes for c in cs))):
             e.add(action, n - e.counts[action])

@@ -46,12 +46,13 @@ def test_every_component_has_quick_checks_with_provenance() -> None:
 
 def test_every_preset_datasheet_figure_names_its_conditions_and_tolerance() -> None:
     """Four figures a preset (sequential read and write, random read and write), within
-    10%, random writes within 15%."""
+    10%, random writes within 15%, power within 25%."""
     by_preset: dict[str, set[str]] = {}
     for f in FIGURES:
         by_preset.setdefault(f.preset, set()).add(f.figure)
         assert f.source and f.qd > 0 and f.count > 0
-        assert f.tolerance == (0.15 if f.figure == "randwrite" else 0.10)
+        assert f.tolerance == (0.25 if f.quantity != "rate" else
+                               0.15 if f.figure == "randwrite" else 0.10)
     assert by_preset == {p: {"seqread", "seqwrite", "randread", "randwrite"}
                          for p in ("990pro", "pm1743")}
 

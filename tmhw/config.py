@@ -16,9 +16,10 @@ Defaults of the system-level sections and their sources:
 
 - ``dma.chunk_bytes`` 2 MiB: an estimate, chosen by measurement; each
   chunk is one transaction to each tier (128 flash pages of 16 KiB: one page on every
-  plane of the 2 TB 990 PRO-like device's 32 dies, or on every die of a 128-die one). Against 1 MiB on BERT-large at 12.5% HBM
-  it halves the simulator's work per byte and, by evicting in larger batches, cuts the
-  executor's emergency evictions (674 to 178) and the iteration time (9.19 to 7.95 s).
+  plane of the 2 TB 990 PRO-like device's 32 dies, or on every die of a 128-die one).
+  Against 1 MiB on BERT-large at 12.5% HBM (on the 128-die device) it halves the
+  simulator's work per byte and, by evicting in larger batches, cuts the executor's
+  emergency evictions (674 to 178) and the iteration time (9.19 to 7.95 s).
   ``dma.writeback_chunk_bytes`` 8 MiB: one 16 KiB page on each plane of every die of a
   128-die device (128 dies x 4 planes; four on the 32-die 990pro preset), so the NAND
   programs of a write-back chunk are multi-plane; with 2 MiB write-back chunks on the

@@ -9,7 +9,7 @@ from flash.datasheets import FIGURES, Figure, error, measure
 
 
 def _id(f: Figure) -> str:
-    return f"{f.preset}-{f.figure}"
+    return f"{f.preset}-{f.figure}" + ("" if f.quantity == "rate" else f"-{f.quantity}")
 
 
 @pytest.mark.parametrize("f", [f for f in FIGURES if f.holds_today], ids=_id)

@@ -130,6 +130,7 @@ def test_energy_is_counted_once_however_often_the_target_is_finalized() -> None:
     first = t.report()["energy_pj"]
     t.finalize(end)
     assert t.report()["energy_pj"] == first
-    assert first["page_read"] == pytest.approx(4 * cfg.read_page_pj())
+    # four pages striped over four dies: four read commands, each one tR of V x I
+    assert first["nand_read"] == pytest.approx(4 * cfg.read_page_pj())
     assert first["channel_byte"] == pytest.approx(4 * cfg.page_size * 32.0)
     assert first["active"] == pytest.approx(end * cfg.energy.controller_mw * 1e-3)

@@ -32,7 +32,7 @@ def nand_read_mw() -> float:
     over 500 random page reads, per tR."""
     cfg = FLASH_PRESETS["990pro"]
     r = flash_bench(cfg, pattern="randread", size=cfg.page_size, qd=8, count=500)
-    pj = float(r["report"]["energy_pj"]["page_read"]) / int(r["commands"]["read"])
+    pj = float(r["report"]["energy_pj"]["nand_read"]) / int(r["commands"]["read"])
     return pj / cfg.t_r_mean * 1e3
 
 

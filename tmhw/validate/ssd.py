@@ -23,9 +23,11 @@ def _check(f: Figure) -> Check:
            f"{f.precondition}" + (f" --age {f.age}" if f.age else "")
            + " (steady rate" + (f"; on a copy with blocks_per_plane = {f.blocks_per_plane}"
                                 if f.blocks_per_plane else "") + ")")
+    what = {"rate": "", "watts": ": power", "mbps_per_watt": ": MB/s per watt"}[f.quantity]
     return Check(
-        name=f"ssd/{f.preset}/{f.figure}", component="ssd", reference=f.source.split(":")[0],
-        figure=f"{f.preset}: {_NAMES[f.figure]} {size} QD{f.qd}", unit=f.unit,
+        name=f"ssd/{f.preset}/{f.figure}" + ("" if f.quantity == "rate" else f"/{f.quantity}"),
+        component="ssd", reference=f.source.split(":")[0],
+        figure=f"{f.preset}: {_NAMES[f.figure]} {size} QD{f.qd}{what}", unit=f.unit,
         reference_value=f.value, measure=lambda: measure(f), tolerance=f.tolerance,
         tool=f.source, source=run,
         # a steady random write takes 100,000 requests or more: seconds, full run only
