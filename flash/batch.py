@@ -83,8 +83,8 @@ def floor_ps(cfg: FlashConfig, read_bytes: int, write_bytes: int, *,
     # controller DRAM before they cross the channels or are programmed (unless the batch
     # counts until they are: ``drain``)
     nand_w = write_bytes if drain else max(0, write_bytes - n * cfg.write_buffer_bytes)
-    return max(math.ceil(read_bytes * S / (n * cfg.host_bytes_per_s)),
-               math.ceil(write_bytes * S / (n * cfg.host_bytes_per_s)),
+    return max(math.ceil(read_bytes * S / (n * cfg.host_read_bytes_per_s)),
+               math.ceil(write_bytes * S / (n * cfg.host_write_bytes_per_s)),
                math.ceil((read_bytes + nand_w) * S / (n * cfg.channels_bytes_per_s)),
                math.ceil(read_bytes * S / (n * cfg.die_read_bytes_per_s)
                          + nand_w * S / (n * cfg.die_program_bytes_per_s)))

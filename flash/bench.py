@@ -1,6 +1,10 @@
 """A closed-loop micro-benchmark of one SSD (``tmhw flash bench``), like fio with a
 fixed queue depth: ``qd`` requests are outstanding at the device at all times.
 
+``steady_iops`` and ``steady_bandwidth_mbps`` are the rate of the second half of the
+requests to complete (after the write buffer has filled and the queue has ramped up),
+the figure a datasheet's sustained numbers compare with.
+
 Patterns: ``seqread``/``seqwrite`` walk the logical space in request-size steps from
 offset 0, each request taking the next offset; ``randread``/``randwrite`` pick
 request-aligned offsets uniformly over the logical capacity; ``mix`` is random with
@@ -62,6 +66,7 @@ def run_bench(cfg: FlashConfig, *, pattern: str, size: int, qd: int, count: int,
     ops = [Op.READ if r else Op.WRITE for r in is_read.tolist()]
     addr = offsets.tolist()
     lat = np.zeros(count, dtype=np.int64)
+    done = np.zeros(count, dtype=np.int64)
     nxt = [0]
     shown = bar(count, f"flash bench {pattern}", "req", disable=not progress)
     step = max(1, min(count // 100, 1 << 14))   # the bar moves every 1% (16 Ki at most)
@@ -75,6 +80,7 @@ def run_bench(cfg: FlashConfig, *, pattern: str, size: int, qd: int, count: int,
             start = int(env.now)
             end = yield dev.request(Transfer(ops[i], addr[i], size, kind))
             lat[i] = end - start
+            done[i] = end
 
     for _ in range(min(qd, count)):
         env.process(worker())
@@ -86,7 +92,16 @@ def run_bench(cfg: FlashConfig, *, pattern: str, size: int, qd: int, count: int,
     moved = count * size
     secs = elapsed / S if elapsed else float("inf")
     cmds = rep["commands"]
+    # the second half's rate: the requests completed after the median completion, over
+    # the time they took (the write buffer's and the queue's ramp left out, as fio's
+    # ramp_time does)
+    ends = np.sort(done)
+    half = count // 2
+    span = int(ends[-1] - ends[half - 1]) if half else 0
+    steady = (count - half) / (span / S) if span > 0 else count / secs
     return {
+        "steady_iops": steady,
+        "steady_bandwidth_mbps": steady * size / 1e6,
         "iops": count / secs,
         "bandwidth_mbps": moved / secs / 1e6,
         "mean_latency_us": float(lat.mean()) / US,

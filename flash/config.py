@@ -41,8 +41,20 @@ Field -> datasheet / MQSim symbol (times in integer ps, sizes in bytes):
 ``multiplane``           combine same-die operations on different planes into one
                          multi-plane command
 ``die_queue_depth``      bounded command queue per die in the detailed model
-``pcie_lanes`` / ``pcie_lane_gbps``: host link (``PCIe_Lane_Count``,
-                         ``PCIe_Lane_Bandwidth`` in GB/s), per device
+``pcie_gen`` / ``pcie_lanes``: host link, per device: PCIe generation (1-6) and lanes
+                         (``PCIe_Lane_Count``); ``flash.pcie`` has the coding, framing,
+                         DLLP and NVMe overheads and their sources
+``pcie_lane_gbps``       a lane's coded data rate, GB/s; 0 (default): the generation's
+                         (MQSim's ``PCIe_Lane_Bandwidth`` where set)
+``pcie_max_payload_bytes`` the TLP maximum payload size (128-4096; 256, what most root
+                         complexes negotiate)
+``pcie_overheads``       framing, DLLPs, ordered sets and NVMe packets on the link;
+                         false: data at the lane rate alone (MQSim's ``PCIe_Link``)
+``controller_iops``      commands the controller takes per second (0: unbounded)
+``independent_plane_reads`` a die overlaps one-page reads of its planes
+                         (``flash.engine.dies.plane_read``; not under ``compat = "mqsim"``)
+``slc_cache_bytes`` / ``t_prog_slc``: SLC write cache and its program time (``flash.slc``;
+                         0: none)
 ``nvme_queue_depth``     commands a device holds at once; more wait in the host's
                          submission queue (``IO_Queue_Depth``)
 ``write_buffer_bytes``   controller DRAM holding written data until its program ends; a
@@ -78,27 +90,42 @@ tDQSRE.
 
 Presets (sources; "estimate" where no public figure exists):
 
-- ``990pro``: Samsung-990-PRO-like, after comsys-lab/Concordia ``ssdconfig_990pro.xml``:
-  TLC, 8 ch x 2 chips x 8 dies x 4 planes,
-  4096 blocks/plane, 256 pages/block, 16 KiB pages; tR 40 us, tPROG 400 us, tBERS 4 ms;
-  2400 MT/s x 8 bit; PCIe x4 at 2 GB/s per lane; OP 10%; GC at 5% free. PE limit 3000
-  and hard GC threshold 0.5% are estimates (typical TLC; MQSim's default hard threshold).
+- ``990pro``: Samsung 990 PRO 2 TB. Datasheet (Samsung, 2022; ``flash.datasheets``):
+  7,450 MB/s sequential read, 6,900 MB/s sequential write (in its SLC cache), 1.4 M
+  random-read and 1.55 M random-write IOPS (4 KiB, QD32 x 16 threads); PCIe 4.0 x4.
+  Capacity point 2 TB: 32 dies of 512 Gb 176-layer TLC (2 TiB raw; 9% over-provisioned
+  gives 2.0 TB), 8 channels (the Pascal controller's) x 2 chips x 2 dies x 4 planes,
+  4096 blocks x 256 pages x 16 KiB; 2400 MT/s x 8 bit after comsys-lab/Concordia
+  ``ssdconfig_990pro.xml``. tR 45 us and tPROG 450 us are Samsung's published figures
+  for its V-NAND of that era (6th generation announcement, 2019: "below 450 us write
+  and 45 us read"); tBERS 4 ms, PE limit 3000, 4 planes and the hard GC threshold 0.5%
+  are estimates. SLC cache 216 GB (estimate: Intelligent TurboWrite 2.0's region at
+  2 TB as reviews measure it, 200-230 GB) with tPROG 150 us in SLC mode (estimate: a
+  third of TLC's, one bit per cell instead of three). ``controller_iops`` 1.5 M is an
+  estimate between the datasheet's random-read and random-write IOPS (its dies, with
+  independent plane reads, could read 128 planes / 45 us = 2.8 M); independent plane
+  reads are an estimate (176-layer TLC parts of every vendor have them).
 - ``mqsim-default``: MQSim's default ``ssdconfig.xml`` as given in docs/PARAMETERS.md: MLC,
   8 ch x 4 chips x 2 dies x 2 planes x 2048 blocks x 256 pages x 8 KiB; tR 75 us,
   tPROG 750 us, tBERS 3.8 ms; PE 10,000; 333 MT/s x 8 bit; OP 7%; GC 5% / hard 0.5%;
-  PCIe 4 lanes x 1 GB/s.
-- ``pm1743``: Samsung PM1743-like PCIe 5 device. Datasheet: 13 GB/s sequential read,
-  6.6 GB/s sequential write (docs/PARAMETERS.md). Geometry and cell timing are estimates
-  chosen to reproduce those figures: TLC, 16 ch x 2 chips x 2 dies x 4 planes x 4096
-  blocks x 256 pages x 16 KiB (4 TiB raw); tR 45 us, tPROG 640 us (64 dies x 4 planes x
-  16 KiB / 640 us = 6.55 GB/s), tBERS 3.5 ms; 1600 MT/s channels; PCIe 5.0 x4 with
-  3.25 GB/s per lane effective after protocol overhead (13 GB/s).
+  PCIe 4 lanes x 1 GB/s, with no protocol overheads (MQSim's link).
+- ``pm1743``: Samsung PM1743 3.84 TB, PCIe 5.0 x4. Datasheet (product brief, 2022;
+  ``flash.datasheets``): 13 GB/s sequential read, 6.6 GB/s sequential write, 2.5 M
+  random-read and 250 K random-write IOPS. Geometry and cell timing are estimates
+  chosen to reproduce those figures at that capacity point: TLC, 16 ch x 2 chips x
+  2 dies x 4 planes x 4096 blocks x 256 pages x 16 KiB (4 TiB raw, 12.7% over-provisioned
+  gives 3.84 TB); tR 45 us, tPROG 640 us (64 dies x 4 planes x 16 KiB / 640 us =
+  6.55 GB/s), tBERS 3.5 ms; 1600 MT/s channels; ``controller_iops`` 2.5 M (estimate:
+  the random-read figure, which its dies exceed with independent plane reads); no SLC
+  cache (an enterprise drive writes TLC directly). Its sequential read is the link's,
+  14.3 GB/s (+10% on the datasheet's).
 - ``slc-ull``: low-latency SLC class (Samsung Z-NAND / Kioxia XL-Flash). tR 3 us and
   tPROG 100 us from Cheong et al., "A flash memory controller for 15 us ultra-low-latency
   SSD using high-speed 3D NAND flash with 3 us read time", ISSCC 2018 (Z-NAND); 4 KiB
   pages and 1 ms erase, 8 ch x 4 chips x 2 dies x 4 planes x 2048 blocks x 256 pages,
-  800 MT/s, PE 100,000 and PCIe 3.0 x4 (0.985 GB/s per lane, the Z-SSD SZ985 host link)
-  are estimates.
+  800 MT/s and PE 100,000 are estimates; PCIe 3.0 x4 is the Z-SSD SZ985's host link. No
+  datasheet figures are held against it (the model is a class of device, not the
+  SZ985's capacity point).
 
 Controller DRAM, suspend and arrays (all presets unless noted). The 990 PRO ships LPDDR4
 (1 GB per TB, Samsung's data sheet), nearly all of it the mapping table; the share for
@@ -124,6 +151,7 @@ import dataclasses
 import math
 from dataclasses import dataclass, field
 
+from flash.pcie import GT_PER_S, PAYLOAD_SIZES, Pcie, lane_gbps
 from tmhw.sim import ConfigError
 from tmhw.sim.units import MS, NS, US, KiB, MiB, S, energy_pj
 
@@ -189,15 +217,15 @@ class FlashConfig:
     # geometry
     channels: int = 8
     chips_per_channel: int = 2
-    dies_per_chip: int = 8
+    dies_per_chip: int = 2
     planes_per_die: int = 4
     blocks_per_plane: int = 4096
     pages_per_block: int = 256
     page_size: int = 16 * KiB
     # cell timing
     cell_type: str = "TLC"
-    t_r: int = 40 * US
-    t_prog: int = 400 * US
+    t_r: int = 45 * US
+    t_prog: int = 450 * US
     t_bers: int = 4 * MS
     t_r_page: tuple[int, ...] = ()
     t_prog_page: tuple[int, ...] = ()
@@ -219,9 +247,17 @@ class FlashConfig:
     multiplane: bool = True
     die_queue_depth: int = 8
     # host link
+    pcie_gen: int = 4
     pcie_lanes: int = 4
-    pcie_lane_gbps: float = 2.0
+    pcie_lane_gbps: float = 0.0
+    pcie_max_payload_bytes: int = 256
+    pcie_overheads: bool = True
     nvme_queue_depth: int = 1024
+    # controller limits
+    controller_iops: int = 1_500_000
+    independent_plane_reads: bool = True
+    slc_cache_bytes: int = 216 * 10**9
+    t_prog_slc: int = 150 * US
     # controller DRAM
     write_buffer_bytes: int = 192 * MiB
     read_cache_bytes: int = 64 * MiB
@@ -280,9 +316,19 @@ class FlashConfig:
                               "a permutation of the letters C, W, D, P (e.g. CWDP)")
         if self.static_wl_threshold < 1:
             raise ConfigError("static_wl_threshold", self.static_wl_threshold, ">= 1")
-        if not 0 < self.pcie_lane_gbps < math.inf:
-            raise ConfigError("pcie_lane_gbps", self.pcie_lane_gbps, "a finite number > 0")
+        if self.pcie_gen not in GT_PER_S:
+            raise ConfigError("pcie_gen", self.pcie_gen, f"one of {sorted(GT_PER_S)}")
+        if not 0 <= self.pcie_lane_gbps < math.inf:
+            raise ConfigError("pcie_lane_gbps", self.pcie_lane_gbps,
+                              "a finite number >= 0 (0: the generation's coded lane rate)")
+        if self.pcie_max_payload_bytes not in PAYLOAD_SIZES:
+            raise ConfigError("pcie_max_payload_bytes", self.pcie_max_payload_bytes,
+                              f"one of {PAYLOAD_SIZES}")
+        if self.slc_cache_bytes and not 0 < self.t_prog_slc <= self.t_prog:
+            raise ConfigError("t_prog_slc", self.t_prog_slc,
+                              f"in (0, t_prog = {self.t_prog}] ps with an SLC cache")
         for f in ("write_buffer_bytes", "read_cache_bytes", "t_suspend_program",
+                  "controller_iops", "slc_cache_bytes", "t_prog_slc",
                   "t_suspend_erase", "suspend_min_remaining"):
             v = getattr(self, f)
             if not isinstance(v, int) or isinstance(v, bool) or v < 0:
@@ -419,8 +465,21 @@ class FlashConfig:
 
     # -- bandwidth bounds --------------------------------------------------------------
     @property
-    def host_bytes_per_s(self) -> float:
-        return self.pcie_lanes * self.pcie_lane_gbps * 1e9
+    def pcie(self) -> Pcie:
+        """The host link (``flash.pcie``): lanes at ``pcie_lane_gbps`` or, when that is
+        0, the generation's coded lane rate."""
+        return Pcie(self.pcie_lanes, self.pcie_lane_gbps or lane_gbps(self.pcie_gen),
+                    self.pcie_max_payload_bytes, self.pcie_overheads)
+
+    @property
+    def host_read_bytes_per_s(self) -> float:
+        """Payload bytes per second of a long read over the host link."""
+        return self.pcie.read_bytes_per_s
+
+    @property
+    def host_write_bytes_per_s(self) -> float:
+        """Payload bytes per second of a long write over the host link."""
+        return self.pcie.write_bytes_per_s
 
     @property
     def die_read_bytes_per_s(self) -> float:
@@ -429,6 +488,15 @@ class FlashConfig:
 
     @property
     def die_program_bytes_per_s(self) -> float:
+        """All dies programming all planes back to back, the fastest they can (in SLC
+        mode while a device has an SLC cache): dies x planes x page / tPROG."""
+        fastest = self.t_prog_slc if self.slc_cache_bytes else self.t_prog_mean
+        return self.dies * self.planes_per_die * self.page_size * S / fastest
+
+    @property
+    def tlc_program_bytes_per_s(self) -> float:
+        """``die_program_bytes_per_s`` at the cell's own tPROG (the SLC cache's folding
+        rate, and a device's rate once its SLC cache is full)."""
         return self.dies * self.planes_per_die * self.page_size * S / self.t_prog_mean
 
     @property
@@ -439,21 +507,23 @@ class FlashConfig:
         """devices x min(dies x planes x page / tR, channels x rate x width, host link),
         bytes/s."""
         return self.devices * min(self.die_read_bytes_per_s, self.channels_bytes_per_s,
-                                  self.host_bytes_per_s)
+                                  self.host_read_bytes_per_s)
 
     def write_bandwidth_bound(self) -> float:
         """devices x min(dies x planes x page / tPROG, channels, host link), bytes/s."""
         return self.devices * min(self.die_program_bytes_per_s, self.channels_bytes_per_s,
-                                  self.host_bytes_per_s)
+                                  self.host_write_bytes_per_s)
 
     # -- energy ------------------------------------------------------------------------
     def read_page_pj(self) -> float:
         e = self.energy
         return energy_pj(e.vcc_v * e.icc_read_ma, self.t_r_mean)
 
-    def program_page_pj(self) -> float:
+    def program_page_pj(self, slc: bool = False) -> float:
+        """One page program's NAND energy (``slc``: in SLC mode, ``t_prog_slc``)."""
         e = self.energy
-        return energy_pj(e.vcc_v * e.icc_prog_ma, self.t_prog_mean)
+        return energy_pj(e.vcc_v * e.icc_prog_ma,
+                         self.t_prog_slc if slc and self.t_prog_slc else self.t_prog_mean)
 
     def erase_block_pj(self) -> float:
         e = self.energy
@@ -469,14 +539,18 @@ MQSIM_DEFAULT = FlashConfig(
     cell_type="MLC", t_r=75 * US, t_prog=750 * US, t_bers=3800 * US,
     channel_rate_mtps=333, channel_width_bits=8,
     pe_limit=10_000, over_provisioning=0.07, gc_threshold=0.05, gc_hard_threshold=0.005,
-    pcie_lanes=4, pcie_lane_gbps=1.0, write_buffer_bytes=0, read_cache_bytes=0,
+    pcie_lanes=4, pcie_lane_gbps=1.0, pcie_overheads=False, write_buffer_bytes=0,
+    read_cache_bytes=0, controller_iops=0, independent_plane_reads=False, slc_cache_bytes=0,
+    t_prog_slc=0,
 )
 
 PM1743 = dataclasses.replace(
     BASE_990PRO, name="pm1743",
     channels=16, chips_per_channel=2, dies_per_chip=2, planes_per_die=4,
     t_r=45 * US, t_prog=640 * US, t_bers=3500 * US,
-    channel_rate_mtps=1600, pcie_lanes=4, pcie_lane_gbps=3.25,
+    channel_rate_mtps=1600, pcie_gen=5, pcie_lanes=4, over_provisioning=0.127,
+    controller_iops=2_500_000, independent_plane_reads=True, slc_cache_bytes=0,
+    t_prog_slc=0,
 )
 
 SLC_ULL = dataclasses.replace(
@@ -484,7 +558,9 @@ SLC_ULL = dataclasses.replace(
     channels=8, chips_per_channel=4, dies_per_chip=2, planes_per_die=4,
     blocks_per_plane=2048, pages_per_block=256, page_size=4 * KiB,
     cell_type="SLC", t_r=3 * US, t_prog=100 * US, t_bers=1 * MS,
-    channel_rate_mtps=800, pe_limit=100_000, pcie_lanes=4, pcie_lane_gbps=0.985,
+    channel_rate_mtps=800, pe_limit=100_000, pcie_gen=3, pcie_lanes=4,
+    over_provisioning=0.10, controller_iops=0, independent_plane_reads=False,
+    slc_cache_bytes=0, t_prog_slc=0,
 )
 
 PRESETS: dict[str, FlashConfig] = {

@@ -90,7 +90,8 @@ class DetailedModel(TimingBase):
             if self.convoy:  # the command needs idle channel time, between drains
                 issue = self.command_slot(ch, max(issue, self.dies.read_free(lane)), cmd)
             t_r = max(self.t_r_of[(ppn_l[i] % self.ppb) % self.bits] for i in idx)
-            d_end = self.dies.read1(lane, issue + cmd, t_r)
+            d_end = self.dies.read1(lane, issue + cmd, t_r,
+                                    share=self.plane_reads if k == 1 else 1)
             x_end = d_end
             op_first = -1
             for j, i in enumerate(idx):
@@ -110,17 +111,18 @@ class DetailedModel(TimingBase):
                     first = start
             # the command's data sits in the cache register until its data-out starts;
             # under MQSim's rules the chip is busy until its data is out
-            self.dies.hold1(lane, x_end if self.convoy else op_first)
+            if k > 1 or self.plane_reads == 1:
+                self.dies.hold1(lane, x_end if self.convoy else op_first)
             if x_end > end:
                 end = x_end
         return first, end
 
-    def program1(self, ppn: int, first_in: int, l_end: int) -> int:
-        return self.program(np.array([ppn], dtype=np.int64), first_in, l_end)
+    def program1(self, ppn: int, first_in: int, l_end: int, slc: bool = False) -> int:
+        return self.program(np.array([ppn], dtype=np.int64), first_in, l_end, slc)
 
-    def program(self, ppns: I64, first_in: int, l_end: int) -> int:
-        """Pages ``ppns`` whose data crosses the host link in [first_in, l_end]; the end
-        of the last program."""
+    def program(self, ppns: I64, first_in: int, l_end: int, slc: bool = False) -> int:
+        """Pages ``ppns`` whose data crosses the host link in [first_in, l_end] (``slc``:
+        in SLC mode, ``t_prog_slc``); the end of the last program."""
         phy, former, c = self.phy, self.former, self.c
         ppn_l = ppns.tolist()
         n = len(ppn_l)
@@ -138,7 +140,8 @@ class DetailedModel(TimingBase):
             # cut-through: the last page of the command must have crossed the host link
             arrive = first_in + (max(idx) + 1) * per_page
             c_end = self.channels.reserve1(ch, max(issue, arrive - dur), dur)
-            tp = max(self.t_prog_of[(ppn_l[i] % self.ppb) % self.bits] for i in idx)
+            tp = self.t_prog_slc if slc else max(
+                self.t_prog_of[(ppn_l[i] % self.ppb) % self.bits] for i in idx)
             mask = 0
             if former.multi:
                 for i in idx:

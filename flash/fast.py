@@ -81,13 +81,20 @@ class FastModel(TimingBase):
                 ("lanes_per_device", self.lanes_per_device), ("chip_lock", f.chip_lock),
                 ("convoy", self.convoy), ("page", self.page), ("page_data", phy.page_data),
                 ("ppb", self.ppb), ("bits", self.bits), ("t_r", int(cfg.t_r_mean)),
-                ("t_prog", int(cfg.t_prog_mean)), ("same_offset", self.same_offset)):
+                ("t_prog", int(cfg.t_prog_mean)), ("same_offset", self.same_offset),
+                ("plane_reads", self.plane_reads)):
             g[name] = value
         self.cmds = np.zeros(len(phy.rcmd), dtype=COMMANDS)
         self.cmds["rcmd"], self.cmds["rsetup"], self.cmds["pcmd"] = (
             phy.rcmd_a, phy.rsetup_a, phy.pcmd_a)
         self.cell = np.zeros(self.bits, dtype=CELL)
         self.cell["t_r"], self.cell["t_prog"] = self.t_r_of, self.t_prog_of
+        #: the same records for programs in SLC mode (``flash.slc``): every page type's
+        #: tPROG is ``t_prog_slc``
+        self.geo_slc, self.cell_slc = self.geo.copy(), self.cell.copy()
+        if cfg.t_prog_slc:
+            self.geo_slc[0]["t_prog"] = cfg.t_prog_slc
+            self.cell_slc["t_prog"] = cfg.t_prog_slc
         self._res = np.zeros((3, f.devices), dtype=np.int64)
 
     # -- lanes -------------------------------------------------------------------------
@@ -152,8 +159,9 @@ class FastModel(TimingBase):
             self.grow(why, ppns)
 
     # -- programs ----------------------------------------------------------------------
-    def program1(self, ppn: int, first_in: int, l_end: int) -> int:
-        """One page whose data crosses the host link in [first_in, l_end]."""
+    def program1(self, ppn: int, first_in: int, l_end: int, slc: bool = False) -> int:
+        """One page whose data crosses the host link in [first_in, l_end] (``slc``: in
+        SLC mode)."""
         busy = self.phy.pcmd[1] + self.phy.page_data
         ppn += self.ppn0
         self.c.pages_programmed += 1
@@ -161,7 +169,8 @@ class FastModel(TimingBase):
         if self.dies.record:
             self.dies.reserve_records(1)
         while True:
-            end = program_page(self.lanes(), self.geo, self.cmds, self.cell, ppn,
+            end = program_page(self.lanes(), self.geo, self.cmds,
+                               self.cell_slc if slc else self.cell, ppn,
                                max(first_in, l_end - busy), busy)
             if end >= 0:
                 break
@@ -170,20 +179,22 @@ class FastModel(TimingBase):
             self.c.program_cmds += 1
         return int(end >> 1)
 
-    def program(self, ppns: I64, first_in: int, l_end: int) -> int:
-        """Pages ``ppns`` whose data crosses the host link in [first_in, l_end]; the end
-        of the last program."""
+    def program(self, ppns: I64, first_in: int, l_end: int, slc: bool = False) -> int:
+        """Pages ``ppns`` whose data crosses the host link in [first_in, l_end] (``slc``:
+        in SLC mode); the end of the last program."""
         n = int(ppns.size)
         if self.ppn0:
             ppns = ppns + self.ppn0
         c = self.c
         c.pages_programmed += n
         c.channel_bytes += n * self.page
-        cmds, _, last = self.program_lanes(ppns, first_in, l_end)[:, self.device].tolist()
+        cmds, _, last = self.program_lanes(ppns, first_in, l_end,
+                                           slc)[:, self.device].tolist()
         c.program_cmds += cmds
         return int(last)
 
-    def program_lanes(self, ppns: I64, first_in: int | I64, l_end: int | I64) -> I64:
+    def program_lanes(self, ppns: I64, first_in: int | I64, l_end: int | I64,
+                      slc: bool = False) -> I64:
         """``program`` of pages in the shared numbering (``first_in`` and ``l_end``: one
         time, or one per device), in one call of ``program_chunk`` (another after each
         growth of the rows): per device of the lanes' array, its program commands, its
@@ -193,7 +204,8 @@ class FastModel(TimingBase):
         if self.dies.record:
             self.dies.reserve_records(ppns.size)
         while True:
-            why = program_chunk(self.lanes(), self.geo, self.cmds, ppns, f, le, self._res)
+            why = program_chunk(self.lanes(), self.geo_slc if slc else self.geo, self.cmds,
+                                ppns, f, le, self._res)
             if not why:
                 return self._res
             self.grow(why, ppns)
@@ -267,12 +279,12 @@ class FastArray:
         return out
 
     def program(self, devs: list[int], ppns: list[I64], first_in: list[int],
-                l_end: list[int]) -> dict[int, int]:
+                l_end: list[int], slc: bool = False) -> dict[int, int]:
         """``FastModel.program(ppns[i], first_in[i], l_end[i])`` on device ``devs[i]``
         for each ``i``, in one call: per device, the end of its last program."""
         m = self.m
         res = m.program_lanes(self._pages(devs, ppns), self._per_device(devs, first_in),
-                              self._per_device(devs, l_end)).tolist()
+                              self._per_device(devs, l_end), slc).tolist()
         out = {}
         for k, p in zip(devs, ppns, strict=True):
             c = self.models[k].c

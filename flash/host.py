@@ -4,6 +4,9 @@
 - **NVMe queue.** The device holds at most ``nvme_queue_depth`` commands; a further
   command waits in the host's submission queue until the oldest one completes
   (``fetch``).
+- **Controller.** It processes at most ``controller_iops`` commands per second: a
+  command is taken no sooner than ``1 / controller_iops`` after the one before
+  (``fetch``; the batch kernels of ``flash.pages`` space theirs the same way).
 - **PCIe link.** Each direction is its own lane (full duplex): reads leave on
   ``link_rd`` as their data comes off the channels (cut-through), writes come in on
   ``link_wr`` before they are buffered or programmed. A direction carries transfers in
@@ -25,14 +28,16 @@ from itertools import repeat
 
 from flash.config import FlashConfig
 from flash.engine.gaps import BankLane, GapBank
+from flash.pcie import SKP_FRACTION
 from tmhw.sim.units import S
 
 
 class HostInterface:
     """NVMe queue and PCIe link of one device."""
 
-    __slots__ = ("depth", "_open", "links", "link_rd", "link_wr", "ps_per_byte",
-                 "queue_waits")
+    __slots__ = ("depth", "_open", "links", "link_rd", "link_wr", "rd_ps_per_byte",
+                 "wr_ps_per_byte", "rd_cmd_ps", "wr_cmd_ps", "queue_waits", "ctl_ps",
+                 "ctl_free")
 
     def __init__(self, cfg: FlashConfig, record: bool = False) -> None:
         self.depth = cfg.nvme_queue_depth
@@ -42,11 +47,31 @@ class HostInterface:
         self.links = GapBank("link", 2, record)
         self.link_rd = BankLane(self.links, 0)
         self.link_wr = BankLane(self.links, 1)
-        self.ps_per_byte = S / cfg.host_bytes_per_s
+        pcie = cfg.pcie
+        #: a payload byte's time on each direction (framing included) and a command's
+        #: NVMe packets on its data's direction (``flash.pcie``)
+        self.rd_ps_per_byte = S / pcie.read_bytes_per_s
+        self.wr_ps_per_byte = S / pcie.write_bytes_per_s
+        line = S / (pcie.line_bytes_per_s * (1 - SKP_FRACTION))
+        self.rd_cmd_ps = round(pcie.read_command_bytes * line)
+        self.wr_cmd_ps = round(pcie.write_command_bytes * line)
         self.queue_waits = 0
+        #: the controller's time per command (``controller_iops``; 0: unbounded) and
+        #: when it can take the next one
+        self.ctl_ps = round(S / cfg.controller_iops) if cfg.controller_iops else 0
+        self.ctl_free = 0
 
     def fetch(self, earliest: int) -> int:
-        """When the device takes a command submitted at ``earliest``."""
+        """When the device takes a command submitted at ``earliest``: once it holds
+        fewer than ``depth`` and its controller has finished the command before."""
+        t = self._slot(earliest)
+        if self.ctl_ps:
+            if self.ctl_free > t:
+                t = self.ctl_free
+            self.ctl_free = t + self.ctl_ps
+        return t
+
+    def _slot(self, earliest: int) -> int:
         q = self._open
         if len(q) < self.depth:
             return earliest
@@ -94,12 +119,21 @@ class HostInterface:
             q[:] = heapq.nlargest(self.depth, q)
             heapq.heapify(q)
 
-    def to_host(self, start: int, nbytes: int) -> int:
-        """Read data crossing to the host from ``start`` on; the end of its transfer."""
-        return self.link_rd.book(start, int(nbytes * self.ps_per_byte))
+    def read_ps(self, nbytes: int, command: bool = True) -> int:
+        """A read's time on the link: its data and (``command``) its NVMe packets."""
+        return int(nbytes * self.rd_ps_per_byte) + (self.rd_cmd_ps if command else 0)
+
+    def write_ps(self, nbytes: int) -> int:
+        """A write command's time on the link: its data and its NVMe packets."""
+        return int(nbytes * self.wr_ps_per_byte) + self.wr_cmd_ps
+
+    def to_host(self, start: int, nbytes: int, command: bool = True) -> int:
+        """Read data crossing to the host from ``start`` on; the end of its transfer
+        (``command`` False: memory reads through the BAR, no NVMe command)."""
+        return self.link_rd.book(start, self.read_ps(nbytes, command))
 
     def from_host(self, earliest: int, nbytes: int) -> tuple[int, int]:
         """Write data crossing from the host; (start, end) of its transfer."""
-        dur = int(nbytes * self.ps_per_byte)
+        dur = self.write_ps(nbytes)
         end = self.link_wr.book(earliest, dur)
         return end - dur, end

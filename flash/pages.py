@@ -50,10 +50,11 @@ I64 = npt.NDArray[np.int64]
 #: batch, reads of pages never written, and why and at which page (in the lanes'
 #: numbering) a kernel stopped early; then what the kernel reads: when the commands
 #: are taken, a page's time on the host link, whether writes complete once buffered,
-#: the device's channels and its first page in the lanes' numbering
+#: the device's channels and its first page in the lanes' numbering; when the controller
+#: can take the next command and its time per command (``HostInterface.fetch``)
 BATCH = np.dtype([(name, np.int64) for name in (
     "transfers", "active", "active_until", "cmds", "joined", "unmapped", "stop", "ppn",
-    "t0", "dur", "buffered", "ch0", "ch1", "ppn0")])
+    "t0", "dur", "buffered", "ch0", "ch1", "ppn0", "ctl", "ctl_ps")])
 #: ``stop``: a channel's row or a die lane's row (``flash.engine.chunks``), or a link
 #: direction's row is full
 LINK_FULL = 4
@@ -107,7 +108,7 @@ class PageBatch:
         page = ssd.page
         host = ssd.host
         cache = ssd.cache
-        dur = int(nbytes * host.ps_per_byte)
+        dur = host.read_ps(nbytes) if read else host.write_ps(nbytes)
         # (a write would be followed by a background collection)
         if nbytes != page or dur <= 0 or (not read and ssd.ftl.low_planes):
             return []
@@ -130,7 +131,8 @@ class PageBatch:
         # (one call: each field set on a record costs about as much)
         fast = self.fast
         st = np.array([(*ssd.activity(), 0, 0, 0, 0, 0, earliest, dur,
-                        cache.write_pages > 0, fast.ch0, fast.ch1, fast.ppn0)], dtype=BATCH)
+                        cache.write_pages > 0, fast.ch0, fast.ch1, fast.ppn0,
+                        host.ctl_free, host.ctl_ps)], dtype=BATCH)
         if read:
             return self._read(lpns[:n], nbytes, st)
         return self._write(lpns[:n], keys[:n], nbytes, st)
@@ -156,6 +158,7 @@ class PageBatch:
             self._grow(st[0])
         out: list[int] = ends.tolist()
         transfers, active, active_until, _, _, unmapped = st.item()[:6]
+        ssd.host.ctl_free = int(st[0]["ctl"])
         c.unmapped_reads += unmapped
         c.read_cmds += n
         c.host_pages_read += n
@@ -170,6 +173,8 @@ class PageBatch:
         ppns, n = ssd.ftl.write_many(lpns, keys)
         if not n:
             return []
+        slc = bool(ssd.slc) and ssd.slc.take(n, int(st[0]["t0"]), ssd.activity()[2])
+        dev = (fast.geo, fast.cmds, fast.cell_slc) if slc else self.dev
         if fast.ppn0:
             ppns += fast.ppn0
         ends = np.empty(n, dtype=np.int64)
@@ -177,12 +182,13 @@ class PageBatch:
         k = 0
         while True:
             lanes = (fast.dies.state, *fast.channels.arrays(), *NO_WAIT)
-            k = int(_write_pages(lanes, self.dev, ssd.host.links.arrays(), ppns, st, ends,
+            k = int(_write_pages(lanes, dev, ssd.host.links.arrays(), ppns, st, ends,
                                  p_ends, k))
             if k == n:
                 break
             self._grow(st[0])
         transfers, active, active_until, cmds = st.item()[:4]
+        ssd.host.ctl_free = int(st[0]["ctl"])
         c = ssd.c
         c.pages_programmed += n
         c.channel_bytes += n * ssd.page
@@ -220,6 +226,12 @@ def _finish(st: npt.NDArray[np.void], end: int, iv: I64, meta: Meta, link: Link)
         r["active_until"] = end
 
 
+@njit_noref
+def _taken(r: np.void, t0: int) -> int:
+    """When the controller takes the batch's next command (``HostInterface.fetch``)."""
+    return r["ctl"] if r["ctl_ps"] and r["ctl"] > t0 else t0
+
+
 @njit
 def _read_pages(lanes: Lanes, dev: Device, link: Link, lookup: Lookup, lpns: I64,
                 st: npt.NDArray[np.void], ends: I64, k: int) -> int:
@@ -249,10 +261,12 @@ def _read_pages(lanes: Lanes, dev: Device, link: Link, lookup: Lookup, lpns: I64
         if not gap_room(liv, lmeta, 0):
             r["stop"] = LINK_FULL
             return j
-        c_end = read_page(lanes, geo, cmds, cell, ppn, t0, x)
+        t = _taken(r, t0)
+        c_end = read_page(lanes, geo, cmds, cell, ppn, t, x)
         if c_end < 0:
             r["stop"] = -c_end
             return j
+        r["ctl"] = t + r["ctl_ps"]
         r["unmapped"] += unmapped
         end = gap_book(liv, lmeta, 0, c_end - x, dur)
         if c_end > end:
@@ -294,7 +308,9 @@ def _write_pages(lanes: Lanes, dev: Device, link: Link, ppns: I64,
         if not gap_room(liv, lmeta, 1):
             r["stop"] = LINK_FULL
             return j
-        l_end = gap_book(liv, lmeta, 1, t0, dur)
+        t = _taken(r, t0)
+        r["ctl"] = t + r["ctl_ps"]
+        l_end = gap_book(liv, lmeta, 1, t, dur)
         e = program_page(lanes, geo, cmds, cell, ppn, max(l_end - dur, l_end - busy), busy)
         if e & 1:
             r["joined"] += 1

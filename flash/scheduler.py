@@ -160,7 +160,12 @@ class TimingBase:
         self.P = cfg.planes_per_die
         self.t_r_of = [cfg.t_r_of(i) for i in range(self.bits)]
         self.t_prog_of = [cfg.t_prog_of(i) for i in range(self.bits)]
+        self.t_prog_slc = cfg.t_prog_slc
         self.convoy = cfg.compat == "mqsim"
+        #: one-page reads a die overlaps (``flash.engine.dies.plane_read``): its planes
+        #: with independent plane reads, none under MQSim's rules
+        self.plane_reads = (self.P if cfg.independent_plane_reads
+                            and not (self.convoy or former.chip_lock) else 1)
         #: Under MQSim's data-out convoy, per channel the windows in which a read's data
         #: waits for the channel: the PHY drains waiting data-outs before it takes a
         #: command, so no command starts inside one.

@@ -21,7 +21,15 @@ flash timing, wired in MQSim's order (``flash.host`` -> ``flash.cache`` -> ``fla
   when programmed); background GC follows once a plane is under the soft threshold;
 - trim: whole pages are unmapped, in no time.
 
-A write of part of a page programs the whole page (the read-modify-write of the rest is
+Small writes are packed (real controllers map 4 KiB units and fill a NAND page with
+several of them): with a write buffer and under ONFI rules, the write of part of a
+page that does not complete a page's worth of such writes since the last program is
+acknowledged from the buffer and programs nothing (``packed_writes``); the one that
+completes it programs its page. The FTL maps pages, not 4 KiB units, so the packed
+writes' own pages keep their old mapping (a later read of one costs the same one
+NAND read); each page's worth of small writes consumes and invalidates one page, as
+a 4 KiB-unit FTL's would. Without a write buffer (or under ``compat = "mqsim"``) the
+write of part of a page programs the whole page (the read-modify-write of the rest is
 not modelled). Not a component: ``flash.target.FlashTarget`` owns one per device.
 """
 
@@ -43,6 +51,7 @@ from flash.ftl import FTL, GcJob
 from flash.host import HostInterface
 from flash.phy import OnfiPhy
 from flash.scheduler import CommandFormer, Counters
+from flash.slc import SlcCache
 
 I64 = npt.NDArray[np.int64]
 _NONE: I64 = np.zeros(0, dtype=np.int64)
@@ -69,9 +78,9 @@ class TimingModel(Protocol):
 
     def read(self, ppns: I64, nb: I64, earliest: int) -> tuple[int, int]: ...
 
-    def program1(self, ppn: int, first_in: int, l_end: int) -> int: ...
+    def program1(self, ppn: int, first_in: int, l_end: int, slc: bool = False) -> int: ...
 
-    def program(self, ppns: I64, first_in: int, l_end: int) -> int: ...
+    def program(self, ppns: I64, first_in: int, l_end: int, slc: bool = False) -> int: ...
 
     def gc(self, job: GcJob, earliest: int) -> int: ...
 
@@ -113,6 +122,15 @@ class Ssd:
         self.mmio_reads = 0
         self._active_until = 0
         self.active_ps = 0
+        #: the SLC write cache (``flash.slc``) and whether the last write taken
+        #: (``write_map``) programs in SLC mode
+        self.slc = SlcCache(cfg)
+        self.slc_mode = False
+        #: small writes share NAND pages (module docstring): only under ONFI rules and
+        #: with a write buffer to gather them in; the bytes gathered so far
+        self.packs = cfg.compat == "onfi" and cfg.write_buffer_bytes > 0
+        self._packed = 0
+        self.packed_writes = 0
 
     # -- serving -----------------------------------------------------------------------
     def read(self, address: int, nbytes: int, earliest: int, wire_bytes: int = 0) -> int:
@@ -181,7 +199,7 @@ class Ssd:
             start = x_end  # MQSim: the request's data crosses once all of it is read
         if wire_bytes:
             self.mmio_reads += 1
-        end = self.host.to_host(start, wire_bytes or nbytes)
+        end = self.host.to_host(start, wire_bytes or nbytes, not wire_bytes)
         if x_end > end:
             end = x_end
         self._finish(t0, end)
@@ -241,7 +259,7 @@ class Ssd:
     def write(self, address: int, nbytes: int, earliest: int) -> int:
         t0, adm, first_in, l_end, p_end, ppns = self.write_map(address, nbytes, earliest)
         if ppns is not None:
-            p_end = self.model.program(ppns, first_in, l_end)
+            p_end = self.model.program(ppns, first_in, l_end, self.slc_mode)
         return self.write_done(address, nbytes, t0, adm, l_end, p_end)
 
     def write_map(self, address: int, nbytes: int, earliest: int
@@ -261,11 +279,18 @@ class Ssd:
         first_in = l_end if self.store_forward else l_start
         ftl = self.ftl
         model = self.model
+        if hi - lo == 1 and nbytes < page and self.packs:
+            self._packed += nbytes
+            if self._packed < page:  # its data waits in the buffer for the page to fill
+                self.packed_writes += 1
+                return t0, adm, first_in, l_end, l_end, None
+            self._packed -= page
+        slc = self.slc_mode = bool(self.slc) and self.slc.take(hi - lo, t0, self._active_until)
         if hi - lo == 1:
             ppn, jobs = ftl.write1(lo)
             for job in jobs:
                 model.gc(job, t0)
-            return t0, adm, first_in, l_end, model.program1(ppn, first_in, l_end), None
+            return t0, adm, first_in, l_end, model.program1(ppn, first_in, l_end, slc), None
         ppns, jobs = ftl.write_range(lo, hi)
         for job in jobs:
             model.gc(job, t0)
@@ -374,11 +399,14 @@ class Ssd:
                       "buffer_read_hits": cache.buffer_read_hits,
                       "cache_read_hits": cache.cache_read_hits},
             "nvme_queue_waits": self.host.queue_waits,
+            "packed_writes": self.packed_writes,
             "channel_bytes": c.channel_bytes,
             "ftl_state_bytes": ftl.state_bytes(),
             "max_erase_count": int(ftl.erases.max()),
             "link_rd": self.host.link_rd.report(elapsed),
             "link_wr": self.host.link_wr.report(elapsed),
         }
+        if self.slc:
+            out["slc"] = self.slc.report()
         out.update(m.lane_reports(elapsed))
         return out

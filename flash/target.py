@@ -99,7 +99,8 @@ class FlashTarget(Component):
         self._events = ([EventReads(env, d) for d in self.devices] if cfg.compat == "mqsim"
                         else None)
         self.energy = EnergyMeter(EnergyTable(
-            action_pj={"page_read": cfg.read_page_pj(), "page_program": cfg.program_page_pj(),
+            action_pj={"nand_read": cfg.read_page_pj(), "nand_program": cfg.program_page_pj(),
+                       "nand_program_slc": cfg.program_page_pj(slc=True),
                        "block_erase": cfg.erase_block_pj(),
                        "channel_byte": cfg.energy.channel_pj_per_byte},
             active_mw=cfg.energy.controller_mw, idle_mw=cfg.energy.idle_mw * n))
@@ -275,7 +276,13 @@ class FlashTarget(Component):
                 first_in.append(fi)
                 l_ends.append(l_end)
         assert self._array is not None
-        got = self._array.program(devs, ppns, first_in, l_ends) if devs else {}
+        got: dict[int, int] = {}
+        for slc in (False, True):  # (the devices' writes in SLC mode and not: two calls)
+            k = [i for i, d in enumerate(devs) if self.devices[d].slc_mode == slc]
+            if k:
+                got.update(self._array.program([devs[i] for i in k], [ppns[i] for i in k],
+                                               [first_in[i] for i in k],
+                                               [l_ends[i] for i in k], slc))
         end = earliest
         for dev, address, nbytes, t0, adm, l_end, p_end in parts:
             e = dev.write_done(address, nbytes, t0, adm, l_end, got.get(dev.device, p_end))
@@ -330,8 +337,20 @@ class FlashTarget(Component):
         e = self.energy
         assert e is not None
         cs = [d.c for d in self.devices]
-        for action, n in (("page_read", sum(c.host_pages_read + c.gc_pages_read for c in cs)),
-                          ("page_program", sum(c.pages_programmed for c in cs)),
+        # A die draws its current once per operation, whatever planes it serves: a
+        # multi-plane read or program costs one tR or tPROG of V x I, so NAND energy counts
+        # commands, not pages. SLC-mode programs cost their shorter tPROG (in the share of
+        # program commands their pages are); folding a page costs one read and one TLC
+        # program of a multi-plane command (``flash.slc``).
+        planes = self.cfg.planes_per_die
+        pages = sum(c.pages_programmed for c in cs)
+        progs = sum(c.program_cmds for c in cs)
+        slc = sum(d.slc.slc_pages for d in self.devices)
+        slc_cmds = round(progs * slc / pages) if pages else 0
+        fold_cmds = -(-sum(d.slc.folded_pages for d in self.devices) // planes)
+        for action, n in (("nand_read", sum(c.read_cmds for c in cs) + fold_cmds),
+                          ("nand_program", progs - slc_cmds + fold_cmds),
+                          ("nand_program_slc", slc_cmds),
                           ("block_erase", sum(c.erase_cmds for c in cs)),
                           ("channel_byte", sum(c.channel_bytes for c in cs))):
             e.add(action, n - e.counts[action])

@@ -317,19 +317,21 @@ def test_policy_names_come_from_the_registry_only(monkeypatch: pytest.MonkeyPatc
     assert "mine" in r.out.replace("\n", " ")
 
 
-# -- the PCIe link: one lane rate for the system -----------------------------------------
-@pytest.mark.parametrize("preset,lane_gbps", [("paper", 2.0), ("paper-pm1743", 3.25),
-                                              ("paper-slc", 0.985)])
-def test_the_ports_lanes_run_at_the_ssds_lane_rate(preset: str, lane_gbps: float) -> None:
-    """The lane rate is stated once, ``flash.pcie_lane_gbps`` (each device preset's, with
-    its source); the NPU's port is ``link.lanes`` of them, so a PCIe-generation study
-    changes one field."""
+# -- the PCIe link: one generation for the system ---------------------------------------
+@pytest.mark.parametrize("preset,gen", [("paper", 4), ("paper-pm1743", 5), ("paper-slc", 3)])
+def test_the_ports_lanes_run_at_the_ssds_generation(preset: str, gen: int) -> None:
+    """The PCIe generation is stated once, ``flash.pcie_gen`` (each device preset's, with
+    its source); the NPU's port is ``link.lanes`` such lanes, so a PCIe-generation study
+    changes one field. A lane's coded rate is GT/s x 128/130 / 8 (Gen 3-5)."""
     cfg = C.preset(preset)
-    assert cfg.flash.pcie_lane_gbps == lane_gbps
-    assert cfg.link_bytes_per_s == cfg.link.lanes * lane_gbps * 1e9
-    gen5 = C.with_overrides(cfg, ["flash.pcie_lane_gbps=3.938"])
-    assert gen5.link_bytes_per_s == 16 * 3.938e9
-    assert gen5.flash.host_bytes_per_s == gen5.flash.pcie_lanes * 3.938e9
+    assert cfg.flash.pcie_gen == gen
+    lane = {3: 8.0, 4: 16.0, 5: 32.0}[gen] * 128 / 130 / 8 * 1e9
+    assert cfg.flash.pcie.line_bytes_per_s == pytest.approx(cfg.flash.pcie_lanes * lane)
+    assert cfg.link_bytes_per_s == pytest.approx(
+        cfg.link.lanes / cfg.flash.pcie_lanes * cfg.flash.host_read_bytes_per_s)
+    gen5 = C.with_overrides(cfg, ["flash.pcie_gen=5"])
+    assert gen5.link_bytes_per_s == pytest.approx(
+        cfg.link_bytes_per_s * 32.0 / {3: 8.0, 4: 16.0, 5: 32.0}[gen])
     assert not hasattr(cfg.link, "gb_per_s_per_lane")
 
 

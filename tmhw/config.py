@@ -15,26 +15,28 @@ Sections (``tmhw config show NAME`` prints every field)::
 Defaults of the system-level sections and their sources:
 
 - ``dma.chunk_bytes`` 2 MiB: an estimate, chosen by measurement; each
-  chunk is one transaction to each tier (128 flash pages of 16 KiB, so one chunk spans
-  every die of an 8-channel x 16-die device). Against 1 MiB on BERT-large at 12.5% HBM
-  it halves the simulator's work per byte and, by evicting in larger batches, cuts the
-  executor's emergency evictions (674 to 178) and the iteration time (9.19 to 7.95 s).
-  ``dma.writeback_chunk_bytes`` 8 MiB: one 16 KiB page on each plane of every die of
-  that device (128 dies x 4 planes), so the NAND programs of a write-back chunk are
-  multi-plane; with 2 MiB write-back chunks every program is single-plane and a
-  write-back costs four times the die time (measured on quick at 25% HBM: TM-Training
-  394.6 ms per iteration with 2 MiB write-back chunks, see the closing tests).
+  chunk is one transaction to each tier (128 flash pages of 16 KiB: one page on every
+  plane of the 2 TB 990 PRO-like device's 32 dies, or on every die of a 128-die one).
+  Against 1 MiB on BERT-large at 12.5% HBM (on the 128-die device) it halves the
+  simulator's work per byte and, by evicting in larger batches, cuts the executor's
+  emergency evictions (674 to 178) and the iteration time (9.19 to 7.95 s).
+  ``dma.writeback_chunk_bytes`` 8 MiB: one 16 KiB page on each plane of every die of a
+  128-die device (128 dies x 4 planes; four on the 32-die 990pro preset), so the NAND
+  programs of a write-back chunk are multi-plane; with 2 MiB write-back chunks on the
+  128-die device every program was single-plane and a write-back cost four times the
+  die time (measured on quick at 25% HBM: TM-Training 394.6 ms per iteration with 2 MiB
+  write-back chunks, see the closing tests).
   ``dma.max_outstanding`` 16 chunks per direction (estimate, enough to cover 64 dies x
   4 planes of 16 KiB pages in flight). ``dma.pj_per_byte`` 1.0 pJ/B
   (estimate: a descriptor-driven copy engine's datapath and SRAM buffering, of the order
   of on-chip SRAM access energy, Horowitz ISSCC'14: ~1 pJ per byte for a 32 KB SRAM).
-- ``link``: the NPU's PCIe port, 16 lanes. Its lane rate is not a field of its own: the
-  system has one PCIe generation, stated once as the SSDs' ``flash.pcie_lane_gbps``
-  (each flash preset cites its source: 990pro 2.0 GB/s per lane, PCIe 4.0, whose 16 GT/s
-  with 128b/130b coding is 1.969 GB/s per PCI-SIG's base specification), so the port
-  carries ``link.lanes x flash.pcie_lane_gbps`` per direction
-  (``SystemConfig.link_bytes_per_s``) and a study of PCIe generations changes one
-  field. ``pj_per_bit`` 5.0
+- ``link``: the NPU's PCIe port, 16 lanes. Its generation, payload size and overheads
+  are not fields of their own: the system has one PCIe fabric, stated once as the SSDs'
+  ``flash.pcie_gen``, ``flash.pcie_max_payload_bytes`` and ``flash.pcie_overheads``
+  (``flash.pcie``: 128b/130b coding, TLP framing, DLLPs and ordered sets, each with its
+  source), so the port carries ``link.lanes`` such lanes per direction
+  (``SystemConfig.link_bytes_per_s``: 28.5 GB/s of payload for PCIe 4.0 x16 at 256-byte
+  payloads) and a study of PCIe generations changes one field. ``pj_per_bit`` 5.0
   (estimate: published PCIe 4/5 SerDes PHYs report 4-7 pJ/bit); ``latency`` 1 us per
   transaction (estimate of a switch + root-complex round trip).
 - ``cost``: ``hbm_usd_per_gb`` 15.0 (estimate: industry reports of 2024 HBM3 pricing at
@@ -61,6 +63,7 @@ from dram import PRESETS as DRAM_PRESETS
 from dram import DramConfig
 from flash import PRESETS as FLASH_PRESETS
 from flash import FlashConfig
+from flash.pcie import Pcie
 from npu import NpuConfig
 from tmhw.placement.base import policy_tables, table_policy
 from tmhw.placement.registry import POLICIES
@@ -92,8 +95,8 @@ class DmaConfig:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class LinkConfig:
-    """The NPU's port to the SSD: PCIe lanes, at the SSDs' lane rate
-    (``flash.pcie_lane_gbps``; sources in the module docstring)."""
+    """The NPU's port to the SSD: PCIe lanes of the SSDs' generation
+    (``flash.pcie_gen``; sources in the module docstring)."""
 
     lanes: int = 16
     pj_per_bit: float = 5.0             # estimate
@@ -104,9 +107,10 @@ class LinkConfig:
             raise ConfigError("lanes", self.lanes, "an integer >= 1")
         _nonneg(self, "pj_per_bit", "latency_ps")
 
-    def bandwidth(self, lane_gbps: float) -> float:
-        """Bytes per second per direction with lanes of ``lane_gbps`` GB/s each."""
-        return self.lanes * lane_gbps * 1e9
+    def pcie(self, device: Pcie) -> Pcie:
+        """The port as a PCIe link: ``lanes`` lanes of the SSDs' generation, payload size
+        and overheads (``device``, an SSD's link: the system has one PCIe fabric)."""
+        return dataclasses.replace(device, lanes=self.lanes)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -341,9 +345,10 @@ class SystemConfig:
 
     @property
     def link_bytes_per_s(self) -> float:
-        """The NPU's port, bytes per second per direction: ``link.lanes`` lanes at the
-        SSDs' lane rate, the system's one statement of its PCIe generation."""
-        return self.link.bandwidth(self.flash.pcie_lane_gbps)
+        """The NPU's port, payload bytes per second per direction: ``link.lanes`` lanes
+        of the SSDs' PCIe generation, the system's one statement of it, less framing at
+        its payload size (``flash.pcie``; the read direction's, the slower)."""
+        return self.link.pcie(self.flash.pcie).read_bytes_per_s
 
 
 #: The paper's machine: a TPUv4-like core (four 128x128 bf16 WS arrays at 1050 MHz),

@@ -115,9 +115,9 @@ def iteration_bounds(inp: BoundsInput) -> dict[str, Any]:
                                                drain=True,
                                                precondition=wl.npages * wl.page_size
                                                / cfg.flash.total_capacity)),
-                   math.ceil(rd * S / (cfg.flash.devices * cfg.flash.host_bytes_per_s)))
+                   math.ceil(rd * S / (cfg.flash.devices * cfg.flash.host_read_bytes_per_s)))
     link_ps = time_bound_ps(0, rd, wr, cfg.link_bytes_per_s, 0)
-    port = min(cfg.link_bytes_per_s, cfg.flash.devices * cfg.flash.host_bytes_per_s)
+    port = min(cfg.link_bytes_per_s, cfg.flash.devices * cfg.flash.host_read_bytes_per_s)
     phase_ps = 0 if gp is None else phase_bound_ps(gp, inp.capacity_pages, op_alone,
                                                    port, port, inp.streamed)
     return {"traffic_bytes": rd + wr, "read_bytes": rd, "write_bytes": wr,

@@ -33,7 +33,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from flash.engine.dies import DieState, die_hold, die_prog, die_read, lane_full
+from flash.engine.dies import DieState, die_hold, die_prog, die_read, lane_full, plane_read
 from flash.engine.gaps import FILL, Meta, gap_book, gap_cover, gap_fit, gap_room
 from tmhw.sim.intmath import div, log2_exact
 from tmhw.sim.jit import njit, njit_noref
@@ -46,11 +46,12 @@ Lanes = tuple[DieState, I64, Meta, I64, Meta]
 #: forming, dies per lane (a chip's under the chip lock, else 1), lanes per channel and
 #: per device, MQSim's chip lock and data-out convoy, a page's bytes and data-out time,
 #: pages per block, bits per cell, the mean tR and tPROG, and whether a multi-plane
-#: program's pages share their page offset
+#: program's pages share their page offset, and how many one-page reads a die overlaps
+#: (``planes`` with independent plane reads, else 1: ``plane_read``)
 GEOMETRY = np.dtype([(name, np.int64) for name in (
     "ppp", "planes", "multi", "dies_per_lane", "lanes_per_channel", "lanes_per_device",
     "chip_lock", "convoy", "page", "page_data", "ppb", "bits", "t_r", "t_prog",
-    "same_offset")])
+    "same_offset", "plane_reads")])
 #: per planes in one command: read command cycles, data-out setup, program command cycles
 COMMANDS = np.dtype([("rcmd", np.int64), ("rsetup", np.int64), ("pcmd", np.int64)])
 #: per bit of a cell: a page's tR and tPROG
@@ -180,12 +181,15 @@ def read_page(lanes: Lanes, geo: npt.NDArray[np.void], cmds: npt.NDArray[np.void
         issue = command_slot(iv, meta, wiv, wmeta, ch,
                              earliest if earliest > lane_rd else lane_rd, cmd) + cmd
     dies = (1 << (die % dpl)) if g["chip_lock"] else 0
-    d_end = die_read(dst, lane, issue, t_r, dies, arrive)
+    share = g["plane_reads"]
+    d_end = plane_read(dst, lane, issue, t_r, share, dies, arrive)
     c_end = gap_book(iv, meta, ch, d_end - cmd, cmd + x)
     if convoy:  # its data waits from its tR's end until its data-out starts
         gap_cover(wiv, wmeta, ch, d_end, c_end - x)
     # cache read frees the die as its data starts out; MQSim's chip waits for the end
-    die_hold(dst, lane, c_end if convoy else c_end - x)
+    # (with independent plane reads each plane has its own page register)
+    if share == 1:
+        die_hold(dst, lane, c_end if convoy else c_end - x)
     return c_end
 
 

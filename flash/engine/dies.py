@@ -23,6 +23,8 @@ Rules (times in ps, never negative):
   page per plane at one offset), the page joins the newest such program at no die
   time. The search stops at the newest waiting program of the die that already
   programs one of these planes.
+- **Independent plane reads** (``plane_read``): a one-page read holds the die for
+  ``tR / planes`` and its data is ready ``tR`` after it starts.
 - **Hold** (``die_hold``): a die starts nothing before its cache register drains.
 - **Work** (``die_work``): garbage-collection relocations and erases, queued.
 
@@ -175,6 +177,21 @@ def die_read(st: DieState, i: int, earliest: int, d: int, dies: int, arrive: int
         lane[i]["bmask"] = dies
         lane[i]["bend"] = end
     return end
+
+
+@njit_noref
+def plane_read(st: DieState, i: int, earliest: int, t_r: int, share: int, dies: int,
+               arrive: int) -> int:
+    """A one-page read of ``t_r`` on lane ``i``; when its data is in the page register.
+    With independent plane reads (``share`` = planes > 1; NAND that reads each plane
+    with its own word-line and sense circuits) a die overlaps ``share`` such reads: the
+    read holds the lane for ``t_r / share`` and its data is ready ``t_r`` after it
+    starts (a die as a pipeline of ``share`` reads; two reads of one plane overlap too,
+    which random reads over many planes rarely ask for)."""
+    if share <= 1:
+        return die_read(st, i, earliest, t_r, dies, arrive)
+    occ = t_r // share
+    return die_read(st, i, earliest, occ, dies, arrive) - occ + t_r
 
 
 @njit_noref
@@ -412,11 +429,11 @@ class DieLanes:
 
     # -- bookings ------------------------------------------------------------------------
     def read1(self, i: int, earliest: int, duration: int, dies: int = 0,
-              arrive: int = -1) -> int:
-        """``die_read`` on lane ``i``; its end."""
+              arrive: int = -1, share: int = 1) -> int:
+        """``plane_read`` on lane ``i`` (``die_read`` when ``share`` is 1); its end."""
         if self.record:
             self.reserve_records(2)
-        return int(die_read(self.state, i, earliest, duration, dies, arrive))
+        return int(plane_read(self.state, i, earliest, duration, share, dies, arrive))
 
     def hold1(self, i: int, t: int) -> None:
         """Lane ``i`` starts nothing before ``t`` (its cache register is still full)."""

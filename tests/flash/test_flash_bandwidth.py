@@ -27,7 +27,7 @@ def test_sequential_read_bandwidth_is_the_min_of_dies_channels_and_link(name: st
     cfg = PRESETS[name]
     bound = min(cfg.dies * cfg.planes_per_die * cfg.page_size / (cfg.t_r / 1e12),
                 cfg.channels * cfg.channel_rate_mtps * 1e6 * cfg.channel_width_bits / 8,
-                cfg.pcie_lanes * cfg.pcie_lane_gbps * 1e9)
+                cfg.pcie.read_throughput(cfg.planes * cfg.page_size))
     bw = float(_seqread(cfg, model)["bandwidth_mbps"]) * 1e6  # type: ignore[arg-type]
     assert bw == pytest.approx(bound, rel=0.05)
     assert bw <= bound
@@ -37,7 +37,8 @@ def test_sequential_read_bandwidth_is_the_min_of_dies_channels_and_link(name: st
 # deliver 8 x 2 x 8 KiB / 75 us = 1.748 GB/s, the channels 8 x rate x 1 byte, so the
 # channels saturate below 1.748e9 / 8 / 1e6 = 218 MT/s and the dies above.
 KNEE_BASE = dataclasses.replace(PRESETS["mqsim-default"], chips_per_channel=1,
-                                dies_per_chip=1, pcie_lane_gbps=100.0)
+                                dies_per_chip=1, pcie_lane_gbps=100.0,
+                                pcie_overheads=False)
 RATES = (100, 150, 200, 250, 300, 400)
 
 

@@ -38,6 +38,11 @@ def _no_gc() -> Iterator[None]:
         gc.enable()
 
 
+#: the 128-die device these budgets were measured on (chunks of 128 pages or more
+#: put at most one page on each plane)
+DIES128 = dataclasses.replace(PRESETS["990pro"], dies_per_chip=8)
+
+
 def _profiled(fn: Any, prof: Any) -> None:
     """Run ``fn()`` with ``prof`` as the profile function, the collector off."""
     with _no_gc():
@@ -125,7 +130,7 @@ def test_ftl_write_of_a_chunk_is_one_vectorised_step() -> None:
 
     from flash.ftl import FTL
 
-    ftl = FTL(PRESETS["990pro"])
+    ftl = FTL(DIES128)
     ftl.precondition(0.01)
     budget = {513: (45, 60), 512: (30, 40), 128: (30, 40)}
     for k, n in enumerate([513, 512, 128] * 2):
@@ -156,7 +161,7 @@ def test_ftl_write_of_a_chunk_by_its_bounds() -> None:
     from flash.ftl import FTL
 
     _warm()
-    ftl = FTL(PRESETS["990pro"])
+    ftl = FTL(DIES128)
     ftl.precondition(0.01)
     budget = {513: (36, 47), 512: (21, 31), 128: (21, 31), 32: (23, 34)}
     for k, n in enumerate([513, 512, 128, 32] * 2):
@@ -264,9 +269,14 @@ def test_page_batch_costs_calls_per_batch_not_per_command() -> None:
                       seed=0)
     rng = np.random.default_rng(1)
     page = cfg.page_size
-    # the batch kernels loaded (the last read's: its pages are in the write buffer)
+    # the batch kernels loaded (the last read's: its pages are in the write buffer), and
+    # the link's and the batch's rows grown to a batch of 64 once (a doubling is paid
+    # once per device, not per batch)
     for op in (Op.READ, Op.WRITE, Op.READ):
         dev.transport_many(op, [0, page], page, Pattern.RANDOM, 0)
+    for op in (Op.READ, Op.WRITE):
+        dev.transport_many(op, (rng.integers(0, cfg.capacity // page, 64) * page).tolist(),
+                           page, Pattern.RANDOM, 10**8)
     t = 10**9
     for k in range(24):
         n = 64 if k % 2 else 16

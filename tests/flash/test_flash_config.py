@@ -19,12 +19,17 @@ def test_every_preset_is_valid_and_named_after_its_key(name: str) -> None:
     assert cfg.logical_pages < cfg.physical_pages
 
 
-def test_the_990pro_preset_has_the_concordia_geometry() -> None:
+def test_the_990pro_preset_is_the_2tb_drive() -> None:
+    """32 dies of 512 Gb (2 TiB raw) on the Pascal controller's 8 channels, 2 TB to the
+    host; V-NAND's published tR and tPROG; the Concordia config's channel rate."""
     c = PRESETS["990pro"]
-    assert (c.channels, c.chips_per_channel, c.dies_per_chip, c.planes_per_die) == (8, 2, 8, 4)
+    assert (c.channels, c.chips_per_channel, c.dies_per_chip, c.planes_per_die) == (8, 2, 2, 4)
+    assert c.dies * c.planes_per_die * c.blocks_per_plane * c.pages_per_block \
+        * c.page_size == 2 * 1024**4
+    assert 1.97e12 <= c.capacity <= 2.01e12
     assert (c.blocks_per_plane, c.pages_per_block, c.page_size) == (4096, 256, 16 * KiB)
-    assert (c.t_r, c.t_prog, c.t_bers) == (40 * US, 400 * US, 4000 * US)
-    assert (c.channel_rate_mtps, c.pcie_lanes, c.pcie_lane_gbps) == (2400, 4, 2.0)
+    assert (c.t_r, c.t_prog, c.t_bers) == (45 * US, 450 * US, 4000 * US)
+    assert (c.channel_rate_mtps, c.pcie_lanes, c.pcie_gen) == (2400, 4, 4)
 
 
 def test_mqsim_read_command_is_290_ns() -> None:
@@ -61,8 +66,8 @@ def test_a_16_bit_channel_halves_the_transfer() -> None:
 
 
 def test_page_read_energy_is_v_times_i_times_tr() -> None:
-    # 3.3 V x 25 mA x 40 us = 3.3 uJ (docs/PARAMETERS.md)
-    assert PRESETS["990pro"].read_page_pj() == pytest.approx(3.3e6)
+    # 3.3 V x 25 mA x 45 us = 3.71 uJ (docs/PARAMETERS.md)
+    assert PRESETS["990pro"].read_page_pj() == pytest.approx(3.3 * 25 * 45 * 1e3)
     assert PRESETS["990pro"].erase_block_pj() == pytest.approx(3.3 * 25 * 4000 * 1e3)
 
 

@@ -29,8 +29,9 @@ import pytest
 import simpy
 
 from flash import PRESETS, FlashConfig, FlashTarget
+from flash.host import HostInterface
 from tmhw.sim import Op, Transfer
-from tmhw.sim.units import NS, S
+from tmhw.sim.units import NS
 
 LPNS = {"A": 0, "B": 128, "C": 8}
 
@@ -58,7 +59,7 @@ def _times(cfg: FlashConfig) -> tuple[int, int, int, int]:
     else:
         data = cfg.data_ps(page)
     return (cfg.read_command_ps(1), cfg.t_r, cfg.read_setup_ps(1) + data,
-            int(page * S / cfg.host_bytes_per_s))
+            HostInterface(cfg).read_ps(page))
 
 
 def _by_events(t: FlashTarget) -> dict[str, int]:

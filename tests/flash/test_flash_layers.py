@@ -15,7 +15,7 @@ ROOT = Path(flash.__file__).parent
 
 #: a module may import only modules of a lower rank
 RANK = {"target": 10, "batch": 11, "bench": 11, "cli": 12, "mqsim": 1, "convoy": 9,
-        "pages": 9,
+        "pcie": -1, "datasheets": 12, "slc": 6, "pages": 9,
         "ssd": 8, "cache": 6, "host": 6, "fast": 4, "detailed": 4, "ftl": 3,
         "scheduler": 3, "phy": 2, "engine": 1, "intmap": 1, "config": 0}
 
@@ -68,7 +68,7 @@ def test_the_host_link_carries_data_in_the_order_it_is_ready() -> None:
     from flash.config import PRESETS
     from flash.host import HostInterface
     host = HostInterface(PRESETS["mqsim-default"])
-    dur = int(8192 * host.ps_per_byte)
+    dur = host.read_ps(8192)
     late = host.to_host(100 * dur, 8192)
     early = host.to_host(0, 8192)
     assert (early, late) == (dur, 101 * dur)

@@ -7,9 +7,11 @@ import dataclasses
 
 import pytest
 import simpy
+from flash_devices import plain
 
 from flash import PRESETS, FlashConfig, FlashTarget
 from flash.bench import run_bench
+from flash.host import HostInterface
 from tmhw.sim import Op, Transfer
 from tmhw.sim.units import US, KiB, MiB, S
 
@@ -26,17 +28,17 @@ def test_a_burst_smaller_than_the_write_buffer_completes_at_link_speed() -> None
     chunk = 2 * MiB
     ends = [t.transport(Transfer(Op.WRITE, a, chunk), 0) for a in range(0, burst, chunk)]
     # the link carries each chunk back to back; nothing waits for a program
-    assert ends[-1] == (burst // chunk) * int(chunk * S / cfg.host_bytes_per_s)
+    assert ends[-1] == (burst // chunk) * HostInterface(cfg).write_ps(chunk)
     assert t.report()["cache"]["write_buffer_waits"] == 0
 
 
 def test_sustained_writes_settle_at_the_nand_program_rate() -> None:
-    """PM1743-like: 6.55 GB/s of programs behind a 13 GB/s link. Once the buffer is
+    """PM1743-like: 6.55 GB/s of programs behind a 14.5 GB/s link. Once the buffer is
     full, each write is acknowledged as programs free its space: completions advance at
     dies x planes x page / tPROG."""
     cfg = PRESETS["pm1743"]
     nand = cfg.die_program_bytes_per_s
-    assert nand < cfg.host_bytes_per_s
+    assert nand < cfg.host_write_bytes_per_s
     t = _dev(cfg)
     chunk = cfg.planes * cfg.page_size  # one page per plane: full multi-plane programs
     n = (2 * 1024 * MiB) // chunk
@@ -48,7 +50,7 @@ def test_sustained_writes_settle_at_the_nand_program_rate() -> None:
 
 
 def test_4k_reads_walking_one_nand_page_cost_one_nand_read() -> None:
-    cfg = PRESETS["990pro"]
+    cfg = plain("990pro")  # (no controller command rate: the hits cost link time only)
     assert cfg.page_size == 16 * KiB
     t = _dev(cfg, precondition=0.01)
     first = t.transport(Transfer(Op.READ, 0, 4 * KiB), 0)
@@ -58,7 +60,7 @@ def test_4k_reads_walking_one_nand_page_cost_one_nand_read() -> None:
     assert rep["pages_read"] == 1
     assert rep["cache"]["cache_read_hits"] == 3
     # the hits cost only their link time
-    link = int(4 * KiB * S / cfg.host_bytes_per_s)
+    link = HostInterface(cfg).read_ps(4 * KiB)
     assert ends == [first + k * link for k in (1, 2, 3)]
 
 
@@ -84,7 +86,7 @@ def test_a_write_drops_the_stale_cached_copy() -> None:
 @pytest.mark.parametrize("model", ["fast", "detailed"])
 def test_a_read_during_a_program_completes_within_tr_suspend_and_transfer(
         model: str) -> None:
-    cfg = dataclasses.replace(PRESETS["990pro"], write_buffer_bytes=0)
+    cfg = plain("990pro", write_buffer_bytes=0)  # (TLC programs: no SLC cache)
     t = _dev(cfg, model=model, precondition=0.01)
     # logical pages 0 and planes x 1 sit on plane 0 of die 0
     w_end = t.transport(Transfer(Op.WRITE, cfg.planes * cfg.page_size, cfg.page_size), 0)
@@ -102,7 +104,7 @@ def test_a_read_during_a_program_completes_within_tr_suspend_and_transfer(
 
 
 def test_reads_go_ahead_of_programs_waiting_for_their_die() -> None:
-    cfg = dataclasses.replace(PRESETS["990pro"], write_buffer_bytes=0)
+    cfg = plain("990pro", write_buffer_bytes=0)
     t = _dev(cfg, precondition=0.01)
     # two programs queued on plane 0 of die 0, then a read there when the first starts
     ends = [t.transport(Transfer(Op.WRITE, k * cfg.planes * cfg.page_size, cfg.page_size), 0)
@@ -113,14 +115,15 @@ def test_reads_go_ahead_of_programs_waiting_for_their_die() -> None:
 
 
 def test_sequential_writes_reach_the_link_with_multi_plane_programs() -> None:
-    """990 PRO-like: min(link 8 GB/s, programs 128 x 4 x 16 KiB / 400 us = 21 GB/s).
-    A 2 MiB chunk puts one page on plane p of every die; queued programs absorb the
-    next chunks' pages for the other planes."""
+    """990 PRO 2 TB: min(link 7.2 GB/s, SLC-mode programs 32 x 4 x 16 KiB / 150 us =
+    14 GB/s). A 2 MiB chunk puts one page on every plane of every die: every program
+    command is multi-plane."""
     cfg = PRESETS["990pro"]
-    bound = min(cfg.host_bytes_per_s, cfg.die_program_bytes_per_s)
+    bound = min(cfg.pcie.write_throughput(2 * MiB), cfg.die_program_bytes_per_s)
     r = run_bench(cfg, pattern="seqwrite", size=2 * MiB, qd=64, count=400)
     assert float(r["bandwidth_mbps"]) * 1e6 >= 0.9 * bound
-    assert r["report"]["merged_program_pages"] > 0
+    rep = r["report"]
+    assert rep["commands"]["program"] * cfg.planes_per_die == rep["pages_programmed"]
 
 
 @pytest.mark.parametrize("pattern", ["seqread", "seqwrite"])
@@ -147,8 +150,11 @@ def test_two_devices_halve_a_flash_bound_iterations_stall() -> None:
     from tmhw import config as C
     from tmhw.system import System
 
+    # chunks that put a page on every plane of both devices (2 x 32 dies x 4 planes x
+    # 16 KiB): with the default 2 MiB each device's share of a chunk reaches half its
+    # planes, and the stall falls to 0.61 of one device's, not 0.5
     base = ["policy.hbm_ratio=0.125", 'policy.name="tm-training"', "run.iterations=2",
-            "run.warmup_iterations=1"]
+            "run.warmup_iterations=1", "dma.chunk_bytes=4194304"]
     stalls = []
     for n in (1, 2):
         rep = System(C.with_overrides(C.QUICK, [*base, f"flash.devices={n}"])).run()

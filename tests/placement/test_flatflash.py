@@ -73,7 +73,7 @@ def test_an_in_place_read_costs_its_bytes_on_the_link_and_each_nand_page_once() 
     end = dma.inplace_read(w2.page_start, w2.page_end, 0, 64, 20, "w2")
     assert dev.c.host_pages_read == nand == 64
     assert dev.bytes_read == n
-    ssd_link = int(wire * (S / cfg.flash.host_bytes_per_s))
+    ssd_link = int(wire * (S / cfg.flash.host_read_bytes_per_s))
     assert dev.host.link_rd.busy_ps == ssd_link
     assert dma.link_in.busy_ps == transfer_ps(wire, cfg.link_bytes_per_s)
     # the NPU's port is faster than the SSD's x4 link: the SSD's link sets the end
@@ -125,7 +125,7 @@ def test_an_op_waits_for_its_in_place_stream() -> None:
     sysm.run()
     ex = sysm.executor
     wire = W_BYTES + W_BYTES // 64 * 20
-    link_ps = wire * 1e12 / sysm.cfg.flash.host_bytes_per_s
+    link_ps = wire * 1e12 / sysm.cfg.flash.host_read_bytes_per_s
     for i in range(1, N_W2_OPS + 1):
         assert ex.op_stall[i] + ex.op_ps[i] >= link_ps
 
