@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 import tmhw.sweeps as SW
+from tmhw import config as C
 from tmhw.studies import (
     BASELINES,
     DOES_NOT_FIT,
@@ -118,7 +119,9 @@ def study(st: Study) -> str:
 
     # -- per model: one heatmap per metric, the compute-bound cells outlined --------------
     rows = [f"{x:.4g}" for x in ratios]
-    cols = [f"{d} ({8 * d} GB/s)" for d in devices]
+    # an SSD's share of the axis: a long read's payload rate over its PCIe link
+    ssd = C.from_dict(points[0]["config"]).flash.host_read_bytes_per_s / 1e9
+    cols = [f"{d} ({ssd * d:.3g} GB/s)" for d in devices]
     sections = []
     for m in models:
         key = m.stands_for
@@ -144,5 +147,6 @@ def study(st: Study) -> str:
                         "fit\n\n" + md_table(["HBM / footprint", *cols], marks))
     intro = ("TM-Training's gain over the best prior system (of "
              f"{', '.join(BASELINES)}) that runs in each cell; positive: TM-Training "
-             "wins. Columns: SSDs of the 990 PRO class (8 GB/s each).")
+             f"wins. Columns: SSDs of the 990 PRO class ({ssd:.3g} GB/s each: a long read's "
+             "payload rate over its PCIe link).")
     return st.write_md("Regime map", intro, sections, iterations=ITERATIONS)
