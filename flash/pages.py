@@ -173,7 +173,8 @@ class PageBatch:
         ppns, n = ssd.ftl.write_many(lpns, keys)
         if not n:
             return []
-        slc = bool(ssd.slc) and ssd.slc.take(n, int(st[0]["t0"]), ssd.activity()[2])
+        r = st[0]  # (the device's activity, as the batch carries it)
+        slc = bool(ssd.slc) and ssd.slc.take(n, int(r["t0"]), int(r["active_until"]))
         dev = (fast.geo, fast.cmds, fast.cell_slc) if slc else self.dev
         if fast.ppn0:
             ppns += fast.ppn0
