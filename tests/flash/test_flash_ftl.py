@@ -231,7 +231,7 @@ def _ftl_state(f: FTL) -> tuple[object, ...]:
     return (l2p.sparse.as_dict(), l2p.sparse_per_seg.tolist(),
             [s.tolist() if s is not None else None for s in l2p.segs],
             f.valid.tolist(), f.stamp.tolist(), f.state.tolist(), f.erases.tolist(),
-            b.host_blk.tolist(), b.host_wp.tolist(), b.gc_blk, b.gc_wp, b.seq,
+            b.host_blk.tolist(), b.host_wp.tolist(), b.gc_blk.tolist(), b.gc_wp.tolist(), b.seq,
             list(f.free_count), sorted(f.low_planes), rows, f.host_pages, f.gc_pages,
             f.state_bytes())
 
