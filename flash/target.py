@@ -412,4 +412,5 @@ def compile_kernels() -> None:
            np.full((1, 2), -1, dtype=dev.ftl.mapping.lpn_dtype), np.zeros(1, dtype=np.int32),
            np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int8)),
           np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64),
-          (np.ones(5, dtype=np.int64), np.zeros(1, dtype=np.bool_), np.zeros(6, dtype=np.int64)))
+          (np.ones(5, dtype=np.int64), np.zeros(1, dtype=np.bool_), np.zeros(6, dtype=np.int64),
+           (one, one, one)))

@@ -226,11 +226,14 @@ FINISHED, OPEN_BLOCK, MAKE_ROW, FITS_PLACED = 6, 7, 8, 9
 #: are placed (or when none are to be placed first), what an answer names, and how many
 #: pieces were placed since the caller last took them
 C_GROUP, C_PAGE, C_PHASE, C_WHAT, C_PIECES = range(5)
+#: blocks ``place`` opens as planes need them, opened in advance by the caller: the
+#: blocks, and per plane the index of its next one and the end of its own
+Opened = tuple[I64, I64, I64]
 
 
 @njit_noref
 def place(src: tuple[I64, int], groups: tuple[I64, I64, I64, int], blocks: Blocks,
-          seq: I64, out: I64, io: tuple[I64, npt.NDArray[np.bool_], I64]) -> int:
+          seq: I64, out: I64, io: tuple[I64, npt.NDArray[np.bool_], I64, Opened]) -> int:
     """Program pages at their planes' write pointers, group by group, until a plane
     must open a block or a block needs its P2L row: where the next write of a logical
     page goes on a plane. Group ``g`` is ``count[g]`` pages of plane ``plane[g]``, at
@@ -249,12 +252,14 @@ def place(src: tuple[I64, int], groups: tuple[I64, I64, I64, int], blocks: Block
     With ``cursor[C_PHASE] == 0`` the groups whose plane's active block has room for
     all their pages ("fit", flagged in ``fit``) go first, at once, each such block
     stamped with the sequence after all of them (``FITS_PLACED``); then the others in
-    turn. The answer says where it stopped, the cursor where to go on (``io`` is
-    (``cursor``, ``fit``, ``pieces``))."""
+    turn. A plane with no active block takes the next of the blocks opened for it in
+    advance, if any (``opened``: (blocks, each plane's next one, each plane's end)), and
+    else stops. The answer says where it stopped, the cursor where to go on (``io`` is
+    (``cursor``, ``fit``, ``pieces``, ``opened``))."""
     lpns, base = src
     g_plane, g_start, g_count, step = groups
     act_blk, act_wp, row1_of, p2l, valid, stamp, state = blocks
-    cursor, fit, pieces = io
+    cursor, fit, pieces, (ahead, ahead_next, ahead_end) = io
     ppb = p2l.shape[1]
     n_groups = g_plane.size
     s = seq[0]
@@ -301,6 +306,11 @@ def place(src: tuple[I64, int], groups: tuple[I64, I64, I64, int], blocks: Block
         c = g_count[g]
         while k < c and not fit[g]:
             blk = act_blk[plane]
+            if blk < 0 and ahead_next[plane] < ahead_end[plane]:
+                blk = ahead[ahead_next[plane]]
+                ahead_next[plane] += 1
+                act_blk[plane] = blk
+                act_wp[plane] = 0
             if blk < 0:
                 answer = OPEN_BLOCK
                 cursor[C_WHAT] = plane

@@ -35,6 +35,7 @@ from flash.ftl.kernels import (
     MAKE_ROW,
     NOT_ERASED,
     OPEN_BLOCK,
+    Opened,
     place,
 )
 from flash.ftl.mapping import I64, SEG, AddressMap, SparseL2P
@@ -56,6 +57,9 @@ class Programmer:
         self.amap = amap
         self.make_room = make_room
         self.ppb = amap.ppb
+        #: ``place``'s blocks opened in advance: none
+        self._none_ahead = (np.empty(0, dtype=np.int64), np.zeros(amap.U, dtype=np.int64),
+                            np.zeros(amap.U, dtype=np.int64))
 
     def program_gc(self, plane: int, lpns: I64) -> I64:
         """Program relocated pages into the GC active block of ``plane``."""
@@ -81,7 +85,8 @@ class Programmer:
         return self.place((lpns, 0), n, (planes[first], first, counts, 1), False, jobs, True)
 
     def place(self, src: tuple[I64, int], n: int, groups: tuple[I64, I64, I64, int],
-              gc: bool, jobs: list[GcJob], fits_first: bool) -> I64:
+              gc: bool, jobs: list[GcJob], fits_first: bool,
+              ahead: Opened | None = None) -> I64:
         """``kernels.place`` of ``groups`` (host or GC, the groups that fit first with
         ``fits_first``) to the end: where it stops, the block the plane must open is
         opened (a host write collecting first while the plane is at the hard threshold,
@@ -90,7 +95,8 @@ class Programmer:
         anything may collect, a piece at a time (the groups that fit at once), as
         their pages are found valid there; with none (``src`` (empty, base): page
         ``base + i`` at index ``i``), the caller sets it. The ppns of the ``n`` pages,
-        by index."""
+        by index. ``ahead``: blocks opened in advance, which planes take before they
+        stop to open one (``kernels.Opened``)."""
         b, m = self.blocks, self.amap
         lpns = src[0]
         mapped = lpns.size > 0
@@ -99,14 +105,19 @@ class Programmer:
         cursor = np.zeros(5, dtype=np.int64)
         cursor[C_PHASE] = 0 if fits_first else 1
         fit = np.zeros(n_groups, dtype=np.bool_)
-        pieces = np.empty(2 * (2 * n_groups + 1), dtype=np.int64)
         seq = np.empty(1, dtype=np.int64)
         act_blk, act_wp = (b.gc_blk, b.gc_wp) if gc else (b.host_blk, b.host_wp)
         l2p = m.l2p
+        if ahead is None:
+            ahead = self._none_ahead
+        # a piece ends a group or fills a block: the planes' active blocks, then those
+        # opened in advance, before the kernel stops to open one
+        pieces = np.empty(2 * (2 * n_groups + 1 + int(ahead[0].size)), dtype=np.int64)
+        io = (cursor, fit, pieces, ahead)
         while True:  # (a collection and the P2L rows rebind what the kernel takes)
             seq[0] = b.seq
             got = place(src, groups, (act_blk, act_wp, m.row1_of, m.pool, b.valid, b.stamp,
-                                      b.state), seq, out, (cursor, fit, pieces))
+                                      b.state), seq, out, io)
             b.seq = seq.item(0)
             if mapped:
                 if got == FITS_PLACED and fit.any():
@@ -136,7 +147,8 @@ class Programmer:
         invalidated, called once the run is known to take this path) then
         ``program_planes`` on the run grouped by plane (each plane's pages in turn at
         its write pointer, opening free blocks in plane order), its pages given as
-        progressions (``place``, no array of them) and its L2P map set at the end
+        progressions (``place``, no array of them), the blocks it fills opened first
+        (with their P2L rows, at once) and its L2P map set at the end
         (``SparseL2P.set_each``). Returns the ppns in logical order, or None (nothing
         done, ``unmap`` not called) when a plane would have to collect (at the hard
         threshold before one of its block openings), or when the plane-by-plane path
@@ -163,6 +175,16 @@ class Programmer:
         if bool((fc - nnew < b.hard_blocks).any()):
             return None
         unmap()
-        out = self.place((_BY_INDEX, lo), n, (s, first, cnt, U), False, [], False)
+        take = b.take_free
+        opened = np.array([take(p) for p, k in enumerate(nnew.tolist()) for _ in range(k)],
+                          dtype=np.int64)
+        end = np.cumsum(nnew)
+        m = self.amap
+        active = b.host_blk[act]
+        for blk in active[m.row1_of[active] == 0].tolist():
+            m.row(blk)
+        m.new_rows(opened)
+        out = self.place((_BY_INDEX, lo), n, (s, first, cnt, U), False, [], False,
+                         (opened, end - nnew, end))
         self.amap.l2p.set_each(lo, out)
         return out
