@@ -335,9 +335,11 @@ def test_l2p_set_of_a_few_pages_a_segment_ends_as_page_by_page_set1() -> None:
 @pytest.mark.parametrize("seed", [0, 1])
 def test_a_write_of_blocks_per_plane_ends_in_the_state_of_the_plane_by_plane_path(
         seed: int) -> None:
-    """The vectorised program of a run of at least a block per plane
-    (``Programmer.program_long``, taken by ``write_range``) leaves every map, count and
-    block state exactly where the plane-by-plane path leaves it, with the same ppns:
+    """The write of a run of at least a block per plane (``Programmer.program_long``,
+    taken by ``write_range``: its blocks opened in advance, its pages given by index,
+    its L2P map set once at the end) leaves every map, count and block state exactly
+    where the plane-by-plane path (its L2P map set a piece at a time) leaves it, with
+    the same ppns:
     runs of 1 to 5 blocks per plane and a few pages, among short and scattered writes
     that leave the map's segments sparse and dense and blocks half-written, over a
     preconditioned range and past it, until GC runs (where the long path declines and
