@@ -28,7 +28,7 @@ only. Pure: no SimPy.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -142,9 +142,10 @@ class DataCache:
             for lpn in lpns.tolist():
                 self.invalidate(range(lpn, lpn + 1))
 
-    def first_cached(self, lpns: list[int]) -> int:
+    def first_cached(self, lpns: Sequence[int]) -> int:
         """The first of ``lpns`` whose block of ``2 ** _LRU_BITS`` pages the read cache
-        holds a page of (``len(lpns)``: none; then ``invalidate`` of each is no work)."""
+        holds a page of (``len(lpns)``: none; then ``invalidate`` of each is no work):
+        the read cache's one test of whether it may hold a page."""
         blocks = self._lru_blocks
         if blocks:
             for k, p in enumerate(lpns):
@@ -165,12 +166,11 @@ class DataCache:
 
     # -- the read cache ------------------------------------------------------------------
     def _cached_in(self, lpns: range) -> bool:
-        """Whether the read cache may hold a page of ``lpns``: some block of
-        ``2 ** _LRU_BITS`` pages they touch holds one (a few dict lookups, where the pages'
-        own lookups are one per page)."""
-        blocks = self._lru_blocks
-        return any(k in blocks for k in range(lpns.start >> _LRU_BITS,
-                                              ((lpns.stop - 1) >> _LRU_BITS) + 1))
+        """Whether the read cache may hold a page of ``lpns``: ``first_cached`` of the
+        first page of each block of ``2 ** _LRU_BITS`` pages they touch (a few dict
+        lookups, where the pages' own lookups are one per page)."""
+        one_a_block = range(lpns.start >> _LRU_BITS << _LRU_BITS, lpns.stop, 1 << _LRU_BITS)
+        return self.first_cached(one_a_block) < len(one_a_block)
 
     def _cached(self, lpns: range) -> list[int]:
         """The pages of ``lpns`` the read cache holds, in no order: those of their

@@ -39,7 +39,7 @@ from flash.engine.dies import DieLanes
 from flash.engine.gaps import BankLane, GapBank
 from flash.fast import FastArray
 from flash.ftl import FTL
-from flash.ftl.kernels import drop_old, place_long
+from flash.ftl.kernels import drop_old, place
 from flash.intmap import IntMap, im_get_many, im_pop_range
 from flash.pages import PageBatch
 from flash.ssd import MODELS, Ssd
@@ -423,6 +423,13 @@ def compile_kernels() -> None:
     im_pop_range(imap.table, imap.meta, 0, 2, -2, got)
     imap[0] = 0
     imap.pop(0)  # (``im_remove`` called from Python)
+    # the placement of the general write path and of GC (``Programmer.place``): one
+    # page into a block with room
     one = np.zeros(1, dtype=np.int64)
-    place_long(0, 1, 1, 1, (one, one, one, one, one), (one, one),
-               np.full((1, 1), -1, dtype=dev.ftl.mapping.lpn_dtype), np.zeros(1, dtype=np.int64))
+    place((one, 0), (one, one, np.ones(1, dtype=np.int64), 1),
+          (one, one.copy(), np.ones(1, dtype=np.int32),
+           np.full((1, 2), -1, dtype=dev.ftl.mapping.lpn_dtype), np.zeros(1, dtype=np.int32),
+           np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int8)),
+          np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64),
+          (np.ones(5, dtype=np.int64), np.zeros(1, dtype=np.bool_), np.zeros(6, dtype=np.int64),
+           (one, one, one)))

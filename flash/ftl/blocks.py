@@ -43,8 +43,8 @@ class BlockManager:
         # Active blocks (-1: none) and write pointers, for host and for GC writes.
         self.host_blk = np.full(U, -1, dtype=np.int64)
         self.host_wp = np.zeros(U, dtype=np.int64)
-        self.gc_blk = [-1] * U
-        self.gc_wp = [0] * U
+        self.gc_blk = np.full(U, -1, dtype=np.int64)
+        self.gc_wp = np.zeros(U, dtype=np.int64)
         self.fresh_next = [0] * U  # blocks [fresh_next, bpp) of a plane were never used
         self.free_heap: list[list[tuple[int, int]]] = [[] for _ in range(U)]
         self.free_count = [self.bpp] * U

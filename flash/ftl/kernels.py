@@ -217,37 +217,150 @@ def drop_old(valid: npt.NDArray[np.int32], old: I64, ppb: int) -> int:
     return k
 
 
+#: ``place``'s answers (beside ``NOT_ERASED``, the block in ``cursor[C_WHAT]``): every
+#: page placed; the plane in ``cursor[C_WHAT]`` must open a block (a host write collects
+#: first where the plane is at the hard threshold); the block in ``cursor[C_WHAT]``
+#: needs its P2L row; the groups that fit placed (``Programmer.place``'s first step)
+FINISHED, OPEN_BLOCK, MAKE_ROW, FITS_PLACED = 6, 7, 8, 9
+#: ``place``'s cursor: the group and its page to go on from, 1 once the groups that fit
+#: are placed (or when none are to be placed first), what an answer names, and how many
+#: pieces were placed since the caller last took them
+C_GROUP, C_PAGE, C_PHASE, C_WHAT, C_PIECES = range(5)
+#: blocks ``place`` opens as planes need them, opened in advance by the caller: the
+#: blocks, and per plane the index of its next one and the end of its own
+Opened = tuple[I64, I64, I64]
+
+
 @njit_noref
-def place_long(lo: int, hi: int, U: int, ppb: int, per_pos: tuple[I64, I64, I64, I64, I64],
-               pieces: tuple[I64, I64], pool: Rows, out: I64) -> int:
-    """``Programmer.program_long``'s placement of the logical pages [lo, hi), page by
-    page: page ``lp`` at stripe position ``c = lp % U`` is its plane's ``k``-th (from
-    its first page ``first_s[c]``), so it goes into the plane's active block at its
-    write pointer ``hw_s[c]`` while ``k < a_s[c]``, then into the plane's opened blocks
-    in turn (``pst_s[c]``: the plane's first piece, ``act_s[c]``: 1 if that is its
-    active block), ``per_pos`` being those five per stripe position. Each page's P2L
-    entry is set (``pool`` rows ``row_a`` of the pieces' blocks ``blk_a``: ``pieces``)
-    and its ppn written to ``out[lp - lo]``. Returns -1, or the first page whose target
-    is not erased (it and the pages after it not placed)."""
-    first_s, a_s, pst_s, act_s, hw_s = per_pos
-    row_a, blk_a = pieces
-    for lp in range(lo, hi):
-        c = lp % U
-        k = (lp - first_s[c]) // U
-        ak = a_s[c]
-        if k >= ak:
-            rest = k - ak
-            piece = pst_s[c] + act_s[c] + rest // ppb
-            slot = rest % ppb
-        else:
-            piece = pst_s[c]
-            slot = hw_s[c] + k
-        r = row_a[piece]
-        if pool[r, slot] != -1:
-            return lp
-        pool[r, slot] = lp
-        out[lp - lo] = blk_a[piece] * ppb + slot
-    return -1
+def place(src: tuple[I64, int], groups: tuple[I64, I64, I64, int], blocks: Blocks,
+          seq: I64, out: I64, io: tuple[I64, npt.NDArray[np.bool_], I64, Opened]) -> int:
+    """Program pages at their planes' write pointers, group by group, until a plane
+    must open a block or a block needs its P2L row: where the next write of a logical
+    page goes on a plane. Group ``g`` is ``count[g]`` pages of plane ``plane[g]``, at
+    indices ``start[g] + k * step`` of ``out`` (their ppns) and of ``src``'s logical
+    pages (``lpns[i]``, or ``base + i`` where ``lpns`` is empty); ``groups`` is
+    (``plane``, ``start``, ``count``, ``step``). ``blocks``' first two arrays are the
+    planes' active blocks and write pointers (host or GC).
+
+    A page goes at the write pointer of its plane's active block: its logical page into
+    the block's P2L row, its ppn into ``out``; the block's valid count, the write
+    sequence (``seq[0]``) and the block's stamp (the sequence after its last page)
+    advance; a block filled is closed (full; the plane has none then). A piece (one
+    group's pages in one block) is checked erased whole before it is written, and
+    listed in ``pieces`` as (first index, pages) for the caller's L2P map.
+
+    With ``cursor[C_PHASE] == 0`` the groups whose plane's active block has room for
+    all their pages ("fit", flagged in ``fit``) go first, at once, each such block
+    stamped with the sequence after all of them (``FITS_PLACED``); then the others in
+    turn. A plane with no active block takes the next of the blocks opened for it in
+    advance, if any (``opened``: (blocks, each plane's next one, each plane's end)), and
+    else stops. The answer says where it stopped, the cursor where to go on (``io`` is
+    (``cursor``, ``fit``, ``pieces``, ``opened``))."""
+    lpns, base = src
+    g_plane, g_start, g_count, step = groups
+    act_blk, act_wp, row1_of, p2l, valid, stamp, state = blocks
+    cursor, fit, pieces, (ahead, ahead_next, ahead_end) = io
+    ppb = p2l.shape[1]
+    n_groups = g_plane.size
+    s = seq[0]
+    if cursor[C_PHASE] == 0:
+        for g in range(n_groups):
+            hb = act_blk[g_plane[g]]
+            fit[g] = hb >= 0 and act_wp[g_plane[g]] + g_count[g] <= ppb
+            if fit[g] and row1_of[hb] == 0:
+                cursor[C_WHAT] = hb
+                return MAKE_ROW
+        for g in range(n_groups):
+            if fit[g]:
+                hb = act_blk[g_plane[g]]
+                r = row1_of[hb] - 1
+                wp = act_wp[g_plane[g]]
+                for j in range(g_count[g]):
+                    if p2l[r, wp + j] != -1:
+                        cursor[C_WHAT] = hb
+                        return NOT_ERASED
+        for g in range(n_groups):
+            if fit[g]:
+                plane = g_plane[g]
+                hb = act_blk[plane]
+                c = g_count[g]
+                _put(hb, act_wp[plane], c, (g_start[g], step, base), lpns,
+                     p2l[row1_of[hb] - 1], out)
+                valid[hb] += c
+                s += c
+        for g in range(n_groups):
+            if fit[g]:
+                plane = g_plane[g]
+                hb = act_blk[plane]
+                stamp[hb] = s
+                _advance(plane, hb, act_wp[plane] + g_count[g], ppb, state, act_blk, act_wp)
+        seq[0] = s
+        cursor[C_PHASE] = 1
+        return FITS_PLACED
+    g = cursor[C_GROUP]
+    k = cursor[C_PAGE]
+    n_pieces = cursor[C_PIECES]
+    answer = FINISHED
+    while g < n_groups:
+        plane = g_plane[g]
+        c = g_count[g]
+        while k < c and not fit[g]:
+            blk = act_blk[plane]
+            if blk < 0 and ahead_next[plane] < ahead_end[plane]:
+                blk = ahead[ahead_next[plane]]
+                ahead_next[plane] += 1
+                act_blk[plane] = blk
+                act_wp[plane] = 0
+            if blk < 0:
+                answer = OPEN_BLOCK
+                cursor[C_WHAT] = plane
+                break
+            r = row1_of[blk] - 1
+            if r < 0:
+                answer = MAKE_ROW
+                cursor[C_WHAT] = blk
+                break
+            wp = act_wp[plane]
+            m = min(ppb - wp, c - k)
+            for j in range(m):
+                if p2l[r, wp + j] != -1:
+                    answer = NOT_ERASED
+                    cursor[C_WHAT] = blk
+            if answer != FINISHED:
+                break
+            first = g_start[g] + k * step
+            _put(blk, wp, m, (first, step, base), lpns, p2l[r], out)
+            pieces[2 * n_pieces] = first
+            pieces[2 * n_pieces + 1] = m
+            n_pieces += 1
+            valid[blk] += m
+            s += m
+            stamp[blk] = s
+            k += m
+            _advance(plane, blk, wp + m, ppb, state, act_blk, act_wp)
+        if answer != FINISHED:
+            break
+        g += 1
+        k = 0
+    cursor[C_GROUP] = g
+    cursor[C_PAGE] = k
+    cursor[C_PIECES] = n_pieces
+    seq[0] = s
+    return answer
+
+
+@njit_noref
+def _put(blk: int, wp: int, m: int, at: tuple[int, int, int], lpns: I64, row: Rows,
+         out: I64) -> None:
+    """Pages ``wp`` to ``wp + m`` of block ``blk`` (P2L ``row``) take the logical pages
+    at indices ``first + j * step`` (``at``: (first, step, base); ``lpns[i]``, or
+    ``base + i`` where ``lpns`` is empty), their ppns into ``out`` there."""
+    first, step, base = at
+    ppb = row.size
+    for j in range(m):
+        i = first + j * step
+        row[wp + j] = base + i if lpns.size == 0 else lpns[i]
+        out[i] = blk * ppb + wp + j
 
 
 @njit

@@ -8,9 +8,14 @@ Per plane, host writes and GC writes each have an active block (the block manage
 logical page into the block's P2L row, its ppn into the L2P map, and the block's valid
 count and write stamp advance. A full active block is closed; the next page opens a free
 block, and a host write first collects synchronously while the plane is at the hard GC
-threshold. (``program_long`` is the same path for a run of at least a block per plane,
-in vectorised arithmetic over the run's pages; one host page, a batch of them and a run
-that needs no collection are placed by ``flash.ftl.kernels``.)
+threshold.
+
+The placement is one compiled kernel (``kernels.place``), which stops where a block
+must be opened or a P2L row made; ``Programmer.place`` is the one loop that does that
+(collecting first where it must), sets the L2P map of the pages placed so far (a block
+the write fills may be the collection's victim) and lets the kernel go on. Host writes
+of one page, a batch of them and a run that needs no collection are placed by
+``kernels.write_open`` and ``write_run``.
 """
 
 from __future__ import annotations
@@ -19,10 +24,24 @@ from collections.abc import Callable
 
 import numpy as np
 
-from flash.ftl.blocks import FULL, BlockManager
+from flash.ftl.blocks import BlockManager
 from flash.ftl.gc import GcJob
-from flash.ftl.kernels import place_long
+from flash.ftl.kernels import (
+    C_PHASE,
+    C_PIECES,
+    C_WHAT,
+    FINISHED,
+    FITS_PLACED,
+    MAKE_ROW,
+    NOT_ERASED,
+    OPEN_BLOCK,
+    Opened,
+    place,
+)
 from flash.ftl.mapping import I64, SEG, AddressMap, SparseL2P
+
+#: ``place``'s source of logical pages where they are the indices plus a base
+_BY_INDEX = np.empty(0, dtype=np.int64)
 
 
 class Programmer:
@@ -38,6 +57,9 @@ class Programmer:
         self.amap = amap
         self.make_room = make_room
         self.ppb = amap.ppb
+        #: ``place``'s blocks opened in advance: none
+        self._none_ahead = (np.empty(0, dtype=np.int64), np.zeros(amap.U, dtype=np.int64),
+                            np.zeros(amap.U, dtype=np.int64))
 
     def program_gc(self, plane: int, lpns: I64) -> I64:
         """Program relocated pages into the GC active block of ``plane``."""
@@ -46,167 +68,123 @@ class Programmer:
     def program(self, plane: int, lpns: I64, gc: bool, jobs: list[GcJob]) -> I64:
         """Program ``lpns`` (already unmapped) into ``plane``; return their ppns."""
         n = int(lpns.size)
-        out = np.empty(n, dtype=np.int64)
-        ppb = self.ppb
-        b = self.blocks
-        i = 0
-        while i < n:
-            if gc:
-                blk, wp = b.gc_blk[plane], b.gc_wp[plane]
-            else:
-                blk, wp = int(b.host_blk[plane]), int(b.host_wp[plane])
-            if blk < 0:
-                if not gc:
-                    self.make_room(plane, jobs)
-                blk, wp = b.take_free(plane), 0
-            k = min(ppb - wp, n - i)
-            row = self.amap.p2l_row(blk)
-            if (row[wp:wp + k] != -1).any():
-                raise AssertionError(f"FTL: program to a non-erased page in block {blk}")
-            row[wp:wp + k] = lpns[i:i + k]
-            out[i:i + k] = np.arange(blk * ppb + wp, blk * ppb + wp + k, dtype=np.int64)
-            # mapped now: a block this run fills may be the next victim of make_room
-            self.amap.l2p.set(lpns[i:i + k], out[i:i + k])
-            b.valid[blk] += k
-            b.seq += k
-            b.stamp[blk] = b.seq
-            wp += k
-            i += k
-            if wp == ppb:
-                b.state[blk] = FULL
-                blk, wp = -1, 0
-            if gc:
-                b.gc_blk[plane], b.gc_wp[plane] = blk, wp
-            else:
-                b.host_blk[plane], b.host_wp[plane] = blk, wp
-        return out
+        one = np.zeros(1, dtype=np.int64)
+        groups = (np.full(1, plane, dtype=np.int64), one, np.full(1, n, dtype=np.int64), 1)
+        return self.place((lpns, 0), n, groups, gc, jobs, False)
 
     def program_planes(self, planes: I64, lpns: I64, jobs: list[GcJob]) -> I64:
         """Host-program ``lpns`` (already unmapped), grouped by plane (sorted, or each
-        plane once). Planes whose active block has room go in one vectorised step; the
-        rest page run by page run."""
+        plane once): the planes whose active block has room for their pages at once,
+        then the others in turn (``place``)."""
         n = int(lpns.size)
-        ppb = self.ppb
-        b = self.blocks
-        m = self.amap
-        out = np.empty(n, dtype=np.int64)
         edge = np.empty(n, dtype=bool)
         edge[0] = True
         np.not_equal(planes[1:], planes[:-1], out=edge[1:])
         first = np.flatnonzero(edge)
-        uniq = planes[first]
         counts = np.diff(np.append(first, n))
-        hb = b.host_blk[uniq]
-        hw = b.host_wp[uniq]
-        fits = (hb >= 0) & (hw + counts <= ppb)
-        if fits.any():
-            fb, fw, fc = hb[fits], hw[fits], counts[fits]
-            for blk in fb[m.row1_of[fb] == 0].tolist():
+        return self.place((lpns, 0), n, (planes[first], first, counts, 1), False, jobs, True)
+
+    def place(self, src: tuple[I64, int], n: int, groups: tuple[I64, I64, I64, int],
+              gc: bool, jobs: list[GcJob], fits_first: bool,
+              ahead: Opened | None = None) -> I64:
+        """``kernels.place`` of ``groups`` (host or GC, the groups that fit first with
+        ``fits_first``) to the end: where it stops, the block the plane must open is
+        opened (a host write collecting first while the plane is at the hard threshold,
+        its jobs appended to ``jobs``) or the P2L row made, and it goes on. Where the
+        pages are given (``src`` (lpns, 0)), the L2P map of those placed is set before
+        anything may collect, a piece at a time (the groups that fit at once), as
+        their pages are found valid there; with none (``src`` (empty, base): page
+        ``base + i`` at index ``i``), the caller sets it. The ppns of the ``n`` pages,
+        by index. ``ahead``: blocks opened in advance, which planes take before they
+        stop to open one (``kernels.Opened``)."""
+        b, m = self.blocks, self.amap
+        lpns = src[0]
+        mapped = lpns.size > 0
+        n_groups = int(groups[0].size)
+        out = np.empty(n, dtype=np.int64)
+        cursor = np.zeros(5, dtype=np.int64)
+        cursor[C_PHASE] = 0 if fits_first else 1
+        fit = np.zeros(n_groups, dtype=np.bool_)
+        seq = np.empty(1, dtype=np.int64)
+        act_blk, act_wp = (b.gc_blk, b.gc_wp) if gc else (b.host_blk, b.host_wp)
+        l2p = m.l2p
+        if ahead is None:
+            ahead = self._none_ahead
+        # a piece ends a group or fills a block: the planes' active blocks, then those
+        # opened in advance, before the kernel stops to open one
+        pieces = np.empty(2 * (2 * n_groups + 1 + int(ahead[0].size)), dtype=np.int64)
+        io = (cursor, fit, pieces, ahead)
+        while True:  # (a collection and the P2L rows rebind what the kernel takes)
+            seq[0] = b.seq
+            got = place(src, groups, (act_blk, act_wp, m.row1_of, m.pool, b.valid, b.stamp,
+                                      b.state), seq, out, io)
+            b.seq = seq.item(0)
+            if mapped:
+                if got == FITS_PLACED and fit.any():
+                    sel = np.repeat(fit, groups[2])
+                    l2p.set(lpns[sel], out[sel])
+                for a, k in pieces[:2 * cursor.item(C_PIECES)].reshape(-1, 2).tolist():
+                    l2p.set(lpns[a:a + k], out[a:a + k])
+            cursor[C_PIECES] = 0
+            if got == FINISHED:
+                return out
+            what = cursor.item(C_WHAT)
+            if got == OPEN_BLOCK:
+                if not gc:
+                    self.make_room(what, jobs)
+                blk = b.take_free(what)
+                act_blk[what] = blk
+                act_wp[what] = 0
                 m.row(blk)
-            if uniq.size == n:  # one page per plane
-                sel, blk_p, wp_p = fits, fb, fw
-            else:
-                sel = np.repeat(fits, counts)
-                rank = np.arange(n, dtype=np.int64) - np.repeat(first, counts)
-                blk_p = np.repeat(fb, fc)
-                wp_p = np.repeat(fw, fc) + rank[sel]
-            rows = m.row1_of[blk_p] - 1
-            if (m.pool[rows, wp_p] != -1).any():
-                raise AssertionError("FTL: program to a non-erased page")
-            m.pool[rows, wp_p] = lpns[sel]
-            ppns = blk_p * ppb + wp_p
-            out[sel] = ppns
-            b.valid[fb] += fc.astype(np.int32)
-            b.seq += int(fc.sum())
-            b.stamp[fb] = b.seq
-            new_wp = fw + fc
-            full = new_wp == ppb
-            b.state[fb[full]] = FULL
-            b.host_wp[uniq[fits]] = np.where(full, 0, new_wp)
-            b.host_blk[uniq[fits]] = np.where(full, -1, fb)
-            m.l2p.set(lpns[sel], ppns)
-        for g in np.flatnonzero(~fits).tolist():
-            lo = int(first[g])
-            hi = lo + int(counts[g])
-            out[lo:hi] = self.program(int(uniq[g]), lpns[lo:hi], False, jobs)
-        return out
+            elif got == MAKE_ROW:
+                m.row(what)
+            elif got == NOT_ERASED:
+                raise AssertionError(f"FTL: program to a non-erased page in block {what}")
 
     def program_long(self, lo: int, hi: int, unmap: Callable[[], object]) -> I64 | None:
         """Host-program the run [lo, hi) of at least a block per plane, where no plane
         must collect on the way: the end state of ``unmap`` (the run's old copies
         invalidated, called once the run is known to take this path) then
         ``program_planes`` on the run grouped by plane (each plane's pages in turn at
-        its write pointer, opening free blocks in plane order; its blocks' valid
-        counts, stamps in that order, states, P2L rows and the L2P map), its pages
-        placed by one compiled loop (``place_long``). Returns the ppns in logical order,
-        or None (nothing done, ``unmap`` not called) when a plane would have to collect
-        (at the hard threshold before one of its block openings), or when the
-        plane-by-plane path would take a run's page counts per L2P segment otherwise
-        than ``SparseL2P.set_each`` takes them (fewer than 66 planes: a block's pages
-        fill a segment's dict by ``DENSE_AT // 4`` at once)."""
+        its write pointer, opening free blocks in plane order), its pages given as
+        progressions (``place``, no array of them), the blocks it fills opened first
+        (with their P2L rows, at once) and its L2P map set at the end
+        (``SparseL2P.set_each``). Returns the ppns in logical order, or None (nothing
+        done, ``unmap`` not called) when a plane would have to collect (at the hard
+        threshold before one of its block openings), or when the plane-by-plane path
+        would take a run's page counts per L2P segment otherwise than ``set_each``
+        takes them (fewer than 66 planes: a block's pages fill a segment's dict by
+        ``DENSE_AT // 4`` at once)."""
         b = self.blocks
-        m = self.amap
-        U, ppb = m.U, self.ppb
+        U, ppb = self.amap.U, self.ppb
         n = hi - lo
         if n < U * ppb or -(-SEG // U) >= SparseL2P.DENSE_AT // 4:
             return None
-        sp = m.stripe_plane
+        sp = self.amap.stripe_plane
         s = np.arange(U, dtype=np.int64)
         first_s = lo + (s - lo) % U  # the run's first page at each stripe position
         cnt = np.empty(U, dtype=np.int64)
         cnt[sp] = (hi - first_s + U - 1) // U  # pages per plane (each >= ppb)
-        hb = b.host_blk.copy()
-        hw = b.host_wp.copy()
-        act = hb >= 0
-        a = np.where(act, np.minimum(ppb - hw, cnt), 0)  # pages into the active block
+        first = np.empty(U, dtype=np.int64)
+        first[sp] = first_s - lo  # each plane's first page, by index
+        act = b.host_blk >= 0
+        a = np.where(act, np.minimum(ppb - b.host_wp, cnt), 0)  # into the active block
         nnew = -(-(cnt - a) // ppb)
         fc = np.array(b.free_count, dtype=np.int64)
         # make_room collects before a block opening while free_count <= hard_blocks
         if bool((fc - nnew < b.hard_blocks).any()):
             return None
         unmap()
-        # the pieces, plane by plane: the active block's, then each opened block's
-        blks: list[int] = []
-        sizes: list[int] = []
         take = b.take_free
-        for p, left, k0, new in zip(range(U), cnt.tolist(), a.tolist(), nnew.tolist(),
-                                    strict=True):
-            if k0:
-                blks.append(int(hb[p]))
-                sizes.append(k0)
-            left -= k0
-            for _ in range(new):
-                blks.append(take(p))
-                sizes.append(min(ppb, left))
-                left -= ppb
-        blk_a = np.array(blks, dtype=np.int64)
-        size_a = np.array(sizes, dtype=np.int64)
-        pstart = np.zeros(U, dtype=np.int64)  # each plane's first piece
-        np.cumsum((act.astype(np.int64) + nnew)[:-1], out=pstart[1:])
-        start_wp = np.zeros(blk_a.size, dtype=np.int64)
-        start_wp[pstart[act]] = hw[act]
-        # rows: the active blocks' (made by ``row`` where they have none), then the
-        # opened blocks' at once
-        for blk in hb[act][m.row1_of[hb[act]] == 0].tolist():
+        opened = np.array([take(p) for p, k in enumerate(nnew.tolist()) for _ in range(k)],
+                          dtype=np.int64)
+        end = np.cumsum(nnew)
+        m = self.amap
+        active = b.host_blk[act]
+        for blk in active[m.row1_of[active] == 0].tolist():
             m.row(blk)
-        opened = np.ones(blk_a.size, dtype=bool)
-        opened[pstart[act]] = False
-        m.new_rows(blk_a[opened])
-        row_a = m.row1_of[blk_a].astype(np.int64) - 1
-        out = np.empty(n, dtype=np.int64)
-        # per stripe position: its plane's first piece, active pages, write pointer
-        if place_long(lo, hi, U, ppb,
-                      (first_s, a[sp], pstart[sp], act[sp].astype(np.int64), hw[sp]),
-                      (row_a, blk_a), m.pool, out) >= 0:
-            raise AssertionError("FTL: program to a non-erased page")
-        b.valid[blk_a] += size_a.astype(np.int32)
-        b.stamp[blk_a] = b.seq + np.cumsum(size_a)
-        b.seq += n
-        end_wp = start_wp + size_a
-        b.state[blk_a[end_wp == ppb]] = FULL
-        last = pstart + act.astype(np.int64) + nnew - 1  # each plane's last piece
-        full = end_wp[last] == ppb
-        b.host_blk[:] = np.where(full, -1, blk_a[last])
-        b.host_wp[:] = np.where(full, 0, end_wp[last])
-        m.l2p.set_each(lo, out)
+        m.new_rows(opened)
+        out = self.place((_BY_INDEX, lo), n, (s, first, cnt, U), False, [], False,
+                         (opened, end - nnew, end))
+        self.amap.l2p.set_each(lo, out)
         return out

@@ -231,7 +231,7 @@ def _ftl_state(f: FTL) -> tuple[object, ...]:
     return (l2p.sparse.as_dict(), l2p.sparse_per_seg.tolist(),
             [s.tolist() if s is not None else None for s in l2p.segs],
             f.valid.tolist(), f.stamp.tolist(), f.state.tolist(), f.erases.tolist(),
-            b.host_blk.tolist(), b.host_wp.tolist(), b.gc_blk, b.gc_wp, b.seq,
+            b.host_blk.tolist(), b.host_wp.tolist(), b.gc_blk.tolist(), b.gc_wp.tolist(), b.seq,
             list(f.free_count), sorted(f.low_planes), rows, f.host_pages, f.gc_pages,
             f.state_bytes())
 
@@ -335,9 +335,11 @@ def test_l2p_set_of_a_few_pages_a_segment_ends_as_page_by_page_set1() -> None:
 @pytest.mark.parametrize("seed", [0, 1])
 def test_a_write_of_blocks_per_plane_ends_in_the_state_of_the_plane_by_plane_path(
         seed: int) -> None:
-    """The vectorised program of a run of at least a block per plane
-    (``Programmer.program_long``, taken by ``write_range``) leaves every map, count and
-    block state exactly where the plane-by-plane path leaves it, with the same ppns:
+    """The write of a run of at least a block per plane (``Programmer.program_long``,
+    taken by ``write_range``: its blocks opened in advance, its pages given by index,
+    its L2P map set once at the end) leaves every map, count and block state exactly
+    where the plane-by-plane path (its L2P map set a piece at a time) leaves it, with
+    the same ppns:
     runs of 1 to 5 blocks per plane and a few pages, among short and scattered writes
     that leave the map's segments sparse and dense and blocks half-written, over a
     preconditioned range and past it, until GC runs (where the long path declines and
