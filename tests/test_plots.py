@@ -92,3 +92,20 @@ def test_arrows_are_spread_over_the_run_not_cut(captured: list[Any],
     arrows = [t for t in captured[0].axes[0].texts if t.arrow_patch is not None]
     xs = sorted(a.xy[0] for a in arrows)
     assert len(xs) == 10 and xs[0] == 0 and xs[-1] == pytest.approx(99)
+
+
+def test_no_figure_draws_bars_on_a_log_axis(tmp_path: Path) -> None:
+    """A bar's length on a log axis depends on the axis's arbitrary bottom ($1.09 against
+    $8.21 looked like 30x): a log-axis chart draws a dot per value, and a bar chart
+    forced onto a log axis is refused."""
+    import matplotlib.pyplot as plt
+
+    from tmhw.studies import figures
+
+    paths = figures.grouped_bars(["a", "b"], {"x": [1.0, 100.0], "y": [3.0, "does not fit"]},
+                                 tmp_path / "dots", "value", log=True)
+    assert all(p.is_file() for p in paths)
+    fig, ax = plt.subplots()
+    ax.bar([0, 1], [1.0, 100.0])
+    with pytest.raises(ValueError, match="bars on a log axis"):
+        figures._finish(fig, ax, tmp_path / "bars", "value", "", log=True)

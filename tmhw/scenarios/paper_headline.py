@@ -129,15 +129,18 @@ def study(st: Study) -> str:
         return {p: T.figure_values([got[(m, p, "")] for m in models], name, scale)
                 for p in policies}
 
-    st.fig(grouped_bars(models, series("inter_tier_bytes", POLICIES[:-1], 2**-30),
+    # the figures name each workload as it ran (a quick run's stand-ins by their own names)
+    shown = [m.stands_for if m.label == m.stands_for else f"{m.stands_for}\n({m.label})"
+             for m in st.models]
+    st.fig(grouped_bars(shown, series("inter_tier_bytes", POLICIES[:-1], 2**-30),
                         st.out / "inter_tier_traffic", "inter-tier traffic per iteration (GiB)",
                         "Flash <-> HBM traffic at 12.5% HBM (steady state)"))
-    st.fig(grouped_bars(models, series("samples_per_joule", POLICIES),
+    st.fig(grouped_bars(shown, series("samples_per_joule", POLICIES),
                         st.out / "throughput_per_watt", "samples per joule",
                         "Throughput per watt at 12.5% HBM (steady state)", log=True))
-    st.fig(grouped_bars(models, series("memory_usd", ("tm-training", "hbm-only")),
+    st.fig(grouped_bars(shown, series("memory_usd", ("tm-training", "hbm-only")),
                         st.out / "memory_cost", "memory cost (US$)",
-                        "Memory hardware cost: 12.5% HBM + flash vs HBM-only", log=True))
+                        "Memory hardware cost: 12.5% HBM + flash vs HBM-only"))
 
     first = tm(models[0])
     note = "The TM-Training run of the first model did not complete: no report.json."

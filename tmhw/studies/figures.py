@@ -47,8 +47,10 @@ def _label_gaps(ax: Any, xs: Sequence[float], vals: Sequence[Value]) -> None:
 
 
 def _grouped(ax: Any, categories: Sequence[str],
-             series: Mapping[str, Sequence[Value]]) -> None:
-    """One group of bars per category, one bar per series, side by side."""
+             series: Mapping[str, Sequence[Value]], dots: bool = False) -> None:
+    """One group of bars per category, one bar per series, side by side; with ``dots``
+    a marker at each value instead of a bar (for a log axis, where a bar's length would
+    depend on the axis's arbitrary bottom and misstate proportions)."""
     k = max(1, len(series))
     width = 0.8 / k
     for j, (name, vals) in enumerate(series.items()):
@@ -56,7 +58,11 @@ def _grouped(ax: Any, categories: Sequence[str],
         missing = {v for v in vals if isinstance(v, str)}
         label = f"{name} ({missing.pop()})" if len(missing) == 1 and all(
             isinstance(v, str) for v in vals) else name
-        ax.bar(xs, _numbers(vals), width=width, label=label)
+        if dots:
+            ax.plot(xs, _numbers(vals), marker="o", markersize=7, linestyle="none",
+                    label=label)
+        else:
+            ax.bar(xs, _numbers(vals), width=width, label=label)
         _label_gaps(ax, xs, vals)
     ax.set_xticks(range(len(categories)))
     # every group whole, also where its last bars are missing (matplotlib's limits
@@ -68,6 +74,8 @@ def _finish(fig: Any, ax: Any, stem: str | Path, ylabel: str, title: str,
             log: bool) -> list[Path]:
     ax.set_ylabel(ylabel)
     if log:
+        if ax.patches:
+            raise ValueError(f"{stem}: bars on a log axis misstate proportions; draw dots")
         ax.set_yscale("log")
         _log_ticks(ax.yaxis, *ax.get_ylim())
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
@@ -79,9 +87,15 @@ def _finish(fig: Any, ax: Any, stem: str | Path, ylabel: str, title: str,
 def grouped_bars(categories: Sequence[str], series: Mapping[str, Sequence[Value]],
                  stem: str | Path, ylabel: str, title: str = "",
                  log: bool = False) -> list[Path]:
-    """Grouped bars: one group per category, one bar per series key."""
-    fig, ax = plt.subplots(figsize=(max(6, 1.4 * len(categories)), 4))
-    _grouped(ax, categories, series)
+    """Grouped bars: one group per category, one bar per series key; with ``log``, a
+    dot per value on a log axis (bars start at zero on a linear one)."""
+    # wide enough that each group's label (its longest line) clears its neighbours'
+    longest = max((len(line) for c in categories for line in c.split("\n")), default=0)
+    fig, ax = plt.subplots(figsize=(max(6, 1.4 * len(categories),
+                                        0.085 * longest * len(categories)), 4))
+    _grouped(ax, categories, series, dots=log)
+    if log:
+        ax.grid(axis="y", which="major", linewidth=0.4, alpha=0.5)
     ax.set_xticklabels(categories)
     return _finish(fig, ax, stem, ylabel, title, log)
 
