@@ -35,6 +35,7 @@ def files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
         "spec": tmp_path / "spec.toml",
         "afile": tmp_path / "afile",
         "adir": tmp_path / "adir",
+        "seq0_spec": tmp_path / "seq0.toml",
     }
     f["binary_csv"].write_bytes(b"\xff\xfe\x00Layer name, IFMAP Height\n\x80\x81")
     f["binary_toml"].write_bytes(b"\x80\x81[grid]\n")
@@ -44,6 +45,7 @@ def files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
     f["empty_points"].write_text('preset = "quick"\npoints = []\n')
     f["spec"].write_text('preset = "quick"\n[base]\n"workload.layers" = 1\n'
                          '"run.iterations" = 1\n[grid]\n"policy.name" = ["hbm-only"]\n')
+    f["seq0_spec"].write_text('preset = "quick"\n[grid]\n"workload.seq" = [128, 0]\n')
     f["afile"].write_text("keep me\n")
     f["adir"].mkdir()
     return {k: str(v) for k, v in f.items()}
@@ -243,6 +245,38 @@ def test_batch_0_has_the_same_words_in_run_and_workload_show(
     show = _check(tmhw, tmp_path, ["workload", "show", "bert-base", "--batch", "0"], files, ())
     words = "--batch: 0 is not allowed; an integer >= 1"
     assert words in run and words in show, (run, show)
+
+
+#: 0 is never "the model's default": each shape option and field refuses it
+SHAPE_ZERO: list[Case] = [
+    ("run seq 0", [*RUN, "--seq", "0", "--out", "o"], ("--seq", "0", "workload.seq")),
+    ("run layers 0", [*RUN, "--layers", "0", "--out", "o"], ("--layers", "0")),
+    ("run seq 0 on a CNN", [*RUN, "--model", "resnet18", "--seq", "0", "--out", "o"],
+     ("--seq", "0")),
+    ("placement layers 0", [*PLACEMENT, "--layers", "0"], ("--layers", "0")),
+    ("config seq 0", [*RUN, "--set", "workload.seq=0", "--out", "o"],
+     ("workload.seq", "0", ">= 1")),
+    ("config layers 0", [*RUN, "--set", "workload.layers=0", "--out", "o"],
+     ("workload.layers", "0", ">= 1")),
+    ("config batch 0", [*RUN, "--set", "workload.batch=0", "--out", "o"],
+     ("workload.batch", "0", ">= 1")),
+    ("sweep seq 0", ["sweep", "{seq0_spec}", "--out", "o"], ("workload.seq", "0")),
+]
+
+
+@_params(SHAPE_ZERO)
+def test_shape_0_is_refused_not_taken_as_the_default(
+        argv: list[str], names: tuple[str, ...], files: dict[str, str], tmp_path: Path,
+        tmhw: Callable) -> None:
+    _check(tmhw, tmp_path, argv, files, names)
+
+
+def test_batch_seq_and_layers_0_have_the_same_words(
+        files: dict[str, str], tmp_path: Path, tmhw: Callable) -> None:
+    words = "is not allowed; an integer >= 1 (leave it out for the model's own"
+    for flag in ("--batch", "--seq", "--layers"):
+        line = _check(tmhw, tmp_path, [*RUN, flag, "0", "--out", "o"], files, ())
+        assert line.startswith(f"tmhw: error: {flag}: 0 {words}"), line
 
 
 # -- 9. run outputs ------------------------------------------------------------------------

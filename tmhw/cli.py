@@ -85,9 +85,16 @@ TM_TRAINING = "tm_training"
 def check_batch(value: int | None, field: str = "") -> None:
     """``--batch`` must be a batch size, never 0 or below (the same words for every
     command; ``field`` names the config field it sets, if any)."""
+    check_shape("--batch", value, field)
+
+
+def check_shape(option: str, value: int | None, field: str = "") -> None:
+    """``--batch``, ``--seq`` and ``--layers`` take an integer >= 1, never 0 (left out,
+    each is the model's own): the same words for each and for every command."""
     if value is not None and value < 1:
-        where = f" ({field})" if field else ""
-        raise TmhwError(f"--batch: {value} is not allowed; an integer >= 1{where}")
+        where = f"; {field}" if field else ""
+        raise TmhwError(f"{option}: {value} is not allowed; an integer >= 1 (leave it "
+                        f"out for the model's own{where})")
 
 
 def _model_in_effect(cfg: Any, args: argparse.Namespace) -> str:
@@ -114,12 +121,12 @@ def _check_shape_args(cfg: Any, args: argparse.Namespace) -> None:
     if info is None:
         return
     seq, layers = getattr(args, "seq", None), getattr(args, "layers", None)
-    if seq and seq > 0 and info.default_seq is None:
+    if seq is not None and info.default_seq is None:
         raise TmhwError(f"--seq: {seq} is not allowed; {model} has no sequence length, "
-                        "so workload.seq must stay 0")
-    if layers and layers > 0 and info.default_layers is None:
+                        "so leave --seq out (workload.seq)")
+    if layers is not None and info.default_layers is None:
         raise TmhwError(f"--layers: {layers} is not allowed; {model} has a fixed depth, "
-                        "so workload.layers must stay 0")
+                        "so leave --layers out (workload.layers)")
 
 
 def _check_config_file(path: str) -> None:
@@ -140,7 +147,8 @@ def _check_config_file(path: str) -> None:
 def config_from_args(args: argparse.Namespace) -> Any:
     from tmhw import config as C
 
-    check_batch(getattr(args, "batch", None), "workload.batch")
+    for flag in ("batch", "seq", "layers"):
+        check_shape(f"--{flag}", getattr(args, flag, None), f"workload.{flag}")
     base = C.preset(args.preset) if args.preset else C.PAPER
     if args.config:
         _check_config_file(args.config)
@@ -159,10 +167,6 @@ def config_from_args(args: argparse.Namespace) -> Any:
         ("no_wb_schedule", "writeback_schedule"), ("no_clean", "clean"))
         if getattr(args, flag, False)]
     sets += [f"policy.{TM_TRAINING}.{key}=false" for _, key in switches]
-    if args.model and not args.seq and "workload.seq" not in " ".join(args.set):
-        sets.append("workload.seq=0")
-    if args.model and not args.batch and "workload.batch" not in " ".join(args.set):
-        sets.append("workload.batch=0")
     out = C.with_overrides(cfg, sets)
     if switches:
         from tmhw.placement.base import policy_class

@@ -37,9 +37,8 @@ from tmhw.workload.zoo import build as build_workload
 def configured_workload(cfg: SystemConfig) -> Workload:
     """The training iteration ``cfg.workload`` names, built from the model zoo."""
     wc = cfg.workload
-    return build_workload(wc.model, batch=wc.batch or None, seq=wc.seq or None,
-                          page_size=wc.page_size, optimizer=wc.optimizer,
-                          layers=wc.layers or None)
+    return build_workload(wc.model, batch=wc.batch, seq=wc.seq, page_size=wc.page_size,
+                          optimizer=wc.optimizer, layers=wc.layers)
 
 
 class System:
