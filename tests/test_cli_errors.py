@@ -36,6 +36,7 @@ def files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
         "afile": tmp_path / "afile",
         "adir": tmp_path / "adir",
         "seq0_spec": tmp_path / "seq0.toml",
+        "long_spec": tmp_path / "long.toml",
     }
     f["binary_csv"].write_bytes(b"\xff\xfe\x00Layer name, IFMAP Height\n\x80\x81")
     f["binary_toml"].write_bytes(b"\x80\x81[grid]\n")
@@ -46,6 +47,7 @@ def files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
     f["spec"].write_text('preset = "quick"\n[base]\n"workload.layers" = 1\n'
                          '"run.iterations" = 1\n[grid]\n"policy.name" = ["hbm-only"]\n')
     f["seq0_spec"].write_text('preset = "quick"\n[grid]\n"workload.seq" = [128, 0]\n')
+    f["long_spec"].write_text('preset = "quick"\n[grid]\n"run.iterations" = [2, 20000]\n')
     f["afile"].write_text("keep me\n")
     f["adir"].mkdir()
     return {k: str(v) for k, v in f.items()}
@@ -319,3 +321,30 @@ def test_message_names_the_option_and_its_value(argv: list[str], names: tuple[st
                                                 tmhw: Callable) -> None:
     line = _check(tmhw, tmp_path, argv, files, names)
     assert ": 0:" not in line and "size, count" not in line, line
+
+
+# -- 11. work estimates, checked before anything is built ----------------------------------
+WORK: list[Case] = [
+    ("a million iterations", [*RUN, "--iterations", "1000000", "--out", "o"],
+     ("run.iterations", "1000000", "1..10000")),
+    ("iterations in a sweep", ["sweep", "{long_spec}", "--out", "o"],
+     ("run.iterations", "20000")),
+    ("100,000 layers", [*RUN, "--set", "workload.layers=100000", "--out", "o"],
+     ("flash", "GiB", "workload.layers")),
+]
+
+
+@_params(WORK)
+def test_work_beyond_the_bounds_is_refused_before_the_workload_is_built(
+        argv: list[str], names: tuple[str, ...], files: dict[str, str], tmp_path: Path,
+        tmhw: Callable, monkeypatch: pytest.MonkeyPatch) -> None:
+    import tmhw.system as system
+
+    real = system.build_workload
+
+    def small_only(*a: object, layers: int | None = None, **kw: object) -> object:
+        assert layers is None or layers <= 2, "a deep workload was built"
+        return real(*a, layers=layers, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(system, "build_workload", small_only)
+    _check(tmhw, tmp_path, argv, files, names)

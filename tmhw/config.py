@@ -305,6 +305,12 @@ class PolicyConfig:
             base, tables=tuple(tables.items())))
 
 
+#: The most iterations a run may ask for: a bound on the work of one run, checked before
+#: anything is built (a steady iteration replays one table, so its figures settle
+#: within a few; TM-Training's monitor needs about ten warm-up iterations).
+MAX_ITERATIONS = 10_000
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RunConfig:
     """How to run: iterations, seed, timing models, flash preconditioning.
@@ -328,8 +334,10 @@ class RunConfig:
     precondition: float = 0.0
 
     def __post_init__(self) -> None:
-        if self.iterations < 1:
-            raise ConfigError("iterations", self.iterations, "an integer >= 1")
+        if not 1 <= self.iterations <= MAX_ITERATIONS:
+            raise ConfigError("iterations", self.iterations,
+                              f"an integer in 1..{MAX_ITERATIONS} (the steady state "
+                              "repeats: more iterations only cost time)")
         if self.warmup_iterations < 0:
             raise ConfigError("warmup_iterations", self.warmup_iterations, "an integer >= 0")
         if self.seed < 0:
