@@ -192,3 +192,28 @@ def test_dask_cluster_gives_the_local_reports_and_survives_a_killed_worker(
     assert len(list((tmp_path / "b" / "points").glob("*/report.json"))) == len(pts)
     assert killed[0][0] in pids
 
+
+
+@pytest.mark.parametrize("spec,words", [
+    ({"points": [{"policy.name": "demand"}], "grid": {"policy.name": ["hbm-only"]}},
+     ("[[points]] entry 1", "'policy.name'", "[grid]")),
+    ({"points": [{"run.seed": 1}, {"policy": {"hbm_ratio": 0.5}}],
+      "grid": {"policy.hbm_ratio": [0.25]}},
+     ("[[points]] entry 2", "'policy.hbm_ratio'")),
+    ({"base": {"policy.name": "demand"}, "grid": {"policy": {"name": ["hbm-only"]}}},
+     ("[base]", "'policy.name'", "[grid]")),
+])
+def test_a_key_the_grid_would_replace_is_refused_not_dropped(
+        spec: dict[str, Any], words: tuple[str, ...]) -> None:
+    with pytest.raises(TmhwError) as e:
+        SW.expand_spec({"preset": "quick", **spec})
+    assert all(w in str(e.value) for w in words), str(e.value)
+
+
+def test_the_example_grid_measures_a_steady_state() -> None:
+    from tmhw import config as C
+
+    pts = SW.load_spec(Path(SW.__file__).parent / "scenarios" / "capacity_grid.toml")
+    assert len(pts) == 9
+    run = C.from_dict(pts[0]["config"]).run
+    assert run.iterations > run.warmup_iterations

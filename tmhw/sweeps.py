@@ -18,8 +18,8 @@ A spec is TOML::
     [[points]]                            # and/or an explicit list of points
     "policy.name" = "tm-training"
 
-With both ``points`` and ``grid``, every point is crossed with the grid; a spec with
-neither, an empty ``[grid]`` or an empty ``points`` is refused (one config is
+With both ``points`` and ``grid``, every point is crossed with the grid, so a key may
+be in one of them only (nor in both ``[base]`` and ``[grid]``); a spec with neither, an empty ``[grid]`` or an empty ``points`` is refused (one config is
 ``tmhw run``). Every point's config is built and validated, and the output folder
 checked, before anything runs, so a bad value fails the whole sweep at once with a
 one-line error.
@@ -172,8 +172,17 @@ def expand_spec(spec: dict[str, Any]) -> list[Point]:
                         "([[points]])")
     points: list[Point] = []
     keys = list(grid)
-    for p in raw_points:
+    both = sorted(set(base_flat) & set(grid))
+    if both:
+        raise TmhwError(f"sweep spec: {both[0]!r} is in both [base] and [grid]; the grid "
+                        "would replace the base value in every point: set it in one place")
+    for i, p in enumerate(raw_points, 1):
         pflat = flatten(p)
+        both = sorted(set(pflat) & set(grid))
+        if both:
+            raise TmhwError(f"sweep spec: [[points]] entry {i} sets {both[0]!r}, which [grid] "
+                            "also sweeps; every point is crossed with the grid, so set it "
+                            "in one place")
         for combo in itertools.product(*(grid[k] for k in keys)):
             params = {**pflat, **dict(zip(keys, combo, strict=True))}
             points.append(make_point(preset, {**base_flat, **params}, params))
@@ -328,9 +337,10 @@ def run_points(points: Sequence[Point], *, workers: int | None = None,
 
     bar = None
     if progress and todo:
-        from tqdm import tqdm
+        # the one terminal check every command uses: no bar into a pipe or a log file
+        from tmhw.sim.progress import progress as progress_bar
 
-        bar = tqdm(total=len(todo), desc=desc, unit="pt", file=sys.stderr, leave=False)
+        bar = progress_bar(len(todo), desc, "pt")
 
     def collect(r: Result) -> None:
         results[r["id"]] = r
