@@ -37,6 +37,10 @@ def files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
         "adir": tmp_path / "adir",
         "seq0_spec": tmp_path / "seq0.toml",
         "long_spec": tmp_path / "long.toml",
+        "clash_spec": tmp_path / "clash.toml",
+        "deep_toml": tmp_path / "deep.toml",
+        "other_run": tmp_path / "other_run",
+        "a_study": tmp_path / "a_study",
     }
     f["binary_csv"].write_bytes(b"\xff\xfe\x00Layer name, IFMAP Height\n\x80\x81")
     f["binary_toml"].write_bytes(b"\x80\x81[grid]\n")
@@ -48,6 +52,14 @@ def files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
                          '"run.iterations" = 1\n[grid]\n"policy.name" = ["hbm-only"]\n')
     f["seq0_spec"].write_text('preset = "quick"\n[grid]\n"workload.seq" = [128, 0]\n')
     f["long_spec"].write_text('preset = "quick"\n[grid]\n"run.iterations" = [2, 20000]\n')
+    f["clash_spec"].write_text('preset = "quick"\n[[points]]\n"policy.name" = "demand"\n'
+                               '[grid]\n"policy.name" = ["hbm-only"]\n')
+    f["deep_toml"].write_text('[workload]\nlayers = 100000\n')
+    f["other_run"].mkdir()
+    (f["other_run"] / "report.json").write_text('{"config": {"run": {"seed": 99}}}\n')
+    (f["other_run"] / "summary.txt").write_text("another run\n")
+    f["a_study"].mkdir()
+    (f["a_study"] / "summary.md").write_text("# Timeline\n\nScenario `timeline`, quick.\n")
     f["afile"].write_text("keep me\n")
     f["adir"].mkdir()
     return {k: str(v) for k, v in f.items()}
@@ -348,3 +360,68 @@ def test_work_beyond_the_bounds_is_refused_before_the_workload_is_built(
 
     monkeypatch.setattr(system, "build_workload", small_only)
     _check(tmhw, tmp_path, argv, files, names)
+
+
+# -- 12. the sixteen unclean inputs of a newcomer's pass (7, 10, 16 above; 12-15 are the
+# library's, in tests/test_api.py) -------------------------------------------------------
+NEWCOMER: list[Case] = [
+    ("1 a path as a study name", ["scenario", "../tests/conftest", "--quick"],
+     ("scenario", "'../tests/conftest'", "ablation")),
+    ("1 a module path as a study name", ["scenario", "tmhw.scenarios.ablation", "--quick"],
+     ("scenario", "'tmhw.scenarios.ablation'")),
+    ("2 trace into /dev/full", [*RUN, "--out", "o", "--trace", "/dev/full"],
+     ("--trace", "/dev/full", "regular file")),
+    ("3 vcd into /dev/full", [*RUN, "--out", "o", "--vcd", "/dev/full"],
+     ("--vcd", "/dev/full", "regular file")),
+    ("4 empty trace", [*RUN, "--out", "o", "--trace", ""], ("--trace", "''")),
+    ("4 empty vcd", [*RUN, "--out", "o", "--vcd", ""], ("--vcd", "''")),
+    ("5 run into ''", [*RUN, "--out", ""], ("--out", "''")),
+    ("6 scenario into ''", ["scenario", "ablation", "--quick", "--out", ""], ("--out", "''")),
+    ("6 sweep into ''", ["sweep", "{spec}", "--out", ""], ("--out", "''")),
+    ("6 empty config", [*RUN, "--config", "", "--out", "o"], ("--config", "''")),
+    ("6 empty csv", [*PLACEMENT, "--csv", ""], ("--csv", "''")),
+    ("8 a point the grid would replace", ["sweep", "{clash_spec}", "--out", "o"],
+     ("[[points]] entry 1", "'policy.name'", "[grid]")),
+    ("9 negative bench timeout", ["bench", "--case", "kernel", "--timeout", "-1"],
+     ("--timeout", "-1", "> 0")),
+    ("9 zero bench timeout", ["bench", "--case", "kernel", "--timeout", "0"],
+     ("--timeout", "0")),
+    ("11 run over another run", [*RUN, "--out", "{other_run}"],
+     ("--out", "other_run", "another run's outputs", "--force")),
+    ("11 run over a study", [*RUN, "--out", "{a_study}"],
+     ("--out", "a_study", "scenario timeline", "--force")),
+    ("11 study over a run", ["scenario", "ablation", "--quick", "--out", "{other_run}"],
+     ("--out", "other_run", "a run's outputs")),
+    ("11 study over another study", ["scenario", "ablation", "--quick", "--out",
+                                     "{a_study}"], ("--out", "scenario timeline")),
+    ("11 sweep over a study", ["sweep", "{spec}", "--out", "{a_study}"],
+     ("--out", "scenario timeline")),
+    ("16 100,000 layers in a config file", ["run", "--preset", "quick", "--config",
+                                            "{deep_toml}", "--out", "o", "--quiet"],
+     ("flash", "GiB", "workload.layers")),
+]
+
+
+@_params(NEWCOMER)
+def test_each_unclean_input_is_one_line_before_anything_runs(
+        argv: list[str], names: tuple[str, ...], files: dict[str, str], tmp_path: Path,
+        tmhw: Callable) -> None:
+    _check(tmhw, tmp_path, argv, files, names)
+
+
+def test_a_trace_that_fails_to_write_names_the_option_and_leaves_nothing(
+        files: dict[str, str], tmp_path: Path, tmhw: Callable,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A disk that fills during the write: the option and the path, and no half file."""
+    import errno
+
+    from tmhw.sim.trace import Tracer
+
+    def full(self: Tracer, path: object) -> None:
+        Path(str(path)).write_text("half")
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(Tracer, "write_chrome", full)
+    line = _check(tmhw, tmp_path, [*RUN, "--out", "o", "--trace", "t.json"], files,
+                  ("--trace", "t.json", "No space left on device"))
+    assert "None" not in line, line

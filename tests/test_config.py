@@ -63,6 +63,29 @@ def test_version(tmhw: Callable) -> None:
     assert r.rc == 0 and r.out.strip() == f"tmhw {VERSION}"
 
 
+def test_the_library_and_python_m_tmhw_give_the_same_version() -> None:
+    import os
+    import subprocess
+    import sys
+
+    import tmhw
+
+    assert tmhw.__version__ == VERSION
+    root = str(Path(__file__).resolve().parents[1])
+    env = {**os.environ, "PYTHONPATH": root}
+    r = subprocess.run([sys.executable, "-m", "tmhw", "--version"], capture_output=True,
+                       text=True, env=env, check=False)
+    assert r.returncode == 0 and r.stdout.strip() == f"tmhw {VERSION}", r.stderr
+
+
+def test_help_lists_the_exit_statuses_the_commands_use(tmhw: Callable) -> None:
+    r = tmhw("--help")
+    assert r.rc == 0
+    statuses = dict(re.findall(r"^  (\d+) +(\S.*)$", r.out, re.M))
+    assert set(statuses) == {"0", "1", "2", "3", "130"}
+    assert "bad input" in statuses["2"] and "does not fit" in statuses["3"]
+
+
 # -- overrides and section presets -----------------------------------------------------
 
 

@@ -9,11 +9,13 @@
     rows = tmhw.sweep({"preset": "quick", "grid": {"policy.name": ["tm-training", "demand"]}})
 
 ``load_config`` takes a preset name (``tmhw presets``) or a TOML file, then overrides
-(a list of ``dotted.path=value`` strings or a dict of dotted paths to values), and validates everything before it returns.
-``simulate`` runs the steady state the config asks for and returns a ``Report``: typed
-figures, the whole report as ``to_dict()``, and ``save(folder)``. ``sweep`` runs a grid
-(a spec dict as in ``tmhw sweep``, or a spec file) in local processes or on a Dask
-cluster and returns one flat row per point.
+(a list of ``dotted.path=value`` strings or a dict of dotted paths to values, never one
+bare string), and validates everything before it returns. ``simulate`` runs the steady
+state the config asks for and returns a ``Report``: typed figures, the whole report as
+``to_dict()``, and ``save(folder)``. ``sweep`` runs a grid (a spec dict as in ``tmhw
+sweep``, a list of points, or a spec file) in local processes or on a Dask cluster and
+returns one flat row per point. Bad input raises ``TmhwError`` with one line naming the
+call, the value and what is allowed.
 """
 
 from __future__ import annotations
@@ -27,7 +29,6 @@ from typing import Any
 from tmhw.config import PRESETS, SystemConfig, load, with_overrides
 from tmhw.sim.errors import TmhwError
 from tmhw.sim.units import S
-
 
 Overrides = Sequence[str] | Mapping[str, Any]
 
