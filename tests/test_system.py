@@ -304,7 +304,9 @@ def test_a_deep_models_pages_are_two_shallow_builds_extrapolated(model: str) -> 
 
 
 def test_a_deep_model_that_fits_is_built_whole() -> None:
-    from tmhw.system import configured_workload
+    from tmhw.system import PRECHECK_LAYERS, configured_workload
 
-    cfg = C.with_overrides(C.QUICK, ["workload.layers=5"])
-    assert sum(op.name.startswith("l4.") for op in configured_workload(cfg).ops) > 0
+    deep = PRECHECK_LAYERS + 1
+    cfg = C.with_overrides(C.QUICK, [f"workload.layers={deep}", "workload.batch=1",
+                                     "workload.seq=16"])
+    assert sum(op.name.startswith(f"l{deep - 1}.") for op in configured_workload(cfg).ops) > 0

@@ -34,6 +34,10 @@ from tmhw.sim.trace import NULL_TRACER, Tracer
 from tmhw.workload.graph import Workload
 from tmhw.workload.zoo import build as build_workload
 
+#: Deeper than this, a model's pages are counted before it is built; shallower, building
+#: it (tens of milliseconds) is the cheap check.
+PRECHECK_LAYERS = 100
+
 
 def configured_workload(cfg: SystemConfig) -> Workload:
     """The training iteration ``cfg.workload`` names, built from the model zoo. A deep
@@ -41,7 +45,7 @@ def configured_workload(cfg: SystemConfig) -> Workload:
     (``check_flash_tier``): building 100,000 layers alone takes a minute."""
     wc = cfg.workload
     layers = wc.layers
-    if layers is not None and layers > 2:
+    if layers is not None and layers > PRECHECK_LAYERS:
         # Every layer of a zoo model is the same tensors, so its pages grow by one
         # layer's worth per layer: two tiny builds give the count of a deep one exactly.
         one, two = (configured_workload(dataclasses.replace(
