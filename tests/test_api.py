@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -48,3 +49,50 @@ def test_load_config_takes_a_preset_a_file_and_overrides(tmp_path: Path) -> None
         tmhw.load_config("no-such-preset")
     with pytest.raises(ConfigError):
         tmhw.load_config("quick", ["policy.hbm_ratio=2"])
+
+
+def test_overrides_are_a_list_or_a_dict_and_mean_the_same() -> None:
+    as_list = tmhw.load_config("quick", ["policy.hbm_ratio=0.25", 'policy.name="demand"',
+                                         "flash.channels=16"])
+    as_dict = tmhw.load_config("quick", {"policy.hbm_ratio": 0.25, "policy.name": "demand",
+                                         "flash": {"channels": 16}})
+    assert as_list == as_dict
+    assert as_dict.policy.hbm_ratio == 0.25 and as_dict.flash.channels == 16
+
+
+@pytest.mark.parametrize("call", [
+    lambda: tmhw.load_config("quick", "policy.hbm_ratio=0.25"),
+    lambda: tmhw.simulate("quick", "run.iterations=1"),
+    lambda: tmhw.simulate(tmhw.load_config("quick"), "run.iterations=1"),
+])
+def test_a_bare_string_of_overrides_is_refused_in_library_words(call: Any) -> None:
+    """Iterated, a string would be one override per character: refused, and the message
+    is the library's (no command-line flag in it)."""
+    with pytest.raises(TmhwError) as e:
+        call()
+    msg = str(e.value)
+    assert "single string" in msg and "dotted.path=value" in msg and "--" not in msg, msg
+
+
+def test_a_malformed_override_names_the_call_not_a_flag() -> None:
+    with pytest.raises(TmhwError) as e:
+        tmhw.load_config("quick", ["policy.hbm_ratio"])
+    assert str(e.value).startswith("load_config: override 'policy.hbm_ratio'") \
+        and "--set" not in str(e.value)
+
+
+@pytest.mark.parametrize("workers", [0, -1, 1.5, True])
+def test_sweep_refuses_workers_the_command_line_refuses(workers: Any) -> None:
+    with pytest.raises(TmhwError, match=r"sweep: workers = .* an integer >= 1"):
+        tmhw.sweep({"preset": "quick", "grid": {"policy.name": ["demand"]}},
+                   workers=workers)
+
+
+def test_sweep_takes_a_list_of_points_as_its_points() -> None:
+    tiny = {"workload.model": "resnet18", "workload.batch": 1, "run.iterations": 1,
+            "policy.name": "hbm-only"}
+    rows = tmhw.sweep([{**tiny, "run.seed": 0}, {**tiny, "run.seed": 1}], workers=1)
+    assert [r["run.seed"] for r in rows] == [0, 1]
+    assert all(r["status"] == "ok" for r in rows)
+    with pytest.raises(TmhwError, match="sweep: spec is a int"):
+        tmhw.sweep(3)  # type: ignore[arg-type]

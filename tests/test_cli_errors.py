@@ -35,6 +35,12 @@ def files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
         "spec": tmp_path / "spec.toml",
         "afile": tmp_path / "afile",
         "adir": tmp_path / "adir",
+        "seq0_spec": tmp_path / "seq0.toml",
+        "long_spec": tmp_path / "long.toml",
+        "clash_spec": tmp_path / "clash.toml",
+        "deep_toml": tmp_path / "deep.toml",
+        "other_run": tmp_path / "other_run",
+        "a_study": tmp_path / "a_study",
     }
     f["binary_csv"].write_bytes(b"\xff\xfe\x00Layer name, IFMAP Height\n\x80\x81")
     f["binary_toml"].write_bytes(b"\x80\x81[grid]\n")
@@ -44,6 +50,16 @@ def files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
     f["empty_points"].write_text('preset = "quick"\npoints = []\n')
     f["spec"].write_text('preset = "quick"\n[base]\n"workload.layers" = 1\n'
                          '"run.iterations" = 1\n[grid]\n"policy.name" = ["hbm-only"]\n')
+    f["seq0_spec"].write_text('preset = "quick"\n[grid]\n"workload.seq" = [128, 0]\n')
+    f["long_spec"].write_text('preset = "quick"\n[grid]\n"run.iterations" = [2, 20000]\n')
+    f["clash_spec"].write_text('preset = "quick"\n[[points]]\n"policy.name" = "demand"\n'
+                               '[grid]\n"policy.name" = ["hbm-only"]\n')
+    f["deep_toml"].write_text('[workload]\nlayers = 100000\n')
+    f["other_run"].mkdir()
+    (f["other_run"] / "report.json").write_text('{"config": {"run": {"seed": 99}}}\n')
+    (f["other_run"] / "summary.txt").write_text("another run\n")
+    f["a_study"].mkdir()
+    (f["a_study"] / "summary.md").write_text("# Timeline\n\nScenario `timeline`, quick.\n")
     f["afile"].write_text("keep me\n")
     f["adir"].mkdir()
     return {k: str(v) for k, v in f.items()}
@@ -245,6 +261,38 @@ def test_batch_0_has_the_same_words_in_run_and_workload_show(
     assert words in run and words in show, (run, show)
 
 
+#: 0 is never "the model's default": each shape option and field refuses it
+SHAPE_ZERO: list[Case] = [
+    ("run seq 0", [*RUN, "--seq", "0", "--out", "o"], ("--seq", "0", "workload.seq")),
+    ("run layers 0", [*RUN, "--layers", "0", "--out", "o"], ("--layers", "0")),
+    ("run seq 0 on a CNN", [*RUN, "--model", "resnet18", "--seq", "0", "--out", "o"],
+     ("--seq", "0")),
+    ("placement layers 0", [*PLACEMENT, "--layers", "0"], ("--layers", "0")),
+    ("config seq 0", [*RUN, "--set", "workload.seq=0", "--out", "o"],
+     ("workload.seq", "0", ">= 1")),
+    ("config layers 0", [*RUN, "--set", "workload.layers=0", "--out", "o"],
+     ("workload.layers", "0", ">= 1")),
+    ("config batch 0", [*RUN, "--set", "workload.batch=0", "--out", "o"],
+     ("workload.batch", "0", ">= 1")),
+    ("sweep seq 0", ["sweep", "{seq0_spec}", "--out", "o"], ("workload.seq", "0")),
+]
+
+
+@_params(SHAPE_ZERO)
+def test_shape_0_is_refused_not_taken_as_the_default(
+        argv: list[str], names: tuple[str, ...], files: dict[str, str], tmp_path: Path,
+        tmhw: Callable) -> None:
+    _check(tmhw, tmp_path, argv, files, names)
+
+
+def test_batch_seq_and_layers_0_have_the_same_words(
+        files: dict[str, str], tmp_path: Path, tmhw: Callable) -> None:
+    words = "is not allowed; an integer >= 1 (leave it out for the model's own"
+    for flag in ("--batch", "--seq", "--layers"):
+        line = _check(tmhw, tmp_path, [*RUN, flag, "0", "--out", "o"], files, ())
+        assert line.startswith(f"tmhw: error: {flag}: 0 {words}"), line
+
+
 # -- 9. run outputs ------------------------------------------------------------------------
 RUN_OUTPUTS: list[Case] = [
     ("out into procfs", [*RUN, "--out", NOWHERE], ("--out", NOWHERE)),
@@ -285,3 +333,95 @@ def test_message_names_the_option_and_its_value(argv: list[str], names: tuple[st
                                                 tmhw: Callable) -> None:
     line = _check(tmhw, tmp_path, argv, files, names)
     assert ": 0:" not in line and "size, count" not in line, line
+
+
+# -- 11. work estimates, checked before anything is built ----------------------------------
+WORK: list[Case] = [
+    ("a million iterations", [*RUN, "--iterations", "1000000", "--out", "o"],
+     ("run.iterations", "1000000", "1..10000")),
+    ("iterations in a sweep", ["sweep", "{long_spec}", "--out", "o"],
+     ("run.iterations", "20000")),
+    ("100,000 layers", [*RUN, "--set", "workload.layers=100000", "--out", "o"],
+     ("flash", "GiB", "workload.layers")),
+]
+
+
+@_params(WORK)
+def test_work_beyond_the_bounds_is_refused_before_the_workload_is_built(
+        argv: list[str], names: tuple[str, ...], files: dict[str, str], tmp_path: Path,
+        tmhw: Callable, monkeypatch: pytest.MonkeyPatch) -> None:
+    import tmhw.system as system
+
+    real = system.build_workload
+
+    def small_only(*a: object, layers: int | None = None, **kw: object) -> object:
+        assert layers is None or layers <= 2, "a deep workload was built"
+        return real(*a, layers=layers, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(system, "build_workload", small_only)
+    _check(tmhw, tmp_path, argv, files, names)
+
+
+# -- 12. the sixteen unclean inputs of a newcomer's pass (7, 10, 16 above; 12-15 are the
+# library's, in tests/test_api.py) -------------------------------------------------------
+NEWCOMER: list[Case] = [
+    ("1 a path as a study name", ["scenario", "../tests/conftest", "--quick"],
+     ("scenario", "'../tests/conftest'", "ablation")),
+    ("1 a module path as a study name", ["scenario", "tmhw.scenarios.ablation", "--quick"],
+     ("scenario", "'tmhw.scenarios.ablation'")),
+    ("2 trace into /dev/full", [*RUN, "--out", "o", "--trace", "/dev/full"],
+     ("--trace", "/dev/full", "regular file")),
+    ("3 vcd into /dev/full", [*RUN, "--out", "o", "--vcd", "/dev/full"],
+     ("--vcd", "/dev/full", "regular file")),
+    ("4 empty trace", [*RUN, "--out", "o", "--trace", ""], ("--trace", "''")),
+    ("4 empty vcd", [*RUN, "--out", "o", "--vcd", ""], ("--vcd", "''")),
+    ("5 run into ''", [*RUN, "--out", ""], ("--out", "''")),
+    ("6 scenario into ''", ["scenario", "ablation", "--quick", "--out", ""], ("--out", "''")),
+    ("6 sweep into ''", ["sweep", "{spec}", "--out", ""], ("--out", "''")),
+    ("6 empty config", [*RUN, "--config", "", "--out", "o"], ("--config", "''")),
+    ("6 empty csv", [*PLACEMENT, "--csv", ""], ("--csv", "''")),
+    ("8 a point the grid would replace", ["sweep", "{clash_spec}", "--out", "o"],
+     ("[[points]] entry 1", "'policy.name'", "[grid]")),
+    ("9 negative bench timeout", ["bench", "--case", "kernel", "--timeout", "-1"],
+     ("--timeout", "-1", "> 0")),
+    ("9 zero bench timeout", ["bench", "--case", "kernel", "--timeout", "0"],
+     ("--timeout", "0")),
+    ("11 run over another run", [*RUN, "--out", "{other_run}"],
+     ("--out", "other_run", "another run's outputs", "--force")),
+    ("11 run over a study", [*RUN, "--out", "{a_study}"],
+     ("--out", "a_study", "scenario timeline", "--force")),
+    ("11 study over a run", ["scenario", "ablation", "--quick", "--out", "{other_run}"],
+     ("--out", "other_run", "a run's outputs")),
+    ("11 study over another study", ["scenario", "ablation", "--quick", "--out",
+                                     "{a_study}"], ("--out", "scenario timeline")),
+    ("11 sweep over a study", ["sweep", "{spec}", "--out", "{a_study}"],
+     ("--out", "scenario timeline")),
+    ("16 100,000 layers in a config file", ["run", "--preset", "quick", "--config",
+                                            "{deep_toml}", "--out", "o", "--quiet"],
+     ("flash", "GiB", "workload.layers")),
+]
+
+
+@_params(NEWCOMER)
+def test_each_unclean_input_is_one_line_before_anything_runs(
+        argv: list[str], names: tuple[str, ...], files: dict[str, str], tmp_path: Path,
+        tmhw: Callable) -> None:
+    _check(tmhw, tmp_path, argv, files, names)
+
+
+def test_a_trace_that_fails_to_write_names_the_option_and_leaves_nothing(
+        files: dict[str, str], tmp_path: Path, tmhw: Callable,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A disk that fills during the write: the option and the path, and no half file."""
+    import errno
+
+    from tmhw.sim.trace import Tracer
+
+    def full(self: Tracer, path: object) -> None:
+        Path(str(path)).write_text("half")
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(Tracer, "write_chrome", full)
+    line = _check(tmhw, tmp_path, [*RUN, "--out", "o", "--trace", "t.json"], files,
+                  ("--trace", "t.json", "No space left on device"))
+    assert "None" not in line, line

@@ -63,18 +63,43 @@ def test_version(tmhw: Callable) -> None:
     assert r.rc == 0 and r.out.strip() == f"tmhw {VERSION}"
 
 
+def test_the_library_and_python_m_tmhw_give_the_same_version() -> None:
+    import os
+    import subprocess
+    import sys
+
+    import tmhw
+
+    assert tmhw.__version__ == VERSION
+    root = str(Path(__file__).resolve().parents[1])
+    env = {**os.environ, "PYTHONPATH": root}
+    r = subprocess.run([sys.executable, "-m", "tmhw", "--version"], capture_output=True,
+                       text=True, env=env, check=False)
+    assert r.returncode == 0 and r.stdout.strip() == f"tmhw {VERSION}", r.stderr
+
+
+def test_help_lists_the_exit_statuses_the_commands_use(tmhw: Callable) -> None:
+    r = tmhw("--help")
+    assert r.rc == 0
+    statuses = dict(re.findall(r"^  (\d+) +(\S.*)$", r.out, re.M))
+    assert set(statuses) == {"0", "1", "2", "3", "130"}
+    assert "bad input" in statuses["2"] and "does not fit" in statuses["3"]
+
+
 # -- overrides and section presets -----------------------------------------------------
 
 
 def test_overrides_change_only_what_they_name() -> None:
     cfg = C.with_overrides(C.QUICK, ["flash.channels=16", "policy.hbm_ratio=0.25",
-                                     "workload.model=resnet18", "workload.seq=0",
+                                     "workload.model=resnet18",
                                      "run.seed=7",
                                      "flash.onfi.t_wc=30000"])
     assert cfg.flash == dataclasses.replace(
         C.QUICK.flash, channels=16, onfi=dataclasses.replace(C.QUICK.flash.onfi, t_wc=30000))
     assert cfg.policy == dataclasses.replace(C.QUICK.policy, hbm_ratio=0.25)
-    assert cfg.workload == dataclasses.replace(C.QUICK.workload, model="resnet18", seq=0)
+    # naming the model takes its own batch and seq (BERT's are not inherited)
+    assert cfg.workload == dataclasses.replace(C.QUICK.workload, model="resnet18",
+                                               batch=None, seq=None)
     assert cfg.run == dataclasses.replace(C.QUICK.run, seed=7)
     assert (cfg.npu, cfg.hbm, cfg.dma, cfg.link, cfg.cost) == \
         (C.QUICK.npu, C.QUICK.hbm, C.QUICK.dma, C.QUICK.link, C.QUICK.cost)
@@ -139,7 +164,7 @@ def test_model_flag_takes_the_models_default_batch_and_seq() -> None:
 
     args = build_parser().parse_args(["run", "--preset", "quick", "--model", "resnet18"])
     wl = config_from_args(args).workload
-    assert (wl.model, wl.batch, wl.seq) == ("resnet18", 0, 0)
+    assert (wl.model, wl.batch, wl.seq) == ("resnet18", None, None)
     args = build_parser().parse_args(["run", "--preset", "quick", "--model", "gpt2-small",
                                       "--batch", "4", "--seq", "256", "--policy", "demand",
                                       "--hbm-ratio", "0.5", "--iterations", "3", "--seed", "9"])
@@ -227,7 +252,8 @@ BAD_INPUTS: list[tuple[str, list[str], str]] = [
     ("seq negative", ["--seq", "-1"], "workload.seq"),
     ("seq past the position table", ["--model", "gpt2-small", "--seq", "2048"],
      "workload.seq"),
-    ("seq for a CNN", ["--set", "workload.model=resnet18"], "workload.seq"),
+    ("seq for a CNN", ["--set", "workload.model=resnet18", "--set", "workload.seq=128"],
+     "workload.seq"),
     ("layers for a CNN", ["--model", "resnet18", "--layers", "3"], "workload.layers"),
     ("iterations 0", ["--iterations", "0"], "run.iterations"),
     ("negative seed", ["--seed", "-1"], "run.seed"),

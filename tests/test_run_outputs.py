@@ -88,3 +88,59 @@ def test_every_run_option_has_help() -> None:
     run = sub.choices["run"]
     missing = [a.option_strings for a in run._actions if not a.help]
     assert missing == []
+
+
+#: The smallest run: one iteration of a one-layer BERT-base on HBM only.
+TINY = ["run", "--preset", "quick", "--policy", "hbm-only", "--set", "workload.layers=1",
+        "--iterations", "1", "--quiet"]
+
+
+def test_a_run_replaces_its_own_outputs_and_another_only_with_force(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tmhw: Callable) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert tmhw(*TINY, "--out", "o").rc == 0
+    first = (tmp_path / "o" / "report.json").read_text()
+    assert tmhw(*TINY, "--out", "o").rc == 0          # the same config: its own
+    other = tmhw(*TINY, "--out", "o", "--seed", "3")
+    assert other.rc == 2 and "another run's outputs" in other.err
+    assert (tmp_path / "o" / "report.json").read_text().split('"host"')[0] == \
+        first.split('"host"')[0]
+    forced = tmhw(*TINY, "--out", "o", "--seed", "3", "--force")
+    assert forced.rc == 0, forced.err
+    assert '"seed": 3' in (tmp_path / "o" / "report.json").read_text()
+
+
+def test_a_sweep_resumes_into_its_own_folder_and_no_other_sweeps(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tmhw: Callable) -> None:
+    monkeypatch.chdir(tmp_path)
+    spec = ('preset = "quick"\n[base]\n"workload.layers" = 1\n"run.iterations" = 1\n'
+            '[grid]\n"policy.name" = ["hbm-only"]\n')
+    (tmp_path / "a.toml").write_text(spec)
+    (tmp_path / "b.toml").write_text(spec)
+    r = tmhw("sweep", "a.toml", "--out", "o", "--workers", "1")
+    assert r.rc == 0, r.err
+    assert (tmp_path / "o" / ".tmhw-outputs").read_text() == "sweep a\n"
+    again = tmhw("sweep", "a.toml", "--out", "o", "--workers", "1")
+    assert again.rc == 0, again.err
+    b = tmhw("sweep", "b.toml", "--out", "o", "--workers", "1")
+    assert b.rc == 2 and "the outputs of sweep a" in b.err and "--force" in b.err
+    run = tmhw(*TINY, "--out", "o")
+    assert run.rc == 2 and "the outputs of sweep a" in run.err
+
+
+def test_no_progress_bar_goes_into_a_pipe_from_any_command(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tmhw: Callable) -> None:
+    """stderr here is a capture, not a terminal: no command draws a bar into it, even
+    without --quiet (a bar drawn at once would show its 0% here)."""
+    import tmhw.sim.progress as P
+
+    monkeypatch.setattr(P, "DELAY_S", 0.0)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "s.toml").write_text(
+        'preset = "quick"\n[base]\n"workload.layers" = 1\n"run.iterations" = 1\n'
+        '[grid]\n"policy.name" = ["hbm-only", "demand"]\n')
+    for argv in (["sweep", "s.toml", "--out", "sw", "--workers", "1"],
+                 [*TINY[:-1], "--out", "r"]):
+        r = tmhw(*argv)
+        assert r.rc == 0, r.err
+        assert "%|" not in r.err and "\r" not in r.err, (argv, r.err)

@@ -22,7 +22,7 @@ from tmhw.report import strip_host
 from tmhw.sim.errors import TmhwError
 
 #: A tiny workload: ResNet-18 at batch 2 runs in well under a second per point.
-TINY = {"workload.model": "resnet18", "workload.batch": 2, "workload.seq": 0}
+TINY = {"workload.model": "resnet18", "workload.batch": 2}
 
 
 def _spec(**grid: list[Any]) -> dict[str, Any]:
@@ -46,7 +46,7 @@ def test_grid_is_the_cartesian_product_in_spec_order() -> None:
 
 
 def test_points_cross_the_grid_and_nested_tables_equal_dotted_keys() -> None:
-    spec = {"base": {"workload": {"model": "resnet18", "batch": 2, "seq": 0}},
+    spec = {"base": {"workload": {"model": "resnet18", "batch": 2}},
             "points": [{"policy.name": "demand"}, {"policy": {"name": "hbm-only"}}],
             "grid": {"policy.hbm_ratio": [0.25, 0.5]}}
     pts = SW.expand_spec(spec)
@@ -118,7 +118,7 @@ def test_sweep_command_writes_summary_and_reports(tmp_path: Path,
                                                   capsys: pytest.CaptureFixture[str]) -> None:
     spec = tmp_path / "s.toml"
     spec.write_text('preset = "paper"\n[base]\n"workload.model" = "resnet18"\n'
-                    'workload.batch = 2\nworkload.seq = 0\n'
+                    'workload.batch = 2\n'
                     '[grid]\n"policy.name" = ["demand", "hbm-only"]\n'
                     '"policy.hbm_ratio" = [0.5]\n')
     ap = argparse.ArgumentParser()
@@ -192,3 +192,28 @@ def test_dask_cluster_gives_the_local_reports_and_survives_a_killed_worker(
     assert len(list((tmp_path / "b" / "points").glob("*/report.json"))) == len(pts)
     assert killed[0][0] in pids
 
+
+
+@pytest.mark.parametrize("spec,words", [
+    ({"points": [{"policy.name": "demand"}], "grid": {"policy.name": ["hbm-only"]}},
+     ("[[points]] entry 1", "'policy.name'", "[grid]")),
+    ({"points": [{"run.seed": 1}, {"policy": {"hbm_ratio": 0.5}}],
+      "grid": {"policy.hbm_ratio": [0.25]}},
+     ("[[points]] entry 2", "'policy.hbm_ratio'")),
+    ({"base": {"policy.name": "demand"}, "grid": {"policy": {"name": ["hbm-only"]}}},
+     ("[base]", "'policy.name'", "[grid]")),
+])
+def test_a_key_the_grid_would_replace_is_refused_not_dropped(
+        spec: dict[str, Any], words: tuple[str, ...]) -> None:
+    with pytest.raises(TmhwError) as e:
+        SW.expand_spec({"preset": "quick", **spec})
+    assert all(w in str(e.value) for w in words), str(e.value)
+
+
+def test_the_example_grid_measures_a_steady_state() -> None:
+    from tmhw import config as C
+
+    pts = SW.load_spec(Path(SW.__file__).parent / "scenarios" / "capacity_grid.toml")
+    assert len(pts) == 9
+    run = C.from_dict(pts[0]["config"]).run
+    assert run.iterations > run.warmup_iterations

@@ -291,3 +291,22 @@ def test_bounds_are_computed_before_the_run_and_once(monkeypatch: pytest.MonkeyP
     assert seen == [(True, 0)]
     assert {k: v for k, v in rep["bounds"].items() if not k.endswith("_ratio")} \
         == real(s.bounds_input())
+
+
+@pytest.mark.parametrize("model", ["bert-base", "gpt2-small", "gpt3-block", "t5-encoder"])
+def test_a_deep_models_pages_are_two_shallow_builds_extrapolated(model: str) -> None:
+    """The flash-tier check reads a deep model's pages off its 1- and 2-layer builds:
+    every layer is the same tensors, so the count grows by one layer's pages per layer."""
+    from tmhw.workload.zoo import build
+
+    one, two, seven = (build(model, batch=2, seq=64, layers=n).npages for n in (1, 2, 7))
+    assert two > one and seven == one + 6 * (two - one)
+
+
+def test_a_deep_model_that_fits_is_built_whole() -> None:
+    from tmhw.system import PRECHECK_LAYERS, configured_workload
+
+    deep = PRECHECK_LAYERS + 1
+    cfg = C.with_overrides(C.QUICK, [f"workload.layers={deep}", "workload.batch=1",
+                                     "workload.seq=16"])
+    assert sum(op.name.startswith(f"l{deep - 1}.") for op in configured_workload(cfg).ops) > 0

@@ -2,7 +2,8 @@
 
 The library (``tmhw.api``): ``load_config``, ``simulate`` -> ``Report``, ``sweep``.
 Imported lazily, so ``import tmhw`` (and ``import npu``, ``dram``, ``flash``) stays
-light.
+light. ``tmhw.__version__`` is the package's version (its metadata, as ``tmhw
+--version`` prints it).
 """
 
 from __future__ import annotations
@@ -13,6 +14,10 @@ __all__ = ["Report", "load_config", "simulate", "sweep"]
 
 
 def __getattr__(name: str) -> Any:
+    if name == "__version__":
+        from tmhw.report import VERSION
+
+        return VERSION
     if name in __all__:
         from tmhw import api
 

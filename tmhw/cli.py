@@ -23,6 +23,7 @@ import os
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -42,12 +43,20 @@ class Parser(argparse.ArgumentParser):
         raise SystemExit(2)
 
 
+def path_arg(value: str) -> str:
+    """An argparse ``type`` for a file or folder option: an empty value is refused, never
+    taken as the default or the current folder."""
+    if not value.strip():
+        raise argparse.ArgumentTypeError(f"{value!r} is not allowed; give a path")
+    return value
+
+
 def add_config_args(p: argparse.ArgumentParser) -> None:
     """The options that build a SystemConfig (shared by run, placement, sweep)."""
     from tmhw.placement.registry import POLICIES
 
     p.add_argument("--preset", help="system preset (tmhw presets lists them)")
-    p.add_argument("--config", help="TOML file over the preset")
+    p.add_argument("--config", type=path_arg, help="TOML file over the preset")
     p.add_argument("--set", action="append", default=[], metavar="PATH=VALUE",
                    help="override one field, e.g. flash.channels=16 (repeatable)")
     p.add_argument("--model", help="workload model, e.g. bert-large, resnet50")
@@ -85,9 +94,16 @@ TM_TRAINING = "tm_training"
 def check_batch(value: int | None, field: str = "") -> None:
     """``--batch`` must be a batch size, never 0 or below (the same words for every
     command; ``field`` names the config field it sets, if any)."""
+    check_shape("--batch", value, field)
+
+
+def check_shape(option: str, value: int | None, field: str = "") -> None:
+    """``--batch``, ``--seq`` and ``--layers`` take an integer >= 1, never 0 (left out,
+    each is the model's own): the same words for each and for every command."""
     if value is not None and value < 1:
-        where = f" ({field})" if field else ""
-        raise TmhwError(f"--batch: {value} is not allowed; an integer >= 1{where}")
+        where = f"; {field}" if field else ""
+        raise TmhwError(f"{option}: {value} is not allowed; an integer >= 1 (leave it "
+                        f"out for the model's own{where})")
 
 
 def _model_in_effect(cfg: Any, args: argparse.Namespace) -> str:
@@ -114,12 +130,12 @@ def _check_shape_args(cfg: Any, args: argparse.Namespace) -> None:
     if info is None:
         return
     seq, layers = getattr(args, "seq", None), getattr(args, "layers", None)
-    if seq and seq > 0 and info.default_seq is None:
+    if seq is not None and info.default_seq is None:
         raise TmhwError(f"--seq: {seq} is not allowed; {model} has no sequence length, "
-                        "so workload.seq must stay 0")
-    if layers and layers > 0 and info.default_layers is None:
+                        "so leave --seq out (workload.seq)")
+    if layers is not None and info.default_layers is None:
         raise TmhwError(f"--layers: {layers} is not allowed; {model} has a fixed depth, "
-                        "so workload.layers must stay 0")
+                        "so leave --layers out (workload.layers)")
 
 
 def _check_config_file(path: str) -> None:
@@ -140,7 +156,8 @@ def _check_config_file(path: str) -> None:
 def config_from_args(args: argparse.Namespace) -> Any:
     from tmhw import config as C
 
-    check_batch(getattr(args, "batch", None), "workload.batch")
+    for flag in ("batch", "seq", "layers"):
+        check_shape(f"--{flag}", getattr(args, flag, None), f"workload.{flag}")
     base = C.preset(args.preset) if args.preset else C.PAPER
     if args.config:
         _check_config_file(args.config)
@@ -159,10 +176,6 @@ def config_from_args(args: argparse.Namespace) -> Any:
         ("no_wb_schedule", "writeback_schedule"), ("no_clean", "clean"))
         if getattr(args, flag, False)]
     sets += [f"policy.{TM_TRAINING}.{key}=false" for _, key in switches]
-    if args.model and not args.seq and "workload.seq" not in " ".join(args.set):
-        sets.append("workload.seq=0")
-    if args.model and not args.batch and "workload.batch" not in " ".join(args.set):
-        sets.append("workload.batch=0")
     out = C.with_overrides(cfg, sets)
     if switches:
         from tmhw.placement.base import policy_class
@@ -189,6 +202,25 @@ def atomic_write(path: Path, data: str) -> None:
         os.replace(tmp, path)
     except OSError as e:
         raise TmhwError(f"{path}: cannot write: {e.strerror}") from None
+
+
+def write_whole(option: str, path: str | Path, write: Callable[[Path], None]) -> None:
+    """``write(tmp)`` into a new file beside ``path``, then put it in place: the file is
+    written whole or not at all, and an error names ``option`` and ``path``."""
+    p = Path(path)
+    fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=f".{p.name}.")
+    os.close(fd)
+    try:
+        write(Path(tmp))
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
+        os.replace(tmp, p)
+    except OSError as e:
+        raise TmhwError(f"{option}: cannot write {p}: {e.strerror}") from None
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
 
 
 def check_out_dir(path: str | Path, option: str = "--out") -> None:
@@ -219,6 +251,11 @@ def check_out_file(path: str | Path, option: str) -> None:
     p = Path(path)
     if p.is_dir():
         raise TmhwError(f"{option}: {p} is a directory; give a file name")
+    if p.exists() and not p.is_file():
+        # a device or a pipe: written in place, not replaced, and /dev/full takes the
+        # open but fails the write only after the whole run
+        raise TmhwError(f"{option}: {p} is not a regular file (a device or a pipe); give "
+                        "a file name")
     parent = p.parent
     if not parent.is_dir():
         raise TmhwError(f"{option}: directory {parent} does not exist")
@@ -271,13 +308,16 @@ def iteration_marks(rep: dict[str, Any]) -> list[tuple[int, str]]:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from tmhw.outputs import check_run
     from tmhw.report import summary_table
+    from tmhw.sim import tomlio
     from tmhw.sim.progress import progress
     from tmhw.system import System
 
     cfg = config_from_args(args)
-    out = Path(args.out) if args.out else run_folder(cfg)
+    out = Path(args.out) if args.out is not None else run_folder(cfg)
     _check_outputs(args, out)
+    check_run(out, tomlio.to_dict(cfg), args.force)
     tracer = None
     if args.trace or args.plot or args.vcd:
         from tmhw.sim.trace import Tracer
@@ -291,14 +331,14 @@ def cmd_run(args: argparse.Namespace) -> int:
         rep = system.run()
     rep["host"] = {"wall_s": time.perf_counter() - t0, "events": system.env.events}
     summary = summary_table(rep)
+    if tracer is not None:
+        for t, label in iteration_marks(rep):
+            tracer.mark(t, label)
+        if args.trace:
+            write_whole("--trace", args.trace, tracer.write_chrome)
+        if args.vcd:
+            write_whole("--vcd", args.vcd, tracer.write_vcd)
     try:
-        if tracer is not None:
-            for t, label in iteration_marks(rep):
-                tracer.mark(t, label)
-        if args.trace and tracer is not None:
-            tracer.write_chrome(args.trace)
-        if args.vcd and tracer is not None:
-            tracer.write_vcd(args.vcd)
         if args.plot and tracer is not None:
             from tmhw.plots import timeline_figure
 
@@ -307,7 +347,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                             f"{cfg.policy.name}, HBM {cfg.policy.hbm_ratio:.4g} of the "
                             "footprint (dashed: iteration starts)")
     except OSError as e:
-        raise TmhwError(f"{e.filename}: cannot write: {e.strerror}") from None
+        raise TmhwError(f"--plot: cannot write {e.filename or out}: {e.strerror}") from None
     atomic_write(out / "report.json", json.dumps(rep, indent=1, default=float) + "\n")
     atomic_write(out / "summary.txt", summary + "\n")
     if args.json:
@@ -336,24 +376,40 @@ def cmd_config_show(args: argparse.Namespace) -> int:
     return 0
 
 
+#: The exit statuses of every command, as ``tmhw --help`` and the README list them.
+EXIT_STATUS = """exit status:
+  0    done
+  1    a check or a point failed (tmhw validate, tmhw sweep)
+  2    bad input: one line on stderr names the option or field, the value and what is
+       allowed; nothing is written and nothing runs
+  3    does not fit: a valid config whose policy cannot run in the HBM it is given
+  130  interrupted"""
+
+
 def build_parser() -> Parser:
     from tmhw.report import VERSION
 
     p = Parser(prog="tmhw", description="Tiered-memory NPU training simulator "
-               "(TM-Training and its baselines).")
+               "(TM-Training and its baselines).", epilog=EXIT_STATUS,
+               formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--version", action="version", version=f"tmhw {VERSION}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     sub.required = True
 
     r = sub.add_parser("run", help="simulate training iterations and write report.json")
     add_config_args(r)
-    r.add_argument("--out", default=None,
+    r.add_argument("--out", default=None, type=path_arg,
                    help="output directory (default: a folder of the run's own, "
                         "out/run-MODEL-POLICY-RATIO-HASH/, HASH from the whole config)")
+    r.add_argument("--force", action="store_true",
+                   help="write into --out even where it holds another run's or a study's "
+                        "outputs (a run may always replace its own: the same config's)")
     r.add_argument("--plot", action="store_true",
                    help="write timeline.png and .svg into the output directory")
-    r.add_argument("--trace", metavar="FILE.json", help="write a Perfetto/Chrome trace")
-    r.add_argument("--vcd", metavar="FILE.vcd", help="write busy signals as VCD")
+    r.add_argument("--trace", type=path_arg, metavar="FILE.json",
+                   help="write a Perfetto/Chrome trace")
+    r.add_argument("--vcd", type=path_arg, metavar="FILE.vcd",
+                   help="write busy signals as VCD")
     r.add_argument("--quiet", action="store_true", help="no progress bar")
     r.add_argument("--json", action="store_true", help="print the report as JSON")
     r.set_defaults(func=cmd_run)

@@ -45,8 +45,8 @@ Defaults of the system-level sections and their sources:
   2024, ~$60/TB; the 990 PRO 2 TB retails near $0.08/GB); ``npu_usd`` 10000 (estimate: no
   public TPUv4 price; a fixed figure reported apart from the memory cost).
 - ``workload``: BERT-large at its zoo defaults, seq 512, batch 32 (TM-Training's public
-  tooling, see docs/PARAMETERS.md); 4 KiB pages (ibid.). ``batch``/``seq``/``layers`` 0 take
-  the model's defaults (``tmhw workload list``).
+  tooling, see docs/PARAMETERS.md); 4 KiB pages (ibid.). ``batch``/``seq``/``layers``
+  left out take the model's own (``tmhw workload list``).
 - ``policy.hbm_ratio`` 0.125: the paper's 12.5% capacity configuration (HBM = 1/8 of the
   training footprint, the peak live bytes of one iteration).
 """
@@ -128,13 +128,20 @@ class CostConfig:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class WorkloadConfig:
-    """Which training iteration to run. ``batch``, ``seq`` and ``layers`` 0 mean the
-    model's default."""
+    """Which training iteration to run. ``batch``, ``seq`` and ``layers`` left out (None)
+    are the model's own (``tmhw workload list``); when given, each is an integer >= 1,
+    never 0. They belong to the model: a table or an override that names
+    ``workload.model`` takes them from beside it, and those it leaves out are the new
+    model's own, so that ``workload.model = "resnet50"`` over the quick preset does not
+    inherit BERT's sequence length."""
+
+    #: the shape keys that go with the model
+    SHAPE: ClassVar[tuple[str, ...]] = ("batch", "seq", "layers")
 
     model: str = "bert-large"
-    batch: int = 0
-    seq: int = 0
-    layers: int = 0
+    batch: int | None = None
+    seq: int | None = None
+    layers: int | None = None
     page_size: int = 4096
     optimizer: str = "adam"
 
@@ -143,25 +150,45 @@ class WorkloadConfig:
 
         if self.model not in MODELS:
             raise ConfigError("model", self.model, f"one of {', '.join(sorted(MODELS))}")
-        if self.batch < 0:
-            raise ConfigError("batch", self.batch, "an integer >= 1 (0: the model's default)")
-        if self.seq < 0:
-            raise ConfigError("seq", self.seq, "an integer >= 0 (0: the model's default)")
-        if self.layers < 0:
-            raise ConfigError("layers", self.layers, "an integer >= 0 (0: the default)")
+        for name in self.SHAPE:
+            v = getattr(self, name)
+            if v is not None and v < 1:
+                raise ConfigError(name, v, SHAPE_ALLOWED)
         # The zoo's limits, checked here so that the error names the config field.
         info = INFO[self.model]
-        if info.default_seq is None and self.seq:
-            raise ConfigError("seq", self.seq, f"0: {self.model} has no sequence length")
-        if info.max_seq is not None and self.seq > info.max_seq:
+        if info.default_seq is None and self.seq is not None:
+            raise ConfigError("seq", self.seq, f"leave it out: {self.model} has no "
+                              "sequence length")
+        if info.max_seq is not None and self.seq is not None and self.seq > info.max_seq:
             raise ConfigError("seq", self.seq, f"1..{info.max_seq} for {self.model} (its "
-                              "position table), or 0 for its default")
-        if info.default_layers is None and self.layers:
-            raise ConfigError("layers", self.layers, f"0: {self.model} has a fixed depth")
+                              "position table), or left out for its own")
+        if info.default_layers is None and self.layers is not None:
+            raise ConfigError("layers", self.layers, f"leave it out: {self.model} has a "
+                              "fixed depth")
         if self.page_size < 512 or self.page_size & (self.page_size - 1):
             raise ConfigError("page_size", self.page_size, "a power of two >= 512")
         if self.optimizer not in ("adam", "sgd"):
             raise ConfigError("optimizer", self.optimizer, "one of 'adam', 'sgd'")
+
+    def to_toml(self) -> dict[str, Any]:
+        """The fields as TOML keys; a shape key that is the model's own is left out (TOML
+        has no null)."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
+                if getattr(self, f.name) is not None}
+
+    @classmethod
+    def from_toml(cls, data: dict[str, Any], path: str,
+                  base: WorkloadConfig | None) -> WorkloadConfig:
+        """Fields from ``data`` over ``base``; when ``data`` names the model, the shape
+        keys it leaves out are the model's own, not ``base``'s."""
+        if base is not None and "model" in data:
+            base = dataclasses.replace(base, batch=None, seq=None, layers=None)
+        return tomlio.fields_from_dict(cls, data, path, base)
+
+
+#: What a batch, sequence length or layer count may be (the CLI's --batch, --seq and
+#: --layers say the same).
+SHAPE_ALLOWED = "an integer >= 1 (leave it out for the model's own)"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -278,6 +305,12 @@ class PolicyConfig:
             base, tables=tuple(tables.items())))
 
 
+#: The most iterations a run may ask for: a bound on the work of one run, checked before
+#: anything is built (a steady iteration replays one table, so its figures settle
+#: within a few; TM-Training's monitor needs about ten warm-up iterations).
+MAX_ITERATIONS = 10_000
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RunConfig:
     """How to run: iterations, seed, timing models, flash preconditioning.
@@ -301,8 +334,10 @@ class RunConfig:
     precondition: float = 0.0
 
     def __post_init__(self) -> None:
-        if self.iterations < 1:
-            raise ConfigError("iterations", self.iterations, "an integer >= 1")
+        if not 1 <= self.iterations <= MAX_ITERATIONS:
+            raise ConfigError("iterations", self.iterations,
+                              f"an integer in 1..{MAX_ITERATIONS} (the steady state "
+                              "repeats: more iterations only cost time)")
         if self.warmup_iterations < 0:
             raise ConfigError("warmup_iterations", self.warmup_iterations, "an integer >= 0")
         if self.seed < 0:

@@ -18,11 +18,13 @@ A spec is TOML::
     [[points]]                            # and/or an explicit list of points
     "policy.name" = "tm-training"
 
-With both ``points`` and ``grid``, every point is crossed with the grid; a spec with
-neither, an empty ``[grid]`` or an empty ``points`` is refused (one config is
-``tmhw run``). Every point's config is built and validated, and the output folder
-checked, before anything runs, so a bad value fails the whole sweep at once with a
-one-line error.
+With both ``points`` and ``grid``, every point is crossed with the grid, so a key may
+be in one of them only (nor in both ``[base]`` and ``[grid]``, where the grid would
+replace the base value everywhere); a spec with neither, an empty ``[grid]`` or an
+empty ``points`` is refused (one config is ``tmhw run``). Every point's config is
+built and validated, and the output folder checked (``tmhw.outputs``: a study's or
+another spec's outputs are refused unless ``--force``), before anything runs, so a bad
+value fails the whole sweep at once with a one-line error.
 
 Outputs in DIR: ``points/<id>/report.json`` per point (``id`` is a hash of the point's
 whole config, so a point keeps its id when the spec around it changes) and
@@ -172,8 +174,17 @@ def expand_spec(spec: dict[str, Any]) -> list[Point]:
                         "([[points]])")
     points: list[Point] = []
     keys = list(grid)
-    for p in raw_points:
+    both = sorted(set(base_flat) & set(grid))
+    if both:
+        raise TmhwError(f"sweep spec: {both[0]!r} is in both [base] and [grid]; the grid "
+                        "would replace the base value in every point: set it in one place")
+    for i, p in enumerate(raw_points, 1):
         pflat = flatten(p)
+        both = sorted(set(pflat) & set(grid))
+        if both:
+            raise TmhwError(f"sweep spec: [[points]] entry {i} sets {both[0]!r}, which [grid] "
+                            "also sweeps; every point is crossed with the grid, so set it "
+                            "in one place")
         for combo in itertools.product(*(grid[k] for k in keys)):
             params = {**pflat, **dict(zip(keys, combo, strict=True))}
             points.append(make_point(preset, {**base_flat, **params}, params))
@@ -328,9 +339,10 @@ def run_points(points: Sequence[Point], *, workers: int | None = None,
 
     bar = None
     if progress and todo:
-        from tqdm import tqdm
+        # the one terminal check every command uses: no bar into a pipe or a log file
+        from tmhw.sim.progress import progress as progress_bar
 
-        bar = tqdm(total=len(todo), desc=desc, unit="pt", file=sys.stderr, leave=False)
+        bar = progress_bar(len(todo), desc, "pt")
 
     def collect(r: Result) -> None:
         results[r["id"]] = r
@@ -451,15 +463,30 @@ def _run_dask(todo: Sequence[Point], address: str,
 
 # -- the command ---------------------------------------------------------------------------
 def sweep(spec: str | Path, out: str | Path, *, workers: int | None = None,
-          cluster: str | None = None, progress: bool = True) -> list[Result]:
+          cluster: str | None = None, progress: bool = True,
+          force: bool = False) -> list[Result]:
     """Run a spec file into ``out`` (resuming) and write ``out/summary.csv``. The spec
-    and ``out`` are checked before any point runs."""
+    and ``out`` are checked before any point runs: ``out`` may hold this spec's own
+    outputs, not a study's or a run's, unless ``force`` (``tmhw.outputs``)."""
     from tmhw.cli import check_out_dir
+    from tmhw.outputs import check_study, mark
 
     points = load_spec(spec)
     check_out_dir(out, "--out")
+    name = Path(spec).stem
+    check_study(Path(out), "sweep", name, force)
+    marked: list[bool] = []
+
+    def mark_once(_: Result) -> None:
+        # the marker goes in with the first output, so a sweep refused on its way in
+        # (an unreachable cluster) leaves nothing behind
+        if not marked:
+            mark(Path(out), "sweep", name)
+            marked.append(True)
+
     results = run_points(points, workers=workers, cluster=cluster, out=out,
-                         progress=progress, desc=Path(spec).stem)
+                         progress=progress, desc=name, on_result=mark_once)
+    mark_once(results[0])
     write_csv(summary_rows(results), Path(out) / "summary.csv")
     return results
 
@@ -467,9 +494,9 @@ def sweep(spec: str | Path, out: str | Path, *, workers: int | None = None,
 def _cmd(args: argparse.Namespace) -> int:
     if args.workers is not None and args.workers < 1:
         raise TmhwError(f"--workers: {args.workers} is not allowed; an integer >= 1")
-    out = Path(args.out) if args.out else Path("out") / Path(args.spec).stem
+    out = Path(args.out) if args.out is not None else Path("out") / Path(args.spec).stem
     results = sweep(args.spec, out, workers=args.workers, cluster=args.cluster,
-                    progress=not args.quiet)
+                    progress=not args.quiet, force=args.force)
     counts = {s: sum(r["status"] == s for r in results)
               for s in ("ok", "does-not-fit", "skipped", "error")}
     print(f"{len(results)} points: {counts['ok']} ok, {counts['does-not-fit']} do not "
@@ -485,12 +512,18 @@ def register(sub: Any) -> None:
     """Add ``tmhw sweep`` to the top-level sub-parsers."""
     p = sub.add_parser("sweep", help="run a grid or list of config points (local pool or "
                        "Dask cluster)", description=__doc__.split("\n\n")[0])
-    p.add_argument("spec", metavar="SPEC.toml", help="preset, [base], [grid], [[points]]")
-    p.add_argument("--out", help="output directory (default out/<spec name>)")
+    from tmhw.cli import path_arg
+
+    p.add_argument("spec", type=path_arg, metavar="SPEC.toml",
+                   help="preset, [base], [grid], [[points]]")
+    p.add_argument("--out", type=path_arg, help="output directory (default out/<spec name>)")
     p.add_argument("--workers", type=int, help="local processes (default: CPU count)")
     p.add_argument("--cluster", metavar="tcp://HOST:PORT",
                    help="run on a Dask distributed scheduler instead")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--force", action="store_true",
+                   help="write into --out even where it holds a study's, a run's or "
+                        "another spec's outputs (this spec's own are resumed)")
     p.set_defaults(func=_cmd)
 
 

@@ -10,6 +10,7 @@ the steady state: the mean over the iterations after ``run.warmup_iterations``.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any
 
@@ -33,13 +34,35 @@ from tmhw.sim.trace import NULL_TRACER, Tracer
 from tmhw.workload.graph import Workload
 from tmhw.workload.zoo import build as build_workload
 
+#: Deeper than this, a model's pages are counted before it is built; shallower, building
+#: it (tens of milliseconds) is the cheap check.
+PRECHECK_LAYERS = 100
+
 
 def configured_workload(cfg: SystemConfig) -> Workload:
-    """The training iteration ``cfg.workload`` names, built from the model zoo."""
+    """The training iteration ``cfg.workload`` names, built from the model zoo. A deep
+    model whose pages cannot fit the flash tier is refused before it is built
+    (``check_flash_tier``): building 100,000 layers alone takes a minute."""
     wc = cfg.workload
-    return build_workload(wc.model, batch=wc.batch or None, seq=wc.seq or None,
-                          page_size=wc.page_size, optimizer=wc.optimizer,
-                          layers=wc.layers or None)
+    layers = wc.layers
+    if layers is not None and layers > PRECHECK_LAYERS:
+        # Every layer of a zoo model is the same tensors, so its pages grow by one
+        # layer's worth per layer: two tiny builds give the count of a deep one exactly.
+        one, two = (configured_workload(dataclasses.replace(
+            cfg, workload=dataclasses.replace(wc, layers=n))).npages for n in (1, 2))
+        check_flash_tier(cfg, (one + (layers - 1) * (two - one)) * wc.page_size)
+    return build_workload(wc.model, batch=wc.batch, seq=wc.seq, page_size=wc.page_size,
+                          optimizer=wc.optimizer, layers=layers)
+
+
+def check_flash_tier(cfg: SystemConfig, nbytes: int) -> None:
+    """Refuse a workload of ``nbytes`` (its pages) that the flash tier cannot hold: every
+    page has a home on flash, whatever the policy keeps in HBM."""
+    if nbytes > cfg.flash.total_capacity:
+        raise TmhwError(f"flash: the workload's {nbytes / 2**30:.1f} GiB do not fit the "
+                        f"flash tier's {cfg.flash.total_capacity / 2**30:.1f} GiB logical "
+                        "space (workload.layers, workload.batch or workload.seq smaller, or "
+                        "flash.devices more)")
 
 
 class System:
@@ -72,10 +95,7 @@ class System:
         self.streamed = streamable(wl, cap_pages) if (
             self.policy.streams and self.policy.splits) else np.zeros(len(wl.ops), dtype=bool)
         check_fits(wl, cap_pages, self.policy.name, self.streamed)
-        if wl.npages * ps > cfg.flash.total_capacity:
-            raise TmhwError(f"flash: the workload's {wl.npages * ps / 2**30:.1f} GiB do not "
-                            f"fit the flash tier's {cfg.flash.total_capacity / 2**30:.1f} GiB "
-                            "logical space")
+        check_flash_tier(cfg, wl.npages * ps)
 
         self.env = Environment()
         self.tracer = tracer or NULL_TRACER

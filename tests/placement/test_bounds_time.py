@@ -140,7 +140,7 @@ def test_bounds_do_not_depend_on_what_the_process_computed_before() -> None:
 
     def bounds(ratio: float) -> dict[str, Any]:
         return System(C.with_overrides(C.PAPER, [
-            'workload.model="resnet18"', "workload.batch=2", "workload.seq=0",
+            'workload.model="resnet18"', "workload.batch=2",
             'policy.name="demand"', f"policy.hbm_ratio={ratio}"])).bounds()
 
     lower_bounds.MEMO.clear()
@@ -190,7 +190,7 @@ def test_the_npu_alone_bound_is_the_hbm_only_machines_first_iteration() -> None:
     from tmhw import config as C
     from tmhw.system import System
 
-    base = ['workload.model="resnet18"', "workload.batch=2", "workload.seq=0",
+    base = ['workload.model="resnet18"', "workload.batch=2",
             "run.iterations=1"]
     hbm = System(C.with_overrides(C.PAPER, [*base, 'policy.name="hbm-only"'])).run()
     for ratio in (0.25, 0.5):

@@ -215,16 +215,19 @@ def _e2e_one(sets: list[str]) -> Measure:
                       "policy": rep["policy"]["name"]}}
 
 
-def _e2e_sets(model: str, batch: int, seq: int, layers: int, policy: str) -> list[str]:
+def _e2e_sets(model: str, batch: int, seq: int, layers: int | None,
+              policy: str) -> list[str]:
+    """The overrides of an end-to-end case (``layers`` None: the model's own)."""
+    depth = [] if layers is None else [f"workload.layers={layers}"]
     return [f'workload.model="{model}"', f"workload.batch={batch}", f"workload.seq={seq}",
-            f"workload.layers={layers}", f'policy.name="{policy}"', "policy.hbm_ratio=0.125",
+            *depth, f'policy.name="{policy}"', "policy.hbm_ratio=0.125",
             "run.iterations=1"]
 
 
 def case_e2e_bert(small: bool, policy: str, **_: Any) -> Measure:
     if small:
-        return _e2e_one(_e2e_sets("bert-base", 8, 128, 0, policy))
-    return _e2e_one(_e2e_sets("bert-large", 32, 512, 0, policy))
+        return _e2e_one(_e2e_sets("bert-base", 8, 128, None, policy))
+    return _e2e_one(_e2e_sets("bert-large", 32, 512, None, policy))
 
 
 def case_e2e_gpt(small: bool, policy: str, **_: Any) -> Measure:
@@ -236,7 +239,7 @@ def case_e2e_gpt(small: bool, policy: str, **_: Any) -> Measure:
 def case_e2e_scaling(small: bool, policy: str, **_: Any) -> Measure:
     model, seq = ("bert-base", 128) if small else ("bert-large", 512)
     batches = (2, 4, 8) if small else (8, 16, 32)
-    runs = [_e2e_one(_e2e_sets(model, b, seq, 0, policy)) for b in batches]
+    runs = [_e2e_one(_e2e_sets(model, b, seq, None, policy)) for b in batches]
     walls = [r["wall_s"] for r in runs]
     events = [r["events"] for r in runs]
     mib = sum(r["extra"]["inter_tier_mib"] for r in runs)

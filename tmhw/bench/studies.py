@@ -90,7 +90,7 @@ def dask_points(small: bool) -> list[dict[str, Any]]:
     ``--small``: ResNet-18 at batch 2)."""
     import tmhw.sweeps as SW
 
-    base = ({"workload.model": "resnet18", "workload.batch": 2, "workload.seq": 0}
+    base = ({"workload.model": "resnet18", "workload.batch": 2}
             if small else {"workload.model": "bert-base", "workload.batch": 8,
                            "workload.seq": 512, "workload.layers": 12})
     return [SW.make_point("paper", {**base, "policy.name": "tm-training",

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import functools
 import json
+import math
 import os
 import resource
 import statistics
@@ -186,6 +187,9 @@ def selected(names: list[str] | None, *, studies: bool, small: bool) -> list[str
 def _cmd(args: argparse.Namespace) -> int:
     if args.repeat < 1:
         raise TmhwError(f"--repeat: {args.repeat} is not allowed; an integer >= 1")
+    if not 0 < args.timeout < math.inf:
+        raise TmhwError(f"--timeout: {args.timeout:g} is not allowed; a number of seconds "
+                        "> 0")
     cases = selected(args.case, studies=args.studies, small=args.small)
     from tmhw.sim.progress import progress
 

@@ -12,7 +12,7 @@ from typing import Any
 
 
 def register(sub: Any) -> None:
-    from tmhw.cli import add_config_args
+    from tmhw.cli import add_config_args, path_arg
 
     p = sub.add_parser("placement", help="placement tables")
     psub = p.add_subparsers(dest="placement_cmd", metavar="SUBCOMMAND",
@@ -20,7 +20,7 @@ def register(sub: Any) -> None:
     psub.required = True
     s = psub.add_parser("show", help="print a policy's placement table")
     add_config_args(s)
-    s.add_argument("--csv", metavar="FILE", help="write all rows as CSV")
+    s.add_argument("--csv", type=path_arg, metavar="FILE", help="write all rows as CSV")
     s.add_argument("--rows", type=int, default=40, help="rows to print (default 40)")
     s.set_defaults(func=cmd_show)
     b = sub.add_parser("bound", help="traffic and time lower bounds at an HBM ratio")

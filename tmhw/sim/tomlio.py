@@ -89,6 +89,12 @@ def _escape(ch: str) -> str:
     return ch
 
 
+def value_text(v: Any) -> str:
+    """``v`` as TOML value text, what the value of a ``dotted.path=value`` override is
+    (TypeError for what TOML cannot hold)."""
+    return _value(v)
+
+
 def _value(v: Any) -> str:
     if isinstance(v, bool):
         return "true" if v else "false"

@@ -49,7 +49,9 @@ def load_study(name: str) -> StudyFn:
 def add_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quick", action="store_true",
                    help="small stand-in workloads: seconds per run")
-    p.add_argument("--out", help="output directory (default out/<scenario>)")
+    from tmhw.cli import path_arg
+
+    p.add_argument("--out", type=path_arg, help="output directory (default out/<scenario>)")
     p.add_argument("--workers", type=int, help="local processes (default: CPU count)")
     p.add_argument("--set", action="append", default=[], metavar="PATH=VALUE",
                    help="override a config field in every run (repeatable)")
@@ -57,6 +59,9 @@ def add_options(p: argparse.ArgumentParser) -> None:
                    help="run the study on this one of its models only (repeatable): "
                         + ", ".join(m.stands_for for m in S.FULL_MODELS))
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--force", action="store_true",
+                   help="write into --out even where it holds another study's, a sweep's "
+                        "or a run's outputs (this study's own are always replaced)")
     p.add_argument("--resume", action="store_true",
                    help="reuse the points an earlier run left in OUT/points (each "
                         "point's report is written there as it finishes); without it "
@@ -70,6 +75,7 @@ def check_options(name: str, args: argparse.Namespace
     overrides, the output folder and the models chosen (all of them when none is)."""
     from tmhw import config as C
     from tmhw.cli import check_out_dir
+    from tmhw.outputs import check_study
     from tmhw.sim import tomlio
 
     if args.workers is not None and args.workers < 1:
@@ -84,18 +90,18 @@ def check_options(name: str, args: argparse.Namespace
                             + ", ".join(x.stands_for for x in models))
     chosen = tuple(m for m in models if m.stands_for.lower() in
                    {x.lower() for x in args.model}) or models
-    out = Path(args.out) if args.out else Path("out") / name
+    out = Path(args.out) if args.out is not None else Path("out") / name
     check_out_dir(out, "--out")
+    check_study(out, "scenario", name, bool(args.force))
     return sets, out, chosen
 
 
 def run(name: str, study: StudyFn, args: argparse.Namespace) -> int:
     """Run ``study`` with the parsed options; print its markdown table."""
+    from tmhw.outputs import mark
+
     sets, out, models = check_options(name, args)
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise TmhwError(f"--out: cannot create {out}: {e.strerror}") from None
+    mark(out, "scenario", name)
     st = Study(name, bool(args.quick), out, args.workers, sets, not args.quiet,
                models=models, resume=bool(args.resume),
                one=None if len(models) > 1 else models[0])

@@ -37,11 +37,14 @@ class Model:
     sets: dict[str, Any]
 
 
-def workload(model: str, batch: int, seq: int = 0, layers: int = 0,
+def workload(model: str, batch: int, seq: int | None = None, layers: int | None = None,
              **more: Any) -> dict[str, Any]:
-    """The ``workload.*`` overrides of one model (0: the model's default)."""
-    return {"workload.model": model, "workload.batch": batch, "workload.seq": seq,
-            "workload.layers": layers, **{f"workload.{k}": v for k, v in more.items()}}
+    """The ``workload.*`` overrides of one model (``seq``/``layers`` None: the model's
+    own, by leaving the key out)."""
+    shape = {f"workload.{k}": v for k, v in (("seq", seq), ("layers", layers))
+             if v is not None}
+    return {"workload.model": model, "workload.batch": batch, **shape,
+            **{f"workload.{k}": v for k, v in more.items()}}
 
 
 FULL_MODELS = (
