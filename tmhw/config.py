@@ -146,25 +146,17 @@ class WorkloadConfig:
     optimizer: str = "adam"
 
     def __post_init__(self) -> None:
-        from tmhw.workload.zoo import INFO, MODELS
+        from tmhw.workload import sources
 
-        if self.model not in MODELS:
-            raise ConfigError("model", self.model, f"one of {', '.join(sorted(MODELS))}")
+        if not isinstance(self.model, str) or not self.model:
+            raise ConfigError("model", self.model, "a zoo model's name or a file's path")
         for name in self.SHAPE:
             v = getattr(self, name)
             if v is not None and v < 1:
                 raise ConfigError(name, v, SHAPE_ALLOWED)
-        # The zoo's limits, checked here so that the error names the config field.
-        info = INFO[self.model]
-        if info.default_seq is None and self.seq is not None:
-            raise ConfigError("seq", self.seq, f"leave it out: {self.model} has no "
-                              "sequence length")
-        if info.max_seq is not None and self.seq is not None and self.seq > info.max_seq:
-            raise ConfigError("seq", self.seq, f"1..{info.max_seq} for {self.model} (its "
-                              "position table), or left out for its own")
-        if info.default_layers is None and self.layers is not None:
-            raise ConfigError("layers", self.layers, f"leave it out: {self.model} has a "
-                              "fixed depth")
+        # the model's source (``tmhw.workload.sources``) and its limits on the shape,
+        # checked here so that the error names the config field
+        sources.check(self.model, self.batch, self.seq, self.layers)
         if self.page_size < 512 or self.page_size & (self.page_size - 1):
             raise ConfigError("page_size", self.page_size, "a power of two >= 512")
         if self.optimizer not in ("adam", "sgd"):

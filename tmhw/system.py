@@ -32,7 +32,7 @@ from tmhw.sim.env import Environment
 from tmhw.sim.errors import TmhwError
 from tmhw.sim.trace import NULL_TRACER, Tracer
 from tmhw.workload.graph import Workload
-from tmhw.workload.zoo import build as build_workload
+from tmhw.workload.sources import build as build_workload
 
 #: Deeper than this, a model's pages are counted before it is built; shallower, building
 #: it (tens of milliseconds) is the cheap check.
@@ -40,7 +40,8 @@ PRECHECK_LAYERS = 100
 
 
 def configured_workload(cfg: SystemConfig) -> Workload:
-    """The training iteration ``cfg.workload`` names, built from the model zoo. A deep
+    """The training iteration ``cfg.workload`` names, built by its source
+    (``tmhw.workload.sources``: the model zoo, a SCALE-Sim topology). A deep
     model whose pages cannot fit the flash tier is refused before it is built
     (``check_flash_tier``): building 100,000 layers alone takes a minute."""
     wc = cfg.workload
@@ -51,8 +52,8 @@ def configured_workload(cfg: SystemConfig) -> Workload:
         one, two = (configured_workload(dataclasses.replace(
             cfg, workload=dataclasses.replace(wc, layers=n))).npages for n in (1, 2))
         check_flash_tier(cfg, (one + (layers - 1) * (two - one)) * wc.page_size)
-    return build_workload(wc.model, batch=wc.batch, seq=wc.seq, page_size=wc.page_size,
-                          optimizer=wc.optimizer, layers=layers)
+    return build_workload(wc.model, batch=wc.batch, seq=wc.seq, layers=layers,
+                          page_size=wc.page_size, optimizer=wc.optimizer)
 
 
 def check_flash_tier(cfg: SystemConfig, nbytes: int) -> None:

@@ -12,12 +12,11 @@ from __future__ import annotations
 import argparse
 import json
 
-from tmhw.sim.errors import TmhwError
 from tmhw.sim.units import GB
+from tmhw.workload import sources
 from tmhw.workload.footprint import Footprint, footprint
 from tmhw.workload.graph import Workload
-from tmhw.workload.scalesim import from_scalesim_csv
-from tmhw.workload.zoo import INFO, MODELS, build
+from tmhw.workload.zoo import INFO, MODELS
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -45,14 +44,9 @@ def _load(args: argparse.Namespace) -> Workload:
     from tmhw.cli import check_batch
 
     check_batch(args.batch)
-    if args.model.endswith(".csv") and args.model not in MODELS:
-        for opt in ("seq", "layers"):
-            if getattr(args, opt) is not None:
-                raise TmhwError(f"{opt}: not applicable to a SCALE-Sim topology")
-        return from_scalesim_csv(args.model, 1 if args.batch is None else args.batch,
-                                 page_size=args.page_size, optimizer=args.optimizer)
-    return build(args.model, batch=args.batch, seq=args.seq, page_size=args.page_size,
-                 optimizer=args.optimizer, layers=args.layers)
+    sources.check(args.model, args.batch, args.seq, args.layers)
+    return sources.build(args.model, batch=args.batch, seq=args.seq, layers=args.layers,
+                         page_size=args.page_size, optimizer=args.optimizer)
 
 
 def _gb(n: int) -> str:

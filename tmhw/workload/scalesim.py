@@ -22,7 +22,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from npu.topology import read_rows
-from tmhw.sim.errors import TmhwError
+from tmhw.sim.errors import ConfigError, TmhwError
 from tmhw.workload.builder import OPTIMIZER_OPS_PER_ELEM, WorkloadBuilder
 from tmhw.workload.graph import Workload
 
@@ -66,3 +66,23 @@ def from_scalesim_csv(path: str | Path, batch: int = 1, *, page_size: int = 4096
     assert x is not None
     return b.finish(x, page_size)
 
+
+
+# -- a topology file as a workload source (``tmhw.workload.sources``) --------------------
+def check(path: str, batch: int | None, seq: int | None, layers: int | None) -> None:
+    """A topology is a file that exists; its layers are fixed (no sequence length or
+    depth to set); ``batch`` multiplies each layer's output pixels or rows."""
+    if not Path(path).is_file():
+        raise ConfigError("model", path, "an existing SCALE-Sim topology file (*.csv)")
+    for field, v in (("seq", seq), ("layers", layers)):
+        if v is not None:
+            raise ConfigError(field, v, f"leave it out: {Path(path).name} is a SCALE-Sim "
+                              "topology, whose layers are fixed")
+
+
+def build_training(path: str, *, batch: int | None, seq: int | None, layers: int | None,
+                   page_size: int, optimizer: str) -> Workload:
+    """``from_scalesim_csv`` under the sources' signature (``batch`` None: 1)."""
+    check(path, batch, seq, layers)
+    return from_scalesim_csv(path, 1 if batch is None else batch, page_size=page_size,
+                             optimizer=optimizer)

@@ -24,7 +24,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from tmhw.sim.errors import TmhwError
+from tmhw.sim.errors import ConfigError, TmhwError
 from tmhw.workload.builder import OPTIMIZER_OPS_PER_ELEM, WorkloadBuilder
 from tmhw.workload.graph import Workload
 
@@ -457,3 +457,23 @@ def build(name: str, *, batch: int | None = None, seq: int | None = None,
     else:
         kw["layers"] = _positive("layers", info.default_layers if layers is None else layers)
     return MODELS[name](**kw)
+
+
+# -- the zoo as a workload source (``tmhw.workload.sources``) ---------------------------
+def check(name: str, batch: int | None, seq: int | None, layers: int | None) -> None:
+    """Zoo model ``name``'s limits on the shape, as ``ConfigError`` naming the field."""
+    info = INFO[name]
+    if info.default_seq is None and seq is not None:
+        raise ConfigError("seq", seq, f"leave it out: {name} has no sequence length")
+    if info.max_seq is not None and seq is not None and seq > info.max_seq:
+        raise ConfigError("seq", seq, f"1..{info.max_seq} for {name} (its position "
+                          "table), or left out for its own")
+    if info.default_layers is None and layers is not None:
+        raise ConfigError("layers", layers, f"leave it out: {name} has a fixed depth")
+
+
+def build_training(name: str, *, batch: int | None, seq: int | None, layers: int | None,
+                   page_size: int, optimizer: str) -> Workload:
+    """``build`` under the sources' signature."""
+    return build(name, batch=batch, seq=seq, page_size=page_size, optimizer=optimizer,
+                 layers=layers)
