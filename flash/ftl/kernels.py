@@ -178,16 +178,9 @@ def write_run(lo: int, n: int, geo: npt.NDArray[np.void], stripe: tuple[I64, I64
         left = q + (1 if x < rem else 0)
         if hb >= 0:
             k1 = ppb - host_wp[plane]
-            valid[hb] += k1
-            seq += k1
-            stamp[hb] = seq
-            state[hb] = FULL
+            seq = _programmed(plane, hb, ppb, k1, blocks, seq)
             left -= k1
-        nb = opened[plane]
-        valid[nb] += left
-        seq += left
-        stamp[nb] = seq
-        _advance(plane, nb, left, ppb, state, host_blk, host_wp)
+        seq = _programmed(plane, opened[plane], left, left, blocks, seq)
     return DONE if dense else PLACED
 
 
@@ -203,6 +196,21 @@ def _advance(plane: int, blk: int, wp: int, ppb: int, state: npt.NDArray[np.int8
     else:
         host_blk[plane] = blk
         host_wp[plane] = wp
+
+
+@njit_noref
+def _programmed(plane: int, blk: int, wp_end: int, m: int, blocks: Blocks, s: int) -> int:
+    """``m`` pages of ``plane``'s block ``blk`` up to ``wp_end`` were programmed: its valid
+    count and the write sequence advance, the block's stamp is the sequence after them,
+    and a block filled is closed. The write sequence after them (the rule of every piece
+    a host write or a collection programs; the pages that fit at once are stamped
+    together instead, see ``place``)."""
+    act_blk, act_wp, _row1_of, p2l, valid, stamp, state = blocks
+    valid[blk] += m
+    s += m
+    stamp[blk] = s
+    _advance(plane, blk, wp_end, p2l.shape[1], state, act_blk, act_wp)
+    return s
 
 
 @njit_noref
@@ -333,11 +341,8 @@ def place(src: tuple[I64, int], groups: tuple[I64, I64, I64, int], blocks: Block
             pieces[2 * n_pieces] = first
             pieces[2 * n_pieces + 1] = m
             n_pieces += 1
-            valid[blk] += m
-            s += m
-            stamp[blk] = s
+            s = _programmed(plane, blk, wp + m, m, blocks, s)
             k += m
-            _advance(plane, blk, wp + m, ppb, state, act_blk, act_wp)
         if answer != FINISHED:
             break
         g += 1
@@ -431,19 +436,9 @@ def write_open(lpns: I64, geo: npt.NDArray[np.void], stripe_plane: I64, l2p: L2p
             old = l2p_of(l2p, geo, lpn)
         if old >= 0:
             valid[old // ppb] -= 1
-        p2l[r, wp] = lpn
-        ppn = blk * ppb + wp
-        out[k] = ppn
-        valid[blk] += 1
-        s += 1
-        stamp[blk] = s
-        wp += 1
-        if wp == ppb:
-            state[blk] = FULL
-            blk = -1
-            wp = 0
-        host_blk[plane] = blk
-        host_wp[plane] = wp
+        _put(blk, wp, 1, (k, 1, 0), lpns, p2l[r], out)
+        ppn = out[k]
+        s = _programmed(plane, blk, wp + 1, 1, blocks, s)
         si = lpn >> seg_bits
         row = seg_row[si]
         if row >= 0:
