@@ -234,3 +234,15 @@ def test_model_option_runs_the_study_on_the_named_models_only(
         cli.run("x", record, ap.parse_args(["--quick", "--out", str(bad),
                                             "--model", "GPT-3 block"]))
     assert not bad.exists()
+
+
+@pytest.mark.usefixtures("tiny_quick")
+def test_a_study_of_warm_up_iterations_only_says_so(tmp_path: Path) -> None:
+    """Run with no iteration past the warm-up, every row of summary.csv says
+    ``steady_state`` false, and the summary says it is not a steady state."""
+    assert _scenario(["energy_breakdown", "--quick", "--out", str(tmp_path), "--quiet",
+                      "--workers", "1", "--set", "run.iterations=1"]) == 0
+    with (tmp_path / "summary.csv").open() as fh:
+        rows = list(csv.DictReader(fh))
+    assert rows and {r["steady_state"] for r in rows if r["status"] == "ok"} == {"false"}
+    assert "**Not a steady state:**" in (tmp_path / "summary.md").read_text()

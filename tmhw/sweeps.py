@@ -262,7 +262,7 @@ def figures(rep: dict[str, Any] | None) -> dict[str, Any]:
 
 
 def summary_rows(results: Sequence[Result]) -> list[dict[str, Any]]:
-    """One flat row per result: id, params, status, error, then FIGURES."""
+    """One flat row per result: id, params, status, error, steady_state, then FIGURES."""
     keys: dict[str, None] = {}
     for r in results:
         for k in r["params"]:
@@ -272,7 +272,11 @@ def summary_rows(results: Sequence[Result]) -> list[dict[str, Any]]:
         row: dict[str, Any] = {"id": r["id"]}
         row.update({k: _cell(r["params"].get(k, "")) for k in keys})
         row.update(status=r["status"], error=r["error"])
-        row.update(figures(r.get("report")))
+        rep = r.get("report")
+        # whether the figures are a steady state's (false: every iteration was warm-up)
+        row["steady_state"] = "" if rep is None else str(bool(rep.get("steady_state",
+                                                                        True))).lower()
+        row.update(figures(rep))
         rows.append(row)
     return rows
 

@@ -139,6 +139,12 @@ class Study:
                  f"Scenario `{self.name}`, {sizes}, {iterations or self.iterations} "
                  "iteration(s) per run" + (f", with {sets}" if sets else "")
                  + limits + ".", ""]
+        warm = sum(1 for r in self.results
+                   if r.get("report") is not None and not r["report"].get("steady_state", True))
+        if warm:
+            parts += [f"**Not a steady state:** {warm} of the {len(self.results)} runs measured "
+                      "warm-up iterations only (`steady_state` false in summary.csv); give "
+                      "them more iterations than `run.warmup_iterations`.", ""]
         for s in sections:
             parts += [s, ""]
         if self.figures:
