@@ -157,17 +157,23 @@ def _line_label(name: str, xlabels: Sequence[str], vals: Sequence[Value]) -> str
 
 def line_panels(xs: Sequence[float], panels: Mapping[str, Mapping[str, Sequence[Value]]],
                 stem: str | Path, xlabel: str, title: str = "", logx: bool = False,
-                xticklabels: Sequence[str] | None = None) -> list[Path]:
+                xticklabels: Sequence[str] | None = None,
+                logy: Sequence[str] = ()) -> list[Path]:
     """One small line plot per panel (panel title -> series name -> values), sharing the
-    x axis: sweep curves of several figures side by side."""
+    x axis: sweep curves of several figures side by side. The panels named in ``logy``
+    have a log y axis (where one series sets a scale that flattens the others)."""
     n = max(1, len(panels))
     fig, axes = _panel_grid(n, 3, (4.2, 3.2))
     xl = list(xticklabels) if xticklabels is not None else [f"{x:g}" for x in xs]
     for ax, (ptitle, series) in zip(axes.flat, panels.items(), strict=False):
         for name, ys in series.items():
             ax.plot(xs, _numbers(ys), marker="o", ms=3, label=_line_label(name, xl, ys))
-        ax.set_title(ptitle, fontsize=9)
+        ax.set_title(ptitle + (" (log scale)" if ptitle in logy else ""), fontsize=9)
         ax.set_xlabel(xlabel, fontsize=8)
+        if ptitle in logy:
+            ax.set_yscale("log")
+            lo, hi = ax.get_ylim()
+            _log_ticks(ax.yaxis, lo, hi)
         if logx:
             ax.set_xscale("log")
         ax.minorticks_off()   # a log axis's minor labels would overprint these
