@@ -144,3 +144,16 @@ def test_no_progress_bar_goes_into_a_pipe_from_any_command(
         r = tmhw(*argv)
         assert r.rc == 0, r.err
         assert "%|" not in r.err and "\r" not in r.err, (argv, r.err)
+
+
+def test_a_study_folder_from_before_markers_is_the_studys_though_it_holds_a_report(
+        tmp_path: Path) -> None:
+    """paper_headline writes a report.json (its first TM-Training run's) beside its
+    summary.md: a folder it wrote before output markers existed is still its own."""
+    from tmhw import outputs
+
+    (tmp_path / "summary.md").write_text("# Paper headline\n\nScenario `paper_headline`, "
+                                         "quick stand-in sizes.\n")
+    (tmp_path / "report.json").write_text("{}")
+    assert outputs.holder(tmp_path) == "scenario paper_headline"
+    outputs.check_study(tmp_path, "scenario", "paper_headline", force=False)

@@ -43,8 +43,8 @@ def holder(out: Path) -> str | None:
             return marker.read_text(encoding="utf-8").strip() or None
         except (OSError, UnicodeDecodeError):
             return "an unreadable marker"
-    if any((out / f).exists() for f in RUN_FILES):
-        return "run"
+    # (a study's summary.md first: paper_headline also writes a report.json, its first
+    # TM-Training run's)
     md = out / "summary.md"
     if md.is_file():
         try:
@@ -52,6 +52,8 @@ def holder(out: Path) -> str | None:
         except (OSError, UnicodeDecodeError):
             m = None
         return f"scenario {m.group(1)}" if m else "a study of unknown name"
+    if any((out / f).exists() for f in RUN_FILES):
+        return "run"
     if (out / "summary.csv").exists() or (out / "points").is_dir():
         return "sweep"
     return None
