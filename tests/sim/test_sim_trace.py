@@ -219,6 +219,16 @@ def test_vcd_of_an_empty_trace_is_a_valid_header(tmp_path: Path) -> None:
     Tracer().write_vcd(path)
     vcd = Vcd(path.read_text())
     assert vcd.timescale == "1 ps" and vcd.vars == {}
+    # the header says the day it was written and the tool's version
+    import datetime
+    import re
+
+    import tmhw
+
+    text = path.read_text()
+    day = re.search(r"\$date\s+(\S+)\s+\$end", text)
+    assert day and datetime.date.fromisoformat(day.group(1))
+    assert f"$version tmhw {tmhw.__version__} $end" in text
 
 
 def test_numpy_numbers_in_spans_and_counters_are_written_as_numbers(tmp_path: Path) -> None:

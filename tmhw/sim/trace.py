@@ -13,6 +13,7 @@ path pays one call.
 
 from __future__ import annotations
 
+import datetime
 import json
 from pathlib import Path
 from typing import Any
@@ -148,7 +149,17 @@ class Tracer:
         for (name, t), val in final.items():
             changes.append((t, 1, name, val))
         changes.sort(key=lambda x: (x[0], x[1], x[2]))
-        with open(path, "w") as fh, VCDWriter(fh, timescale="1 ps", date="today") as w:
+        # the header says when and by which version of tmhw (a date, not a time: two
+        # runs of one config on one day write the same file)
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            tool = f"tmhw {version('tmhw')}"
+        except PackageNotFoundError:
+            tool = "tmhw (not installed)"
+        day = datetime.date.today().isoformat()
+        with open(path, "w") as fh, VCDWriter(fh, timescale="1 ps", date=day,
+                                              version=tool) as w:
             vars_: dict[tuple[int, str], Any] = {}
             taken: set[tuple[str, str]] = set()
 
