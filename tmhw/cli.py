@@ -284,7 +284,10 @@ def run_folder(cfg: Any) -> Path:
 
     text = json.dumps(tomlio.to_dict(cfg), sort_keys=True, default=str)
     digest = hashlib.sha256(text.encode()).hexdigest()[:8]
-    return Path("out") / (f"run-{cfg.workload.model}-{cfg.policy.name}-"
+    # a model named by a file's path (a topology) is its file's stem here: the folder is
+    # one level under out/, whatever the path
+    model = Path(cfg.workload.model).stem if "/" in cfg.workload.model else cfg.workload.model
+    return Path("out") / (f"run-{model}-{cfg.policy.name}-"
                           f"{cfg.policy.hbm_ratio:g}-{digest}")
 
 

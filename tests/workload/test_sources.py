@@ -85,3 +85,13 @@ def test_a_new_source_is_one_module_and_one_line(monkeypatch: pytest.MonkeyPatch
     assert rep["sim_time_ps"] > 0
     with pytest.raises(ConfigError, match="no sequence"):
         tmhw.load_config("quick", ['workload.model="mlp-256"', "workload.seq=16"])
+
+
+def test_a_topologys_run_folder_is_one_level_under_out() -> None:
+    """The default run folder names a topology by its file's stem, not its path (which
+    made a nested folder per path component)."""
+    from tmhw.cli import run_folder
+
+    cfg = tmhw.load_config("quick", [f'workload.model="{TOPOLOGY}"'])
+    folder = run_folder(cfg)
+    assert folder.parent == Path("out") and folder.name.startswith("run-params_gemm-")
