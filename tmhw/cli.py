@@ -59,7 +59,9 @@ def add_config_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", type=path_arg, help="TOML file over the preset")
     p.add_argument("--set", action="append", default=[], metavar="PATH=VALUE",
                    help="override one field, e.g. flash.channels=16 (repeatable)")
-    p.add_argument("--model", help="workload model, e.g. bert-large, resnet50")
+    p.add_argument("--model", help="workload model: a zoo name, e.g. bert-large, or a "
+                   "file a workload source reads, e.g. a SCALE-Sim topology.csv "
+                   "(tmhw workload list shows both)")
     p.add_argument("--batch", type=int,
                    help="samples per iteration (default: the model's own, as "
                         "tmhw workload list shows)")
@@ -122,20 +124,21 @@ def _model_in_effect(cfg: Any, args: argparse.Namespace) -> str:
 
 
 def _check_shape_args(cfg: Any, args: argparse.Namespace) -> None:
-    """--seq and --layers on a model that has no such dimension, in one sentence."""
-    from tmhw.workload.zoo import INFO
+    """--seq and --layers on a model that has no such dimension, in one sentence naming
+    the option; the model's source (``tmhw.workload.sources``) says what it allows. A
+    model no source takes is left to the config's validation, which names the field."""
+    from tmhw.sim.errors import ConfigError
+    from tmhw.workload import sources
 
-    model = _model_in_effect(cfg, args)
-    info = INFO.get(model)
-    if info is None:
-        return
     seq, layers = getattr(args, "seq", None), getattr(args, "layers", None)
-    if seq is not None and info.default_seq is None:
-        raise TmhwError(f"--seq: {seq} is not allowed; {model} has no sequence length, "
-                        "so leave --seq out (workload.seq)")
-    if layers is not None and info.default_layers is None:
-        raise TmhwError(f"--layers: {layers} is not allowed; {model} has a fixed depth, "
-                        "so leave --layers out (workload.layers)")
+    if seq is None and layers is None:
+        return
+    try:
+        sources.check(_model_in_effect(cfg, args), None, seq, layers)
+    except ConfigError as e:
+        if e.path in ("seq", "layers"):
+            raise TmhwError(f"--{e.path}: {e.value} is not allowed; {e.allowed} "
+                            f"(workload.{e.path})") from None
 
 
 def _check_config_file(path: str) -> None:
@@ -284,10 +287,11 @@ def run_folder(cfg: Any) -> Path:
 
     text = json.dumps(tomlio.to_dict(cfg), sort_keys=True, default=str)
     digest = hashlib.sha256(text.encode()).hexdigest()[:8]
+    from tmhw.workload.sources import label
+
     # a model named by a file's path (a topology) is its file's stem here: the folder is
     # one level under out/, whatever the path
-    model = Path(cfg.workload.model).stem if "/" in cfg.workload.model else cfg.workload.model
-    return Path("out") / (f"run-{model}-{cfg.policy.name}-"
+    return Path("out") / (f"run-{label(cfg.workload.model)}-{cfg.policy.name}-"
                           f"{cfg.policy.hbm_ratio:g}-{digest}")
 
 
@@ -316,8 +320,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     from tmhw.sim import tomlio
     from tmhw.sim.progress import progress
     from tmhw.system import System
+    from tmhw.workload import sources
 
     cfg = config_from_args(args)
+    model = sources.label(cfg.workload.model)
     out = Path(args.out) if args.out is not None else run_folder(cfg)
     _check_outputs(args, out)
     check_run(out, tomlio.to_dict(cfg), args.force)
@@ -327,7 +333,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
         tracer = Tracer()
     t0 = time.perf_counter()
-    with progress(None, unit="op", desc=f"{cfg.workload.model}/{cfg.policy.name}",
+    with progress(None, unit="op", desc=f"{model}/{cfg.policy.name}",
                   disable=args.quiet) as bar:
         system = System(cfg, tracer=tracer, progress=bar)
         bar.reset(total=len(system.workload.ops) * cfg.run.iterations)
@@ -346,7 +352,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             from tmhw.plots import timeline_figure
 
             out.mkdir(parents=True, exist_ok=True)
-            timeline_figure(tracer, out / "timeline", title=f"{cfg.workload.model} / "
+            timeline_figure(tracer, out / "timeline", title=f"{model} / "
                             f"{cfg.policy.name}, HBM {cfg.policy.hbm_ratio:.4g} of the "
                             "footprint (dashed: iteration starts)")
     except OSError as e:

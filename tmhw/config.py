@@ -148,14 +148,13 @@ class WorkloadConfig:
     def __post_init__(self) -> None:
         from tmhw.workload import sources
 
-        if not isinstance(self.model, str) or not self.model:
-            raise ConfigError("model", self.model, "a zoo model's name or a file's path")
         for name in self.SHAPE:
             v = getattr(self, name)
             if v is not None and v < 1:
                 raise ConfigError(name, v, SHAPE_ALLOWED)
-        # the model's source (``tmhw.workload.sources``) and its limits on the shape,
-        # checked here so that the error names the config field
+        # the model's source (``tmhw.workload.sources``: a zoo name, an existing file of
+        # a kind a source reads) and its limits on the shape, checked here so that the
+        # error names the config field before any work starts
         sources.check(self.model, self.batch, self.seq, self.layers)
         if self.page_size < 512 or self.page_size & (self.page_size - 1):
             raise ConfigError("page_size", self.page_size, "a power of two >= 512")

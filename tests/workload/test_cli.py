@@ -53,6 +53,6 @@ def test_list_names_every_model(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_bad_model_raises_the_one_line_error_the_cli_prints() -> None:
-    with pytest.raises(TmhwError, match="^model = 'bert-huge': a model of the zoo .*: "
-                       "one of .*; or a path to a SCALE-Sim topology"):
+    with pytest.raises(TmhwError, match="^model = 'bert-huge': a zoo model's name .*: "
+                       "bert-base, .*; or a path to a SCALE-Sim topology"):
         _run(["workload", "show", "bert-huge"])

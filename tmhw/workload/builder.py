@@ -33,6 +33,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from tmhw.sim.errors import ConfigError
 from tmhw.workload.graph import Gemm, Kind, Op, Phase, Tensor, Workload
 
 #: Vector-unit operations per element of each optimizer's update (reads, fused
@@ -45,6 +46,19 @@ OPTIMIZER_STATE_BYTES = {"adam": 8, "sgd": 4}
 #: bounds the working set of the update of a large parameter tensor). Each shard's op
 #: still reads the whole bf16 gradient and writes the whole bf16 weight tensor.
 OPTIMIZER_SHARD_BYTES = 64 * 2**20
+
+
+def check_arguments(batch: object, page_size: object, optimizer: object) -> None:
+    """The arguments every workload source's builder takes, checked the same way for
+    each: ``ConfigError`` naming the field, the value and what is allowed."""
+    if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
+        raise ConfigError("batch", batch, "a positive integer")
+    if (isinstance(page_size, bool) or not isinstance(page_size, int) or page_size < 1
+            or page_size & (page_size - 1)):
+        raise ConfigError("page_size", page_size, "a positive power of two")
+    if optimizer not in OPTIMIZER_OPS_PER_ELEM:
+        raise ConfigError("optimizer", optimizer,
+                          f"one of {', '.join(sorted(OPTIMIZER_OPS_PER_ELEM))}")
 
 
 #: What an element-wise op's backward reads besides the output gradient and its weight.

@@ -1,10 +1,11 @@
-"""``tmhw workload``: list the zoo and show a model's training footprint.
+"""``tmhw workload``: list the zoo and the sources, show a model's training footprint.
 
     tmhw workload list [--json]
     tmhw workload show MODEL [--batch B] [--seq S] [--layers L] [--optimizer adam|sgd]
                        [--page-size BYTES] [--json]
 
-MODEL is a zoo name or the path of a SCALE-Sim topology CSV (``*.csv``).
+MODEL is any ``workload.model`` value a source takes (``tmhw.workload.sources``): a zoo
+name, or the path of a file such as a SCALE-Sim topology CSV (``*.csv``).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from tmhw.sim.units import GB
 from tmhw.workload import sources
 from tmhw.workload.footprint import Footprint, footprint
 from tmhw.workload.graph import Workload
-from tmhw.workload.zoo import INFO, MODELS
+from tmhw.workload.zoo import INFO
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -24,13 +25,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("workload", help="DNN training workloads: the model zoo, footprints")
     wsub = p.add_subparsers(dest="workload_cmd", required=True)
 
-    ls = wsub.add_parser("list", help="the zoo's models with their defaults")
+    ls = wsub.add_parser("list", help="the zoo's models with their defaults, and the "
+                         "workload sources")
     ls.add_argument("--json", action="store_true", help="print JSON")
     ls.set_defaults(func=_list)
 
     sh = wsub.add_parser("show", help="footprint of one training iteration")
-    sh.add_argument("model", help=f"one of {', '.join(MODELS)}, or a SCALE-Sim topology "
-                    "CSV path")
+    sh.add_argument("model", help="; or ".join(s.what for s in sources.SOURCES))
     sh.add_argument("--batch", type=int, default=None, help="batch size (model default)")
     sh.add_argument("--seq", type=int, default=None, help="sequence length (transformers)")
     sh.add_argument("--layers", type=int, default=None, help="layers (transformers)")
@@ -44,7 +45,6 @@ def _load(args: argparse.Namespace) -> Workload:
     from tmhw.cli import check_batch
 
     check_batch(args.batch)
-    sources.check(args.model, args.batch, args.seq, args.layers)
     return sources.build(args.model, batch=args.batch, seq=args.seq, layers=args.layers,
                          page_size=args.page_size, optimizer=args.optimizer)
 
@@ -101,4 +101,7 @@ def _list(args: argparse.Namespace) -> int:
         layers = "-" if r["layers"] is None else r["layers"]
         print(f"{r['model']:12s} batch {r['batch']:3d}  seq {seq!s:>5s}  "
               f"layers {layers!s:>3s}  {r['source']}")
+    print("\n--model (workload.model) takes, in this order:")
+    for s in sources.SOURCES:
+        print(f"  {s.name:10s} {s.what}")
     return 0

@@ -24,8 +24,8 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from tmhw.sim.errors import ConfigError, TmhwError
-from tmhw.workload.builder import OPTIMIZER_OPS_PER_ELEM, WorkloadBuilder
+from tmhw.sim.errors import ConfigError
+from tmhw.workload.builder import WorkloadBuilder, check_arguments
 from tmhw.workload.graph import Workload
 
 # -- transformers ----------------------------------------------------------------------
@@ -418,51 +418,34 @@ MODELS: dict[str, Callable[..., Workload]] = {
 }
 
 
-def _positive(field: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise TmhwError(f"{field}: {value!r} is not allowed; a positive integer")
-    return value
-
-
 def build(name: str, *, batch: int | None = None, seq: int | None = None,
-          page_size: int = 4096, optimizer: str = "adam",
-          layers: int | None = None) -> Workload:
+          layers: int | None = None, page_size: int = 4096,
+          optimizer: str = "adam") -> Workload:
     """Build zoo model ``name``; ``batch``/``seq``/``layers`` left as None take the model's
-    defaults (``INFO``). Bad input raises ``TmhwError`` with a one-line message that names
-    the field and what is allowed."""
-    if name not in MODELS:
-        raise TmhwError(f"model: {name!r} is unknown; one of {', '.join(MODELS)}")
+    defaults (``INFO``). Bad input raises ``ConfigError``, one line naming the field, the
+    value and what is allowed."""
+    check(name, batch, seq, layers)
     info = INFO[name]
-    kw: dict[str, object] = {
-        "batch": _positive("batch", info.default_batch if batch is None else batch)}
-    if page_size != _positive("page_size", page_size) or page_size & (page_size - 1):
-        raise TmhwError(f"page_size: {page_size!r} is not allowed; a power of two")
-    kw["page_size"] = page_size
-    if optimizer not in OPTIMIZER_OPS_PER_ELEM:
-        raise TmhwError(f"optimizer: {optimizer!r} is unknown; one of "
-                        f"{', '.join(sorted(OPTIMIZER_OPS_PER_ELEM))}")
-    kw["optimizer"] = optimizer
-    if info.default_seq is None:
-        if seq is not None:
-            raise TmhwError(f"seq: {name} has no sequence length; leave it unset")
-    else:
-        s = _positive("seq", info.default_seq if seq is None else seq)
-        if info.max_seq is not None and s > info.max_seq:
-            raise TmhwError(f"seq: {s} is not allowed for {name}; 1..{info.max_seq} "
-                            "(its position table)")
-        kw["seq"] = s
-    if info.default_layers is None:
-        if layers is not None:
-            raise TmhwError(f"layers: {name} has a fixed depth; leave it unset")
-    else:
-        kw["layers"] = _positive("layers", info.default_layers if layers is None else layers)
+    batch = info.default_batch if batch is None else batch
+    check_arguments(batch, page_size, optimizer)
+    kw: dict[str, object] = {"batch": batch, "page_size": page_size, "optimizer": optimizer}
+    if info.default_seq is not None:
+        kw["seq"] = info.default_seq if seq is None else seq
+    if info.default_layers is not None:
+        kw["layers"] = info.default_layers if layers is None else layers
     return MODELS[name](**kw)
 
 
-# -- the zoo as a workload source (``tmhw.workload.sources``) ---------------------------
 def check(name: str, batch: int | None, seq: int | None, layers: int | None) -> None:
-    """Zoo model ``name``'s limits on the shape, as ``ConfigError`` naming the field."""
+    """Zoo model ``name`` and its limits on the shape: ``batch``, ``seq`` and ``layers``
+    positive where given, a sequence length only for a model that has one and within its
+    position table, a depth only for a model built of repeated layers."""
+    if name not in MODELS:
+        raise ConfigError("model", name, f"one of {', '.join(MODELS)}")
     info = INFO[name]
+    for field, v in (("batch", batch), ("seq", seq), ("layers", layers)):
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
+            raise ConfigError(field, v, "a positive integer, or left out for the model's own")
     if info.default_seq is None and seq is not None:
         raise ConfigError("seq", seq, f"leave it out: {name} has no sequence length")
     if info.max_seq is not None and seq is not None and seq > info.max_seq:
@@ -470,10 +453,3 @@ def check(name: str, batch: int | None, seq: int | None, layers: int | None) -> 
                           "table), or left out for its own")
     if info.default_layers is None and layers is not None:
         raise ConfigError("layers", layers, f"leave it out: {name} has a fixed depth")
-
-
-def build_training(name: str, *, batch: int | None, seq: int | None, layers: int | None,
-                   page_size: int, optimizer: str) -> Workload:
-    """``build`` under the sources' signature."""
-    return build(name, batch=batch, seq=seq, page_size=page_size, optimizer=optimizer,
-                 layers=layers)
