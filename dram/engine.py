@@ -2,7 +2,7 @@
 
 A chunk is booked by one call, ``serve(state, ...)``, on the model's ``State``: a record
 per unit (``UNIT``), the open row of every bank, the running totals (``TOTALS``) and the
-timing and geometry record (``GEOMETRY``, built once by ``geometry``). The kernels run
+timing and geometry record (``GEOMETRY``, built once by ``build_geometry``). The kernels run
 as plain Python under ``NUMBA_DISABLE_JIT=1``.
 
 - STREAM: the bursts are split over units by the address map (whole interleave periods
@@ -20,7 +20,7 @@ as plain Python under ``NUMBA_DISABLE_JIT=1``.
   from another rank than the last waits tRTRS more; the bank cycle is tRC for reads and
   tRCD_WR + CWL + data + tWR + tRP for writes; the busy banks are the expected distinct
   banks of all ranks among the accesses a full controller queue holds
-  (``read_queue / bursts per access``), ``n (1 - (1 - 1/n)^Q)`` (``geometry``).
+  (``read_queue / bursts per access``), ``n (1 - (1 - 1/n)^Q)`` (``build_geometry``).
 - An idle unit first pays the unloaded latency (``head``): [tRP if another row is open]
   + tRCD + CL (tRCD_WR + CWL for writes), from a per-unit, per-bank open-row table kept
   like the controller's. A busy unit pays the bus turnaround when the direction changes:
@@ -125,385 +125,405 @@ def distinct_banks(banks: float, queued: int) -> float:
     return banks * (1.0 - (1.0 - 1.0 / banks) ** queued)
 
 
-def geometry(cfg: DramConfig, amap: AddressMap) -> Any:
+def build_geometry(cfg: DramConfig, amap: AddressMap) -> Any:
     """The ``GEOMETRY`` record of ``cfg`` (a one-record ``np.recarray``)."""
-    c = cfg
-    geo = np.zeros(1, GEOMETRY).view(np.recarray)
-    g = geo[0]
+    geometry_rec = np.zeros(1, GEOMETRY).view(np.recarray)
+    geometry = geometry_rec[0]
     for name, value in amap.map_fields.items():
-        setattr(g, name, value)
-    g.capacity, g.burst_shift = amap.capacity, amap.burst_shift
-    nb = amap.banks_per_unit
-    u = c.units
-    n_bg = c.bank_groups if amap.bank_group_below_column() else 1
-    g.bank_groups_rotated = n_bg
-    g.block = blk = max(1, c.interleave_bytes // c.burst_bytes)
-    g.bursts_per_row = c.bursts_per_row
-    g.unit_period, g.unit_block = amap.unit_period_bursts, amap.unit_block_bursts
+        setattr(geometry, name, value)
+    geometry.capacity, geometry.burst_shift = amap.capacity, amap.burst_shift
+    banks_per_unit = amap.banks_per_unit
+    units = cfg.units
+    n_bg = cfg.bank_groups if amap.bank_group_below_column() else 1
+    geometry.bank_groups_rotated = n_bg
+    geometry.block = block = max(1, cfg.interleave_bytes // cfg.burst_bytes)
+    geometry.bursts_per_row = cfg.bursts_per_row
+    geometry.unit_period, geometry.unit_block = amap.unit_period_bursts, amap.unit_block_bursts
     # Enough of a chunk's tail to hold a row of every bank group of every unit, twice.
-    g.tail = u * n_bg * 2 * blk
-    g.span = u * nb * c.bursts_per_row
-    g.units_lowest = amap.unit_period_bursts == u * blk
-    g.closed = c.page_policy == "closed"
-    g.ranks = c.ranks
-    g.delay = c.controller_delay
-    g.t_stream = max(c.t_burst, c.t_ccd_s if n_bg > 1 else c.t_ccd_l,
-                     -(-c.t_ccd_l // n_bg))
-    g.t_cl, g.t_cwl, g.t_rcd, g.t_rcd_wr, g.t_rp = c.t_cl, c.t_cwl, c.t_rcd, c.t_rcd_wr, c.t_rp
+    geometry.tail = units * n_bg * 2 * block
+    geometry.span = units * banks_per_unit * cfg.bursts_per_row
+    geometry.units_lowest = amap.unit_period_bursts == units * block
+    geometry.closed = cfg.page_policy == "closed"
+    geometry.ranks = cfg.ranks
+    geometry.delay = cfg.controller_delay
+    geometry.t_stream = max(cfg.t_burst, cfg.t_ccd_s if n_bg > 1 else cfg.t_ccd_l,
+                            -(-cfg.t_ccd_l // n_bg))
+    geometry.t_cl, geometry.t_cwl, geometry.t_rcd = cfg.t_cl, cfg.t_cwl, cfg.t_rcd
+    geometry.t_rcd_wr, geometry.t_rp = cfg.t_rcd_wr, cfg.t_rp
     # Bus turnarounds between data, without and with a row to open first.
-    g.rtw = c.t_rtw
-    g.rtw_miss = max(c.t_rtw, c.t_rtp + c.t_rp + c.t_rcd_wr + c.t_cwl - c.t_cl - c.t_burst)
-    g.wtr = wtr = c.t_wtr_s + c.t_cl
-    g.wtr_miss = max(wtr, c.tck + c.t_rp + c.t_rcd + c.t_cl - c.t_cwl - c.t_burst)
-    g.drain_batch = c.write_high - c.write_low
-    g.small_write = g.drain_batch * u  # stream writes shorter than this are buffered
-    _random_times(g, c, nb)
-    g.rand_units = amap.random_access_units
+    geometry.rtw = cfg.t_rtw
+    geometry.rtw_miss = max(cfg.t_rtw, cfg.t_rtp + cfg.t_rp + cfg.t_rcd_wr + cfg.t_cwl
+                            - cfg.t_cl - cfg.t_burst)
+    geometry.wtr = wtr = cfg.t_wtr_s + cfg.t_cl
+    geometry.wtr_miss = max(wtr, cfg.tck + cfg.t_rp + cfg.t_rcd + cfg.t_cl - cfg.t_cwl
+                            - cfg.t_burst)
+    geometry.drain_batch = cfg.write_high - cfg.write_low
+    # stream writes shorter than this are buffered
+    geometry.small_write = geometry.drain_batch * units
+    _random_times(geometry, cfg, banks_per_unit)
+    geometry.rand_units = amap.random_access_units
     # Refresh windows: unit i is blocked over [off_i + k period, + block), k >= 0; none
     # for per-bank refresh, which the controller gives banks the traffic has left.
-    if c.refresh == "all-bank":
-        g.ref_period = c.t_refi
+    if cfg.refresh == "all-bank":
+        geometry.ref_period = cfg.t_refi
         # Bus idle from the last data before a refresh to the first after it: the last
         # RD, tRTP to PREA, tRP to REF, tRFC, ACT, tRCD to the next RD.
-        g.ref_block = c.t_rtp + c.t_rp + c.t_rfc + c.t_rcd - c.t_burst
+        geometry.ref_block = cfg.t_rtp + cfg.t_rp + cfg.t_rfc + cfg.t_rcd - cfg.t_burst
     # Random accesses stall through every rank's refresh: the in-order front end fills
     # the queue with the refreshing rank's accesses within a few dozen accesses, and
     # drains them at one rank's pace afterwards. So with several ranks their windows come
     # every tREFI / ranks, as the ranks take turns (``ref_phase``). A stream stays in one
     # rank for a whole row period, so it meets one rank's refresh in ``ranks``.
-    g.ref_period_rand = g.ref_period // c.ranks
-    return geo
+    geometry.ref_period_rand = geometry.ref_period // cfg.ranks
+    return geometry_rec
 
 
-def _random_times(g: Any, c: DramConfig, nb: int) -> None:
+def _random_times(geometry: Any, cfg: DramConfig, banks_per_unit: int) -> None:
     """A random access's bursts, bare data time and service times (module docstring)."""
-    rand_bursts = max(1, min(RANDOM_ACCESS_BYTES, c.interleave_bytes) // c.burst_bytes)
-    g.rand_bursts = rand_bursts
-    g.rand_bare = rand_bursts * c.t_burst
-    ranks = c.ranks
-    t_act = max(c.t_rrd_s, c.t_faw / 4) / ranks
-    data = rand_bursts * max(c.t_burst, c.t_ccd_s) + (1 - 1 / ranks) * c.t_rtrs
-    pre = 0 if c.page_policy == "closed" else 1
-    cmds = max(1 + pre, rand_bursts) if c.dual_command_bus else 1 + pre + rand_bursts
-    t_act = max(t_act, float(cmds * c.tck))
-    wr_cycle = max(c.t_rc, c.t_rcd_wr + c.t_cwl + rand_bursts * c.t_burst + c.t_wr + c.t_rp)
+    rand_bursts = max(1, min(RANDOM_ACCESS_BYTES, cfg.interleave_bytes) // cfg.burst_bytes)
+    geometry.rand_bursts = rand_bursts
+    geometry.rand_bare = rand_bursts * cfg.t_burst
+    ranks = cfg.ranks
+    t_act = max(cfg.t_rrd_s, cfg.t_faw / 4) / ranks
+    data = rand_bursts * max(cfg.t_burst, cfg.t_ccd_s) + (1 - 1 / ranks) * cfg.t_rtrs
+    pre = 0 if cfg.page_policy == "closed" else 1
+    cmds = max(1 + pre, rand_bursts) if cfg.dual_command_bus else 1 + pre + rand_bursts
+    t_act = max(t_act, float(cmds * cfg.tck))
+    wr_cycle = max(cfg.t_rc, cfg.t_rcd_wr + cfg.t_cwl + rand_bursts * cfg.t_burst + cfg.t_wr
+                   + cfg.t_rp)
     # Per-bank refresh: on average t_rfc_pb / (t_refi / banks) banks are refreshing.
-    nb_eff = nb - c.t_rfc_pb * nb / c.t_refi if c.refresh == "per-bank" else float(nb)
-    qr = max(1, c.read_queue // rand_bursts)
-    qw = max(1, c.write_queue // rand_bursts)
-    g.rand_rd = round(max(t_act, data, c.t_rc / distinct_banks(nb_eff, qr)))
-    g.rand_wr = round(max(t_act, data, wr_cycle / distinct_banks(nb_eff, qw)))
+    banks_free = (banks_per_unit - cfg.t_rfc_pb * banks_per_unit / cfg.t_refi
+                  if cfg.refresh == "per-bank" else float(banks_per_unit))
+    reads_queued = max(1, cfg.read_queue // rand_bursts)
+    writes_queued = max(1, cfg.write_queue // rand_bursts)
+    geometry.rand_rd = round(max(t_act, data,
+                                 cfg.t_rc / distinct_banks(banks_free, reads_queued)))
+    geometry.rand_wr = round(max(t_act, data,
+                                 wr_cycle / distinct_banks(banks_free, writes_queued)))
 
 
 def new_state(cfg: DramConfig, amap: AddressMap) -> State:
     """An idle model's state: every bus free, every bank precharged."""
-    geo = geometry(cfg, amap)
-    g = geo[0]
+    geometry_rec = build_geometry(cfg, amap)
+    geometry = geometry_rec[0]
     units = np.zeros(cfg.units, UNIT).view(np.recarray)
     units.direction = -1
     units.first_use = -1
-    if g.ref_period:
-        units.ref_offset = [ref_phase(cfg, i) % g.ref_period for i in range(cfg.units)]
-        units.ref_offset_rand = units.ref_offset % g.ref_period_rand
+    if geometry.ref_period:
+        units.ref_offset = [ref_phase(cfg, i) % geometry.ref_period for i in range(cfg.units)]
+        units.ref_offset_rand = units.ref_offset % geometry.ref_period_rand
     open_rows = np.full(cfg.units * amap.banks_per_unit, -1, dtype=np.int64)
     totals = np.zeros(1, TOTALS).view(np.recarray)
-    return State(units, open_rows, totals, geo)
+    return State(units, open_rows, totals, geometry_rec)
 
 
 # -- the rules ----------------------------------------------------------------------------
 @njit
-def stretch(start: int, work: int, period: int, block: int, off: int) -> tuple[int, int]:
+def stretch(start: int, work: int, period: int, block: int, offset: int) -> tuple[int, int]:
     """(start, end) of ``work`` ps of bus time beginning no earlier than ``start`` and
-    skipping the refresh windows [off + k period, + block), k >= 0 (``period`` 0: none)."""
+    skipping the refresh windows [offset + k period, + block), k >= 0 (``period`` 0: none)."""
     if period == 0 or work == 0:
         return start, start + work
-    off -= period  # the window at k = 0 as "the first" below
-    x = start - off
-    if x < period:  # before the first window
-        s0 = start
-        avail = period - x
+    offset -= period  # the window at k = 0 as "the first" below
+    since = start - offset
+    if since < period:  # before the first window
+        begin = start
+        avail = period - since
         if work <= avail:
-            return s0, s0 + work
+            return begin, begin + work
         work -= avail
-        x = period
+        since = period
     else:
-        pos = x % period
-        if pos < block:
-            x += block - pos
-        s0 = x + off
-        avail = period - x % period
+        phase = since % period
+        if phase < block:
+            since += block - phase
+        begin = since + offset
+        avail = period - since % period
         if work <= avail:
-            return s0, s0 + work
+            return begin, begin + work
         work -= avail
-        x += avail
-    q, rem = divmod(work, period - block)
+        since += avail
+    periods, rem = divmod(work, period - block)
     if rem == 0:
-        return s0, off + x + q * period
-    return s0, off + x + q * period + block + rem
+        return begin, offset + since + periods * period
+    return begin, offset + since + periods * period + block + rem
 
 
 @njit
-def head(g: Any, w: int, state: int) -> int:
-    """Unloaded latency to the first data of a read (``w`` 0) or write (1) from
+def head(geometry: Any, direction: int, state: int) -> int:
+    """Unloaded latency to the first data of a read (``direction`` 0) or write (1) from
     first-row state ``state``: 0 row hit, 1 bank precharged, 2 another row open."""
-    h: int
+    latency: int
     if state == 0:
-        h = g.t_cwl if w else g.t_cl
+        latency = geometry.t_cwl if direction else geometry.t_cl
     else:
-        h = g.t_rcd_wr + g.t_cwl if w else g.t_rcd + g.t_cl
+        latency = (geometry.t_rcd_wr + geometry.t_cwl if direction
+                   else geometry.t_rcd + geometry.t_cl)
         if state == 2:
-            h += g.t_rp
-    return h
+            latency += geometry.t_rp
+    return latency
 
 
 @njit
-def banks_touched(g: Any, bursts: int) -> int:
+def banks_touched(geometry: Any, bursts: int) -> int:
     """Banks a run of ``bursts`` consecutive bursts of one unit opens rows in."""
-    a: int = -(-bursts // g.bursts_per_row) + g.bank_groups_rotated - 1
-    return a if a < g.unit_banks else int(g.unit_banks)
+    banks: int = -(-bursts // geometry.bursts_per_row) + geometry.bank_groups_rotated - 1
+    return banks if banks < geometry.unit_banks else int(geometry.unit_banks)
 
 
 @njit
-def batch_turnarounds(g: Any, state: int) -> int:
+def batch_turnarounds(geometry: Any, state: int) -> int:
     """Turnarounds of one buffered write batch: read to write, and back (the batch's
     writes took the banks ``banks_touched`` gives, whose reads reopen their rows)."""
-    evict = banks_touched(g, g.drain_batch) / g.unit_banks
-    turns: int = ((g.rtw_miss if state == 2 else g.rtw) + g.wtr
-                  + round(evict * (g.wtr_miss - g.wtr)))
+    evict = banks_touched(geometry, geometry.drain_batch) / geometry.unit_banks
+    turns: int = ((geometry.rtw_miss if state == 2 else geometry.rtw) + geometry.wtr
+                  + round(evict * (geometry.wtr_miss - geometry.wtr)))
     return turns
 
 
 @njit
-def book(unit: Any, totals: Any, g: Any, w: int, start: int, state: int, n: int,
-         small: bool) -> int:
-    """Book ``n`` stream bursts on ``unit``'s bus from first-row state ``state`` (``w`` 1
-    for a write; ``small``: a buffered small write); returns the end."""
-    h = head(g, w, state)
-    work = n * g.t_stream
+def book(unit: Any, totals: Any, geometry: Any, direction: int, start: int, state: int,
+         n_bursts: int, small: bool) -> int:
+    """Book ``n_bursts`` stream bursts on ``unit``'s bus from first-row state ``state``
+    (``direction`` 1 for a write; ``small``: a buffered small write); returns the end."""
+    latency = head(geometry, direction, state)
+    work = n_bursts * geometry.t_stream
     last = unit.direction
-    b = unit.busy
-    ready = b
+    busy = unit.busy
+    ready = busy
     if small:
         if last == 0:
             # One pair of turnarounds per drain batch, spread over its writes.
-            div = g.drain_batch * g.t_stream
-            work += batch_turnarounds(g, state) * work // (div if div > 1 else 1)
-    elif last != w and last >= 0:
-        if w:
-            ready = b + (g.rtw_miss if state == 2 else g.rtw)
+            batch_work = geometry.drain_batch * geometry.t_stream
+            work += (batch_turnarounds(geometry, state) * work
+                     // (batch_work if batch_work > 1 else 1))
+    elif last != direction and last >= 0:
+        if direction:
+            ready = busy + (geometry.rtw_miss if state == 2 else geometry.rtw)
         else:
             # Back to reading, the controller first finishes the reads the write batch
             # interrupted; their row is gone only if the writes took its bank.
-            ready = b + g.wtr + round(unit.write_evict * (g.wtr_miss - g.wtr))
-    t0 = start + h
-    if ready > t0:
-        t0 = ready
-    if t0 - h < totals.start:
-        totals.start = t0 - h
-    s, e = stretch(t0, work, g.ref_period, g.ref_block, unit.ref_offset)
-    unit.idle += s - b
-    unit.busy = e
+            ready = busy + geometry.wtr + round(unit.write_evict
+                                                * (geometry.wtr_miss - geometry.wtr))
+    first_data = start + latency
+    if ready > first_data:
+        first_data = ready
+    if first_data - latency < totals.start:
+        totals.start = first_data - latency
+    begin, end = stretch(first_data, work, geometry.ref_period, geometry.ref_block,
+                         unit.ref_offset)
+    unit.idle += begin - busy
+    unit.busy = end
     unit.carried += work
     if not small:
-        unit.direction = w
-        if w:
-            unit.write_evict = banks_touched(g, n) / g.unit_banks
+        unit.direction = direction
+        if direction:
+            unit.write_evict = banks_touched(geometry, n_bursts) / geometry.unit_banks
     if unit.first_use < 0:
         unit.first_use = start
-    return e
-
-
-@njit
-def book_random(units: Any, totals: Any, g: Any, first: int, n_acc: int, w: int,
-                start: int, state: int) -> int:
-    """Book ``n_acc`` random accesses dealt out from unit ``first`` (``n_acc // units``
-    each, one more for the first ``n_acc % units``), every one a row miss of state
-    ``state``; returns the latest end."""
-    u = units.size
-    per, extra = divmod(n_acc, u)
-    t_acc = g.rand_wr if w else g.rand_rd
-    h = head(g, w, state)
-    t_head = start + h
-    if w:
-        turn = g.rtw_miss if state == 2 else g.rtw
-    else:
-        turn = g.wtr + round(1.0 * (g.wtr_miss - g.wtr))  # a random read opens a row
-    end = 0
-    for j in range(min(u, n_acc)):
-        unit = units[(first + j) % u]
-        n = per + 1 if j < extra else per
-        if unit.rand_ranks < n:
-            unit.rand_ranks = n if n < g.ranks else g.ranks
-        last = unit.direction
-        b = unit.busy
-        ready = b + (turn if last >= 0 and last != w else 0)
-        if ready > t_head:
-            t0 = ready
-            work = n * t_acc
-        else:  # an idle unit's first access costs its bare data time
-            t0 = t_head
-            work = (n - 1) * t_acc + g.rand_bare
-        if t0 - h < totals.start:
-            totals.start = t0 - h
-        s, e = stretch(t0, work, g.ref_period_rand, g.ref_block, unit.ref_offset_rand)
-        unit.idle += s - b
-        unit.busy = e
-        unit.carried += work
-        unit.direction = w
-        if w:
-            unit.write_evict = banks_touched(g, work // g.t_stream) / g.unit_banks
-        if unit.first_use < 0:
-            unit.first_use = start
-        if e > end:
-            end = e
     return end
 
 
 @njit
-def short_stream(units: Any, open_rows: Any, totals: Any, g: Any, b0: int, nb: int,
-                 w: int, start: int) -> int:
-    """Book a stream chunk of ``nb`` bursts from burst ``b0`` row-block by row-block,
-    each unit's first-row state read at its first block; returns the latest end."""
-    closed = g.closed != 0
-    blk = g.block
+def book_random(units: Any, totals: Any, geometry: Any, first: int, n_acc: int,
+                direction: int, start: int, state: int) -> int:
+    """Book ``n_acc`` random accesses dealt out from unit ``first`` (``n_acc // units``
+    each, one more for the first ``n_acc % units``), every one a row miss of state
+    ``state``; returns the latest end."""
+    n_units = units.size
+    per, extra = divmod(n_acc, n_units)
+    t_acc = geometry.rand_wr if direction else geometry.rand_rd
+    latency = head(geometry, direction, state)
+    t_head = start + latency
+    if direction:
+        turn = geometry.rtw_miss if state == 2 else geometry.rtw
+    else:
+        # a random read opens a row
+        turn = geometry.wtr + round(1.0 * (geometry.wtr_miss - geometry.wtr))
+    end = 0
+    for j in range(min(n_units, n_acc)):
+        unit = units[(first + j) % n_units]
+        accesses = per + 1 if j < extra else per
+        if unit.rand_ranks < accesses:
+            unit.rand_ranks = accesses if accesses < geometry.ranks else geometry.ranks
+        last = unit.direction
+        busy = unit.busy
+        ready = busy + (turn if last >= 0 and last != direction else 0)
+        if ready > t_head:
+            first_data = ready
+            work = accesses * t_acc
+        else:  # an idle unit's first access costs its bare data time
+            first_data = t_head
+            work = (accesses - 1) * t_acc + geometry.rand_bare
+        if first_data - latency < totals.start:
+            totals.start = first_data - latency
+        begin, unit_end = stretch(first_data, work, geometry.ref_period_rand,
+                                  geometry.ref_block, unit.ref_offset_rand)
+        unit.idle += begin - busy
+        unit.busy = unit_end
+        unit.carried += work
+        unit.direction = direction
+        if direction:
+            unit.write_evict = (banks_touched(geometry, work // geometry.t_stream)
+                                / geometry.unit_banks)
+        if unit.first_use < 0:
+            unit.first_use = start
+        if unit_end > end:
+            end = unit_end
+    return end
+
+
+@njit
+def short_stream(units: Any, open_rows: Any, totals: Any, geometry: Any, first_burst: int,
+                 n_bursts: int, direction: int, start: int) -> int:
+    """Book a stream chunk of ``n_bursts`` bursts from burst ``first_burst`` row-block by
+    row-block, each unit's first-row state read at its first block; returns the latest
+    end."""
+    closed = geometry.closed != 0
+    block = geometry.block
     for i in range(units.size):
         units[i].bursts = 0
         units[i].head_state = -1
     acts = 0
-    stop = b0 + nb
-    j = b0 // blk
-    while j * blk < stop:
-        lo = j * blk if j * blk > b0 else b0
-        hi = (j + 1) * blk if (j + 1) * blk < stop else stop
-        f = flat_bank_of(g, lo)
-        unit = units[f // g.unit_banks]
-        row = row_of(g, lo)
-        o = open_rows[f]
+    stop = first_burst + n_bursts
+    block_no = first_burst // block
+    while block_no * block < stop:
+        lo = block_no * block if block_no * block > first_burst else first_burst
+        hi = (block_no + 1) * block if (block_no + 1) * block < stop else stop
+        flat_bank = flat_bank_of(geometry, lo)
+        unit = units[flat_bank // geometry.unit_banks]
+        row = row_of(geometry, lo)
+        open_row = open_rows[flat_bank]
         if unit.head_state < 0:
-            unit.head_state = 1 if (o == -1 or closed) else (0 if o == row else 2)
+            unit.head_state = 1 if (open_row == -1 or closed) else (0 if open_row == row else 2)
         unit.bursts += hi - lo
-        if closed or o != row:
+        if closed or open_row != row:
             acts += 1
             if not closed:
-                open_rows[f] = row
-        j += 1
+                open_rows[flat_bank] = row
+        block_no += 1
     totals.acts += acts
-    small = w == 1 and nb < g.small_write
+    small = direction == 1 and n_bursts < geometry.small_write
     end = start
     for i in range(units.size):
         unit = units[i]
         if unit.bursts:
-            e = book(unit, totals, g, w, start, unit.head_state, unit.bursts, small)
-            if e > end:
-                end = e
+            unit_end = book(unit, totals, geometry, direction, start, unit.head_state,
+                            unit.bursts, small)
+            if unit_end > end:
+                end = unit_end
     return end
 
 
 @njit
-def _split(units: Any, g: Any, b0: int, nb: int) -> None:
-    """Each unit's bursts of the ``nb`` consecutive bursts from ``b0``: whole interleave
-    periods evenly, the remainder block by block (``UNIT.bursts``)."""
-    u = units.size
-    period, ublk = g.unit_period, g.unit_block
-    full, rem = divmod(nb, period)
-    for i in range(u):
-        units[i].bursts = full * (period // u)
-    if u == 1:
+def _split(units: Any, geometry: Any, first_burst: int, n_bursts: int) -> None:
+    """Each unit's bursts of the ``n_bursts`` consecutive bursts from ``first_burst``:
+    whole interleave periods evenly, the remainder block by block (``UNIT.bursts``)."""
+    n_units = units.size
+    period, unit_block = geometry.unit_period, geometry.unit_block
+    full, rem = divmod(n_bursts, period)
+    for i in range(n_units):
+        units[i].bursts = full * (period // n_units)
+    if n_units == 1:
         units[0].bursts += rem
     elif rem:
-        p0 = b0 % period
-        first_blk, last_blk = p0 // ublk, (p0 + rem - 1) // ublk
+        phase = first_burst % period
+        first_blk, last_blk = phase // unit_block, (phase + rem - 1) // unit_block
         if last_blk - first_blk + 1 > MAX_BLOCKS:
-            for i in range(u):
-                units[i].bursts += rem // u + (1 if i < rem % u else 0)
+            for i in range(n_units):
+                units[i].bursts += rem // n_units + (1 if i < rem % n_units else 0)
         else:
             for j in range(first_blk, last_blk + 1):
-                wgt = ublk
+                weight = unit_block
                 if j == first_blk:
-                    wgt -= p0 - first_blk * ublk
+                    weight -= phase - first_blk * unit_block
                 if j == last_blk:
-                    wgt -= (last_blk + 1) * ublk - (p0 + rem)
-                units[unit_of(g, j * ublk)].bursts += wgt
+                    weight -= (last_blk + 1) * unit_block - (phase + rem)
+                units[unit_of(geometry, j * unit_block)].bursts += weight
 
 
 @njit
-def _head_states(units: Any, open_rows: Any, g: Any, b0: int, nb: int) -> None:
+def _head_states(units: Any, open_rows: Any, geometry: Any, first_burst: int,
+                 n_bursts: int) -> None:
     """Each unit's first-row state (``UNIT.head_state``): that of its first row-block in
     the chunk's first interleave period (with units lowest, a unit met twice takes its
     later block)."""
     for i in range(units.size):
         units[i].head_state = 1
         units[i].head_bank = -1
-    if g.closed:
+    if geometry.closed:
         return
-    lowest = g.units_lowest != 0
-    blk = g.block
-    span = nb if nb < g.unit_period else g.unit_period
-    for j in range(b0 // blk, (b0 + span - 1) // blk + 1):
-        f = flat_bank_of(g, j * blk)
-        unit = units[f // g.unit_banks]
+    lowest = geometry.units_lowest != 0
+    block = geometry.block
+    span = n_bursts if n_bursts < geometry.unit_period else geometry.unit_period
+    for j in range(first_burst // block, (first_burst + span - 1) // block + 1):
+        flat_bank = flat_bank_of(geometry, j * block)
+        unit = units[flat_bank // geometry.unit_banks]
         if lowest or unit.head_bank < 0:
-            unit.head_bank = f
-            unit.head_row = row_of(g, j * blk)
+            unit.head_bank = flat_bank
+            unit.head_row = row_of(geometry, j * block)
     for i in range(units.size):
         unit = units[i]
         if unit.head_bank >= 0:
-            o = open_rows[unit.head_bank]
-            if o != -1:
-                unit.head_state = 0 if o == unit.head_row else 2
+            open_row = open_rows[unit.head_bank]
+            if open_row != -1:
+                unit.head_state = 0 if open_row == unit.head_row else 2
 
 
 @njit
-def _leave_rows(units: Any, open_rows: Any, g: Any, b0: int, nb: int) -> None:
+def _leave_rows(units: Any, open_rows: Any, geometry: Any, first_burst: int,
+                n_bursts: int) -> None:
     """The rows a long stream chunk leaves open: every bank it touched on an untracked
     row, then the last row-block of each bank in its tail on that block's row."""
-    nbk, blk = g.unit_banks, g.block
-    if nb >= g.span:
+    unit_banks, block = geometry.unit_banks, geometry.block
+    stop = first_burst + n_bursts
+    if n_bursts >= geometry.span:
         for i in range(units.size):
             if units[i].bursts:
-                open_rows[i * nbk:(i + 1) * nbk] = UNKNOWN_ROW
-    elif g.units_lowest:
+                open_rows[i * unit_banks:(i + 1) * unit_banks] = UNKNOWN_ROW
+    elif geometry.units_lowest:
         # One sample per interleave period gives the banks, and every unit the chunk
         # reached touched each of them.
-        period = g.unit_period
-        for p in range(b0 - b0 % period, b0 + nb, period):
-            bank = bank_of(g, p)
+        period = geometry.unit_period
+        for period_start in range(first_burst - first_burst % period, stop, period):
+            bank = bank_of(geometry, period_start)
             for i in range(units.size):
                 if units[i].bursts:
-                    open_rows[i * nbk + bank] = UNKNOWN_ROW
+                    open_rows[i * unit_banks + bank] = UNKNOWN_ROW
     else:
-        for j in range(b0 // blk, (b0 + nb - 1) // blk + 1):
-            open_rows[flat_bank_of(g, j * blk)] = UNKNOWN_ROW
-    tail = nb if nb < g.tail else g.tail
-    for j in range((b0 + nb - tail) // blk, (b0 + nb - 1) // blk + 1):
-        open_rows[flat_bank_of(g, j * blk)] = row_of(g, j * blk)
+        for j in range(first_burst // block, (stop - 1) // block + 1):
+            open_rows[flat_bank_of(geometry, j * block)] = UNKNOWN_ROW
+    tail = n_bursts if n_bursts < geometry.tail else geometry.tail
+    for j in range((stop - tail) // block, (stop - 1) // block + 1):
+        open_rows[flat_bank_of(geometry, j * block)] = row_of(geometry, j * block)
 
 
 @njit
-def long_stream(units: Any, open_rows: Any, totals: Any, g: Any, b0: int, nb: int,
-                w: int, start: int) -> int:
-    """Book a stream chunk of ``nb`` bursts from burst ``b0`` from the address map's
-    periods: the bursts per unit, each unit's first-row state, one booking of each
+def long_stream(units: Any, open_rows: Any, totals: Any, geometry: Any, first_burst: int,
+                n_bursts: int, direction: int, start: int) -> int:
+    """Book a stream chunk of ``n_bursts`` bursts from burst ``first_burst`` from the
+    address map's periods: the bursts per unit, each unit's first-row state, one booking of each
     unit's bus (an activation per ``bursts_per_row`` of its bursts, less the first if it
     hits) and the rows it leaves open; returns the latest end."""
-    _split(units, g, b0, nb)
-    _head_states(units, open_rows, g, b0, nb)
-    small = w == 1 and nb < g.small_write
-    bpr = g.bursts_per_row
+    _split(units, geometry, first_burst, n_bursts)
+    _head_states(units, open_rows, geometry, first_burst, n_bursts)
+    small = direction == 1 and n_bursts < geometry.small_write
+    bursts_per_row = geometry.bursts_per_row
     end = start
     acts = 0
     for i in range(units.size):
         unit = units[i]
-        n = unit.bursts
-        if n:
-            a = -(-n // bpr)
-            acts += (a if a > 1 else 1) - (1 if unit.head_state == 0 else 0)
-            e = book(unit, totals, g, w, start, unit.head_state, n, small)
-            if e > end:
-                end = e
+        unit_bursts = unit.bursts
+        if unit_bursts:
+            rows = -(-unit_bursts // bursts_per_row)
+            acts += (rows if rows > 1 else 1) - (1 if unit.head_state == 0 else 0)
+            unit_end = book(unit, totals, geometry, direction, start, unit.head_state,
+                            unit_bursts, small)
+            if unit_end > end:
+                end = unit_end
     totals.acts += acts
-    if not g.closed:
-        _leave_rows(units, open_rows, g, b0, nb)
+    if not geometry.closed:
+        _leave_rows(units, open_rows, geometry, first_burst, n_bursts)
     return end
 
 
@@ -513,31 +533,33 @@ def serve(state: tuple[Any, Any, Any, Any], write: bool, address: int, nbytes: i
     """Book a chunk of ``nbytes`` > 0 at ``address`` (``stream``: consecutive bursts,
     else random 64 B accesses) arriving at ``earliest``; returns its completion. The
     state (``State`` as a tuple) changes in place."""
-    units, open_rows, totals_a, geo = state
-    g = geo[0]
+    units, open_rows, totals_a, geometry_rec = state
+    geometry = geometry_rec[0]
     totals = totals_a[0]
-    w = 1 if write else 0
-    start = earliest + g.delay
+    direction = 1 if write else 0
+    start = earliest + geometry.delay
     totals.start = _NOT_STARTED
-    b0 = (address % g.capacity) >> g.burst_shift
+    first_burst = (address % geometry.capacity) >> geometry.burst_shift
     end = start
     if not stream:
-        n_acc = -(-nbytes // RANDOM_ACCESS_BYTES) * g.rand_units
-        e = book_random(units, totals, g, unit_of(g, b0), n_acc, w, start,
-                        1 if g.closed else 2)
-        if e > end:
-            end = e
+        n_acc = -(-nbytes // RANDOM_ACCESS_BYTES) * geometry.rand_units
+        random_end = book_random(units, totals, geometry, unit_of(geometry, first_burst), n_acc,
+                                 direction, start, 1 if geometry.closed else 2)
+        if random_end > end:
+            end = random_end
         totals.acts += n_acc
-        bursts = n_acc * g.rand_bursts
+        bursts = n_acc * geometry.rand_bursts
     else:
-        bs = g.burst_shift
-        nb = ((address + nbytes - 1) >> bs) - (address >> bs) + 1
-        blk = g.block
-        if (b0 + nb - 1) // blk - b0 // blk < SCALAR_BLOCKS:
-            end = short_stream(units, open_rows, totals, g, b0, nb, w, start)
+        burst_shift = geometry.burst_shift
+        n_bursts = ((address + nbytes - 1) >> burst_shift) - (address >> burst_shift) + 1
+        block = geometry.block
+        if (first_burst + n_bursts - 1) // block - first_burst // block < SCALAR_BLOCKS:
+            end = short_stream(units, open_rows, totals, geometry, first_burst, n_bursts,
+                               direction, start)
         else:
-            end = long_stream(units, open_rows, totals, g, b0, nb, w, start)
-        bursts = nb
+            end = long_stream(units, open_rows, totals, geometry, first_burst, n_bursts,
+                              direction, start)
+        bursts = n_bursts
     if write:
         totals.bursts_written += bursts
         totals.bytes_written += nbytes

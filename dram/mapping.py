@@ -61,8 +61,8 @@ class AddressMap:
         # (shift, width) of each field in the burst index (address >> burst_shift).
         self.fields: dict[str, tuple[int, int]] = {}
         shift = low_col
-        m = cfg.address_mapping
-        for name in reversed([m[i:i + 2] for i in range(0, len(m), 2)]):
+        mapping = cfg.address_mapping
+        for name in reversed([mapping[i:i + 2] for i in range(0, len(mapping), 2)]):
             self.fields[name] = (shift, widths[name])
             shift += widths[name]
         self.total_bits = shift
@@ -70,9 +70,9 @@ class AddressMap:
         self.banks_per_unit = cfg.ranks * cfg.banks
         unit_fields = (self.fields["Ch"], self.fields["Pc"])
         #: Bursts after which the unit sequence of a contiguous range repeats.
-        self.unit_period_bursts = 1 << max(s + w for s, w in unit_fields)
+        self.unit_period_bursts = 1 << max(shift + width for shift, width in unit_fields)
         #: Consecutive bursts that always share a unit (below the lowest unit bit).
-        self.unit_block_bursts = (1 << min(s for s, w in unit_fields if w > 0)
+        self.unit_block_bursts = (1 << min(shift for shift, width in unit_fields if width > 0)
                                   if cfg.units > 1 else 1 << self.total_bits)
         #: Units one random access spans (consecutive units from its address's).
         self.random_access_units = max(1, RANDOM_ACCESS_BYTES // cfg.interleave_bytes)
@@ -85,20 +85,22 @@ class AddressMap:
         for name, (shift, width) in self.fields.items():
             key = "row" if name == "Ro" else name.lower()
             out[f"{key}_shift"], out[f"{key}_mask"] = shift, (1 << width) - 1
-        c = self.cfg
-        out.update(low_col_bits=self.low_col_bits, pseudo_channels=c.pseudo_channels,
-                   bank_groups=c.bank_groups, banks_per_group=c.banks_per_group,
+        cfg = self.cfg
+        out.update(low_col_bits=self.low_col_bits, pseudo_channels=cfg.pseudo_channels,
+                   bank_groups=cfg.bank_groups, banks_per_group=cfg.banks_per_group,
                    unit_banks=self.banks_per_unit)
         return {name: out[name] for name in MAP_FIELDS}
 
     def decode(self, address: int) -> tuple[int, int, int, int]:
         """(unit, bank in the unit, row, column-in-bursts) of the burst holding
         ``address``."""
-        b = (address % self.capacity) >> self.burst_shift
-        m = self._map
+        burst = (address % self.capacity) >> self.burst_shift
+        map_fields = self._map
         low = self.low_col_bits
-        column = (((b >> m.co_shift) & m.co_mask) << low) | (b & ((1 << low) - 1))
-        return int(_unit(m, b)), int(_bank(m, b)), int(_row(m, b)), int(column)
+        column = ((((burst >> map_fields.co_shift) & map_fields.co_mask) << low)
+                  | (burst & ((1 << low) - 1)))
+        return (int(_unit(map_fields, burst)), int(_bank(map_fields, burst)),
+                int(_row(map_fields, burst)), int(column))
 
     def bank_group_below_column(self) -> bool:
         """Whether consecutive bursts of one unit rotate bank groups before columns, so a
@@ -107,31 +109,31 @@ class AddressMap:
 
     def decode_bursts(self, bursts: I64) -> tuple[I64, I64, I64]:
         """(unit, bank in the unit, row) of each burst index."""
-        m = self._map
-        return _unit(m, bursts), _bank(m, bursts), _row(m, bursts)
+        map_fields = self._map
+        return _unit(map_fields, bursts), _bank(map_fields, bursts), _row(map_fields, bursts)
 
 
-# The decode, written once over the map's fields ``m`` and a burst index ``b``: with operators
-# only, so that it runs compiled inside the fast model's kernels (``unit_of`` ...) and
-# over numpy arrays of indices in the detailed controller (which loads no compiler).
+# The decode, written once over the map's fields ``map_fields`` and a burst index ``burst``:
+# with operators only, so that it runs compiled inside the fast model's kernels (``unit_of``
+# ...) and over numpy arrays of indices in the detailed controller (which loads no compiler).
 # Every field is masked, so an index past the capacity wraps without a modulo.
-def _unit(m: Any, b: Any) -> Any:
-    """The unit (``channel * pseudo_channels + pseudo channel``) of burst index ``b``."""
-    return ((b >> m.ch_shift) & m.ch_mask) * m.pseudo_channels + ((b >> m.pc_shift)
-                                                                  & m.pc_mask)
+def _unit(map_fields: Any, burst: Any) -> Any:
+    """The unit (``channel * pseudo_channels + pseudo channel``) of burst index ``burst``."""
+    return (((burst >> map_fields.ch_shift) & map_fields.ch_mask) * map_fields.pseudo_channels
+            + ((burst >> map_fields.pc_shift) & map_fields.pc_mask))
 
 
-def _bank(m: Any, b: Any) -> Any:
+def _bank(map_fields: Any, burst: Any) -> Any:
     """The bank in its unit (``(rank * bank_groups + group) * banks_per_group + bank``)
-    of burst index ``b``."""
-    return ((((b >> m.ra_shift) & m.ra_mask) * m.bank_groups
-             + ((b >> m.bg_shift) & m.bg_mask)) * m.banks_per_group
-            + ((b >> m.ba_shift) & m.ba_mask))
+    of burst index ``burst``."""
+    return ((((burst >> map_fields.ra_shift) & map_fields.ra_mask) * map_fields.bank_groups
+             + ((burst >> map_fields.bg_shift) & map_fields.bg_mask)) * map_fields.banks_per_group
+            + ((burst >> map_fields.ba_shift) & map_fields.ba_mask))
 
 
-def _row(m: Any, b: Any) -> Any:
-    """The row of burst index ``b``."""
-    return (b >> m.row_shift) & m.row_mask
+def _row(map_fields: Any, burst: Any) -> Any:
+    """The row of burst index ``burst``."""
+    return (burst >> map_fields.row_shift) & map_fields.row_mask
 
 
 unit_of = njit(_unit)
@@ -140,7 +142,7 @@ row_of = njit(_row)
 
 
 @njit
-def flat_bank_of(m: Any, b: int) -> int:
-    """The bank of burst index ``b`` over all units (``unit * unit_banks + bank``)."""
-    flat: int = unit_of(m, b) * m.unit_banks + bank_of(m, b)
+def flat_bank_of(map_fields: Any, burst: int) -> int:
+    """The bank of burst index ``burst`` over all units (``unit * unit_banks + bank``)."""
+    flat: int = unit_of(map_fields, burst) * map_fields.unit_banks + bank_of(map_fields, burst)
     return flat

@@ -58,12 +58,12 @@ class DetailedModel(TimingBase):
                                           for _ in range(cfg.dies)]
 
     # -- helpers -----------------------------------------------------------------------
-    def _issue(self, die: int, t: int) -> int:
-        """When the controller can hand die ``die`` a new command at ``t``."""
-        q = self.queues[die]
-        if len(q) == q.maxlen and q[0] > t:
-            return q[0]
-        return t
+    def _issue(self, die: int, earliest: int) -> int:
+        """When the controller can hand die ``die`` a new command at ``earliest``."""
+        queue = self.queues[die]
+        if len(queue) == queue.maxlen and queue[0] > earliest:
+            return queue[0]
+        return earliest
 
     def _done(self, die: int, end: int) -> None:
         self.queues[die].append(end)
@@ -75,24 +75,24 @@ class DetailedModel(TimingBase):
     def read(self, ppns: I64, nb: I64, earliest: int) -> tuple[int, int]:
         """Pages ``ppns`` with ``nb`` bytes wanted of each: (start of the first data-out,
         end of the last)."""
-        phy, former, c = self.phy, self.former, self.c
+        phy, former, counters = self.phy, self.former, self.c
         ppn_l = ppns.tolist()
         nb_l = nb.tolist()
         end = earliest
         first = -1
         for die, idx in former.ops(ppn_l):
-            k = len(idx)
+            n_planes = len(idx)
             ch = die // former.dpc
             lane = former.lane_of(die)
-            c.read_cmds += 1
-            cmd = phy.rcmd[k]
+            counters.read_cmds += 1
+            cmd = phy.rcmd[n_planes]
             issue = earliest  # reads wait in the scheduler's priority queue, not here
             if self.convoy:  # the command needs idle channel time, between drains
                 issue = self.command_slot(ch, max(issue, self.dies.read_free(lane)), cmd)
             t_r = max(self.t_r_of[(ppn_l[i] % self.ppb) % self.bits] for i in idx)
-            d_end = self.dies.read1(lane, issue + cmd, t_r,
-                                    share=self.plane_reads if k == 1 else 1)
-            x_end = d_end
+            die_end = self.dies.read1(lane, issue + cmd, t_r,
+                                    share=self.plane_reads if n_planes == 1 else 1)
+            data_end = die_end
             op_first = -1
             for j, i in enumerate(idx):
                 setup = phy.rsetup[1] if j == 0 else phy.rsetup[2] - phy.rsetup[1]
@@ -100,47 +100,47 @@ class DetailedModel(TimingBase):
                 # a controller slips them between transfers rather than queueing them
                 # behind data booked for later.
                 lead = cmd if j == 0 else 0
-                x_dur = setup + phy.data_ps(int(nb_l[i])) + lead
-                x_end = self.channels.reserve1(ch, x_end - lead, x_dur)
-                start = x_end - x_dur + lead
+                data_out_ps = setup + phy.data_ps(int(nb_l[i])) + lead
+                data_end = self.channels.reserve1(ch, data_end - lead, data_out_ps)
+                start = data_end - data_out_ps + lead
                 if self.convoy:
-                    self.data_waits(ch, d_end, start)
+                    self.data_waits(ch, die_end, start)
                 if op_first < 0:
                     op_first = start
                 if first < 0 or start < first:
                     first = start
             # the command's data sits in the cache register until its data-out starts;
             # under MQSim's rules the chip is busy until its data is out
-            if k > 1 or self.plane_reads == 1:
-                self.dies.hold1(lane, x_end if self.convoy else op_first)
-            if x_end > end:
-                end = x_end
+            if n_planes > 1 or self.plane_reads == 1:
+                self.dies.hold1(lane, data_end if self.convoy else op_first)
+            if data_end > end:
+                end = data_end
         return first, end
 
-    def program1(self, ppn: int, first_in: int, l_end: int, slc: bool = False) -> int:
-        return self.program(np.array([ppn], dtype=np.int64), first_in, l_end, slc)
+    def program1(self, ppn: int, first_in: int, last_in: int, slc: bool = False) -> int:
+        return self.program(np.array([ppn], dtype=np.int64), first_in, last_in, slc)
 
-    def program(self, ppns: I64, first_in: int, l_end: int, slc: bool = False) -> int:
-        """Pages ``ppns`` whose data crosses the host link in [first_in, l_end] (``slc``:
+    def program(self, ppns: I64, first_in: int, last_in: int, slc: bool = False) -> int:
+        """Pages ``ppns`` whose data crosses the host link in [first_in, last_in] (``slc``:
         in SLC mode, ``t_prog_slc``); the end of the last program."""
-        phy, former, c = self.phy, self.former, self.c
+        phy, former, counters = self.phy, self.former, self.c
         ppn_l = ppns.tolist()
         n = len(ppn_l)
-        c.pages_programmed += n
-        c.channel_bytes += n * self.page
-        per_page = (l_end - first_in) // n
+        counters.pages_programmed += n
+        counters.channel_bytes += n * self.page
+        per_page = (last_in - first_in) // n
         end = first_in
         for die, idx in former.ops(ppn_l):
-            k = len(idx)
+            n_planes = len(idx)
             ch = die // former.dpc
             lane = former.lane_of(die)
-            c.program_cmds += 1
+            counters.program_cmds += 1
             issue = self._issue(die, first_in)
-            dur = phy.pcmd[k] + k * phy.page_data
+            channel_ps = phy.pcmd[n_planes] + n_planes * phy.page_data
             # cut-through: the last page of the command must have crossed the host link
             arrive = first_in + (max(idx) + 1) * per_page
-            c_end = self.channels.reserve1(ch, max(issue, arrive - dur), dur)
-            tp = self.t_prog_slc if slc else max(
+            channel_end = self.channels.reserve1(ch, max(issue, arrive - channel_ps), channel_ps)
+            t_prog = self.t_prog_slc if slc else max(
                 self.t_prog_of[(ppn_l[i] % self.ppb) % self.bits] for i in idx)
             mask = 0
             if former.multi:
@@ -150,45 +150,45 @@ class DetailedModel(TimingBase):
                         bit += (die % former.dies_per_chip) * self.P
                     mask |= 1 << bit
             merged = self.dies.merged_on(lane)
-            d_end = self.dies.prog1(lane, c_end, tp, mask,
+            die_end = self.dies.prog1(lane, channel_end, t_prog, mask,
                                     ppn_l[idx[0]] % self.ppb if self.same_offset else -1)
             if self.dies.merged_on(lane) != merged:  # joined a waiting command
-                c.program_cmds -= 1
-            self._done(die, d_end)
-            if d_end > end:
-                end = d_end
+                counters.program_cmds -= 1
+            self._done(die, die_end)
+            if die_end > end:
+                end = die_end
         return end
 
     def gc(self, job: GcJob, earliest: int) -> int:
         """Book one block's relocation and erase; return when the erase ends."""
-        cfg, phy, c, former = self.cfg, self.phy, self.c, self.former
+        cfg, phy, counters, former = self.cfg, self.phy, self.c, self.former
         die = job.plane // self.P
         ch = die // former.dpc
         lane = former.lane_of(die)
-        m = job.moved
-        c.gc_pages_read += m
-        c.pages_programmed += m
-        c.read_cmds += m
-        c.program_cmds += m
-        c.erase_cmds += 1
+        moved = job.moved
+        counters.gc_pages_read += moved
+        counters.pages_programmed += moved
+        counters.read_cmds += moved
+        counters.program_cmds += moved
+        counters.erase_cmds += 1
         copyback = cfg.gc_copyback
         now = earliest
         rcmd, pcmd = phy.rcmd[1], phy.pcmd[1]
-        for s, d in zip(job.src.tolist(), job.dst.tolist(), strict=True):
+        for src, dst in zip(job.src.tolist(), job.dst.tolist(), strict=True):
             issue = self._issue(die, now)
-            t_r = self.t_r_of[(s % self.ppb) % self.bits]
+            t_r = self.t_r_of[(src % self.ppb) % self.bits]
             if copyback:
-                r_end = self.dies.work1(lane, self.channels.reserve1(ch, issue, rcmd), t_r)
+                read_end = self.dies.work1(lane, self.channels.reserve1(ch, issue, rcmd), t_r)
             else:
-                r_end = self.dies.work1(lane, issue + rcmd, t_r)
-                r_end = self.channels.reserve1(ch, r_end - rcmd,
+                read_end = self.dies.work1(lane, issue + rcmd, t_r)
+                read_end = self.channels.reserve1(ch, read_end - rcmd,
                                                rcmd + phy.rsetup[1] + phy.page_data)
-                c.channel_bytes += 2 * self.page
-            p_end = self.channels.reserve1(ch, r_end,
+                counters.channel_bytes += 2 * self.page
+            program_end = self.channels.reserve1(ch, read_end,
                                            pcmd + (0 if copyback else phy.page_data))
-            now = self.dies.work1(lane, p_end, self.t_prog_of[(d % self.ppb) % self.bits])
+            now = self.dies.work1(lane, program_end, self.t_prog_of[(dst % self.ppb) % self.bits])
             self._done(die, now)
-        c_end = self.channels.reserve1(ch, self._issue(die, now), phy.ecmd)
-        e_end = self.dies.work1(lane, c_end, cfg.t_bers, erase=True)
-        self._done(die, e_end)
-        return e_end
+        channel_end = self.channels.reserve1(ch, self._issue(die, now), phy.ecmd)
+        erase_end = self.dies.work1(lane, channel_end, cfg.t_bers, erase=True)
+        self._done(die, erase_end)
+        return erase_end

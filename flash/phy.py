@@ -32,11 +32,11 @@ class OnfiPhy:
     def __init__(self, cfg: FlashConfig) -> None:
         self.cfg = cfg
         self.mqsim = cfg.compat == "mqsim"
-        P = cfg.planes_per_die
+        planes = cfg.planes_per_die
         #: index k: a command over k planes (index 0 unused)
-        self.rcmd = [0] + [cfg.read_command_ps(k) for k in range(1, P + 1)]
-        self.rsetup = [0] + [cfg.read_setup_ps(k) for k in range(1, P + 1)]
-        self.pcmd = [0] + [cfg.program_command_ps(k) for k in range(1, P + 1)]
+        self.rcmd = [0] + [cfg.read_command_ps(k) for k in range(1, planes + 1)]
+        self.rsetup = [0] + [cfg.read_setup_ps(k) for k in range(1, planes + 1)]
+        self.pcmd = [0] + [cfg.program_command_ps(k) for k in range(1, planes + 1)]
         self.rcmd_a = np.array(self.rcmd, dtype=np.int64)
         self.rsetup_a = np.array(self.rsetup, dtype=np.int64)
         self.pcmd_a = np.array(self.pcmd, dtype=np.int64)

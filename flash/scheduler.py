@@ -105,13 +105,13 @@ class CommandFormer:
     def ops(self, ppns: list[int]) -> list[tuple[int, list[int]]]:
         """Commands as (die, page indices), at most one page per plane each, ordered
         round-robin over dies in order of first appearance."""
-        P = self.P
+        planes_per_die = self.P
         per_die: dict[int, list[list[int]]] = {}
         for i, ppn in enumerate(ppns):
-            pl = ppn // self.ppp
-            die = pl // P
+            plane = ppn // self.ppp
+            die = plane // planes_per_die
             ops = per_die.setdefault(die, [])
-            bit = 1 << (pl % P)
+            bit = 1 << (plane % planes_per_die)
             for op in ops:
                 if self.multi and not op[0] & bit:
                     op[0] |= bit
@@ -120,16 +120,16 @@ class CommandFormer:
             else:
                 ops.append([bit, i])
         out: list[tuple[int, list[int]]] = []
-        rnd = 0
+        round_no = 0
         while True:
             added = False
             for die, die_ops in per_die.items():
-                if rnd < len(die_ops):
-                    out.append((die, die_ops[rnd][1:]))
+                if round_no < len(die_ops):
+                    out.append((die, die_ops[round_no][1:]))
                     added = True
             if not added:
                 return out
-            rnd += 1
+            round_no += 1
 
 
 class TimingBase:
@@ -207,25 +207,26 @@ class TimingBase:
     def lane_reports(self, elapsed: int) -> dict[str, dict[str, Any]]:
         """Per channel of the device (``ch0``, ...) its report, with each of its die
         lanes' (``die0``, ...)."""
-        per = self.former.lanes_per_channel
+        lanes_per_channel = self.former.lanes_per_channel
         out: dict[str, dict[str, Any]] = {}
         for ch in range(self.ch1 - self.ch0):
-            d: dict[str, Any] = dict(self.channels.report(self.ch0 + ch, elapsed))
-            for k in range(per):
-                d[f"die{k}"] = self.dies.report(self.lane0 + ch * per + k, elapsed)
-            out[f"ch{ch}"] = d
+            report: dict[str, Any] = dict(self.channels.report(self.ch0 + ch, elapsed))
+            first_lane = self.lane0 + ch * lanes_per_channel
+            for k in range(lanes_per_channel):
+                report[f"die{k}"] = self.dies.report(first_lane + k, elapsed)
+            out[f"ch{ch}"] = report
         return out
 
-    def command_slot(self, ch: int, t: int, cmd: int) -> int:
-        """Under MQSim's convoy: the earliest start >= ``t`` of ``cmd`` on channel ``ch``
-        with the channel idle and no read data waiting for it."""
+    def command_slot(self, ch: int, earliest: int, cmd: int) -> int:
+        """Under MQSim's convoy: the earliest start >= ``earliest`` of ``cmd`` on channel
+        ``ch`` with the channel idle and no read data waiting for it."""
         channels, wait = self.channels, self.waiting
         assert wait is not None
         while True:
-            u = wait.fit(ch, channels.fit(ch, t, cmd), cmd)
-            if u == t:
-                return t
-            t = u
+            fit = wait.fit(ch, channels.fit(ch, earliest, cmd), cmd)
+            if fit == earliest:
+                return earliest
+            earliest = fit
 
     def data_waits(self, ch: int, ready: int, start: int) -> None:
         """Under MQSim's convoy: read data ready at ``ready`` waits for channel ``ch``

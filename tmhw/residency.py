@@ -28,7 +28,7 @@ from tmhw.sim.stats import Level
 
 
 def runs(pages: np.ndarray) -> list[tuple[int, int]]:
-    """Contiguous runs [a, b) of a sorted page array."""
+    """Contiguous runs [first, stop) of a sorted page array."""
     if len(pages) == 0:
         return []
     if pages[-1] - pages[0] + 1 == len(pages):
@@ -36,7 +36,8 @@ def runs(pages: np.ndarray) -> list[tuple[int, int]]:
     cut = np.flatnonzero(np.diff(pages) != 1) + 1
     starts = np.concatenate(([0], cut))
     stops = np.concatenate((cut, [len(pages)]))
-    return [(int(pages[a]), int(pages[b - 1]) + 1) for a, b in zip(starts, stops, strict=True)]
+    return [(int(pages[first]), int(pages[stop - 1]) + 1)
+            for first, stop in zip(starts, stops, strict=True)]
 
 
 #: pages per block of the ready times' block maxima (``Residency.ready_time``); the
@@ -78,127 +79,127 @@ def _plain(state: Held | Ready) -> Arrays3:
 
 
 @njit_noref
-def _block_max_at(ready: Arrays3, k: int,
-                  t: int) -> None:
-    """Block ``k``, some of whose pages were just given time ``t``: its maximum."""
+def _block_max_at(ready: Arrays3, block: int,
+                  time: int) -> None:
+    """Block ``block``, some of whose pages were just given time ``time``: its maximum."""
     ready_ix, block_max, _ = ready
-    if t >= block_max[k]:
-        block_max[k] = t  # the others are no later than the old maximum
+    if time >= block_max[block]:
+        block_max[block] = time  # the others are no later than the old maximum
         return
-    hi = min((k + 1) * READY_BLOCK, ready_ix.size)
-    block_max[k] = _times_max(ready, k * READY_BLOCK, hi)
+    hi = min((block + 1) * READY_BLOCK, ready_ix.size)
+    block_max[block] = _times_max(ready, block * READY_BLOCK, hi)
 
 
 @njit_noref
-def _ready_run(ready: Arrays3, a: int, b: int,
-               idx: int, t: int) -> None:
-    """``Residency.set_ready`` of the pages [a, b) (b > a), ``t`` being
+def _ready_run(ready: Arrays3, start: int, stop: int,
+               idx: int, time: int) -> None:
+    """``Residency.set_ready`` of the pages [start, stop) (stop > start), ``time`` being
     ``times[idx]``."""
     ready_ix, block_max, _ = ready
-    bs = READY_BLOCK
-    ready_ix[a:b] = idx
-    fa = -(-a // bs)
-    fb = b // bs  # the blocks [a, b) covers whole
-    if fa < fb:
-        block_max[fa:fb] = t
-        if a < fa * bs:
-            _block_max_at(ready, fa - 1, t)
-        if fb * bs < b:
-            _block_max_at(ready, fb, t)
+    size = READY_BLOCK
+    ready_ix[start:stop] = idx
+    first_whole = -(-start // size)
+    end_whole = stop // size  # the blocks [start, stop) covers whole
+    if first_whole < end_whole:
+        block_max[first_whole:end_whole] = time
+        if start < first_whole * size:
+            _block_max_at(ready, first_whole - 1, time)
+        if end_whole * size < stop:
+            _block_max_at(ready, end_whole, time)
     else:
-        for k in range(a // bs, (b - 1) // bs + 1):
-            _block_max_at(ready, k, t)
+        for block in range(start // size, (stop - 1) // size + 1):
+            _block_max_at(ready, block, time)
 
 
 @njit_noref
-def _times_max(ready: Arrays3, a: int, b: int) -> int:
-    """The latest ready time of the pages [a, b) (b > a)."""
+def _times_max(ready: Arrays3, start: int, stop: int) -> int:
+    """The latest ready time of the pages [start, stop) (stop > start)."""
     ready_ix, _, times = ready
-    m = times[ready_ix[a]]
-    for p in range(a + 1, b):
-        t = times[ready_ix[p]]
-        if t > m:
-            m = t
-    return int(m)
+    latest = times[ready_ix[start]]
+    for page in range(start + 1, stop):
+        time = times[ready_ix[page]]
+        if time > latest:
+            latest = time
+    return int(latest)
 
 
 @njit_noref
-def _ready_max(ready: Arrays3, p0: int, p1: int) -> int:
-    """``Residency.ready_time`` of [p0, p1) (p1 > p0): the blocks it covers whole by
+def _ready_max(ready: Arrays3, start: int, stop: int) -> int:
+    """``Residency.ready_time`` of [start, stop) (stop > start): the blocks it covers whole by
     their maxima, the pages at its two ends one by one."""
     block_max = ready[1]
-    bs = READY_BLOCK
-    fa = -(-p0 // bs)
-    fb = p1 // bs
-    if fb - fa < 2:
-        return _times_max(ready, p0, p1)
-    out = block_max[fa]
-    for k in range(fa + 1, fb):
-        if block_max[k] > out:
-            out = block_max[k]
-    if p0 < fa * bs:
-        out = max(out, _times_max(ready, p0, fa * bs))
-    if fb * bs < p1:
-        out = max(out, _times_max(ready, fb * bs, p1))
+    size = READY_BLOCK
+    first_whole = -(-start // size)
+    end_whole = stop // size
+    if end_whole - first_whole < 2:
+        return _times_max(ready, start, stop)
+    out = block_max[first_whole]
+    for block in range(first_whole + 1, end_whole):
+        if block_max[block] > out:
+            out = block_max[block]
+    if start < first_whole * size:
+        out = max(out, _times_max(ready, start, first_whole * size))
+    if end_whole * size < stop:
+        out = max(out, _times_max(ready, end_whole * size, stop))
     return int(out)
 
 
 @njit_noref
-def _group_of(starts: np.ndarray, p: int) -> int:
-    """The group of page ``p``: the last of ``starts`` at or before it."""
-    return int(np.searchsorted(starts, p, side="right")) - 1
+def _group_of(starts: np.ndarray, page: int) -> int:
+    """The group of page ``page``: the last of ``starts`` at or before it."""
+    return int(np.searchsorted(starts, page, side="right")) - 1
 
 
 @njit_noref
-def _count_run(held: Arrays3, a: int, b: int,
-               flag: bool, n: int, sign: int) -> None:
-    """``sign`` x the pages of [a, b) whose held flag is ``flag`` (``n`` of them, > 0)
-    into their groups' counts (``starts`` not empty)."""
+def _count_run(held: Arrays3, start: int, stop: int,
+               flag: bool, count: int, sign: int) -> None:
+    """``sign`` x the pages of [start, stop) whose held flag is ``flag`` (``count`` of
+    them, > 0) into their groups' counts (``starts`` not empty)."""
     in_hbm, starts, held_by_owner = held
-    o = _group_of(starts, a)
-    if starts[o + 1] >= b:  # a run inside one group, the common case
-        held_by_owner[o] += sign * n
+    group = _group_of(starts, start)
+    if starts[group + 1] >= stop:  # a run inside one group, the common case
+        held_by_owner[group] += sign * count
         return
-    for p in range(a, b):
-        while starts[o + 1] <= p:
-            o += 1
-        if in_hbm[p] == flag:
-            held_by_owner[o] += sign
+    for page in range(start, stop):
+        while starts[group + 1] <= page:
+            group += 1
+        if in_hbm[page] == flag:
+            held_by_owner[group] += sign
 
 
 @njit_noref
-def _release_run(held: Arrays3, a: int, b: int) -> int:
+def _release_run(held: Arrays3, start: int, stop: int) -> int:
     """``Residency.release``'s change of the flags and group counts for the pages
-    [a, b): how many were held."""
+    [start, stop): how many were held."""
     in_hbm, starts, _ = held
-    n = 0
-    for p in range(a, b):
-        if in_hbm[p]:
-            n += 1
-    if n and starts.size:
-        _count_run(held, a, b, True, n, -1)
-    in_hbm[a:b] = False
-    return n
+    count = 0
+    for page in range(start, stop):
+        if in_hbm[page]:
+            count += 1
+    if count and starts.size:
+        _count_run(held, start, stop, True, count, -1)
+    in_hbm[start:stop] = False
+    return count
 
 
 @njit_noref
 def _hold_run(held: Arrays3,
-              ready: Arrays3, a: int, b: int, free: int,
-              idx: int, t: int) -> int:
-    """``Residency.hold`` of the pages [a, b) (b > a) with ``free`` pages free, ready at
-    ``t`` (``times[idx]``): the pages newly held, or -1 - that number (nothing
-    changed) if more than ``free``."""
+              ready: Arrays3, start: int, stop: int, free: int,
+              idx: int, time: int) -> int:
+    """``Residency.hold`` of the pages [start, stop) (stop > start) with ``free`` pages
+    free, ready at ``time`` (``times[idx]``): the pages newly held, or -1 - that number
+    (nothing changed) if more than ``free``."""
     in_hbm, starts, _ = held
     new = 0
-    for p in range(a, b):
-        if not in_hbm[p]:
+    for page in range(start, stop):
+        if not in_hbm[page]:
             new += 1
     if new > free:
         return -1 - new
     if new and starts.size:
-        _count_run(held, a, b, False, new, 1)
-    in_hbm[a:b] = True
-    _ready_run(ready, a, b, idx, t)
+        _count_run(held, start, stop, False, new, 1)
+    in_hbm[start:stop] = True
+    _ready_run(ready, start, stop, idx, time)
     return new
 
 
@@ -252,7 +253,7 @@ class Residency:
         self.held = 0                                   # pages with in_hbm set
         self._freeing: list[tuple[int, int]] = []       # (time, pages) of write-backs
         self._freeing_pages = 0
-        #: (p0, p1, end) of cleans in flight: pages written back that stay held; their
+        #: (start, stop, end) of cleans in flight: pages written back that stay held; their
         #: space stays taken until the write ends, even if they are released before
         self._cleaning: list[tuple[int, int, int]] = []
         self.level = Level()                            # occupancy in bytes over time
@@ -262,8 +263,8 @@ class Residency:
         """Release the space of write-backs that completed by ``now``."""
         changed = False
         while self._freeing and self._freeing[0][0] <= now:
-            _, n = heapq.heappop(self._freeing)
-            self._freeing_pages -= n
+            _, count = heapq.heappop(self._freeing)
+            self._freeing_pages -= count
             changed = True
         if changed:
             self.level.set(now, self.occupied_pages * self.page_size)
@@ -289,16 +290,16 @@ class Residency:
         self.settle(now)
         if pages > self._freeing_pages:
             return None
-        t = now
+        free_at = now
         while pages > 0:
-            when, n = heapq.heappop(self._freeing)
-            take = min(n, pages)
-            if n > take:
-                heapq.heappush(self._freeing, (when, n - take))
+            when, count = heapq.heappop(self._freeing)
+            take = min(count, pages)
+            if count > take:
+                heapq.heappush(self._freeing, (when, count - take))
             self._freeing_pages -= take
             pages -= take
-            t = max(t, when)
-        return t
+            free_at = max(free_at, when)
+        return free_at
 
     def next_free_time(self) -> int | None:
         """When the earliest pending write-back releases its space."""
@@ -327,37 +328,37 @@ class Residency:
         with a step, as the page numbers it selects."""
         if not isinstance(pages, slice):
             return pages
-        a, b, step = pages.indices(self.npages)
-        return slice(a, b) if step == 1 else np.arange(a, b, step)
+        start, stop, step = pages.indices(self.npages)
+        return slice(start, stop) if step == 1 else np.arange(start, stop, step)
 
-    def _time_index(self, t: int) -> int:
-        """The index of time ``t`` in ``_times`` (the last one, when it is the same)."""
-        n = self._ntimes
-        if self._times[n - 1] == t:
-            return n - 1
-        if n == len(self._times):
-            if n >= self._compact_at:
-                n = self._compact()
-            if n == len(self._times):
+    def _time_index(self, time: int) -> int:
+        """The index of time ``time`` in ``_times`` (the last one, when it is the same)."""
+        n_times = self._ntimes
+        if self._times[n_times - 1] == time:
+            return n_times - 1
+        if n_times == len(self._times):
+            if n_times >= self._compact_at:
+                n_times = self._compact()
+            if n_times == len(self._times):
                 self._times = np.concatenate((self._times, np.zeros_like(self._times)))
                 self._ready = _plain(Ready(self._ready_ix, self._block_max, self._times))
-        self._times[n] = t
-        self._ntimes = n + 1
-        return n
+        self._times[n_times] = time
+        self._ntimes = n_times + 1
+        return n_times
 
     def _compact(self) -> int:
         """Drop the times no page refers to any more, renumbering the pages' indices a
         block at a time (no temporary the size of the page array). Returns how many
         are left; the next compaction waits until at least as many again are added."""
-        ix = self._ready_ix
+        ready_ix = self._ready_ix
         used = np.zeros(self._ntimes, dtype=bool)
         block = 1 << 20
-        for a in range(0, len(ix), block):
-            used[ix[a:a + block]] = True
+        for base in range(0, len(ready_ix), block):
+            used[ready_ix[base:base + block]] = True
         used[0] = True
         renum = (np.cumsum(used) - 1).astype(np.uint32)
-        for a in range(0, len(ix), block):
-            ix[a:a + block] = renum[ix[a:a + block]]
+        for base in range(0, len(ready_ix), block):
+            ready_ix[base:base + block] = renum[ready_ix[base:base + block]]
         kept = self._times[:self._ntimes][used]
         self._times[:len(kept)] = kept
         self._ntimes = len(kept)
@@ -365,35 +366,35 @@ class Residency:
         return self._ntimes
 
     # -- transitions ---------------------------------------------------------------------
-    def missing(self, p0: int, p1: int) -> np.ndarray:
-        """Page numbers in [p0, p1) not held in HBM."""
-        return np.flatnonzero(~self.in_hbm[p0:p1]) + p0
+    def missing(self, start: int, stop: int) -> np.ndarray:
+        """Page numbers in [start, stop) not held in HBM."""
+        return np.flatnonzero(~self.in_hbm[start:stop]) + start
 
-    def missing_runs(self, p0: int, p1: int) -> tuple[int, list[tuple[int, int]]]:
-        """How many pages of [p0, p1) HBM does not hold, and their runs [a, b) in
-        order (``runs`` of ``missing``; a chunk is most often all missing or all held)."""
-        held = int(np.count_nonzero(self.in_hbm[p0:p1]))
+    def missing_runs(self, start: int, stop: int) -> tuple[int, list[tuple[int, int]]]:
+        """How many pages of [start, stop) HBM does not hold, and their runs in order
+        (``runs`` of ``missing``; a chunk is most often all missing or all held)."""
+        held = int(np.count_nonzero(self.in_hbm[start:stop]))
         if held == 0:
-            return p1 - p0, [(p0, p1)] if p1 > p0 else []
-        if held == p1 - p0:
+            return stop - start, [(start, stop)] if stop > start else []
+        if held == stop - start:
             return 0, []
-        pages = self.missing(p0, p1)
+        pages = self.missing(start, stop)
         return len(pages), runs(pages)
 
-    def count_missing(self, p0: int, p1: int) -> int:
-        return int(p1 - p0 - np.count_nonzero(self.in_hbm[p0:p1]))
+    def count_missing(self, start: int, stop: int) -> int:
+        return int(stop - start - np.count_nonzero(self.in_hbm[start:stop]))
 
     def hold(self, pages: np.ndarray | slice, ready: int, now: int) -> int:
         """Mark pages held in HBM (allocated or being filled) with their ready times.
         Returns the number of pages newly held. Raises CapacityError past capacity."""
         pages = self._pages(pages)
         if isinstance(pages, slice):
-            a, b = pages.start, pages.stop
-            if b > a:
+            start, stop = pages.start, pages.stop
+            if stop > start:
                 self.settle(now)
                 free = self.capacity - self.occupied_pages
                 idx = self._time_index(ready)  # may grow the times: before the call
-                new = _hold_run(self._held, self._ready, a, b, free, idx, ready)
+                new = _hold_run(self._held, self._ready, start, stop, free, idx, ready)
                 if new < 0:
                     raise CapacityError(f"{-1 - new} pages over {free} free")
                 self.held += new
@@ -416,52 +417,53 @@ class Residency:
         """Pages leave HBM; their space is free at ``until`` (a write-back's end) or now."""
         pages = self._pages(pages)
         if isinstance(pages, slice):
-            a, b = pages.start, pages.stop
-            n = _release_run(self._held, a, b) if b > a else 0
-            if n == 0:
+            start, stop = pages.start, pages.stop
+            count = _release_run(self._held, start, stop) if stop > start else 0
+            if count == 0:
                 return 0
         else:
             sel = self.in_hbm[pages]
-            n = int(np.count_nonzero(sel))
-            if n == 0:
+            count = int(np.count_nonzero(sel))
+            if count == 0:
                 return 0
             if self.starts is not None:
                 self._count(pages, sel, -1)
             self.in_hbm[pages] = False
-        self.held -= n
+        self.held -= count
         if until is not None and until > now:
-            heapq.heappush(self._freeing, (until, n))
-            self._freeing_pages += n
+            heapq.heappush(self._freeing, (until, count))
+            self._freeing_pages += count
         self.settle(now)
         self.level.set(now, self.occupied_pages * self.page_size)
-        return n
+        return count
 
-    def release_when_ready(self, p0: int, p1: int, now: int) -> int:
-        """Pages [p0, p1) leave HBM; data still arriving, or still being copied out by
+    def release_when_ready(self, start: int, stop: int, now: int) -> int:
+        """Pages [start, stop) leave HBM; data still arriving, or still being copied out by
         a clean, keeps its space until then."""
-        ready = max(self.ready_time(p0, p1), self._clean_end(p0, p1, now))
-        return self.release(slice(p0, p1), now, until=ready if ready > now else None)
+        ready = max(self.ready_time(start, stop), self._clean_end(start, stop, now))
+        return self.release(slice(start, stop), now, until=ready if ready > now else None)
 
-    def cleaning(self, p0: int, p1: int, end: int) -> None:
-        """Pages [p0, p1) stay held while a clean copies them to flash until ``end``."""
-        self._cleaning.append((p0, p1, end))
+    def cleaning(self, start: int, stop: int, end: int) -> None:
+        """Pages [start, stop) stay held while a clean copies them to flash until ``end``."""
+        self._cleaning.append((start, stop, end))
 
-    def _clean_end(self, p0: int, p1: int, now: int) -> int:
-        """When the cleans in flight over any page of [p0, p1) end (0: none)."""
+    def _clean_end(self, start: int, stop: int, now: int) -> int:
+        """When the cleans in flight over any page of [start, stop) end (0: none)."""
         if not self._cleaning:
             return 0
-        self._cleaning = [c for c in self._cleaning if c[2] > now]
-        return max((e for a, b, e in self._cleaning if a < p1 and p0 < b), default=0)
+        self._cleaning = [clean for clean in self._cleaning if clean[2] > now]
+        return max((end for clean_start, clean_stop, end in self._cleaning
+                    if clean_start < stop and start < clean_stop), default=0)
 
-    def release_clean(self, p0: int, p1: int, now: int) -> None:
-        """Pages of [p0, p1) held in HBM whose data flash has, or that are dead, leave
+    def release_clean(self, start: int, stop: int, now: int) -> None:
+        """Pages of [start, stop) held in HBM whose data flash has, or that are dead, leave
         (dirty live pages stay: they need a write-back first)."""
-        clean = self.in_hbm[p0:p1] & ~(self.live[p0:p1] & ~self.in_flash[p0:p1])
+        clean = self.in_hbm[start:stop] & ~(self.live[start:stop] & ~self.in_flash[start:stop])
         if clean.all():
-            self.release_when_ready(p0, p1, now)
+            self.release_when_ready(start, stop, now)
             return
-        for a, b in runs(np.flatnonzero(clean) + p0):
-            self.release_when_ready(a, b, now)
+        for run_start, run_stop in runs(np.flatnonzero(clean) + start):
+            self.release_when_ready(run_start, run_stop, now)
 
     def owner_of(self, pages: np.ndarray) -> np.ndarray:
         """The group of each page in ``pages``."""
@@ -477,11 +479,11 @@ class Residency:
         self.held_by_owner += sign * np.bincount(self.owner_of(sel),
                                                  minlength=len(self.held_by_owner))
 
-    def ready_time(self, p0: int, p1: int) -> int:
-        """When every page of [p0, p1) is complete in HBM (all must be held)."""
-        if p1 <= p0:
+    def ready_time(self, start: int, stop: int) -> int:
+        """When every page of [start, stop) is complete in HBM (all must be held)."""
+        if stop <= start:
             return 0
-        out: int = _ready_max(self._ready, p0, p1)
+        out: int = _ready_max(self._ready, start, stop)
         return out
 
     def check(self) -> None:
@@ -492,22 +494,22 @@ class Residency:
         if held != self.held:
             raise AssertionError(f"held counter {self.held} != bitmap {held}")
         block = 1 << 20
-        spans = [(a, min(self.npages, a + block)) for a in range(0, self.npages, block)]
+        spans = [(base, min(self.npages, base + block)) for base in range(0, self.npages, block)]
         if self.starts is not None:
-            per = np.zeros(len(self.held_by_owner), dtype=np.int64)
-            for a, b in spans:
-                per += np.bincount(self.owner_of(np.flatnonzero(self.in_hbm[a:b]) + a),
-                                   minlength=len(self.held_by_owner))
-            if not np.array_equal(per, self.held_by_owner):
+            per_group = np.zeros(len(self.held_by_owner), dtype=np.int64)
+            for lo, hi in spans:
+                per_group += np.bincount(self.owner_of(np.flatnonzero(self.in_hbm[lo:hi]) + lo),
+                                         minlength=len(self.held_by_owner))
+            if not np.array_equal(per_group, self.held_by_owner):
                 raise AssertionError("per-owner held counts disagree with the bitmap")
         if self.occupied_pages > self.capacity:
             raise AssertionError(f"occupancy {self.occupied_pages} > capacity {self.capacity}")
-        lost, first = 0, -1
-        for a, b in spans:
-            m = self.live[a:b] & ~self.in_hbm[a:b] & ~self.in_flash[a:b]
-            k = int(np.count_nonzero(m))
-            if k and first < 0:
-                first = a + int(np.flatnonzero(m)[0])
-            lost += k
+        lost, first_lost = 0, -1
+        for lo, hi in spans:
+            lost_mask = self.live[lo:hi] & ~self.in_hbm[lo:hi] & ~self.in_flash[lo:hi]
+            n_lost = int(np.count_nonzero(lost_mask))
+            if n_lost and first_lost < 0:
+                first_lost = lo + int(np.flatnonzero(lost_mask)[0])
+            lost += n_lost
         if lost:
-            raise AssertionError(f"{lost} live pages in neither tier, first {first}")
+            raise AssertionError(f"{lost} live pages in neither tier, first {first_lost}")

@@ -35,8 +35,8 @@ times and a read costs the same whatever the queue's depth. When spans are recor
 every queued op's times are written out after each read, for timelines.
 
 State (``DieLanes.state``, one tuple of structured arrays handed to every kernel):
-``lane[i]`` per lane (``LANE``), ``ops[slot]`` the queued ops (``OP``; lane ``i``'s row
-is slots ``i * cap`` on), ``par[0]`` the parameters (``PAR``), and ``rec[k]`` the
+``lanes[lane]`` per lane (``LANE``), ``ops[slot]`` the queued ops (``OP``; a lane's
+row is slots ``lane * cap`` on), ``par[0]`` the parameters (``PAR``), and ``rec[k]`` the
 recorded spans (``REC``; none when not recording), appended by the kernels.
 """
 
@@ -51,7 +51,7 @@ from tmhw.sim.jit import njit_noref
 
 I64 = npt.NDArray[np.int64]
 Rec = npt.NDArray[np.void]
-#: (lane, ops, par, rec): the module docstring's state
+#: (lanes, ops, par, rec): the module docstring's state
 DieState = tuple[Rec, Rec, Rec, Rec]
 
 #: the kinds of queued op
@@ -96,30 +96,30 @@ class SuspendRule:
 
 # -- kernels --------------------------------------------------------------------------
 @njit_noref
-def _now_slot(ops: Rec, h: int, k: int) -> tuple[int, int]:
-    """The true start and end of queued slot ``k`` of a lane whose head op is at slot
-    ``h`` (module docstring)."""
-    a = ops[k]["st"]
-    e = ops[k]["en"]
-    if k > h:
-        base = ops[h]["en"] + ops[k]["qs"] - ops[h + 1]["qs"]
-        if base > a:
-            return base, e + base - a
-    return a, e
+def _now_slot(ops: Rec, head: int, slot: int) -> tuple[int, int]:
+    """The true start and end of queued slot ``slot`` of a lane whose head op is at slot
+    ``head`` (module docstring)."""
+    start = ops[slot]["st"]
+    end = ops[slot]["en"]
+    if slot > head:
+        base = ops[head]["en"] + ops[slot]["qs"] - ops[head + 1]["qs"]
+        if base > start:
+            return base, end + base - start
+    return start, end
 
 
 @njit_noref
-def _record(par: Rec, rec: Rec, i: int, s: int, e: int) -> int:
-    """Append span (``s``, ``e``) of lane ``i`` when recording; its row, or -1."""
+def _record(par: Rec, rec: Rec, lane: int, start: int, end: int) -> int:
+    """Append span (``start``, ``end``) of lane ``lane`` when recording; its row, or -1."""
     if rec.shape[0] == 0:
         return -1
-    n: int = par[0]["nrec"]
-    r = rec[n]
-    r["lane"] = i
-    r["start"] = s
-    r["end"] = e
-    par[0]["nrec"] = n + 1
-    return n
+    row: int = par[0]["nrec"]
+    span = rec[row]
+    span["lane"] = lane
+    span["start"] = start
+    span["end"] = end
+    par[0]["nrec"] = row + 1
+    return row
 
 
 @njit_noref
@@ -130,258 +130,260 @@ def _suspend_latency(par: Rec, kind: int, left: int) -> int:
         return -1
     if not (par[0]["r_erase"] if kind == ERASE else par[0]["r_prog"]):
         return -1
-    lat = par[0]["r_terase"] if kind == ERASE else par[0]["r_tprog"]
-    return lat if left >= par[0]["r_min"] and left > lat else -1
+    latency = par[0]["r_terase"] if kind == ERASE else par[0]["r_tprog"]
+    return latency if left >= par[0]["r_min"] and left > latency else -1
 
 
 @njit_noref
-def die_read(st: DieState, i: int, earliest: int, d: int, dies: int, arrive: int) -> int:
-    """A read of ``d`` on lane ``i`` no earlier than ``earliest``; its end. On a chip
-    lane, ``dies`` is the bit mask of its dies the read uses and ``arrive`` when it
-    reached the scheduler (-1: ``earliest``); 0 on a die lane."""
-    lane, ops, par, rec = st
-    t = lane[i]["tail"]
-    h = lane[i]["head"]
-    qe = _now_slot(ops, h, t - 1)[1] if t != h else -1  # the newest queued op's end
-    if dies and qe < 0:
-        bs: int = lane[i]["bstart"]
-        if (earliest if arrive < 0 else arrive) <= bs and not lane[i]["bmask"] & dies:
-            end = bs + d  # joins the chip's batch
-            lane[i]["bmask"] |= dies
-            be = lane[i]["bend"]
-            if end > be:
-                lane[i]["busy"] += end - be
-                _record(par, rec, i, be, end)
-                lane[i]["bend"] = end
-            if lane[i]["rd"] < end:
-                lane[i]["rd"] = end
-            if lane[i]["until"] < end:
-                lane[i]["until"] = end
+def die_read(state: DieState, lane: int, earliest: int, duration: int, dies: int,
+             arrive: int) -> int:
+    """A read of ``duration`` on lane ``lane`` no earlier than ``earliest``; its end. On
+    a chip lane, ``dies`` is the bit mask of its dies the read uses and ``arrive`` when
+    it reached the scheduler (-1: ``earliest``); 0 on a die lane."""
+    lanes, ops, par, rec = state
+    tail = lanes[lane]["tail"]
+    head = lanes[lane]["head"]
+    # the newest queued op's end
+    queue_end = _now_slot(ops, head, tail - 1)[1] if tail != head else -1
+    if dies and queue_end < 0:
+        batch_start: int = lanes[lane]["bstart"]
+        if (earliest if arrive < 0 else arrive) <= batch_start and not lanes[lane]["bmask"] & dies:
+            end = batch_start + duration  # joins the chip's batch
+            lanes[lane]["bmask"] |= dies
+            batch_end = lanes[lane]["bend"]
+            if end > batch_end:
+                lanes[lane]["busy"] += end - batch_end
+                _record(par, rec, lane, batch_end, end)
+                lanes[lane]["bend"] = end
+            if lanes[lane]["rd"] < end:
+                lanes[lane]["rd"] = end
+            if lanes[lane]["until"] < end:
+                lanes[lane]["until"] = end
             return end
-    r = lane[i]["rd"]
-    s = earliest if earliest > r else r
-    if qe > s:
-        return _read_queued(st, i, s, d)
-    if qe >= 0:  # queued work that ended before the read: forgotten
-        lane[i]["head"] = i * par[0]["cap"]
-        lane[i]["tail"] = i * par[0]["cap"]
-    end = s + d
-    lane[i]["rd"] = end
-    if lane[i]["until"] < end:
-        lane[i]["until"] = end
-    lane[i]["busy"] += d
-    lane[i]["count"] += 1
-    _record(par, rec, i, s, end)
+    last_read = lanes[lane]["rd"]
+    start = earliest if earliest > last_read else last_read
+    if queue_end > start:
+        return _read_queued(state, lane, start, duration)
+    if queue_end >= 0:  # queued work that ended before the read: forgotten
+        lanes[lane]["head"] = lane * par[0]["cap"]
+        lanes[lane]["tail"] = lane * par[0]["cap"]
+    end = start + duration
+    lanes[lane]["rd"] = end
+    if lanes[lane]["until"] < end:
+        lanes[lane]["until"] = end
+    lanes[lane]["busy"] += duration
+    lanes[lane]["count"] += 1
+    _record(par, rec, lane, start, end)
     if dies:  # this read opens the chip's next batch
-        lane[i]["bstart"] = s
-        lane[i]["bmask"] = dies
-        lane[i]["bend"] = end
+        lanes[lane]["bstart"] = start
+        lanes[lane]["bmask"] = dies
+        lanes[lane]["bend"] = end
     return end
 
 
 @njit_noref
-def plane_read(st: DieState, i: int, earliest: int, t_r: int, share: int, dies: int,
+def plane_read(state: DieState, lane: int, earliest: int, t_r: int, share: int, dies: int,
                arrive: int) -> int:
-    """A one-page read of ``t_r`` on lane ``i``; when its data is in the page register.
+    """A one-page read of ``t_r`` on lane ``lane``; when its data is in the page register.
     With independent plane reads (``share`` = planes > 1; NAND that reads each plane
     with its own word-line and sense circuits) a die overlaps ``share`` such reads: the
     read holds the lane for ``t_r / share`` and its data is ready ``t_r`` after it
     starts (a die as a pipeline of ``share`` reads; two reads of one plane overlap too,
     which random reads over many planes rarely ask for)."""
     if share <= 1:
-        return die_read(st, i, earliest, t_r, dies, arrive)
-    occ = t_r // share
-    return die_read(st, i, earliest, occ, dies, arrive) - occ + t_r
+        return die_read(state, lane, earliest, t_r, dies, arrive)
+    hold = t_r // share
+    return die_read(state, lane, earliest, hold, dies, arrive) - hold + t_r
 
 
 @njit_noref
-def _read_queued(st: DieState, i: int, s: int, d: int) -> int:
-    """A read of ``d`` from ``s`` on lane ``i``, whose queue has work left to run after
-    ``s``: it queues ahead of it, or suspends it; its end."""
-    lane, ops, par, rec = st
-    h = lane[i]["head"]
-    t = lane[i]["tail"]
-    st0 = ops[h]["st"]
-    en0 = ops[h]["en"]
-    while en0 <= s:  # ended before the read: forgotten, and the next is the head
-        h += 1
-        st0, en0 = _now_slot(ops, h - 1, h)
-        ops[h]["st"] = st0
-        ops[h]["en"] = en0
-    lat = 0
-    kind = ops[h]["kind"]
-    if s < st0:
-        start = s  # ahead of every waiting program and erase
+def _read_queued(state: DieState, lane: int, earliest: int, duration: int) -> int:
+    """A read of ``duration`` from ``earliest`` on lane ``lane``, whose queue has work
+    left to run after ``earliest``: it queues ahead of it, or suspends it; its end."""
+    lanes, ops, par, rec = state
+    head = lanes[lane]["head"]
+    tail = lanes[lane]["tail"]
+    head_start = ops[head]["st"]
+    head_end = ops[head]["en"]
+    while head_end <= earliest:  # ended before the read: forgotten, and the next is the head
+        head += 1
+        head_start, head_end = _now_slot(ops, head - 1, head)
+        ops[head]["st"] = head_start
+        ops[head]["en"] = head_end
+    latency = 0
+    kind = ops[head]["kind"]
+    if earliest < head_start:
+        start = earliest  # ahead of every waiting program and erase
     else:
-        sl = _suspend_latency(par, kind, en0 - s)
-        if sl >= 0:
-            lat = sl
+        suspend = _suspend_latency(par, kind, head_end - earliest)
+        if suspend >= 0:
+            latency = suspend
             if kind == ERASE:
-                lane[i]["sus_e"] += 1
+                lanes[lane]["sus_e"] += 1
             else:
-                lane[i]["sus_p"] += 1
+                lanes[lane]["sus_p"] += 1
             if rec.shape[0]:  # the part done before the suspend, then the rest
-                rec[ops[h]["span"]]["start"] = st0
-                rec[ops[h]["span"]]["end"] = s
-                ops[h]["span"] = _record(par, rec, i, s, en0)
-            ops[h]["st"] = s  # the rest runs after the read
-            start = s + lat
+                rec[ops[head]["span"]]["start"] = head_start
+                rec[ops[head]["span"]]["end"] = earliest
+                ops[head]["span"] = _record(par, rec, lane, earliest, head_end)
+            ops[head]["st"] = earliest  # the rest runs after the read
+            start = earliest + latency
         else:
-            start = en0  # after the running one
-            h += 1
-    end = start + d
-    lane[i]["rd"] = end
-    if h < t:
+            start = head_end  # after the running one
+            head += 1
+    end = start + duration
+    lanes[lane]["rd"] = end
+    if head < tail:
         # the head starts after the read (the next op's start is at least the end of
         # the one that ran, which the read follows); the ops behind follow it
-        a = ops[h]["st"]
-        if end > a:
-            ops[h]["st"] = end
-            ops[h]["en"] += end - a
+        old_start = ops[head]["st"]
+        if end > old_start:
+            ops[head]["st"] = end
+            ops[head]["en"] += end - old_start
             if rec.shape[0]:
-                rec[ops[h]["span"]]["start"] = end
-                rec[ops[h]["span"]]["end"] = ops[h]["en"]
-        last = _now_slot(ops, h, t - 1)[1]
-        lane[i]["until"] = last if last > end else end
-        lane[i]["head"] = h
+                rec[ops[head]["span"]]["start"] = end
+                rec[ops[head]["span"]]["end"] = ops[head]["en"]
+        last = _now_slot(ops, head, tail - 1)[1]
+        lanes[lane]["until"] = last if last > end else end
+        lanes[lane]["head"] = head
         if rec.shape[0]:  # every queued op where it now runs, for timelines
-            for k in range(h + 1, t):
-                a, e = _now_slot(ops, h, k)
-                if a != ops[k]["st"]:
-                    ops[k]["st"] = a
-                    ops[k]["en"] = e
-                    rec[ops[k]["span"]]["start"] = a
-                    rec[ops[k]["span"]]["end"] = e
+            for slot in range(head + 1, tail):
+                slot_start, slot_end = _now_slot(ops, head, slot)
+                if slot_start != ops[slot]["st"]:
+                    ops[slot]["st"] = slot_start
+                    ops[slot]["en"] = slot_end
+                    rec[ops[slot]["span"]]["start"] = slot_start
+                    rec[ops[slot]["span"]]["end"] = slot_end
     else:
-        if lane[i]["until"] < end:
-            lane[i]["until"] = end
-        lane[i]["head"] = i * par[0]["cap"]
-        lane[i]["tail"] = i * par[0]["cap"]
-    lane[i]["busy"] += d + lat
-    lane[i]["count"] += 1
-    _record(par, rec, i, start - lat, end)
+        if lanes[lane]["until"] < end:
+            lanes[lane]["until"] = end
+        lanes[lane]["head"] = lane * par[0]["cap"]
+        lanes[lane]["tail"] = lane * par[0]["cap"]
+    lanes[lane]["busy"] += duration + latency
+    lanes[lane]["count"] += 1
+    _record(par, rec, lane, start - latency, end)
     return end
 
 
 @njit_noref
-def lane_full(st: DieState, i: int) -> bool:
-    """Whether lane ``i``'s row has no free slot at its tail (``DieLanes.make_room``)."""
-    return bool(st[0][i]["tail"] == (i + 1) * st[2][0]["cap"])
+def lane_full(state: DieState, lane: int) -> bool:
+    """Whether lane ``lane``'s row has no free slot at its tail (``DieLanes.make_room``)."""
+    return bool(state[0][lane]["tail"] == (lane + 1) * state[2][0]["cap"])
 
 
 @njit_noref
-def die_hold(st: DieState, i: int, t: int) -> None:
-    """Lane ``i`` starts nothing before ``t`` (its cache register is still full)."""
-    lane = st[0]
-    if lane[i]["rd"] < t:
-        lane[i]["rd"] = t
-    if lane[i]["until"] < t:
-        lane[i]["until"] = t
+def die_hold(state: DieState, lane: int, until: int) -> None:
+    """Lane ``lane`` starts nothing before ``until`` (its cache register is still full)."""
+    lanes = state[0]
+    if lanes[lane]["rd"] < until:
+        lanes[lane]["rd"] = until
+    if lanes[lane]["until"] < until:
+        lanes[lane]["until"] = until
 
 
 @njit_noref
-def die_work(st: DieState, i: int, earliest: int, d: int, kind: int, planes: int,
+def die_work(state: DieState, lane: int, earliest: int, duration: int, kind: int, planes: int,
              page: int) -> int:
-    """Queue an op of ``kind`` and ``d`` on lane ``i`` no earlier than ``earliest``; its
+    """Queue an op of ``kind`` and ``duration`` on lane ``lane`` no earlier than ``earliest``; its
     end. The lane's row must have a free slot at its tail (``DieLanes.make_room``)."""
-    lane, ops, par, rec = st
-    b = lane[i]["until"]
-    s = earliest if earliest > b else b
-    end = s + d
-    t = lane[i]["tail"]
-    ops[t]["qs"] = lane[i]["qsum"]
-    lane[i]["qsum"] += d
-    ops[t]["st"] = s
-    ops[t]["en"] = end
-    ops[t]["kind"] = kind
-    ops[t]["mask"] = planes
-    ops[t]["page"] = page
-    ops[t]["span"] = _record(par, rec, i, s, end)
-    lane[i]["busy"] += d
-    lane[i]["count"] += 1
-    lane[i]["tail"] = t + 1
-    lane[i]["until"] = end
+    lanes, ops, par, rec = state
+    free_at = lanes[lane]["until"]
+    start = earliest if earliest > free_at else free_at
+    end = start + duration
+    tail = lanes[lane]["tail"]
+    ops[tail]["qs"] = lanes[lane]["qsum"]
+    lanes[lane]["qsum"] += duration
+    ops[tail]["st"] = start
+    ops[tail]["en"] = end
+    ops[tail]["kind"] = kind
+    ops[tail]["mask"] = planes
+    ops[tail]["page"] = page
+    ops[tail]["span"] = _record(par, rec, lane, start, end)
+    lanes[lane]["busy"] += duration
+    lanes[lane]["count"] += 1
+    lanes[lane]["tail"] = tail + 1
+    lanes[lane]["until"] = end
     return end
 
 
 @njit_noref
-def _top(x: int) -> int:
-    """``x.bit_length() - 1`` of positive ``x``."""
-    b = -1
-    while x:
-        x >>= 1
-        b += 1
-    return b
+def _top(value: int) -> int:
+    """``value.bit_length() - 1`` of positive ``value``."""
+    bit = -1
+    while value:
+        value >>= 1
+        bit += 1
+    return bit
 
 
 @njit_noref
-def die_prog(st: DieState, i: int, ready: int, d: int, planes: int, page: int) -> int:
-    """A program of ``d`` of plane mask ``planes`` (0: no multi-plane forming) at page
-    offset ``page`` on lane ``i``, its data in at ``ready``: its end, or the end of the
+def die_prog(state: DieState, lane: int, ready: int, duration: int, planes: int, page: int) -> int:
+    """A program of ``duration`` of plane mask ``planes`` (0: no multi-plane forming) at page
+    offset ``page`` on lane ``lane``, its data in at ``ready``: its end, or the end of the
     waiting program the page joined (module docstring), counted in the lane's ``merged``.
     The lane's row must have a free slot at its tail (``DieLanes.make_room``)."""
-    lane, ops, par, _ = st
-    t = lane[i]["tail"]
-    h = lane[i]["head"]
+    lanes, ops, par, _ = state
+    tail = lanes[lane]["tail"]
+    head = lanes[lane]["head"]
     # the page may join a program only if the newest queued op is one still waiting
-    if (planes and t != h and ops[t - 1]["kind"] == PROG
-            and ready <= _now_slot(ops, h, t - 1)[0]):
-        P = par[0]["planes"]
-        die = _top(planes) // P
-        k = t - 1
-        stop = max(k - 4, h - 1)  # among the last four commands of the lane
-        while k > stop:
-            s, end = _now_slot(ops, h, k)
-            if s < ready or ops[k]["kind"] != PROG:
+    if (planes and tail != head and ops[tail - 1]["kind"] == PROG
+            and ready <= _now_slot(ops, head, tail - 1)[0]):
+        planes_per_die = par[0]["planes"]
+        die = _top(planes) // planes_per_die
+        slot = tail - 1
+        stop = max(slot - 4, head - 1)  # among the last four commands of the lane
+        while slot > stop:
+            start, end = _now_slot(ops, head, slot)
+            if start < ready or ops[slot]["kind"] != PROG:
                 break
-            om = ops[k]["mask"]
-            if om and _top(om) // P == die:
-                if om & planes:
+            other_mask = ops[slot]["mask"]
+            if other_mask and _top(other_mask) // planes_per_die == die:
+                if other_mask & planes:
                     break
-                if ops[k]["page"] == page:
-                    ops[k]["mask"] = om | planes
-                    lane[i]["merged"] += 1
+                if ops[slot]["page"] == page:
+                    ops[slot]["mask"] = other_mask | planes
+                    lanes[lane]["merged"] += 1
                     return int(end)
                 # an older waiting program may be at this offset
-            k -= 1
-    return die_work(st, i, ready, d, PROG, planes, page)
+            slot -= 1
+    return die_work(state, lane, ready, duration, PROG, planes, page)
 
 
 # -- the lanes ------------------------------------------------------------------------
 class DieLanes:
-    """``n`` die lanes (module docstring), their state in arrays (``state``): each
+    """``n_lanes`` die lanes (module docstring), their state in arrays (``state``): each
     booking is one call of a kernel (a chunk's are booked by the chunk kernels,
     ``flash.engine.chunks``, on the same state). Growing a lane's row of queued ops
     and the recorded spans' buffer is done here, before the kernels need it."""
 
-    def __init__(self, prefix: str, n: int, rule: SuspendRule | None = None,
+    def __init__(self, prefix: str, n_lanes: int, rule: SuspendRule | None = None,
                  record: bool = False, planes_per_die: int = 1) -> None:
         self.prefix = prefix
         self.rule = rule
         #: plane bits per die in a mask (a lane that is a chip has several dies' bits)
-        self.P = planes_per_die
-        lane = np.zeros(n, dtype=LANE)
+        self.planes_per_die = planes_per_die
+        lanes = np.zeros(n_lanes, dtype=LANE)
         cap = 16
-        lane["head"] = np.arange(n, dtype=np.int64) * cap
-        lane["tail"] = lane["head"]
-        lane["bstart"] = -1
+        lanes["head"] = np.arange(n_lanes, dtype=np.int64) * cap
+        lanes["tail"] = lanes["head"]
+        lanes["bstart"] = -1
         par = np.zeros(1, dtype=PAR)
-        p = par[0]
-        p["cap"] = cap
-        p["planes"] = planes_per_die
+        params = par[0]
+        params["cap"] = cap
+        params["planes"] = planes_per_die
         if rule is not None:
-            p["r_any"], p["r_prog"], p["r_erase"] = 1, rule.program, rule.erase
-            p["r_tprog"], p["r_terase"] = rule.t_program, rule.t_erase
-            p["r_min"] = rule.min_remaining
+            params["r_any"], params["r_prog"], params["r_erase"] = 1, rule.program, rule.erase
+            params["r_tprog"], params["r_terase"] = rule.t_program, rule.t_erase
+            params["r_min"] = rule.min_remaining
         rec = np.zeros(1024 if record else 0, dtype=REC)
-        self.state: DieState = (lane, np.zeros(n * cap, dtype=OP), par, rec)
+        self.state: DieState = (lanes, np.zeros(n_lanes * cap, dtype=OP), par, rec)
         self.record = record
         #: slots per lane's row of queued ops (``par``'s, for the Python side)
         self.cap = cap
         # the lanes' fields the Python side reads, as views of int64 (the lane array is
         # never replaced): a field of one record read through numpy costs ~0.3 us
         self._rd, self._until, self._tail, self._merged = (
-            lane["rd"], lane["until"], lane["tail"], lane["merged"])
+            lanes["rd"], lanes["until"], lanes["tail"], lanes["merged"])
 
     def __len__(self) -> int:
         return int(self.state[0].shape[0])
@@ -391,78 +393,78 @@ class DieLanes:
         """A free slot at the tail of each of ``lanes`` (their rows compacted, or every
         row given more slots); the lanes' bookings are unchanged."""
         lanes = np.asarray(lanes, dtype=np.int64)
-        lane, ops, par, rec = self.state
+        lane_state, ops, par, rec = self.state
         cap = int(par[0]["cap"])
-        head, tail = lane["head"], lane["tail"]
+        head, tail = lane_state["head"], lane_state["tail"]
         full = tail[lanes] >= (lanes + 1) * cap
         if not full.any():
             return
         # the slots moved as rows of int64 (a copy of records goes field by field)
         raw = ops.view(np.int64).reshape(-1, OP.itemsize // 8)
-        for i in lanes[full].tolist():
-            h, t = head.item(i), tail.item(i)
-            if h > i * cap:
-                raw[i * cap:i * cap + t - h] = raw[h:t]
-                head[i], tail[i] = i * cap, i * cap + t - h
+        for lane in lanes[full].tolist():
+            head_slot, tail_slot = head.item(lane), tail.item(lane)
+            if head_slot > lane * cap:
+                raw[lane * cap:lane * cap + tail_slot - head_slot] = raw[head_slot:tail_slot]
+                head[lane], tail[lane] = lane * cap, lane * cap + tail_slot - head_slot
         if (tail[lanes] >= (lanes + 1) * cap).any():
-            n = len(self)
-            grown = np.zeros((n, 2 * cap, raw.shape[1]), dtype=np.int64)
-            grown[:, :cap] = raw.reshape(n, cap, raw.shape[1])
-            base = np.arange(n, dtype=np.int64) * cap
+            n_lanes = len(self)
+            grown = np.zeros((n_lanes, 2 * cap, raw.shape[1]), dtype=np.int64)
+            grown[:, :cap] = raw.reshape(n_lanes, cap, raw.shape[1])
+            base = np.arange(n_lanes, dtype=np.int64) * cap
             head += base
             tail += base
             par[0]["cap"] = self.cap = 2 * cap
-            self.state = (lane, grown.reshape(-1).view(OP), par, rec)
+            self.state = (lane_state, grown.reshape(-1).view(OP), par, rec)
 
-    def _room1(self, i: int) -> None:
-        if self._tail.item(i) == (i + 1) * self.cap:
-            self.make_room(np.array([i], dtype=np.int64))
+    def _room1(self, lane: int) -> None:
+        if self._tail.item(lane) == (lane + 1) * self.cap:
+            self.make_room(np.array([lane], dtype=np.int64))
 
-    def reserve_records(self, k: int) -> None:
-        """Room in the recorded spans for ``k`` more (when recording): a kernel that
+    def reserve_records(self, more: int) -> None:
+        """Room in the recorded spans for ``more`` more (when recording): a kernel that
         books on the lanes appends to them without growing them."""
-        lane, ops, par, rec = self.state
-        if self.record and par[0]["nrec"] + k > rec.shape[0]:
-            grown = np.zeros(2 * rec.shape[0] + k, dtype=REC)
+        lane_state, ops, par, rec = self.state
+        if self.record and par[0]["nrec"] + more > rec.shape[0]:
+            grown = np.zeros(2 * rec.shape[0] + more, dtype=REC)
             grown[:rec.shape[0]] = rec
-            self.state = (lane, ops, par, grown)
+            self.state = (lane_state, ops, par, grown)
 
     # -- bookings ------------------------------------------------------------------------
-    def read1(self, i: int, earliest: int, duration: int, dies: int = 0,
+    def read1(self, lane: int, earliest: int, duration: int, dies: int = 0,
               arrive: int = -1, share: int = 1) -> int:
-        """``plane_read`` on lane ``i`` (``die_read`` when ``share`` is 1); its end."""
+        """``plane_read`` on lane ``lane`` (``die_read`` when ``share`` is 1); its end."""
         if self.record:
             self.reserve_records(2)
-        return int(plane_read(self.state, i, earliest, duration, share, dies, arrive))
+        return int(plane_read(self.state, lane, earliest, duration, share, dies, arrive))
 
-    def hold1(self, i: int, t: int) -> None:
-        """Lane ``i`` starts nothing before ``t`` (its cache register is still full)."""
-        die_hold(self.state, i, t)
+    def hold1(self, lane: int, until: int) -> None:
+        """Lane ``lane`` starts nothing before ``until`` (its cache register is still full)."""
+        die_hold(self.state, lane, until)
 
-    def read_free(self, i: int) -> int:
-        """When lane ``i`` can start a new read (its last read and its cache register)."""
-        return int(self._rd.item(i))
+    def read_free(self, lane: int) -> int:
+        """When lane ``lane`` can start a new read (its last read and its cache register)."""
+        return int(self._rd.item(lane))
 
-    def prog1(self, i: int, ready: int, duration: int, planes: int = 0,
+    def prog1(self, lane: int, ready: int, duration: int, planes: int = 0,
               page: int = -1) -> int:
-        """``die_prog`` on lane ``i``; its end."""
-        self._room1(i)
+        """``die_prog`` on lane ``lane``; its end."""
+        self._room1(lane)
         if self.record:
             self.reserve_records(1)
-        return int(die_prog(self.state, i, ready, duration, planes, page))
+        return int(die_prog(self.state, lane, ready, duration, planes, page))
 
-    def work1(self, i: int, earliest: int, duration: int, erase: bool = False) -> int:
-        """Book garbage-collection work on lane ``i``: a relocation, or an erase."""
-        self._room1(i)
+    def work1(self, lane: int, earliest: int, duration: int, erase: bool = False) -> int:
+        """Book garbage-collection work on lane ``lane``: a relocation, or an erase."""
+        self._room1(lane)
         if self.record:
             self.reserve_records(1)
-        return int(die_work(self.state, i, earliest, duration, ERASE if erase else GC,
+        return int(die_work(self.state, lane, earliest, duration, ERASE if erase else GC,
                             0, -1))
 
     # -- figures -------------------------------------------------------------------------
-    def start_time(self, i: int, earliest: int) -> int:
-        b = int(self._until.item(i))
-        return earliest if earliest > b else b
+    def start_time(self, lane: int, earliest: int) -> int:
+        free_at = int(self._until.item(lane))
+        return earliest if earliest > free_at else free_at
 
     @property
     def busy_until(self) -> I64:
@@ -484,21 +486,21 @@ class DieLanes:
         """Pages that joined a waiting program, on every lane."""
         return int(self._merged.sum())
 
-    def merged_on(self, i: int) -> int:
-        """Pages that joined a waiting program on lane ``i``."""
-        return int(self._merged.item(i))
+    def merged_on(self, lane: int) -> int:
+        """Pages that joined a waiting program on lane ``lane``."""
+        return int(self._merged.item(lane))
 
     @property
     def suspends(self) -> dict[str, int]:
         """Reads' suspends of programs and of erases, on every lane."""
-        lane = self.state[0]
-        return {"program": int(lane["sus_p"].sum()), "erase": int(lane["sus_e"].sum())}
+        lanes = self.state[0]
+        return {"program": int(lanes["sus_p"].sum()), "erase": int(lanes["sus_e"].sum())}
 
     def counts(self, lo: int, hi: int) -> tuple[dict[str, int], int]:
         """Reads' suspends of programs and erases, and pages that joined a waiting
         program, on lanes ``lo`` to ``hi`` (one device's, of lanes spanning several)."""
-        lane = self.state[0]
-        part = lane[lo:hi]
+        lanes = self.state[0]
+        part = lanes[lo:hi]
         return ({"program": int(part["sus_p"].sum()), "erase": int(part["sus_e"].sum())},
                 int(part["merged"].sum()))
 
@@ -509,12 +511,12 @@ class DieLanes:
             return None
         _, _, par, rec = self.state
         out: list[list[tuple[int, int]]] = [[] for _ in range(len(self))]
-        for i, s, e in rec[:par[0]["nrec"]].tolist():
-            out[i].append((s, e))
+        for lane, start, end in rec[:par[0]["nrec"]].tolist():
+            out[lane].append((start, end))
         return out
 
-    def report(self, i: int, elapsed: int) -> dict[str, float | int]:
-        lane = self.state[0]
-        busy = int(lane[i]["busy"])
-        return {"busy_ps": busy, "count": int(lane[i]["count"]),
+    def report(self, lane: int, elapsed: int) -> dict[str, float | int]:
+        lanes = self.state[0]
+        busy = int(lanes[lane]["busy"])
+        return {"busy_ps": busy, "count": int(lanes[lane]["count"]),
                 "utilization": round(busy / elapsed, 9) if elapsed > 0 else 0.0}
