@@ -275,11 +275,11 @@ def test_page_batch_costs_calls_per_batch_not_per_command() -> None:
     for op in (Op.READ, Op.WRITE, Op.READ):
         dev.transport_many(op, [0, page], page, Pattern.RANDOM, 0)
     t = 10**9
-    for k in range(48):
+    for k in range(36):
         n = 64 if k % 2 else 16
         for op in (Op.READ, Op.WRITE):
             a = (rng.integers(0, cfg.capacity // page, n) * page).tolist()
-            if k < 24:  # the first half unmeasured: rows grow to the pattern's size once
+            if k < 12:  # the first third unmeasured: rows grow to the pattern's size once
                 dev.transport_many(op, a, page, Pattern.RANDOM, t)
                 continue
             calls = _count_calls(lambda op=op, a=a, t=t: dev.transport_many(

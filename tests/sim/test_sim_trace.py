@@ -40,25 +40,33 @@ def _tracer(sp: list[tuple[str, int, int, str]], cs: list[tuple[str, int, float]
 @settings(max_examples=100, deadline=None)
 @given(spans, counters)
 def test_chrome_trace_slices_are_sorted_per_lane_and_named(sp, cs) -> None:
+    """Every lane is named; complete events on one track never overlap (the format
+    wants them to nest, and a lane's concurrent transfers go on tracks of their own,
+    "lane #2", ...), and each lane's busy time survives the unit change."""
     tr = _tracer(sp, cs)
     ev = json.loads(json.dumps({"traceEvents": tr.chrome_events()}))["traceEvents"]
     names = {e["tid"]: e["args"]["name"] for e in ev
              if e["ph"] == "M" and e["name"] == "thread_name"}
-    assert sorted(names.values()) == sorted(set(s[0] for s in sp))
+    lane_of = {tid: name.split(" #")[0] for tid, name in names.items()}
+    assert set(lane_of.values()) == set(s[0] for s in sp)
     xs = [e for e in ev if e["ph"] == "X"]
     assert len(xs) == len(sp)
-    last: dict[int, float] = {}
+    by_tid: dict[int, list[tuple[float, float]]] = defaultdict(list)
     for e in xs:
         assert e["tid"] in names            # every slice's lane has a name
         assert e["dur"] >= 0
-        assert e["ts"] >= last.get(e["tid"], 0.0)
-        last[e["tid"]] = e["ts"]
+        by_tid[e["tid"]].append((e["ts"], e["ts"] + e["dur"]))
+    for slices in by_tid.values():
+        slices.sort()
+        for (_, end), (start, _) in zip(slices, slices[1:], strict=False):
+            assert start >= end - 1e-9 * max(1.0, end)   # disjoint on one track
     # Times are microseconds: the busy time per lane survives the unit change.
     busy: dict[str, float] = defaultdict(float)
     for lane, _, d, _ in sp:
         busy[lane] += d / 1e6
-    for tid, lane in names.items():
-        assert sum(e["dur"] for e in xs if e["tid"] == tid) == pytest.approx(busy[lane])
+    for lane in set(lane_of.values()):
+        got = sum(e["dur"] for e in xs if lane_of[e["tid"]] == lane)
+        assert got == pytest.approx(busy[lane])
     last_c: dict[str, float] = {}
     for e in (e for e in ev if e["ph"] == "C"):
         assert e["ts"] >= last_c.get(e["name"], 0.0)
@@ -318,3 +326,29 @@ def test_marks_are_global_instants_in_the_chrome_trace() -> None:
                                                              ("it 1", 2.0, "g")]
     NULL_TRACER.mark(0, "x")
     assert NULL_TRACER.marks == []
+
+
+def test_a_whole_runs_trace_has_no_overlapping_slices_on_a_track() -> None:
+    """On quick with 16 flash channels, two thirds of the HBM's, the flash tier's and
+    the DMA engine's slices once overlapped a neighbour on their one track: now each
+    lane has as many tracks as it has transfers at once, and none overlaps."""
+    import tmhw
+    from tmhw.system import System
+
+    tr = Tracer()
+    cfg = tmhw.load_config("quick", ["flash.channels=16", "policy.hbm_ratio=0.25",
+                                     "run.iterations=1"])
+    System(cfg, tracer=tr).run()
+    ev = tr.chrome_events()
+    names = {e["tid"]: e["args"]["name"] for e in ev
+             if e["ph"] == "M" and e["name"] == "thread_name"}
+    by_tid: dict[int, list[tuple[float, float]]] = defaultdict(list)
+    for e in ev:
+        if e["ph"] == "X":
+            by_tid[e["tid"]].append((e["ts"], e["ts"] + e["dur"]))
+    overlaps = sum(1 for slices in by_tid.values()
+                   for (_, end), (start, _) in zip(sorted(slices), sorted(slices)[1:],
+                                                   strict=False)
+                   if start < end - 1e-9 * max(1.0, end))
+    assert overlaps == 0
+    assert any(" #2" in n for n in names.values())  # concurrent transfers got tracks

@@ -92,19 +92,37 @@ class Tracer:
 
     # -- writers -----------------------------------------------------------------------
     def chrome_events(self) -> list[dict[str, Any]]:
-        """Trace events; timestamps in microseconds as the format wants. Per lane, spans
-        are emitted sorted by start (ties: longer first) so they nest in viewers."""
-        lanes = self.lanes()
-        tid = {lane: i + 1 for i, lane in enumerate(lanes)}
+        """Trace events; timestamps in microseconds as the format wants.
+
+        The format wants complete events on one thread to nest, but a lane (the HBM, a
+        DMA direction, the flash tier) carries concurrent transfers that overlap in part.
+        So a lane is drawn as as many tracks as it has transfers at once: each span goes
+        on the lane's first track free at its start (track k > 0 is named "lane #k+1"),
+        and spans on one track never overlap."""
+        order = sorted(self.spans, key=lambda x: (x[0], x[1], -x[2]))
+        track_of: list[int] = []
+        ends: dict[str, list[int]] = {}
+        for lane, s, e, _name, _args in order:
+            free = ends.setdefault(lane, [])
+            k = next((j for j, end in enumerate(free) if end <= s), len(free))
+            if k == len(free):
+                free.append(e)
+            else:
+                free[k] = e
+            track_of.append(k)
+        tid: dict[tuple[str, int], int] = {}
+        for lane in self.lanes():
+            for k in range(max(1, len(ends.get(lane, ())))):
+                tid[(lane, k)] = len(tid) + 1
         ev: list[dict[str, Any]] = [{"ph": "M", "name": "process_name", "pid": 1,
                                      "args": {"name": "tmhw"}}]
-        for lane, i in tid.items():
+        for (lane, k), i in tid.items():
             ev.append({"ph": "M", "name": "thread_name", "pid": 1, "tid": i,
-                       "args": {"name": lane}})
+                       "args": {"name": lane if k == 0 else f"{lane} #{k + 1}"}})
             ev.append({"ph": "M", "name": "thread_sort_index", "pid": 1, "tid": i,
                        "args": {"sort_index": i}})
-        for lane, s, e, name, args in sorted(self.spans, key=lambda x: (tid[x[0]], x[1], -x[2])):
-            d: dict[str, Any] = {"ph": "X", "name": name, "pid": 1, "tid": tid[lane],
+        for (lane, s, e, name, args), k in zip(order, track_of, strict=True):
+            d: dict[str, Any] = {"ph": "X", "name": name, "pid": 1, "tid": tid[(lane, k)],
                                  "ts": s / 1e6, "dur": (e - s) / 1e6}
             if args:
                 d["args"] = args
@@ -115,11 +133,11 @@ class Tracer:
         for name, t, v in sorted(self.counters, key=lambda x: (x[0], x[1])):
             ev.append({"ph": "C", "name": name, "pid": 1, "ts": t / 1e6, "args": {name: v}})
         for k, (sl, ts, dl, td, name) in enumerate(self.flows):
-            if sl in tid and dl in tid:
+            if (sl, 0) in tid and (dl, 0) in tid:
                 ev.append({"ph": "s", "id": k, "name": name, "cat": "flow", "pid": 1,
-                           "tid": tid[sl], "ts": ts / 1e6})
+                           "tid": tid[(sl, 0)], "ts": ts / 1e6})
                 ev.append({"ph": "f", "id": k, "name": name, "cat": "flow", "pid": 1,
-                           "tid": tid[dl], "ts": td / 1e6, "bp": "e"})
+                           "tid": tid[(dl, 0)], "ts": td / 1e6, "bp": "e"})
         return ev
 
     def write_chrome(self, path: str | Path) -> None:
