@@ -54,7 +54,7 @@ def _run(name: str, out: Path) -> list[dict[str, str]]:
 
 @pytest.mark.usefixtures("tiny_quick")
 @pytest.mark.parametrize("name", [n for n in SCENARIOS
-                                  if n not in ("paper_headline", "capacity_sweep")])
+                                  if n not in ("paper_headline", "energy_breakdown")])
 def test_scenario_runs_quick_and_writes_table_csv_and_figures(
         name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     rows = _run(name, tmp_path)
@@ -119,14 +119,14 @@ def test_headline_runs_quick_and_compares_with_the_paper(
 @pytest.mark.usefixtures("tiny_quick")
 def test_a_study_is_the_same_on_a_machine_loaded_by_a_cpu_hog(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """No wall-clock limit decides a result: the capacity sweep (every policy, AutoTM's
+    """No wall-clock limit decides a result: the energy breakdown (every policy, AutoTM's
     ILP included) run alone and again beside a process spinning on a core gives the same
     CSV (but its wall times) and table."""
-    quiet = _run("capacity_sweep", tmp_path / "a")
+    quiet = _run("energy_breakdown", tmp_path / "a")
     _check_outputs(tmp_path / "a", quiet, capsys.readouterr().out)
     hog = subprocess.Popen([sys.executable, "-c", "while True: pass"])
     try:
-        loaded = _run("capacity_sweep", tmp_path / "b")
+        loaded = _run("energy_breakdown", tmp_path / "b")
     finally:
         hog.kill()
         hog.wait()
