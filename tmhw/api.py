@@ -161,12 +161,13 @@ def simulate(config: SystemConfig | str | Path = "paper",
     """Run ``config`` (a ``SystemConfig``, or anything ``load_config`` takes) with
     ``overrides`` (as ``load_config`` takes them) and return its ``Report``."""
     from tmhw.system import System
+    from tmhw.tune import tuned
 
     items = override_items(overrides, "simulate")
     cfg = config if isinstance(config, SystemConfig) else load_config(config, items)
     if isinstance(config, SystemConfig) and items:
         cfg = with_overrides(cfg, items)
-    return Report(System(cfg).run())
+    return Report(tuned(cfg, lambda c: System(c).run())[1])
 
 
 def sweep(spec: dict[str, Any] | Sequence[dict[str, Any]] | str | Path, *,

@@ -315,11 +315,13 @@ def iteration_marks(rep: dict[str, Any]) -> list[tuple[int, str]]:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from tmhw.config import SystemConfig
     from tmhw.outputs import check_run
     from tmhw.report import summary_table
     from tmhw.sim import tomlio
     from tmhw.sim.progress import progress
     from tmhw.system import System
+    from tmhw.tune import trials, tuned
     from tmhw.workload import sources
 
     cfg = config_from_args(args)
@@ -333,12 +335,30 @@ def cmd_run(args: argparse.Namespace) -> int:
 
         tracer = Tracer()
     t0 = time.perf_counter()
-    with progress(None, unit="op", desc=f"{model}/{cfg.policy.name}",
-                  disable=args.quiet) as bar:
-        system = System(cfg, tracer=tracer, progress=bar)
-        bar.reset(total=len(system.workload.ops) * cfg.run.iterations)
-        rep = system.run()
-    rep["host"] = {"wall_s": time.perf_counter() - t0, "events": system.env.events}
+    tuning: dict[str, Any] | None = None
+    events = 0
+    if trials(cfg):
+        # The trials run unwatched; the chosen one runs again (the same figures: a
+        # run is deterministic) only when it is to be traced.
+        def trial(c: SystemConfig) -> dict[str, Any]:
+            nonlocal events
+            system = System(c)
+            out = system.run()
+            events += system.env.events
+            return out
+
+        cfg, rep = tuned(cfg, trial)
+        tuning = rep["policy"]["tuning"]
+    if not tuning or tracer is not None:
+        with progress(None, unit="op", desc=f"{model}/{cfg.policy.name}",
+                      disable=args.quiet) as bar:
+            system = System(cfg, tracer=tracer, progress=bar)
+            bar.reset(total=len(system.workload.ops) * cfg.run.iterations)
+            rep = system.run()
+        events += system.env.events
+        if tuning:
+            rep["policy"]["tuning"] = tuning
+    rep["host"] = {"wall_s": time.perf_counter() - t0, "events": events}
     summary = summary_table(rep)
     if tracer is not None:
         for t, label in iteration_marks(rep):

@@ -189,6 +189,10 @@ class PolicyConfig:
     ``hbm_ratio`` is HBM capacity / training footprint, in (0, 1]; ``hbm-only`` ignores
     it (HBM holds the whole footprint). ``lookahead_ops`` 0: how far ahead (in ops) a
     planner (TM-Training, Sentinel, AutoTM) may release a prefetch; 0 = no limit.
+    ``tune`` false: true runs the policy once per setting of the parameters its authors
+    would tune on the machine (``Policy.tunables``: Sentinel's migration interval,
+    FlatFlash's promotion threshold, AutoTM's node budget) and reports the fastest
+    (``tmhw.tune``); the studies compare tuned rivals.
 
     Each policy's own parameters are a table of their own, ``[policy.<section>]``, a
     record of the frozen class the policy declares in its module beside it
@@ -217,11 +221,12 @@ class PolicyConfig:
         "flatflash_line_overhead_bytes": "flatflash.line_overhead_bytes",
     }
     #: the keys of ``[policy]`` that are not a policy's table
-    OWN: ClassVar[tuple[str, ...]] = ("name", "hbm_ratio", "lookahead_ops")
+    OWN: ClassVar[tuple[str, ...]] = ("name", "hbm_ratio", "lookahead_ops", "tune")
 
     name: str = "tm-training"
     hbm_ratio: float = 0.125
     lookahead_ops: int = 0
+    tune: bool = False
     tables: tuple[tuple[str, Any], ...] = ()
 
     def __post_init__(self) -> None:
@@ -231,6 +236,8 @@ class PolicyConfig:
             raise ConfigError("hbm_ratio", self.hbm_ratio, "a fraction in (0, 1]")
         if self.lookahead_ops < 0:
             raise ConfigError("lookahead_ops", self.lookahead_ops, "an integer >= 0")
+        if not isinstance(self.tune, bool):
+            raise ConfigError("tune", self.tune, "true or false")
         kept: dict[str, Any] = {}
         for section, record in self.tables:
             owner = table_policy(section)

@@ -213,15 +213,24 @@ def run_point(point: Point) -> Result:
     None."""
     from tmhw import config as C
     from tmhw.system import System
+    from tmhw.tune import tuned
 
     t0 = time.perf_counter()
     res: Result = {"id": point["id"], "params": point["params"], "status": "ok",
                    "error": "", "report": None}
     try:
         cfg = C.from_dict(point["config"], C.PAPER)
-        system = System(cfg)
-        rep = system.run()
-        rep["host"] = {"wall_s": time.perf_counter() - t0, "events": system.env.events,
+        events = 0
+
+        def simulate(c: C.SystemConfig) -> dict[str, Any]:
+            nonlocal events
+            system = System(c)
+            rep = system.run()
+            events += system.env.events
+            return rep
+
+        _, rep = tuned(cfg, simulate)
+        rep["host"] = {"wall_s": time.perf_counter() - t0, "events": events,
                        "hostname": socket.gethostname(), "pid": os.getpid()}
         res["report"] = rep
     except TmhwError as e:

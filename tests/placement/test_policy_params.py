@@ -127,7 +127,7 @@ def test_a_registered_policys_table_round_trips_and_is_validated(toy: None,
 
 def test_an_unregistered_policys_table_is_an_unknown_key_listing_the_tables() -> None:
     with pytest.raises(ConfigError, match=r"^policy\.toy_pager = \{.*\}: unknown key; "
-                                          r"valid keys: hbm_ratio, lookahead_ops, name, or "
+                                          r"valid keys: hbm_ratio, lookahead_ops, name, tune, or "
                                           r"a policy's table \(demand, tm_training, "
                                           r"flatflash, sentinel, autotm\)$"):
         C.with_overrides(C.QUICK, ["policy.toy_pager.fault_chunk_pages=8"])

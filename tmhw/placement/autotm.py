@@ -135,6 +135,10 @@ class AutoTM(Policy):
     Params = AutoTMParams
     section = "autotm"
     params: AutoTMParams
+    #: ``policy.tune`` tries a fifth, one and four times the default node budget: the
+    #: ILP ranks plans on an estimate of stall, so a better-solved ILP is not always a
+    #: faster run
+    tunables = {"ilp_node_limit": (1000, 5000, 20000)}
     #: weight of moved bytes (as flash time) against stall in the objective
     traffic_weight: ClassVar[float] = 1e-3
     #: programs with more variables are not attempted

@@ -153,12 +153,21 @@ class Policy:
     streams: ClassVar[bool] = False
     #: HBM holds the whole footprint regardless of the requested ratio.
     whole_footprint: ClassVar[bool] = False
+    #: The values ``policy.tune`` tries for each of ``Params``' fields that the policy's
+    #: authors tune on the machine (``tmhw.tune``); empty: nothing to tune. Each range
+    #: is documented with its field.
+    tunables: ClassVar[dict[str, tuple[Any, ...]]] = {}
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         if (cls.Params is NoParams) != (cls.section == ""):
             raise TypeError(f"{cls.__name__}: a policy with parameters (Params) reads them "
                             "from a table (section), and one without has neither")
+        fields = getattr(cls.Params, "__dataclass_fields__", {})
+        for key, values in cls.tunables.items():
+            if key not in fields or not values:
+                raise TypeError(f"{cls.__name__}: tunable {key!r} must be a field of "
+                                f"{cls.Params.__name__} with at least one value")
 
     def __init__(self, params: Any = None) -> None:
         if params is None:

@@ -110,6 +110,9 @@ class FlatFlash(LruEviction):
     Params = FlatFlashParams
     section = "flatflash"
     params: FlatFlashParams
+    #: ``policy.tune`` tries thresholds 1 to 16 accesses: the paper adapts its threshold
+    #: to the workload; the best fixed one per cell stands in for that adaptation
+    tunables = {"promote_after": (1, 2, 4, 8, 16)}
 
     def plan(self, ctx: PlanContext) -> PlacementTable:
         wl = ctx.workload

@@ -10,10 +10,11 @@ Each writes ``summary.csv`` (one row per point), ``summary.md`` (its tables, pri
 too) and its figures as PNG and SVG into ``--out`` (default ``out/NAME``). A point the
 system refuses is a row with its reason, never a failed study: status ``does-not-fit``
 where the policy cannot run in the HBM it is given (shown as "does not fit" in every
-table and figure), ``skipped`` otherwise. ``--quick`` runs small stand-ins of the same
-kind (``QUICK_MODELS``) with AutoTM's ILP held to ``QUICK_ILP_NODES`` branch-and-bound
-nodes: a budget of work, never of wall time, so the same options give the same results
-on any machine.
+table and figure), ``skipped`` otherwise. A full study runs every rival tuned per cell
+(``policy.tune``, ``tmhw.tune``). ``--quick`` runs small stand-ins of the same kind
+(``QUICK_MODELS``) with the rivals at their defaults and AutoTM's ILP held to
+``QUICK_ILP_NODES`` branch-and-bound nodes: a budget of work, never of wall time, so the
+same options give the same results on any machine.
 
 - ``study``: ``Study`` (options, points, outputs), the models and policy lists;
 - ``tables``: markdown tables and the figures read out of each result;
