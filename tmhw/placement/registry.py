@@ -19,4 +19,6 @@ POLICIES: dict[str, str] = {
     "flashneuron": "tmhw.placement.flashneuron:FlashNeuron",
     "sentinel": "tmhw.placement.sentinel:Sentinel",
     "autotm": "tmhw.placement.autotm:AutoTM",
+    "ssdtrain": "tmhw.placement.ssdtrain:SSDTrain",
+    "zero-infinity": "tmhw.placement.zero_infinity:ZeroInfinity",
 }
