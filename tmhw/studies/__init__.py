@@ -29,6 +29,7 @@ from tmhw.studies.study import (
     BASELINES,
     FULL_MODELS,
     POLICIES,
+    PRACTICAL,
     QUICK_ILP_NODES,
     QUICK_MODELS,
     Model,
@@ -55,7 +56,8 @@ from tmhw.studies.tables import (
     why_missing,
 )
 
-__all__ = ["BASELINES", "DOES_NOT_FIT", "FULL_MODELS", "POLICIES", "QUICK_ILP_NODES",
+__all__ = ["BASELINES", "DOES_NOT_FIT", "FULL_MODELS", "POLICIES", "PRACTICAL",
+           "QUICK_ILP_NODES",
            "QUICK_MODELS", "Model", "Study", "available", "bar", "best_of", "by_params",
            "cell", "change", "does_not_fit", "fig_of", "figure_values", "gib", "last_iteration",
            "load_study", "md_table", "nand_bytes", "num", "pct", "register",

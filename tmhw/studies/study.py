@@ -19,10 +19,13 @@ import tmhw.sweeps as SW
 
 #: Every policy, TM-Training first (the subject), the baselines, then the references:
 #: demand paging, its oracle (Belady's eviction) and HBM-only.
-POLICIES = ("tm-training", "flatflash", "flashneuron", "sentinel", "autotm", "demand",
-            "demand-belady", "hbm-only")
+POLICIES = ("tm-training", "flatflash", "flashneuron", "sentinel", "autotm", "ssdtrain",
+            "zero-infinity", "demand", "demand-belady", "hbm-only")
 #: The prior systems the paper compares against (its "prior work").
 BASELINES = ("flatflash", "flashneuron", "sentinel", "autotm")
+#: What practitioners deploy today, which the paper predates: SSDTrain's activation
+#: offload and DeepSpeed's ZeRO-Infinity.
+PRACTICAL = ("ssdtrain", "zero-infinity")
 #: The AutoTM ILP's branch-and-bound node budget in quick studies: a budget of work, so
 #: that the result never depends on the machine's load.
 QUICK_ILP_NODES = 500
