@@ -107,15 +107,16 @@ class Study:
 
     # -- points --------------------------------------------------------------------------
     def point(self, base: dict[str, Any], params: dict[str, Any],
-              swept: dict[str, Any]) -> SW.Point:
-        """``base`` overrides, then the user's ``--set``, then the swept values."""
+              swept: dict[str, Any], preset: str | None = None) -> SW.Point:
+        """``base`` overrides, then the user's ``--set``, then the swept values, over the
+        study's preset (or ``preset``)."""
         # Full studies compare rivals at their best (``tmhw.tune``); quick ones at their
         # defaults, with AutoTM's ILP held to a small budget.
         mode = {"policy.autotm.ilp_node_limit": QUICK_ILP_NODES} if self.quick \
             else {"policy.tune": True}
         overrides = {"run.iterations": self.iterations, **mode, **base, **self.user_sets,
                      **swept}
-        return SW.make_point(self.preset, overrides, params)
+        return SW.make_point(preset or self.preset, overrides, params)
 
     def run(self, points: Sequence[SW.Point]) -> list[SW.Result]:
         out = SW.run_points(points, workers=self.workers, progress=self.progress,
