@@ -135,7 +135,8 @@ def study(st: Study) -> str:
               for p in presets for d in devices}
     st.fig(heatmaps(panels, names, [f"{x:g}" for x in ratios], st.out / "robustness",
                     "model", "HBM ratio", "TM-Training's time gain over the fastest "
-                    "rival (positive: TM-Training faster)", cbar="gain"))
+                    "rival (positive: TM-Training faster)", cbar="gain",
+                    max_cols=len(devices)))
     intro = ("TM-Training against every rival (" + ", ".join(rivals) + "; "
              + ("at their defaults" if st.quick else "each tuned per cell, `policy.tune`")
              + f") on cells outside the paper's grid, {ITERATIONS} iterations of which 2 "

@@ -200,17 +200,26 @@ def bar_panels(panels: Mapping[str, tuple[Sequence[str], Mapping[str, Sequence[V
 def heatmaps(panels: dict[str, list[list[Value]]], rows: Sequence[str], cols: Sequence[str],
              stem: str | Path, ylabel: str, xlabel: str, title: str = "",
              boundary: list[list[bool]] | None = None, boundary_label: str = "",
-             cbar: str = "", notes: list[list[str]] | None = None) -> list[Path]:
+             cbar: str = "", notes: list[list[str]] | None = None,
+             max_cols: int = 0) -> list[Path]:
     """One heatmap per panel (title -> rows x cols of values, a label where a cell has no
     number), sharing a diverging colour scale centred on 0, each cell written out.
     ``boundary`` (rows x cols) marks a region: its cells carry ``boundary_label`` and a
     thick line is drawn along every cell edge between a marked and an unmarked cell.
     ``notes`` (rows x cols) is a line of small text at the top of each cell (e.g. which
-    policies do not fit there)."""
+    policies do not fit there). ``max_cols`` (0: all in one row) wraps the panels into
+    rows of at most that many."""
     n = max(1, len(panels))
-    fig, axes = plt.subplots(1, n, figsize=(n * ((1.15 if notes else 0.9) * len(cols) + 1.6)
-                                            + 1.2, (0.6 if notes else 0.5) * len(rows) + 1.9),
+    ncols = min(n, max_cols) if max_cols > 0 else n
+    nrows = -(-n // ncols)
+    fig, axes = plt.subplots(nrows, ncols,
+                             figsize=(ncols * ((1.15 if notes else 0.9) * len(cols) + 1.6)
+                                      + 1.2,
+                                      nrows * ((0.6 if notes else 0.5) * len(rows) + 1.6)
+                                      + 0.3),
                              squeeze=False, constrained_layout=True)
+    for ax in list(axes.flat)[len(panels):]:
+        ax.set_visible(False)
     nums = [v for grid in panels.values() for r in grid for v in _numbers(r)
             if not math.isnan(v)]
     lim = max([abs(v) for v in nums] + [1e-9])
