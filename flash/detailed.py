@@ -35,12 +35,12 @@ SimPy event).
 
 from __future__ import annotations
 
-from collections import deque
-
 import numpy as np
 import numpy.typing as npt
 
 from flash.config import FlashConfig
+from flash.engine.chunks import CH_FULL, NO_WAIT, Lanes
+from flash.engine.commands import RESULTS, TIMES, program_cmds, queue_done, queue_issue
 from flash.ftl import GcJob
 from flash.phy import OnfiPhy
 from flash.scheduler import CommandFormer, Counters, TimingBase
@@ -54,19 +54,24 @@ class DetailedModel(TimingBase):
     def __init__(self, cfg: FlashConfig, phy: OnfiPhy, former: CommandFormer,
                  counters: Counters, record: bool = False) -> None:
         super().__init__(cfg, phy, former, counters, record)
-        self.queues: list[deque[int]] = [deque(maxlen=cfg.die_queue_depth)
-                                          for _ in range(cfg.dies)]
+        #: per die, the ends of its last ``die_queue_depth`` programs and erases
+        #: (``flash.engine.commands``' ring)
+        self.queues = np.zeros((cfg.dies, 2 + cfg.die_queue_depth), dtype=np.int64)
+        self._times = np.zeros(TIMES, dtype=np.int64)
+        self._res = np.zeros(RESULTS, dtype=np.int64)
 
     # -- helpers -----------------------------------------------------------------------
     def _issue(self, die: int, earliest: int) -> int:
         """When the controller can hand die ``die`` a new command at ``earliest``."""
-        queue = self.queues[die]
-        if len(queue) == queue.maxlen and queue[0] > earliest:
-            return queue[0]
-        return earliest
+        return int(queue_issue(self.queues, die, earliest))
 
     def _done(self, die: int, end: int) -> None:
-        self.queues[die].append(end)
+        queue_done(self.queues, die, end)
+
+    def lanes(self) -> Lanes:
+        """The lanes' state the kernels take (new arrays after each growth)."""
+        iv, meta = self.channels.arrays()
+        return self.dies.state, iv, meta, NO_WAIT[0], NO_WAIT[1]
 
     # -- transactions ------------------------------------------------------------------
     def read1(self, ppn: int, nbytes: int, earliest: int) -> tuple[int, int]:
@@ -123,41 +128,25 @@ class DetailedModel(TimingBase):
     def program(self, ppns: I64, first_in: int, last_in: int, slc: bool = False) -> int:
         """Pages ``ppns`` whose data crosses the host link in [first_in, last_in] (``slc``:
         in SLC mode, ``t_prog_slc``); the end of the last program."""
-        phy, former, counters = self.phy, self.former, self.c
-        ppn_l = ppns.tolist()
-        n = len(ppn_l)
+        counters = self.c
+        n = len(ppns)
         counters.pages_programmed += n
         counters.channel_bytes += n * self.page
-        per_page = (last_in - first_in) // n
-        end = first_in
-        for die, idx in former.ops(ppn_l):
-            n_planes = len(idx)
-            ch = die // former.dpc
-            lane = former.lane_of(die)
-            counters.program_cmds += 1
-            issue = self._issue(die, first_in)
-            channel_ps = phy.pcmd[n_planes] + n_planes * phy.page_data
-            # cut-through: the last page of the command must have crossed the host link
-            arrive = first_in + (max(idx) + 1) * per_page
-            channel_end = self.channels.reserve1(ch, max(issue, arrive - channel_ps), channel_ps)
-            t_prog = self.t_prog_slc if slc else max(
-                self.t_prog_of[(ppn_l[i] % self.ppb) % self.bits] for i in idx)
-            mask = 0
-            if former.multi:
-                for i in idx:
-                    bit = (ppn_l[i] // former.ppp) % self.P
-                    if former.chip_lock:
-                        bit += (die % former.dies_per_chip) * self.P
-                    mask |= 1 << bit
-            merged = self.dies.merged_on(lane)
-            die_end = self.dies.prog1(lane, channel_end, t_prog, mask,
-                                    ppn_l[idx[0]] % self.ppb if self.same_offset else -1)
-            if self.dies.merged_on(lane) != merged:  # joined a waiting command
-                counters.program_cmds -= 1
-            self._done(die, die_end)
-            if die_end > end:
-                end = die_end
-        return end
+        times, res = self._times, self._res
+        times[:] = first_in, (last_in - first_in) // n, self.t_prog_slc if slc else -1, 0
+        res[:] = first_in, 0, 0
+        if self.dies.record:
+            self.dies.reserve_records(n)
+        ppns = np.ascontiguousarray(ppns, dtype=np.int64)
+        while why := program_cmds(self.lanes(), self.geo, self.cmds, self.cell, ppns,
+                                  self.queues, times, res):
+            if why == CH_FULL:
+                self.channels.grow()
+            else:
+                self.dies.make_room(np.arange(len(self.dies), dtype=np.int64))
+            times[3] = res[2]
+        counters.program_cmds += int(res[1])
+        return int(res[0])
 
     def gc(self, job: GcJob, earliest: int) -> int:
         """Book one block's relocation and erase; return when the erase ends."""

@@ -39,10 +39,7 @@ import numpy.typing as npt
 
 from flash.config import FlashConfig
 from flash.engine.chunks import (
-    CELL,
     CH_FULL,
-    COMMANDS,
-    GEOMETRY,
     LANE_FULL,
     NO_WAIT,
     Lanes,
@@ -71,31 +68,7 @@ class FastModel(TimingBase):
         self.die0 = device * cfg.dies
         self.device = device
         self.lanes_per_device = self.lane1 - self.lane0
-        f = self.former
-        self.geo = np.zeros(1, dtype=GEOMETRY)
-        g = self.geo[0]
-        for name, value in (
-                ("ppp", f.ppp), ("planes", f.P), ("multi", f.multi),
-                ("dies_per_lane", cfg.dies_per_chip if f.chip_lock else 1),
-                ("lanes_per_channel", f.lanes_per_channel),
-                ("lanes_per_device", self.lanes_per_device), ("chip_lock", f.chip_lock),
-                ("convoy", self.convoy), ("page", self.page), ("page_data", phy.page_data),
-                ("ppb", self.ppb), ("bits", self.bits), ("t_r", int(cfg.t_r_mean)),
-                ("t_prog", int(cfg.t_prog_mean)), ("same_offset", self.same_offset),
-                ("plane_reads", self.plane_reads)):
-            g[name] = value
-        self.cmds = np.zeros(len(phy.rcmd), dtype=COMMANDS)
-        self.cmds["rcmd"], self.cmds["rsetup"], self.cmds["pcmd"] = (
-            phy.rcmd_a, phy.rsetup_a, phy.pcmd_a)
-        self.cell = np.zeros(self.bits, dtype=CELL)
-        self.cell["t_r"], self.cell["t_prog"] = self.t_r_of, self.t_prog_of
-        #: the same records for programs in SLC mode (``flash.slc``): every page type's
-        #: tPROG is ``t_prog_slc``
-        self.geo_slc, self.cell_slc = self.geo.copy(), self.cell.copy()
-        if cfg.t_prog_slc:
-            self.geo_slc[0]["t_prog"] = cfg.t_prog_slc
-            self.cell_slc["t_prog"] = cfg.t_prog_slc
-        self._res = np.zeros((3, f.devices), dtype=np.int64)
+        self._res = np.zeros((3, self.former.devices), dtype=np.int64)
 
     # -- lanes -------------------------------------------------------------------------
     def lanes(self) -> Lanes:

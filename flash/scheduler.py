@@ -27,7 +27,8 @@ import numpy as np
 import numpy.typing as npt
 
 from flash.config import FlashConfig
-from flash.engine.chunks import group_dies
+from flash.engine.chunks import CELL, COMMANDS, GEOMETRY, group_dies
+from flash.engine.commands import form_commands
 from flash.engine.dies import DieLanes, SuspendRule
 from flash.engine.gaps import GapBank
 from flash.phy import OnfiPhy
@@ -104,32 +105,15 @@ class CommandFormer:
 
     def ops(self, ppns: list[int]) -> list[tuple[int, list[int]]]:
         """Commands as (die, page indices), at most one page per plane each, ordered
-        round-robin over dies in order of first appearance."""
-        planes_per_die = self.P
-        per_die: dict[int, list[list[int]]] = {}
-        for i, ppn in enumerate(ppns):
-            plane = ppn // self.ppp
-            die = plane // planes_per_die
-            ops = per_die.setdefault(die, [])
-            bit = 1 << (plane % planes_per_die)
-            for op in ops:
-                if self.multi and not op[0] & bit:
-                    op[0] |= bit
-                    op.append(i)
-                    break
-            else:
-                ops.append([bit, i])
-        out: list[tuple[int, list[int]]] = []
-        round_no = 0
-        while True:
-            added = False
-            for die, die_ops in per_die.items():
-                if round_no < len(die_ops):
-                    out.append((die, die_ops[round_no][1:]))
-                    added = True
-            if not added:
-                return out
-            round_no += 1
+        round-robin over dies in order of first appearance (``flash.engine.commands.
+        form_commands``, the one implementation of the rule; one page is one command)."""
+        if len(ppns) == 1:
+            return [(ppns[0] // self.ppp // self.P, [0])]
+        dies, first, order = form_commands(np.array(ppns, dtype=np.int64), self.ppp,
+                                           self.P, self.multi)
+        idx = order.tolist()
+        bounds = first.tolist()
+        return [(die, idx[bounds[k]:bounds[k + 1]]) for k, die in enumerate(dies.tolist())]
 
 
 class TimingBase:
@@ -184,6 +168,32 @@ class TimingBase:
         #: written through, or under MQSim's rules (static plane allocation by logical
         #: page), a page joins a program only at the same offset.
         self.same_offset = cfg.compat == "mqsim" or cfg.write_buffer_bytes == 0
+        # The device's geometry, command times and cell timing as the booking kernels
+        # take them (``flash.engine.chunks``: ``GEOMETRY``, ``COMMANDS``, ``CELL``).
+        f = former
+        self.geo = np.zeros(1, dtype=GEOMETRY)
+        g = self.geo[0]
+        for name, value in (
+                ("ppp", f.ppp), ("planes", f.P), ("multi", f.multi),
+                ("dies_per_lane", cfg.dies_per_chip if f.chip_lock else 1),
+                ("lanes_per_channel", f.lanes_per_channel),
+                ("lanes_per_device", self.lane1 - self.lane0), ("chip_lock", f.chip_lock),
+                ("convoy", self.convoy), ("page", self.page), ("page_data", phy.page_data),
+                ("ppb", self.ppb), ("bits", self.bits), ("t_r", int(cfg.t_r_mean)),
+                ("t_prog", int(cfg.t_prog_mean)), ("same_offset", self.same_offset),
+                ("plane_reads", self.plane_reads)):
+            g[name] = value
+        self.cmds = np.zeros(len(phy.rcmd), dtype=COMMANDS)
+        self.cmds["rcmd"], self.cmds["rsetup"], self.cmds["pcmd"] = (
+            phy.rcmd_a, phy.rsetup_a, phy.pcmd_a)
+        self.cell = np.zeros(self.bits, dtype=CELL)
+        self.cell["t_r"], self.cell["t_prog"] = self.t_r_of, self.t_prog_of
+        #: the same records for programs in SLC mode (``flash.slc``): every page type's
+        #: tPROG is ``t_prog_slc``
+        self.geo_slc, self.cell_slc = self.geo.copy(), self.cell.copy()
+        if cfg.t_prog_slc:
+            self.geo_slc[0]["t_prog"] = cfg.t_prog_slc
+            self.cell_slc["t_prog"] = cfg.t_prog_slc
 
     def start(self) -> None:
         """Nothing to start: a model books on demand (no standing process)."""

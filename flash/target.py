@@ -385,7 +385,7 @@ class FlashTarget(Component):
 
 
 def compile_kernels() -> None:
-    """Compile the fast model's kernels (``tmhw.sim.jit``) into numba's on-disk cache,
+    """Compile the flash models' kernels (``tmhw.sim.jit``) into numba's on-disk cache,
     by a chunk written and read on a small device: a process that finds them there
     loads them in a fraction of a second instead of compiling them for several. ``make``
     runs this before the tests and the default study (``tmhw.system.compile_kernels``)."""
@@ -411,6 +411,10 @@ def compile_kernels() -> None:
     pages = FlashTarget(Environment(), "flash", None, PRESETS["990pro"], precondition=0.01)
     for op, t in ((Op.READ, 0), (Op.WRITE, 0), (Op.READ, 0), (Op.WRITE, S)):
         pages.transport_many(op, [128 * MiB, 160 * MiB], 16 * 1024, Pattern.RANDOM, t)
+    # the detailed model's per-transaction command bookings (``flash.engine.commands``)
+    detailed = FlashTarget(Environment(), "flash", None, PRESETS["990pro"],
+                           model="detailed", precondition=0.01)
+    detailed.transport(Transfer(Op.WRITE, 0, 64 * 1024), 0)
     fast = dev.devices[0].fast
     if fast is not None:
         fast.former.die_groups(np.zeros(1, dtype=np.int64))
