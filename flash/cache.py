@@ -6,8 +6,11 @@
   transaction scheduler as soon as it arrives, and a page's space is free again when its
   program ends. A write that finds the buffer full waits for the earliest programs
   (``admit``), so a burst smaller than the buffer completes at link speed and a
-  sustained stream settles at the NAND program rate. A transaction larger than the whole
-  buffer is written through (acknowledged when programmed).
+  sustained stream settles at the NAND program rate. Space is freed in the order
+  programs end, not in the order writes arrived: a page held up behind garbage
+  collection on its die does not hold back the pages other dies have programmed (a
+  controller frees each DRAM slot when its program completes). A transaction larger
+  than the whole buffer is written through (acknowledged when programmed).
 - **Read cache** (``FlashConfig.read_cache_bytes``). A NAND page the host read only part
   of stays in DRAM whole, least recently used first out (the rest of the page is what
   a small read's neighbour wants; a page delivered whole is not kept). A read of a page
@@ -16,8 +19,8 @@
 
 The write buffer's three rules are written once each, as compiled kernels over its
 state (``Buffer``), which the per-command path (``Ssd``) and the batch path
-(``flash.pages``) both call: buffering a write (``_buffer``), releasing the oldest
-write when its programs have ended (``_release``) and whether the buffer holds a page
+(``flash.pages``) both call: buffering a write (``_buffer``), releasing the write
+whose programs end first (``_release``) and whether the buffer holds a page
 (``_held``).
 
 Pages here are logical NAND pages (``page_size`` bytes) of one device. DRAM time is not
@@ -37,12 +40,14 @@ from flash.intmap import MASK, IntMap, im_find, im_put, im_remove
 from tmhw.sim.jit import njit_noref
 
 I64 = npt.NDArray[np.int64]
-#: ``DataCache._fmeta``: the ring's first row, its writes, their pages
-HEAD, COUNT, USED = range(3)
-#: the write buffer's state as its kernels take it: the ring of buffered writes (rows
-#: of last program end, first page, last page + 1), its ``HEAD``, ``COUNT`` and
-#: ``USED``, and the map of each buffered page to the end of the program of its newest
-#: buffered copy (an ``IntMap``'s table and meta)
+#: ``DataCache._fmeta``: the writes buffered so far (each one's arrival number), the
+#: writes held, their pages
+SEQ, COUNT, USED = range(3)
+#: the write buffer's state as its kernels take it: the heap of buffered writes (rows
+#: of last program end, arrival number, first page, last page + 1; the least (end,
+#: arrival) first), its ``SEQ``, ``COUNT`` and ``USED``, and the map of each buffered
+#: page to the end of the program of its newest buffered copy (an ``IntMap``'s table
+#: and meta)
 Buffer = tuple[I64, I64, I64, I64]
 
 #: log2 of the pages per block of the read cache's sets (``DataCache._lru_blocks``)
@@ -55,15 +60,15 @@ class DataCache:
     def __init__(self, write_pages: int, read_pages: int) -> None:
         self.write_pages = write_pages
         self.read_pages = read_pages
-        #: buffered writes in arrival order, a ring of rows (last program end, first
-        #: page, last page + 1) from row ``_fmeta[HEAD]``, ``_fmeta[COUNT]`` of them,
+        #: buffered writes, a binary heap of rows (last program end, arrival number,
+        #: first page, last page + 1) on (end, arrival), ``_fmeta[COUNT]`` of them,
         #: their pages ``_fmeta[USED]``
-        self._fifo = np.zeros((16, 3), dtype=np.int64)
+        self._heap = np.zeros((16, 4), dtype=np.int64)
         self._fmeta = np.zeros(3, dtype=np.int64)
         #: logical page -> end of the program of its newest buffered copy
         self._pages = IntMap()
         #: what the kernels take (made again when the ring or the map grows, ``_room``)
-        self._buf: Buffer = (self._fifo, self._fmeta, self._pages.table, self._pages.meta)
+        self._buf: Buffer = (self._heap, self._fmeta, self._pages.table, self._pages.meta)
         self._lru: OrderedDict[int, None] = OrderedDict()
         #: per block of ``2 ** _LRU_BITS`` pages, the pages of it the read cache holds
         #: (none: not a key), so that a read or write looks up the few it holds of its
@@ -79,33 +84,32 @@ class DataCache:
         return self._fmeta.item(USED)
 
     def writes(self) -> list[tuple[int, int, int]]:
-        """The buffered writes, oldest first: (last program end, first page, last + 1)."""
-        m = self._fmeta
-        rows = np.roll(self._fifo, -m.item(HEAD), axis=0)[:m.item(COUNT)]
-        return [(e, a, b) for e, a, b in rows.tolist()]
+        """The buffered writes in the order they leave (program end, then arrival):
+        (last program end, first page, last + 1)."""
+        rows = sorted(self._heap[:self._fmeta.item(COUNT)].tolist())
+        return [(e, a, b) for e, _, a, b in rows]
 
     def buffered_map(self) -> dict[int, int]:
         """Each buffered page -> the end of the program of its newest buffered copy."""
         return self._pages.as_dict()
 
     def _room(self, writes: int, pages: int) -> None:
-        """Room in the ring for ``writes`` more writes (doubled, its rows from the head
-        on moved to the start) and in the map for ``pages`` more pages."""
+        """Room in the heap for ``writes`` more writes (doubled) and in the map for
+        ``pages`` more pages."""
         table = self._pages.table
         self._pages.reserve(pages)
-        fifo, m = self._fifo, self._fmeta
-        size = fifo.shape[0]
+        heap, m = self._heap, self._fmeta
+        size = heap.shape[0]
         count = m.item(COUNT)
         if count + writes > size:
             while size < count + writes:
                 size *= 2
-            grown = np.zeros((size, 3), dtype=np.int64)
-            grown[:count] = np.roll(fifo, -m.item(HEAD), axis=0)[:count]
-            self._fifo = grown
-            m[HEAD] = 0
+            grown = np.zeros((size, 4), dtype=np.int64)
+            grown[:count] = heap[:count]
+            self._heap = grown
         elif self._pages.table is table:
             return
-        self._buf = (self._fifo, m, self._pages.table, self._pages.meta)
+        self._buf = (self._heap, m, self._pages.table, self._pages.meta)
 
     def admit(self, pages: int, earliest: int) -> int:
         """Earliest time >= ``earliest`` at which ``pages`` fit in the write buffer;
@@ -118,8 +122,8 @@ class DataCache:
         return t
 
     def release_until(self, t: int) -> None:
-        """``admit``'s first step at ``t``: the oldest buffered writes whose programs
-        ended by ``t`` free their space (``release_ended``)."""
+        """``admit``'s first step at ``t``: the buffered writes whose programs ended
+        by ``t`` free their space (``release_ended``)."""
         if self._fmeta.item(COUNT):
             release_ended(self._buf, t)
 
@@ -266,15 +270,35 @@ class DataCache:
 
 # -- the write buffer's rules ----------------------------------------------------------
 @njit_noref
+def _before(heap: I64, i: int, j: int) -> bool:
+    """Row ``i`` of the heap leaves before row ``j``: its (program end, arrival) is less."""
+    return bool(heap[i, 0] < heap[j, 0]
+                or (heap[i, 0] == heap[j, 0] and heap[i, 1] < heap[j, 1]))
+
+
+@njit_noref
+def _swap(heap: I64, i: int, j: int) -> None:
+    for c in range(4):
+        v = heap[i, c]
+        heap[i, c] = heap[j, c]
+        heap[j, c] = v
+
+
+@njit_noref
 def _buffer(buf: Buffer, lo: int, hi: int, end: int) -> None:
     """A write of pages [lo, hi) whose programs end by ``end`` enters the buffer: a row
-    at the ring's tail (room made), and each page's newest copy ends at ``end`` (room
+    into the heap (room made), and each page's newest copy ends at ``end`` (room
     reserved in the map)."""
-    fifo, fmeta, table, meta = buf
-    r = (fmeta[HEAD] + fmeta[COUNT]) & (fifo.shape[0] - 1)
-    fifo[r, 0] = end
-    fifo[r, 1] = lo
-    fifo[r, 2] = hi
+    heap, fmeta, table, meta = buf
+    i = fmeta[COUNT]
+    heap[i, 0] = end
+    heap[i, 1] = fmeta[SEQ]
+    heap[i, 2] = lo
+    heap[i, 3] = hi
+    while i and _before(heap, i, (i - 1) >> 1):  # up to its place
+        _swap(heap, i, (i - 1) >> 1)
+        i = (i - 1) >> 1
+    fmeta[SEQ] += 1
     fmeta[COUNT] += 1
     fmeta[USED] += hi - lo
     for p in range(lo, hi):
@@ -283,14 +307,26 @@ def _buffer(buf: Buffer, lo: int, hi: int, end: int) -> None:
 
 @njit_noref
 def _release(buf: Buffer) -> int:
-    """The oldest buffered write frees its space; each of its pages leaves the buffer
-    unless a newer copy of it, whose program ends later, is still there. When its
-    programs ended."""
-    fifo, fmeta, table, meta = buf
-    h = fmeta[HEAD]
-    end, lo, hi = fifo[h, 0], fifo[h, 1], fifo[h, 2]
-    fmeta[HEAD] = (h + 1) & (fifo.shape[0] - 1)
-    fmeta[COUNT] -= 1
+    """The buffered write whose programs end first (the earliest arrival among equal
+    ends) frees its space; each of its pages leaves the buffer unless a newer copy of
+    it, whose program ends later, is still there. When its programs ended."""
+    heap, fmeta, table, meta = buf
+    end, lo, hi = heap[0, 0], heap[0, 2], heap[0, 3]
+    n = fmeta[COUNT] - 1
+    for c in range(4):  # the last row to the top, then down to its place
+        heap[0, c] = heap[n, c]
+    i = 0
+    while True:
+        k = 2 * i + 1
+        if k >= n:
+            break
+        if k + 1 < n and _before(heap, k + 1, k):
+            k += 1
+        if not _before(heap, k, i):
+            break
+        _swap(heap, i, k)
+        i = k
+    fmeta[COUNT] = n
     fmeta[USED] -= hi - lo
     for p in range(lo, hi):
         i = im_find(table, meta[MASK], p)
@@ -321,17 +357,17 @@ def buffer_holds(table: I64, meta: I64, lpn: int, now: int) -> bool:
 
 @njit_noref
 def release_ended(buf: Buffer, t: int) -> None:
-    """``_release`` of each oldest buffered write whose programs ended by ``t``."""
-    fifo, fmeta = buf[0], buf[1]
-    while fmeta[COUNT] and fifo[fmeta[HEAD], 0] <= t:
+    """``_release`` of each buffered write whose programs ended by ``t``."""
+    heap, fmeta = buf[0], buf[1]
+    while fmeta[COUNT] and heap[0, 0] <= t:
         _release(buf)
 
 
 @njit_noref
 def admit_write(buf: Buffer, pages: int, capacity: int, earliest: int) -> int:
     """``DataCache.admit`` of a write of ``pages`` (at most ``capacity``): the writes
-    ended by ``earliest`` leave, then the oldest in turn until the pages fit; the
-    latest of ``earliest`` and those writes' ends."""
+    ended by ``earliest`` leave, then those whose programs end first in turn until the
+    pages fit; the latest of ``earliest`` and those writes' ends."""
     release_ended(buf, earliest)
     fmeta = buf[1]
     t = earliest

@@ -42,6 +42,7 @@ from flash.config import FlashConfig
 from flash.engine.chunks import CH_FULL, NO_WAIT, Lanes
 from flash.engine.commands import RESULTS, TIMES, program_cmds, queue_done, queue_issue
 from flash.ftl import GcJob
+from flash.ftl.gc import die_rows, step_planes
 from flash.phy import OnfiPhy
 from flash.scheduler import CommandFormer, Counters, TimingBase
 
@@ -181,3 +182,54 @@ class DetailedModel(TimingBase):
         erase_end = self.dies.work1(lane, channel_end, cfg.t_bers, erase=True)
         self._done(die, erase_end)
         return erase_end
+
+    def gc_die(self, jobs: list[GcJob], earliest: int) -> int:
+        """``gc`` of victims of one die's planes together (``FTL.collect_die``): step
+        ``i`` reads the ``i``-th page to move of each of its planes in one multi-plane
+        read (the longest of their tR) and programs them in one multi-plane program,
+        then each multi-plane erase erases a block per plane (``flash.ftl.gc.die_rows``);
+        return when the last erase ends."""
+        if len(jobs) == 1 or not self.former.multi:
+            end = earliest
+            for job in jobs:
+                end = max(end, self.gc(job, earliest))
+            return end
+        cfg, phy, counters, former = self.cfg, self.phy, self.c, self.former
+        rows, erases = die_rows(jobs)
+        steps = step_planes(rows)
+        die = jobs[0].plane // self.P
+        ch = die // former.dpc
+        lane = former.lane_of(die)
+        moved = sum(steps)
+        counters.gc_pages_read += moved
+        counters.pages_programmed += moved
+        counters.read_cmds += len(steps)
+        counters.program_cmds += len(steps)
+        counters.erase_cmds += len(erases)
+        copyback = cfg.gc_copyback
+        now = earliest
+        bits, ppb = self.bits, self.ppb
+        for i, k in enumerate(steps):
+            src = [s[i] for s, _ in rows if len(s) > i]
+            dst = [d[i] for _, d in rows if len(d) > i]
+            issue = self._issue(die, now)
+            t_r = max(self.t_r_of[(p % ppb) % bits] for p in src)
+            rcmd = phy.rcmd[k]
+            if copyback:
+                read_end = self.dies.work1(lane, self.channels.reserve1(ch, issue, rcmd), t_r)
+            else:
+                read_end = self.dies.work1(lane, issue + rcmd, t_r)
+                read_end = self.channels.reserve1(ch, read_end - rcmd,
+                                                  rcmd + phy.rsetup[k] + k * phy.page_data)
+                counters.channel_bytes += 2 * k * self.page
+            program_end = self.channels.reserve1(
+                ch, read_end, phy.pcmd[k] + (0 if copyback else k * phy.page_data))
+            now = self.dies.work1(lane, program_end,
+                                  max(self.t_prog_of[(p % ppb) % bits] for p in dst))
+            self._done(die, now)
+        for k in erases:
+            channel_end = self.channels.reserve1(ch, self._issue(die, now),
+                                                 cfg.erase_command_ps(k))
+            now = self.dies.work1(lane, channel_end, cfg.t_bers, erase=True)
+            self._done(die, now)
+        return now

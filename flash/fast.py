@@ -14,7 +14,8 @@ Timing of a transaction's pages (``flash.phy`` gives the command and data times)
   program still waiting in its die's queue costs no die time (``flash.engine.dies.die_prog``).
 - garbage collection: a block's relocation (per valid page tR + tPROG, with the data
   crossing the channel twice unless copyback) and its erase, booked as die work; in the
-  background once a plane falls under the soft threshold.
+  background once a plane falls under the soft threshold, with the other planes of its
+  die at the threshold as multi-plane commands (``gc_die``).
 
 Reads take priority over programs and suspend them (``flash.engine.dies``). Under
 ``flash.compat = "mqsim"`` the lanes are chips (MQSim's chip lock: the dies of a chip
@@ -49,6 +50,7 @@ from flash.engine.chunks import (
     read_page,
 )
 from flash.ftl import GcJob
+from flash.ftl.gc import die_rows, step_planes
 from flash.phy import OnfiPhy
 from flash.scheduler import CommandFormer, Counters, TimingBase
 
@@ -206,6 +208,44 @@ class FastModel(TimingBase):
         if m:
             self.dies.work1(lane, earliest, int(m * (cfg.t_r_mean + cfg.t_prog_mean)))
         return self.dies.work1(lane, earliest, cfg.t_bers, erase=True)
+
+    def gc_die(self, jobs: list[GcJob], earliest: int) -> int:
+        """Book the relocation and erase of victims of one die's planes together
+        (``FTL.collect_die``): step ``i`` reads the ``i``-th page to move of each of
+        its planes in one multi-plane read and programs them in one multi-plane
+        program, then the victims are erased a block per plane in each multi-plane
+        erase (``flash.ftl.gc.die_rows``). The die is busy for as many steps as the
+        plane that moves the most pages, the channel for every step's commands (and
+        data, unless copyback). Return when the last erase ends."""
+        if len(jobs) == 1 or not self.former.multi:
+            end = earliest
+            for job in jobs:
+                end = max(end, self.gc(job, earliest))
+            return end
+        rows, erases = die_rows(jobs)
+        steps = step_planes(rows)
+        moved = sum(steps)
+        die = jobs[0].plane // self.P + self.die0
+        cfg, phy, c = self.cfg, self.phy, self.c
+        c.gc_pages_read += moved
+        c.pages_programmed += moved
+        c.read_cmds += len(steps)
+        c.program_cmds += len(steps)
+        c.erase_cmds += len(erases)
+        ch_busy = (sum(phy.rcmd[k] + phy.pcmd[k] for k in steps)
+                   + sum(cfg.erase_command_ps(k) for k in erases))
+        if not cfg.gc_copyback:
+            ch_busy += sum(phy.rsetup[k] for k in steps) + 2 * moved * phy.page_data
+            c.channel_bytes += 2 * moved * self.page
+        # (from now, as ``gc`` books it)
+        self.channels.reserve1(die // self.former.dpc, earliest, ch_busy)
+        lane = self.former.lane_of(die)
+        if steps:
+            self.dies.work1(lane, earliest, int(len(steps) * (cfg.t_r_mean + cfg.t_prog_mean)))
+        end = earliest
+        for _ in erases:
+            end = self.dies.work1(lane, earliest, cfg.t_bers, erase=True)
+        return end
 
 
 def _times(t: int | I64) -> I64:

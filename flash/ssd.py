@@ -84,6 +84,8 @@ class TimingModel(Protocol):
 
     def gc(self, job: GcJob, earliest: int) -> int: ...
 
+    def gc_die(self, jobs: list[GcJob], earliest: int) -> int: ...
+
 
 class Ssd:
     """One device of the flash tier (module docstring)."""
@@ -324,17 +326,18 @@ class Ssd:
             self.cache.invalidate(range(lo, hi))
 
     def _background_gc(self, now: int) -> None:
-        """Planes under the soft threshold reclaim blocks, taking die and channel time."""
+        """Planes under the soft threshold reclaim blocks, taking die and channel time:
+        with the other planes of their die that are at the threshold, relocated and
+        erased together (``FTL.collect_die``, ``TimingModel.gc_die``)."""
         ftl = self.ftl
         soft = ftl.soft_blocks
         fc = ftl.free_count
         for p in sorted(ftl.low_planes):
             while fc[p] < soft:
-                jobs = ftl.collect(p)
+                jobs = ftl.collect_die(p)
                 if not jobs:
                     break
-                for job in jobs:
-                    self.model.gc(job, now)
+                self.model.gc_die(jobs, now)
 
     def _finish(self, t0: int, end: int) -> None:
         self.host.done(end)

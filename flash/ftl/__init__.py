@@ -201,6 +201,11 @@ class FTL:
         the erase-count spread calls for one). Empty if nothing is reclaimable."""
         return self.gc.collect(plane, reason)
 
+    def collect_die(self, plane: int) -> list[GcJob]:
+        """``collect`` of ``plane`` and of the planes of its die at or under the soft
+        threshold, relocated together (``GarbageCollector.collect_die``)."""
+        return self.gc.collect_die(plane)
+
     def _program_gc(self, plane: int, lpns: I64) -> I64:
         return self.programmer.program_gc(plane, lpns)
 
@@ -242,7 +247,7 @@ class FTL:
             k = min(batch, total - done)
             self.write(np.unique(rng.integers(0, span, k)))
             for p in sorted(self.low_planes):
-                while self.free_count[p] < self.soft_blocks and self.gc.collect(p):
+                while self.free_count[p] < self.soft_blocks and self.gc.collect_die(p):
                     pass
             done += k
         self.host_pages = 0

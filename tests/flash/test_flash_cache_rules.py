@@ -1,13 +1,14 @@
 """The write buffer and read cache (``DataCache``, its rules compiled) answer every
 question as ``PageMap`` below, the rules written plainly in Python: a dict of page ->
-program end of its newest buffered copy, a queue of writes, an LRU dict. The two are
+program end of its newest buffered copy, a list of writes that leave in the order
+their programs end (then in arrival order), an LRU dict. The two are
 driven with the same writes (of runs and batches of one-page writes), admissions,
 reads, holds queries and read-cache fills, and must agree on every answer and
 counter."""
 
 from __future__ import annotations
 
-from collections import OrderedDict, deque
+from collections import OrderedDict
 from typing import Any
 from unittest.mock import patch
 
@@ -26,7 +27,8 @@ class PageMap:
     """The write buffer and read cache with one dict entry per buffered page."""
 
     def __init__(self) -> None:
-        self.fifo: deque[tuple[int, range]] = deque()
+        self.fifo: list[tuple[int, int, range]] = []  # (end, arrival, pages)
+        self.seq = 0
         self.used = 0
         self.b: dict[int, int] = {}
         self.lru: OrderedDict[int, None] = OrderedDict()
@@ -36,7 +38,7 @@ class PageMap:
         if pages > WRITE_PAGES:
             return -1
         t = earliest
-        while self.fifo and self.fifo[0][0] <= t:
+        while self.fifo and min(self.fifo)[0] <= t:
             self._release()
         while self.used + pages > WRITE_PAGES:
             t = max(t, self._release())
@@ -45,7 +47,9 @@ class PageMap:
         return t
 
     def _release(self) -> int:
-        end, lpns = self.fifo.popleft()
+        first = min(self.fifo)
+        self.fifo.remove(first)
+        end, _, lpns = first
         self.used -= len(lpns)
         for lpn in lpns:
             if self.b.get(lpn, end + 1) <= end:
@@ -53,7 +57,8 @@ class PageMap:
         return end
 
     def buffered(self, lpns: range, end: int) -> None:
-        self.fifo.append((end, lpns))
+        self.fifo.append((end, self.seq, lpns))
+        self.seq += 1
         self.used += len(lpns)
         self.hits[0] += len(lpns)
         for lpn in lpns:
@@ -157,7 +162,7 @@ def _drive(steps: list[tuple[str, int, int, int, int]]) -> None:
             want = [pages.holds(p, now) for p in lpns]
         assert got == want
         assert cache.used_pages == pages.used
-        assert cache.writes() == [(e, r.start, r.stop) for e, r in pages.fifo]
+        assert cache.writes() == [(e, r.start, r.stop) for e, _, r in sorted(pages.fifo)]
         assert cache.buffered_map() == pages.b
         assert [cache.write_hits, cache.write_waits, cache.buffer_read_hits,
                 cache.cache_read_hits] == pages.hits

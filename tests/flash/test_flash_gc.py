@@ -27,7 +27,13 @@ def test_random_writes_on_a_90pct_full_drive_collect_garbage_and_amplify(model: 
     # every relocated page was read and programmed again, every victim erased
     assert rep["gc_pages_read"] == rep["gc_pages_moved"] + rep["wl_pages_moved"]
     assert rep["erases"] >= rep["gc_count"]
-    assert full["commands"]["erase"] == rep["erases"]
+    # a die collects its planes together (two a die here): each multi-plane read,
+    # program and erase serves one or two planes, and some serve two
+    planes = cfg.planes_per_die
+    moved = rep["gc_pages_read"]
+    gc_reads = full["commands"]["read"] - rep["host_pages_read"]
+    assert moved / planes <= gc_reads < moved
+    assert rep["erases"] / planes <= full["commands"]["erase"] < rep["erases"]
 
 
 @pytest.mark.parametrize("model", ["fast", "detailed"])
@@ -84,3 +90,63 @@ def test_aging_starts_random_writes_in_steady_state() -> None:
     # aged, every window sits at the same write amplification
     assert max(aged) / min(aged) < 1.05
     assert aged[0] > 3.0
+
+
+@pytest.mark.parametrize("over_provisioning", [1 - 1 / 1.3, 0.127, 0.07])
+def test_greedy_write_amplification_follows_the_analytic_formula(
+        over_provisioning: float) -> None:
+    """One plane of 1024 blocks of 256 pages (the presets' block), aged by two
+    overwrites, then 50,000 more uniform random page writes: their write amplification
+    is Xiang & Kurkoski's (``greedy_write_amplification``) within 5%, alpha being the
+    blocks that hold data (all but the free ones, sampled after each collection) over
+    the logical blocks. Measured 2.361, 4.113, 7.313 against 2.379, 4.170, 7.573."""
+    import numpy as np
+
+    from flash.config import FlashConfig
+    from flash.ftl import FTL
+    from flash.ftl.gc import greedy_write_amplification
+
+    cfg = FlashConfig(channels=1, chips_per_channel=1, dies_per_chip=1, planes_per_die=1,
+                      blocks_per_plane=1024, pages_per_block=256,
+                      over_provisioning=over_provisioning, gc_threshold=0.002,
+                      gc_hard_threshold=0.001, static_wear_leveling=False)
+    ftl = FTL(cfg)
+    ftl.precondition(1.0)
+    ftl.age(2.0, seed=1)
+    rng = np.random.default_rng(3)
+    h0, g0 = ftl.host_pages, ftl.gc_pages
+    free = []
+    for _ in range(200):
+        ftl.write(np.unique(rng.integers(0, ftl.n_pre, 256)))
+        while ftl.free_count[0] < ftl.soft_blocks and ftl.collect_die(0):
+            pass
+        free.append(ftl.free_count[0])
+    waf = 1 + (ftl.gc_pages - g0) / (ftl.host_pages - h0)
+    alpha = (cfg.blocks_per_plane - float(np.mean(free))) / cfg.logical_blocks_per_plane
+    assert waf == pytest.approx(greedy_write_amplification(alpha), rel=0.05)
+
+
+def test_the_analytic_formula_reproduces_its_source() -> None:
+    """2.36 at an over-provisioning factor of 0.3 (Xiang & Kurkoski, arXiv:1110.4245),
+    and Agarwal and Marrow's (1 + rho) / (2 rho) as spare vanishes."""
+    from flash.ftl.gc import greedy_write_amplification
+
+    assert greedy_write_amplification(1.3) == pytest.approx(2.36, abs=0.005)
+    rho = 1e-3
+    assert greedy_write_amplification(1 + rho) == pytest.approx((1 + rho) / (2 * rho),
+                                                                rel=1e-2)
+    with pytest.raises(ValueError, match="alpha"):
+        greedy_write_amplification(1.0)
+
+
+def test_sustained_rate_counts_the_work_left_in_the_write_buffer() -> None:
+    """2,000 random 16 KiB writes (31 MiB) into the 192 MiB write buffer are
+    acknowledged at link speed, but the dies program them afterwards: the sustained rate
+    (up to the device idle again) is the dies' program rate, under the acknowledged one;
+    2,000 pages over ``small``'s 8 planes, a page per plane each tPROG (450 us), take at
+    least 2000 / 8 x 450 us = 112.5 ms."""
+    cfg = small()
+    r = run_bench(cfg, pattern="randwrite", size=16 * KiB, qd=32, count=2000)
+    assert r["sustained_iops"] < 0.5 * r["iops"]
+    least_s = 2000 / cfg.planes * cfg.t_prog_mean / 1e12
+    assert r["sustained_iops"] <= 2000 / least_s
