@@ -185,7 +185,31 @@ class System:
         self.root.finalize(end)
         self.res.check()
         self.table = self.executor.table or self.table
+        if self.tracer.enabled:
+            self.trace_resources()
         return build_report(self, bounds)
+
+    def trace_resources(self) -> None:
+        """Add to the trace the bookings of the resources that serve its lanes (kept
+        while tracing): one lane per flash channel, serving ``system.flash``, and the
+        DMA link's two directions, serving fetches and write-backs; so a lane's
+        utilisation is its resources' (``Tracer.serve``), not the time a request was
+        outstanding on it."""
+        tr = self.tracer
+        per_device = self.cfg.flash.channels
+        lanes = []
+        for c, spans in enumerate(self.flash.channels.spans or []):
+            lane = (f"{self.flash.path}.ch{c}" if self.cfg.flash.devices == 1 else
+                    f"{self.flash.path}.dev{c // per_device}.ch{c % per_device}")
+            lanes.append(lane)
+            for s, e in spans:
+                tr.span(lane, int(s), int(e), "busy")
+        if lanes:
+            tr.serve(self.flash.path, lanes)
+        for kind, link in (("fetch", self.dma.link_in), ("writeback", self.dma.link_out)):
+            for s, e, _label in link.spans:
+                tr.span(link.name, s, e, "link")
+            tr.serve(f"{self.dma.path}.{kind}", [link.name])
 
 
 def compile_kernels() -> None:

@@ -42,15 +42,24 @@ def _tracer(sp: list[tuple[str, int, int, str]], cs: list[tuple[str, int, float]
 def test_chrome_trace_slices_are_sorted_per_lane_and_named(sp, cs) -> None:
     """Every lane is named; complete events on one track never overlap (the format
     wants them to nest, and a lane's concurrent transfers go on tracks of their own,
-    "lane #2", ...), and each lane's busy time survives the unit change."""
+    "lane #2", ...), lanes that recorded the same spans are one track named "a = b",
+    and each lane's busy time survives the unit change."""
     tr = _tracer(sp, cs)
     ev = json.loads(json.dumps({"traceEvents": tr.chrome_events()}))["traceEvents"]
     names = {e["tid"]: e["args"]["name"] for e in ev
-             if e["ph"] == "M" and e["name"] == "thread_name"}
+             if e["ph"] == "M" and e["name"] == "thread_name" and e["pid"] == 1}
     lane_of = {tid: name.split(" #")[0] for tid, name in names.items()}
-    assert set(lane_of.values()) == set(s[0] for s in sp)
+    drawn = [ln for name in set(lane_of.values()) for ln in name.split(" = ")]
+    assert sorted(drawn) == sorted(set(s[0] for s in sp))     # each lane named once
+    spans_of: dict[str, list[tuple[int, int]]] = defaultdict(list)
+    for lane, s, d, _ in sp:
+        spans_of[lane].append((s, s + d))
+    for name in set(lane_of.values()):                # one track: the same spans
+        same = {tuple(sorted(spans_of[ln])) for ln in name.split(" = ")}
+        assert len(same) == 1
+    assert len({tuple(sorted(v)) for v in spans_of.values()}) == len(set(lane_of.values()))
     xs = [e for e in ev if e["ph"] == "X"]
-    assert len(xs) == len(sp)
+    assert len(xs) == sum(len(spans_of[n.split(" = ")[0]]) for n in set(lane_of.values()))
     by_tid: dict[int, list[tuple[float, float]]] = defaultdict(list)
     for e in xs:
         assert e["tid"] in names            # every slice's lane has a name
@@ -61,17 +70,15 @@ def test_chrome_trace_slices_are_sorted_per_lane_and_named(sp, cs) -> None:
         for (_, end), (start, _) in zip(slices, slices[1:], strict=False):
             assert start >= end - 1e-9 * max(1.0, end)   # disjoint on one track
     # Times are microseconds: the busy time per lane survives the unit change.
-    busy: dict[str, float] = defaultdict(float)
-    for lane, _, d, _ in sp:
-        busy[lane] += d / 1e6
-    for lane in set(lane_of.values()):
-        got = sum(e["dur"] for e in xs if lane_of[e["tid"]] == lane)
-        assert got == pytest.approx(busy[lane])
+    for name in set(lane_of.values()):
+        got = sum(e["dur"] for e in xs if lane_of[e["tid"]] == name)
+        assert got == pytest.approx(sum(b - a for a, b in spans_of[name.split(" = ")[0]])
+                                    / 1e6)
     last_c: dict[str, float] = {}
-    for e in (e for e in ev if e["ph"] == "C"):
+    for e in (e for e in ev if e["ph"] == "C" and e["pid"] == 1):
         assert e["ts"] >= last_c.get(e["name"], 0.0)
         last_c[e["name"]] = e["ts"]
-    assert sum(e["ph"] == "C" for e in ev) == len(cs)
+    assert sum(e["ph"] == "C" and e["pid"] == 1 for e in ev) == len(cs)
 
 
 def test_chrome_trace_file_and_flows(tmp_path: Path) -> None:
@@ -90,7 +97,64 @@ def test_chrome_trace_file_and_flows(tmp_path: Path) -> None:
     assert x[0]["args"] == {"bytes": 4096}
     flows = [e for e in ev if e["ph"] in "sf"]
     assert [(e["ph"], e["tid"]) for e in flows] == [("s", x[0]["tid"]), ("f", x[1]["tid"])]
-    assert [e["args"] for e in ev if e["ph"] == "C"] == [{"hbm.occupancy": 4096}]
+    assert [e["args"] for e in ev if e["ph"] == "C" and e["pid"] == 1] == [
+        {"hbm.occupancy": 4096}]
+
+
+def test_a_lane_served_by_channels_is_as_busy_as_its_channels_not_as_its_requests() -> None:
+    """The flash tier has a request outstanding all run (its lane is one span of 200 ps)
+    while of its two channels one works half the run and the other not at all: its
+    utilisation is the channels' mean, 0.5 in the first window, 0 in the second, 0.25
+    over the run; a plain lane's is the share of the window a span of it was open."""
+    tr = Tracer()
+    tr.span("system.flash", 0, 200, "read")
+    tr.span("system.flash.ch0", 0, 100, "busy")
+    tr.span("npu.compute", 10, 40, "a")
+    tr.span("npu.compute", 30, 60, "b")            # overlaps a: counted once
+    tr.span("npu.compute", 150, 160, "c")
+    tr.serve("system.flash", ["system.flash.ch0", "system.flash.ch1"])
+    u = tr.utilisation(100)
+    assert u["system.flash"][0].tolist() == [0.5, 0.0] and u["system.flash"][1] == 0.25
+    assert u["system.flash.ch1"][0].tolist() == [0.0, 0.0]
+    assert u["npu.compute"][0].tolist() == [0.5, 0.1] and u["npu.compute"][1] == 0.3
+    # a last window shorter than the others is divided by its own length
+    assert tr.utilisation(150)["npu.compute"][0].tolist() == [50 / 150, 10 / 50]
+
+
+def test_chrome_counter_tracks_carry_each_lanes_utilisation_per_window() -> None:
+    """One counter track per drawn lane in the "utilisation" process, a value per
+    window: weighted by the windows, they give the lane's busy share of the run."""
+    from tmhw.sim.trace import utilisation_window
+
+    tr = Tracer()
+    tr.span("npu.compute", 0, 3_000_000, "a")
+    tr.span("npu.compute", 5_000_000, 6_000_000, "b")
+    tr.span("system.npu", 0, 3_000_000, "a", {"macs": 7})
+    tr.span("system.npu", 5_000_000, 6_000_000, "b", {"macs": 9})
+    tr.span("system.flash", 0, 10_000_000, "read")
+    tr.span("system.flash.ch0", 0, 2_000_000, "busy")
+    tr.serve("system.flash", ["system.flash.ch0"])
+    ev = tr.chrome_events()
+    window = utilisation_window(10_000_000)
+    assert window == 50_000                              # 10 us / 200, a round number
+    util: dict[str, list[tuple[float, float]]] = defaultdict(list)
+    for e in ev:
+        if e["ph"] == "C" and e["pid"] == 2:
+            util[e["name"]].append((e["ts"], e["args"]["busy"]))
+    assert set(util) == {"npu.compute = system.npu", "system.flash (mean of 1 resources)",
+                         "system.flash.ch0"}
+    for name, share in (("npu.compute = system.npu", 0.4),
+                        ("system.flash (mean of 1 resources)", 0.2),
+                        ("system.flash.ch0", 0.2)):
+        pts = util[name]
+        assert pts[-1] == (10.0, 0.0)                   # back to 0 at the run's end
+        assert [t for t, _ in pts[:-1]] == pytest.approx([k * window / 1e6
+                                                          for k in range(200)])
+        assert sum(v for _, v in pts[:-1]) / 200 == pytest.approx(share)
+    # the NPU's two lanes are one track whose slices carry both lanes' arguments
+    xs = [e for e in ev if e["ph"] == "X" and e["name"] in "ab"]
+    assert [(e["name"], e.get("args")) for e in xs] == [("a", {"macs": 7}),
+                                                       ("b", {"macs": 9})]
 
 
 def test_span_ending_before_it_starts_is_refused() -> None:
@@ -114,6 +178,7 @@ class Vcd:
         tok = text.split()
         self.timescale = ""
         self.vars: dict[str, tuple[str, str]] = {}          # id -> (type, dotted name)
+        self.names: dict[tuple[str, int], str] = {}         # every declared name
         self.history: dict[str, list[tuple[int, str]]] = defaultdict(list)
         scope: list[str] = []
         i = 0
@@ -129,8 +194,13 @@ class Vcd:
                 scope.pop()
             elif kw == "$var":
                 vtype, _size, ident, ref = args
-                assert ident not in self.vars
-                self.vars[ident] = (vtype, ".".join(scope + [ref]))
+                name = ".".join(scope + [ref])
+                assert name not in self.names.values()
+                if ident in self.vars:              # an alias: one signal, two names
+                    assert self.vars[ident][0] == vtype
+                else:
+                    self.vars[ident] = (vtype, name)
+                self.names[(ident, len(self.names))] = name
             i = end + 1
         assert scope == [], "unbalanced $scope"
         i = tok.index("$end", i) + 1
@@ -189,12 +259,13 @@ def test_vcd_busy_wires_are_high_exactly_while_a_span_is_open(tmp_path: Path, sp
     cnames = list(dict.fromkeys(c[0] for c in cs))
     # One variable per lane and per counter, none merged although names collide once
     # made VCD-safe, and every dotted name distinct.
-    assert len(vcd.of_type("wire")) == len(lanes)
+    heads = list(tr.same_signals())     # lanes with the same spans share one wire
+    assert len(vcd.of_type("wire")) == len(heads)
     assert len(vcd.of_type("real")) == len(cnames)
-    assert len({name for _, name in vcd.vars.values()}) == len(vcd.vars)
+    assert len(vcd.names) == len(lanes) + len(cnames)
     # Each wire is high exactly while one of its lane's spans is open: one change per
     # instant at most, so back-to-back spans do not glitch low.
-    assert sorted(vcd.of_type("wire")) == sorted(_expected_wire(sp, ln) for ln in lanes)
+    assert sorted(vcd.of_type("wire")) == sorted(_expected_wire(sp, ln) for ln in heads)
     expected_reals = []
     for name in cnames:
         last: dict[int, float] = {}
@@ -220,6 +291,22 @@ def test_vcd_back_to_back_spans_hold_the_wire_high(tmp_path: Path) -> None:
     vcd = Vcd(path.read_text())
     assert [name for _, name in vcd.vars.values()] == ["tmhw.npu.compute"]
     assert vcd.of_type("wire") == [[(0, 1.0), (9, 0.0)]]
+
+
+def test_vcd_draws_two_lanes_with_the_same_spans_as_one_wire_with_two_names(
+        tmp_path: Path) -> None:
+    tr = Tracer()
+    for lane in ("npu.compute", "system.npu"):
+        tr.span(lane, 0, 5, "a")
+        tr.span(lane, 7, 9, "b")
+    tr.span("npu.stall", 5, 7, "a")
+    path = tmp_path / "alias.vcd"
+    tr.write_vcd(path)
+    vcd = Vcd(path.read_text())
+    assert sorted(vcd.names.values()) == ["tmhw.npu.compute", "tmhw.npu.stall",
+                                          "tmhw.system.npu"]
+    assert sorted(vcd.of_type("wire")) == [[(0, 0.0), (5, 1.0), (7, 0.0)],
+                                           [(0, 1.0), (5, 0.0), (7, 1.0), (9, 0.0)]]
 
 
 def test_vcd_of_an_empty_trace_is_a_valid_header(tmp_path: Path) -> None:
@@ -328,19 +415,28 @@ def test_marks_are_global_instants_in_the_chrome_trace() -> None:
     assert NULL_TRACER.marks == []
 
 
-def test_a_whole_runs_trace_has_no_overlapping_slices_on_a_track() -> None:
-    """On quick with 16 flash channels, two thirds of the HBM's, the flash tier's and
-    the DMA engine's slices once overlapped a neighbour on their one track: now each
-    lane has as many tracks as it has transfers at once, and none overlaps (here on a
-    small ResNet-18 iteration of that machine)."""
+@pytest.fixture(scope="module", params=["flash.channels=16", "flash.devices=2"])
+def whole_run(request: pytest.FixtureRequest) -> tuple[Tracer, dict]:
+    """One small ResNet-18 iteration (batch 2, quarter HBM) of quick, traced: with 16
+    flash channels, and with two SSDs striped."""
     import tmhw
     from tmhw.system import System
 
     tr = Tracer()
-    cfg = tmhw.load_config("quick", ["flash.channels=16", "policy.hbm_ratio=0.25",
+    cfg = tmhw.load_config("quick", [request.param, "policy.hbm_ratio=0.25",
                                      "run.iterations=1", 'workload.model="resnet18"',
                                      "workload.batch=2"])
-    System(cfg, tracer=tr).run()
+    rep = System(cfg, tracer=tr).run()
+    return tr, rep
+
+
+def test_a_whole_runs_trace_has_no_overlapping_slices_on_a_track(
+        whole_run: tuple[Tracer, dict]) -> None:
+    """On quick with 16 flash channels, two thirds of the HBM's, the flash tier's and
+    the DMA engine's slices once overlapped a neighbour on their one track: now each
+    lane has as many tracks as it has transfers at once, and none overlaps (here on a
+    small ResNet-18 iteration of that machine, and of one with two SSDs)."""
+    tr, _rep = whole_run
     ev = tr.chrome_events()
     names = {e["tid"]: e["args"]["name"] for e in ev
              if e["ph"] == "M" and e["name"] == "thread_name"}
@@ -354,3 +450,60 @@ def test_a_whole_runs_trace_has_no_overlapping_slices_on_a_track() -> None:
                    if start < end - 1e-9 * max(1.0, end))
     assert overlaps == 0
     assert any(" #2" in n for n in names.values())  # concurrent transfers got tracks
+
+
+def _union_ps(intervals: list[tuple[int, int]]) -> int:
+    total, reach = 0, -1
+    for s, e in sorted(intervals):
+        if e > reach:
+            total += e - max(s, reach)
+            reach = e
+    return total
+
+
+def test_the_vcd_and_the_chrome_trace_of_one_run_agree_on_every_lanes_busy_time(
+        whole_run: tuple[Tracer, dict], tmp_path: Path) -> None:
+    """Both files written from one run, read back by independent readers: each lane's
+    busy time (the union of its slices on all its tracks; the time its wire is high) is
+    the same to the picosecond, under every name a lane has; and the flash channels'
+    busy time is the report's."""
+    tr, rep = whole_run
+    tr.write_chrome(tmp_path / "t.json")
+    tr.write_vcd(tmp_path / "t.vcd")
+    ev = json.loads((tmp_path / "t.json").read_text())["traceEvents"]
+    names = {e["tid"]: e["args"]["name"].split(" #")[0] for e in ev
+             if e["ph"] == "M" and e["name"] == "thread_name"}
+    slices: dict[str, list[tuple[int, int]]] = defaultdict(list)
+    for e in ev:
+        if e["ph"] == "X":
+            s = round(e["ts"] * 1e6)
+            slices[names[e["tid"]]].append((s, s + round(e["dur"] * 1e6)))
+    chrome = {lane: _union_ps(iv) for name, iv in slices.items()
+              for lane in name.split(" = ")}
+    vcd = Vcd((tmp_path / "t.vcd").read_text())
+    wires: dict[str, int] = {}
+    for (ident, _), name in vcd.names.items():
+        if vcd.vars[ident][0] == "wire":
+            hist = vcd.history[ident]
+            wires[name.removeprefix("tmhw.")] = sum(
+                t1 - t0 for (t0, v), (t1, _) in zip(hist, hist[1:], strict=False)
+                if v == "1")
+    assert set(chrome) == set(wires) == set(tr.lanes())
+    assert chrome == wires
+    flash = rep["system"]["flash"]
+    channels = tr.served["system.flash"]
+    cfg = rep["config"]["flash"]
+    assert len(channels) == int(cfg["channels"]) * int(cfg["devices"])
+    assert sum(wires.get(c, 0) for c in channels) == sum(
+        v["busy_ps"] for v in _channel_reports(flash).values()) > 0
+
+
+def _channel_reports(flash: dict) -> dict[str, dict]:
+    """The report's per-channel sections (``ch3``, or ``dev1.ch3`` on several SSDs)."""
+    out = {}
+    for k, v in flash.items():
+        if isinstance(v, dict) and k.startswith("ch") and "busy_ps" in v:
+            out[k] = v
+        elif isinstance(v, dict) and k.startswith("dev"):
+            out.update({f"{k}.{c}": cv for c, cv in _channel_reports(v).items()})
+    return out

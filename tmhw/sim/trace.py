@@ -6,7 +6,14 @@ start of an iteration).
 events, one thread per lane, ``C`` counter events, global ``i`` instants for marks) or a
 VCD through pyvcd (one 1-bit busy wire per lane and one real variable per counter). Every
 span is written; nothing is capped. ``busy_intervals`` merges a lane's spans into the
-intervals it was busy (the VCD's wires, the timeline figure's bars).
+intervals it was busy (the VCD's wires).
+
+Two lanes that recorded the same spans are one signal (the executor's ``npu.compute`` and
+the NPU's own ``system.npu`` when no op is streamed): both writers draw it once, under
+both names (``same_signals``). A lane may be served by parallel resources (the flash tier
+by its channels, a DMA direction by its link: ``serve``); its utilisation is then theirs,
+not the share of time something was outstanding on it. ``utilisation`` gives each lane's
+busy share per window; the Chrome trace carries it as one counter track per lane.
 ``NULL_TRACER`` is the no-op used when tracing is off: its methods do nothing, so the hot
 path pays one call.
 """
@@ -54,6 +61,14 @@ class Tracer:
         self.counters: list[tuple[str, int, float]] = []
         self.flows: list[tuple[str, int, str, int, str]] = []
         self.marks: list[tuple[int, str]] = []
+        #: lane -> the lanes of the parallel resources that serve it (``serve``)
+        self.served: dict[str, list[str]] = {}
+
+    def serve(self, lane: str, resources: list[str]) -> None:
+        """``lane``'s work is done by ``resources`` (lanes of their own, one per channel
+        or link): its utilisation is their mean busy share, a resource that recorded
+        nothing counting as idle."""
+        self.served[lane] = list(resources)
 
     def span(self, lane: str, start: int, end: int, name: str,
              args: dict[str, Any] | None = None) -> None:
@@ -79,6 +94,57 @@ class Tracer:
             seen.setdefault(lane, None)
         return list(seen)
 
+    def same_signals(self) -> dict[str, list[str]]:
+        """Lanes that recorded the same spans (start and end, in any order) grouped: the
+        first lane of each group (in ``lanes`` order) -> every lane of it, itself first.
+        A lane no other repeats is a group of one."""
+        per: dict[str, list[tuple[int, int]]] = {lane: [] for lane in self.lanes()}
+        for lane, s, e, _n, _a in self.spans:
+            per[lane].append((int(s), int(e)))
+        first: dict[tuple[tuple[int, int], ...], str] = {}
+        groups: dict[str, list[str]] = {}
+        for lane, sp in per.items():
+            key = tuple(sorted(sp))
+            head = first.setdefault(key, lane)
+            groups.setdefault(head, []).append(lane)
+        return groups
+
+    def end(self) -> int:
+        """The last instant recorded: a span's end or a mark (0 for an empty trace)."""
+        return max([int(e) for _l, _s, e, _n, _a in self.spans]
+                   + [int(t) for t, _ in self.marks] + [0])
+
+    def utilisation(self, window: int, end: int | None = None
+                    ) -> dict[str, tuple[np.ndarray, float]]:
+        """Per lane: its busy share in each window ``[k * window, (k + 1) * window)``
+        up to ``end`` (default ``end()``; the last window may be partial and is divided by
+        its own length), and its share over ``[0, end)``. A lane's busy time is the union
+        of its spans; a lane served by resources (``serve``) takes their mean instead.
+        Resource lanes are lanes too. Shares lie in [0, 1]."""
+        end = self.end() if end is None else int(end)
+        if window <= 0:
+            raise ValueError(f"utilisation window {window} ps must be > 0")
+        edges = np.append(np.arange(0, max(end, 1), window, dtype=np.int64), max(end, 1))
+        width = np.diff(edges).astype(np.float64)
+        busy = self.busy()
+        empty = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
+
+        def shares(lane: str) -> tuple[np.ndarray, float]:
+            s, e = busy.get(lane, empty)
+            cum = _busy_before(s, e, edges)
+            return np.diff(cum) / width, float(cum[-1]) / max(end, 1)
+
+        out: dict[str, tuple[np.ndarray, float]] = {}
+        for lane in list(busy) + [r for rs in self.served.values() for r in rs]:
+            if lane not in out:
+                out[lane] = shares(lane)
+        for lane, res in self.served.items():
+            if res:
+                parts = [out[r] for r in res]
+                out[lane] = (np.mean([p[0] for p in parts], axis=0),
+                             float(np.mean([p[1] for p in parts])))
+        return out
+
     def busy(self, min_gap: float = 0) -> dict[str, tuple[np.ndarray, np.ndarray]]:
         """Each lane's spans merged into busy intervals (``busy_intervals``), in ps."""
         per: dict[str, tuple[list[int], list[int]]] = {lane: ([], []) for lane in self.lanes()}
@@ -98,8 +164,14 @@ class Tracer:
         DMA direction, the flash tier) carries concurrent transfers that overlap in part.
         So a lane is drawn as as many tracks as it has transfers at once: each span goes
         on the lane's first track free at its start (track k > 0 is named "lane #k+1"),
-        and spans on one track never overlap."""
-        order = sorted(self.spans, key=lambda x: (x[0], x[1], -x[2]))
+        and spans on one track never overlap. Lanes that are one signal
+        (``same_signals``) are drawn once, named "a = b", each slice carrying the
+        arguments of both. A second process, "utilisation", holds one counter track per
+        lane: its busy share in each window of ``utilisation_window`` (``utilisation``)."""
+        groups = self.same_signals()
+        head_of = {lane: head for head, lanes in groups.items() for lane in lanes}
+        merged = self._merged_spans(groups)
+        order = sorted(merged, key=lambda x: (x[0], x[1], -x[2]))
         track_of: list[int] = []
         ends: dict[str, list[int]] = {}
         for lane, s, e, _name, _args in order:
@@ -111,14 +183,15 @@ class Tracer:
                 free[k] = e
             track_of.append(k)
         tid: dict[tuple[str, int], int] = {}
-        for lane in self.lanes():
+        for lane in groups:
             for k in range(max(1, len(ends.get(lane, ())))):
                 tid[(lane, k)] = len(tid) + 1
         ev: list[dict[str, Any]] = [{"ph": "M", "name": "process_name", "pid": 1,
                                      "args": {"name": "tmhw"}}]
         for (lane, k), i in tid.items():
+            name = " = ".join(groups[lane])
             ev.append({"ph": "M", "name": "thread_name", "pid": 1, "tid": i,
-                       "args": {"name": lane if k == 0 else f"{lane} #{k + 1}"}})
+                       "args": {"name": name if k == 0 else f"{name} #{k + 1}"}})
             ev.append({"ph": "M", "name": "thread_sort_index", "pid": 1, "tid": i,
                        "args": {"sort_index": i}})
         for (lane, s, e, name, args), k in zip(order, track_of, strict=True):
@@ -133,11 +206,56 @@ class Tracer:
         for name, t, v in sorted(self.counters, key=lambda x: (x[0], x[1])):
             ev.append({"ph": "C", "name": name, "pid": 1, "ts": t / 1e6, "args": {name: v}})
         for k, (sl, ts, dl, td, name) in enumerate(self.flows):
-            if (sl, 0) in tid and (dl, 0) in tid:
+            sh, dh = head_of.get(sl, sl), head_of.get(dl, dl)
+            if (sh, 0) in tid and (dh, 0) in tid:
                 ev.append({"ph": "s", "id": k, "name": name, "cat": "flow", "pid": 1,
-                           "tid": tid[(sl, 0)], "ts": ts / 1e6})
+                           "tid": tid[(sh, 0)], "ts": ts / 1e6})
                 ev.append({"ph": "f", "id": k, "name": name, "cat": "flow", "pid": 1,
-                           "tid": tid[(dl, 0)], "ts": td / 1e6, "bp": "e"})
+                           "tid": tid[(dh, 0)], "ts": td / 1e6, "bp": "e"})
+        ev += self._utilisation_events(groups)
+        return ev
+
+    def _merged_spans(self, groups: dict[str, list[str]]
+                      ) -> list[tuple[str, int, int, str, dict[str, Any] | None]]:
+        """The spans of each group's first lane, each with the arguments of the same span
+        on the group's other lanes added (spans matched in (start, end) order)."""
+        per: dict[str, list[tuple[str, int, int, str, dict[str, Any] | None]]] = {}
+        for sp in self.spans:
+            per.setdefault(sp[0], []).append(sp)
+        out = []
+        for head, lanes in groups.items():
+            if len(lanes) == 1:
+                out += per[head]
+                continue
+            rows = [sorted(per[lane], key=lambda x: (x[1], x[2])) for lane in lanes]
+            for same in zip(*rows, strict=True):
+                args: dict[str, Any] = {}
+                for sp in reversed(same):
+                    args.update(sp[4] or {})
+                out.append((head, same[0][1], same[0][2], same[0][3], args or None))
+        return out
+
+    def _utilisation_events(self, groups: dict[str, list[str]]) -> list[dict[str, Any]]:
+        """Counter tracks (process 2, "utilisation"): per drawn lane, its busy share in
+        each window, written at the window's start, and 0 at the end of the run."""
+        end = self.end()
+        if not groups or end <= 0:
+            return []
+        window = utilisation_window(end)
+        util = self.utilisation(window, end)
+        ev: list[dict[str, Any]] = [
+            {"ph": "M", "name": "process_name", "pid": 2,
+             "args": {"name": f"utilisation (busy share per {window / 1e6:g} us window)"}},
+            {"ph": "M", "name": "process_sort_index", "pid": 2, "args": {"sort_index": 2}}]
+        for head, lanes in groups.items():
+            res = self.served.get(head, [])
+            label = " = ".join(lanes) + (f" (mean of {len(res)} resources)" if res else "")
+            shares = util[head][0]
+            for k, v in enumerate(shares.tolist()):
+                ev.append({"ph": "C", "name": label, "pid": 2, "ts": k * window / 1e6,
+                           "args": {"busy": round(v, 6)}})
+            ev.append({"ph": "C", "name": label, "pid": 2, "ts": end / 1e6,
+                       "args": {"busy": 0.0}})
         return ev
 
     def write_chrome(self, path: str | Path) -> None:
@@ -150,11 +268,13 @@ class Tracer:
         Each wire follows its lane's busy intervals, so back-to-back spans keep the wire
         high instead of writing a 0 and a 1 at the same instant; names are made VCD-safe and
         unique (two lanes may sanitise to the same identifier, a counter may share a
-        lane's name)."""
+        lane's name). Lanes that are one signal (``same_signals``) are one wire declared
+        under each name (VCD aliases: one identifier code)."""
         from vcd import VCDWriter
 
         changes: list[tuple[int, int, str, int | float]] = []
-        busy = self.busy()
+        groups = self.same_signals()
+        busy = {lane: iv for lane, iv in self.busy().items() if lane in groups}
         for lane, (starts, ends) in busy.items():
             for t0, t1 in zip(starts.tolist(), ends.tolist(), strict=True):
                 if t1 > t0:   # a zero-length span never raises the wire
@@ -181,13 +301,17 @@ class Tracer:
             vars_: dict[tuple[int, str], Any] = {}
             taken: set[tuple[str, str]] = set()
 
-            def register(kind: int, name: str) -> None:
+            def unique(name: str) -> tuple[str, str]:
                 parts = [_safe(p) for p in ("tmhw." + name).split(".")]
                 scope, leaf = ".".join(parts[:-1]), parts[-1]
                 ident, k = leaf, 1
                 while (scope, ident) in taken:
                     ident, k = f"{leaf}_{k}", k + 1
                 taken.add((scope, ident))
+                return scope, ident
+
+            def register(kind: int, name: str) -> None:
+                scope, ident = unique(name)
                 if kind == 0:
                     vars_[(0, name)] = w.register_var(scope, ident, "wire", size=1, init=0)
                 else:
@@ -195,10 +319,42 @@ class Tracer:
 
             for lane in busy:
                 register(0, lane)
+                for alias in groups[lane][1:]:
+                    w.register_alias(*unique(alias), vars_[(0, lane)])
             for name in dict.fromkeys(c[0] for c in self.counters):
                 register(1, name)
             for t, kind, name, value in changes:
                 w.change(vars_[(kind, name)], t, float(value) if kind else value)
+
+
+#: About how many windows the utilisation counters divide a run into.
+UTILISATION_WINDOWS = 200
+
+
+def utilisation_window(end: int, windows: int = UTILISATION_WINDOWS) -> int:
+    """A window length (ps) for utilisation over ``[0, end)``: ``end / windows`` rounded
+    up to 1, 2 or 5 times a power of ten, so that it reads as a plain number."""
+    raw = max(1, -(-int(end) // max(1, windows)))
+    p = 1
+    while True:
+        for m in (1, 2, 5):
+            if m * p >= raw:
+                return m * p
+        p *= 10
+
+
+def _busy_before(s: np.ndarray, e: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """Busy time before each instant of ``t``, of the sorted disjoint intervals
+    ``[s[i], e[i])``."""
+    out = np.zeros(t.size, dtype=np.int64)
+    if s.size == 0:
+        return out
+    cum = np.cumsum(e - s)
+    k = np.searchsorted(s, t, side="right")      # intervals starting at or before t
+    has = k > 0
+    j = k[has] - 1
+    out[has] = cum[j] - np.maximum(0, e[j] - t[has])
+    return out
 
 
 def _json_scalar(o: Any) -> Any:
