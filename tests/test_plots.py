@@ -1,6 +1,7 @@
-"""The timeline figure draws every span: a lane's spans are merged into busy intervals
-(gaps under one pixel closed), never dropped, so each lane reaches the end of the run;
-iteration starts are dashed lines with their labels."""
+"""The timeline figure fills each lane's band to its busy share per window (a lane
+served by parallel resources: theirs), never dropping a span, so each lane reaches the end
+of the run; iteration starts are dashed lines with their labels; no chart draws bars on a
+log axis."""
 
 from __future__ import annotations
 
@@ -9,23 +10,31 @@ from typing import Any
 
 import numpy as np
 import pytest
+from matplotlib.patches import StepPatch
 
 from tmhw import plots
-from tmhw.sim.trace import Tracer, busy_intervals
+from tmhw.sim.trace import Tracer
 from tmhw.sim.units import MS
 
 
-def _drawn(fig: Any) -> list[list[tuple[float, float]]]:
-    """The bars of each lane's collection, as (x0, x1) in ms, in lane order."""
-    ax = fig.axes[0]
-    lanes = []
-    for coll in ax.collections:
-        bars = []
-        for path in coll.get_paths():
-            xs = path.vertices[:, 0]
-            bars.append((float(xs.min()), float(xs.max())))
-        lanes.append(sorted(bars))
-    return lanes
+def _fills(fig: Any) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Each band's fill, in lane order: (its share per window, the window edges in ms),
+    read back from the drawn step patches (a band's fill rises 0.8 per unit share)."""
+    out = []
+    for i, patch in enumerate(p for p in fig.axes[0].patches if isinstance(p, StepPatch)):
+        values, edges, baseline = patch.get_data()
+        assert np.all(np.asarray(baseline) == i + 0.4)
+        out.append(((i + 0.4 - values) / 0.8, edges))
+    return out
+
+
+def _share(spans: list[tuple[int, int]], edges_ps: np.ndarray) -> np.ndarray:
+    """Each window's busy share of disjoint spans, by brute force."""
+    out = []
+    for a, b in zip(edges_ps[:-1], edges_ps[1:], strict=True):
+        busy = sum(max(0, min(b, e) - max(a, s)) for s, e in spans)
+        out.append(busy / (b - a))
+    return np.array(out)
 
 
 @pytest.fixture
@@ -40,10 +49,54 @@ def captured(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
     return figs
 
 
-def test_every_lane_reaches_its_last_span_and_keeps_its_busy_time(captured: list[Any]) -> None:
-    # 60,000 short flash bookings over 40 s (three times the 20,000 spans per lane the
-    # figure used to keep: its flash lane then ended at a third of the run) and a
-    # compute lane with gaps far wider than a pixel.
+def test_each_band_fills_to_its_lanes_busy_share_and_flash_to_its_channels(
+        captured: list[Any]) -> None:
+    """A flash tier with a request outstanding all 40 s while its two channels work 71%
+    of the time between them fills 71% of its band, not all of it; a compute lane busy
+    100 ms of every second fills 10% of it, window by window as the spans fall; the
+    NPU's two names of one signal are one band; each band's share of the run is
+    written beside it, and the caption says what a fill means."""
+    tr = Tracer()
+    end = 40_000 * MS
+    tr.span("system.flash", 0, end, "read")
+    tr.span("system.flash.ch0", 0, int(0.92 * end), "busy")
+    tr.span("system.flash.ch1", 0, int(0.50 * end), "busy")
+    tr.serve("system.flash", ["system.flash.ch0", "system.flash.ch1"])
+    compute = [(k * 1000 * MS, k * 1000 * MS + 100 * MS) for k in range(40)]
+    for lane in ("npu.compute", "system.npu"):
+        for k, (s, e) in enumerate(compute):
+            tr.span(lane, s, e, f"op{k}")
+    for k in range(5):
+        tr.mark(k * 8000 * MS, f"it {k}")
+    plots.timeline_figure(tr, Path("unused"), title="t")
+    fig = captured[0]
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.get_yticklabels()] == [
+        "npu.compute = system.npu", "system.flash\n(mean of 2: ch0..ch1)"]
+    (npu, edges), (flash, _) = _fills(fig)
+    widths = np.diff(edges)
+    assert float(np.sum(flash * widths)) / end * MS == pytest.approx(0.71)
+    assert float(np.sum(npu * widths)) / end * MS == pytest.approx(0.10)
+    edges_ps = np.round(edges * MS).astype(np.int64)
+    assert npu == pytest.approx(_share(compute, edges_ps))
+    assert edges[-1] == pytest.approx(40_000)                 # up to the run's end
+    right = [t.get_text() for t in ax.texts if t.get_text().endswith("%")]
+    assert right == ["10%", "71%"]
+    caption = fig.texts[-1].get_text().replace("\n", " ")
+    assert "share of the window its lane was busy" in caption
+    assert "not the time a request was outstanding" in caption
+    # Every iteration start is a dashed line with its label.
+    assert sorted(round(ln.get_xdata()[0]) for ln in ax.lines) == [0, 8000, 16000, 24000,
+                                                                   32000]
+    assert [t.get_text().strip() for t in ax.texts if t.get_text().startswith(" it")] == [
+        f"it {k}" for k in range(5)]
+
+
+def test_a_lane_of_many_short_spans_is_drawn_to_its_last_one(captured: list[Any]) -> None:
+    """60,000 short flash bookings over 40 s: the band's fill reaches the window of the
+    last one and its busy time is the spans' union, nothing dropped."""
+    from tmhw.sim.trace import busy_intervals
+
     rng = np.random.default_rng(1)
     n = 60_000
     starts = np.sort(rng.integers(0, 40_000 * MS, size=n))
@@ -51,45 +104,25 @@ def test_every_lane_reaches_its_last_span_and_keeps_its_busy_time(captured: list
     tr = Tracer()
     for s, e in zip(starts.tolist(), ends.tolist(), strict=True):
         tr.span("flash.ch0", s, e, "read")
-    for k in range(40):
-        tr.span("npu.compute", k * 1000 * MS, k * 1000 * MS + 100 * MS, f"op{k}")
-    for k in range(5):
-        tr.mark(k * 8000 * MS, f"it {k}")
-    plots.timeline_figure(tr, Path("unused"), title="t")
-    fig = captured[0]
-    flash, compute = _drawn(fig)
-    end_ms = float(ends.max()) / MS
-    assert flash[-1][1] == pytest.approx(end_ms)               # the last span is drawn
-    assert flash[0][0] == pytest.approx(float(starts.min()) / MS)
-    # The drawn bars are the busy intervals with gaps under one pixel closed: they cover
-    # the spans' union, and exceed it by less than a pixel per closed gap.
-    px_ms = fig.axes[0].get_xlim()[1] / (fig.axes[0].get_position().width
-                                         * plots.TIMELINE_WIDTH_IN * plots.DPI)
-    us, ue = busy_intervals(starts, ends)                        # the exact union
-    union_ms = float((ue - us).sum()) / MS
-    drawn_ms = sum(b - a for a, b in flash)
-    closed = len(us) - len(flash)
-    assert union_ms - 1e-6 <= drawn_ms <= union_ms + closed * px_ms + 1e-6
-    # Sparse lanes keep their gaps: 40 bars of 100 ms.
-    assert len(compute) == 40
-    assert [b - a for a, b in compute] == pytest.approx([100.0] * 40)
-    # Every iteration start is a dashed line with its label.
-    ax = fig.axes[0]
-    assert sorted(round(ln.get_xdata()[0]) for ln in ax.lines) == [0, 8000, 16000, 24000,
-                                                                   32000]
-    assert [t.get_text().strip() for t in ax.texts] == [f"it {k}" for k in range(5)]
+    plots.timeline_figure(tr, Path("unused"))
+    ((fill, edges),) = _fills(captured[0])
+    us, ue = busy_intervals(starts, ends)
+    assert float(np.sum(fill * np.diff(edges))) * MS == pytest.approx(float((ue - us).sum()))
+    assert edges[-1] == pytest.approx(float(ends.max()) / MS)
+    assert fill[-1] > 0
 
 
 def test_arrows_are_spread_over_the_run_not_cut(captured: list[Any],
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(plots, "MAX_ARROWS", 10)
     tr = Tracer()
-    tr.span("dma.fetch", 0, 100 * MS, "w")
+    tr.span("dma.fetch", 0, 99 * MS, "w")
     tr.span("npu.compute", 0, 100 * MS, "op")
     for k in range(100):
         tr.flow("dma.fetch", k * MS, "npu.compute", k * MS, "in time")
     plots.timeline_figure(tr, Path("unused"))
-    arrows = [t for t in captured[0].axes[0].texts if t.arrow_patch is not None]
+    arrows = [t for t in captured[0].axes[0].texts
+              if getattr(t, "arrow_patch", None) is not None]
     xs = sorted(a.xy[0] for a in arrows)
     assert len(xs) == 10 and xs[0] == 0 and xs[-1] == pytest.approx(99)
 

@@ -1,11 +1,12 @@
 """Timeline: one iteration of TM-Training, FlatFlash and demand paging, lane by lane.
 
 One model (BERT-large; quick: ResNet-50 b4) at 12.5% HBM, traced: lanes for NPU compute
-and stall, the DMA engine's fetches and write-backs, HBM and the flash (one lane per
-channel where the flash records its bookings). An arrow runs from the end of each fetch
-request to the op that needs it: green when the data arrived before the op wanted to
-start, red when the op stalled for it. ``timeline_<policy>.trace.json`` has every span
-and arrow and opens in Perfetto.
+and stall, the DMA engine's fetches and write-backs (filled to their link direction's
+busy share), HBM and the flash (filled to its channels' mean busy share). An arrow runs
+from the end of each fetch request to the op that needs it: green when the data arrived
+before the op wanted to start, red when the op stalled for it.
+``timeline_<policy>.trace.json`` has every span (one track per flash channel), each
+lane's utilisation per window as a counter, and every arrow, and opens in Perfetto.
 
     tmhw scenario timeline [--quick] [--out DIR] [--set a.b=v ...]
 """
@@ -23,29 +24,17 @@ from tmhw.studies import Study, cell, md_table, status_text
 from tmhw.system import System
 
 POLICIES = ("tm-training", "flatflash", "demand")
-#: Lane order in the figure: the NPU, the DMA engine, HBM, then the flash.
-LANE_ORDER = ("npu.compute", "npu.stall", "system.dma.fetch", "system.dma.writeback",
-              "system.hbm", "system.flash")
 #: Arrows drawn, spread over the iteration (the trace and the counts have all).
 MAX_ARROWS = 200
 
 
 def traced_run(point: SW.Point) -> tuple[System, dict[str, Any], Tracer]:
-    """Run ``point`` with a tracer; one lane per flash channel where the flash kept its
-    bookings (a target built with recording on), else the flash's own lane."""
+    """Run ``point`` with a tracer (the system adds its flash channels' and DMA link's
+    bookings as the lanes that serve the flash tier and the DMA engine)."""
     tracer = Tracer()
     system = System(C.from_dict(point["config"], C.PAPER), tracer=tracer)
     rep = system.run()
     rep["host"] = {"events": system.env.events}
-    lanes = getattr(system.flash, "channels", None)
-    if isinstance(lanes, list):
-        spans = [[(s, e) for s, e, *_ in tl.spans] for tl in lanes]
-    else:
-        kept = getattr(lanes, "spans", None)
-        spans = [[(int(s), int(e)) for s, e, *_ in lane] for lane in kept] if kept else []
-    for c, lane_spans in enumerate(spans):
-        for s, e in lane_spans:
-            tracer.span(f"system.flash.ch{c}", s, e, "busy")
     return system, rep, tracer
 
 
@@ -84,16 +73,12 @@ def spread(items: list[Any], n: int) -> list[Any]:
 
 
 def for_figure(tracer: Tracer) -> Tracer:
-    """The lanes in LANE_ORDER (the NPU's own lane, which repeats npu.compute with its
-    HBM waits, left out) and at most MAX_ARROWS arrows, half of them late ones where
-    there are that many."""
-    def rank(lane: str) -> tuple[int, str]:
-        return next(((i, lane) for i, p in enumerate(LANE_ORDER) if lane.startswith(p)),
-                    (len(LANE_ORDER), lane))
-
+    """The trace's lanes (the figure orders them, ``tmhw.plots.LANE_ORDER``) and at most
+    MAX_ARROWS arrows, half of them late ones where there are that many."""
     fig = Tracer()
-    fig.spans = sorted((sp for sp in tracer.spans if sp[0] != "system.npu"),
-                       key=lambda sp: rank(sp[0]))
+    fig.spans = tracer.spans
+    fig.served = tracer.served
+    fig.marks = tracer.marks
     late = [f for f in tracer.flows if f[4].startswith("late")]
     on_time = [f for f in tracer.flows if not f[4].startswith("late")]
     n_late = min(len(late), max(MAX_ARROWS // 2, MAX_ARROWS - len(on_time)))
@@ -128,10 +113,15 @@ def study(st: Study) -> str:
                       "prefetches late", "status"], rows)
     intro = (f"One iteration of {m.stands_for} ({m.label}) at 12.5% HBM: lanes for NPU "
              "compute and stall, the DMA engine's fetches and write-backs, HBM and the "
-             "flash (one lane per channel where the flash records its bookings). An arrow "
+             "flash. Each lane's band fills, window by window, to the share of the window "
+             "it was busy; the flash tier's to its channels' mean busy share and each DMA "
+             "direction's to its link's (not the time a request was outstanding, which "
+             "for the flash is nearly all of it); its share of the run is beside it. An "
+             "arrow "
              "runs from the end of each fetch request to the op that needs it: green when "
              "the data arrived before the op wanted to start, red when the op stalled for "
              f"it (the figure draws at most {MAX_ARROWS}, spread over the iteration; the "
-             "counts below are of all). `timeline_<policy>.trace.json` has every span and "
-             "arrow and opens in Perfetto.")
+             "counts below are of all). `timeline_<policy>.trace.json` has every span "
+             "(a track per flash channel), each lane's utilisation per window as a "
+             "counter, and every arrow, and opens in Perfetto.")
     return st.write_md("Timeline of one iteration", intro, [table], 1)
