@@ -38,6 +38,70 @@ def tiny_quick(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(study_mod, "QUICK_MODELS", (TINY,))
 
 
+@pytest.fixture
+def inspected(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, set[str]]]:
+    """Every figure a study saves is inspected before it is written (``_check_axes``);
+    the list collects each figure's name and the texts a reader sees on it."""
+    from tmhw import plots
+    from tmhw.studies import figures
+
+    seen: list[tuple[str, set[str]]] = []
+    save = plots._save
+
+    def inspect_then_save(fig: Any, stem: Path) -> list[Path]:
+        seen.append((Path(stem).name, _check_axes(fig, Path(stem).name)))
+        return save(fig, stem)
+
+    monkeypatch.setattr(plots, "_save", inspect_then_save)
+    monkeypatch.setattr(figures, "_save", inspect_then_save)
+    return seen
+
+
+def _check_axes(fig: Any, name: str) -> set[str]:
+    """No bars on a log axis (a bar's length there depends on the axis's arbitrary
+    bottom), and on a figure with a legend every drawn series (a set of bars, a line or
+    a row of dots) carries a label the legend shows; returns every text on the figure,
+    lower-cased."""
+    from matplotlib.container import BarContainer
+    from matplotlib.lines import Line2D
+
+    legends = [lg for lg in [*fig.legends, *(ax.get_legend() for ax in fig.axes)] if lg]
+    shown = {t.get_text() for lg in legends for t in lg.get_texts()}
+    texts = set(shown) | ({"legend"} if legends else set())
+    for ax in fig.axes:
+        if not ax.get_visible():
+            continue
+        bars = [c for c in ax.containers if isinstance(c, BarContainer)]
+        if "log" in (ax.get_yscale(), ax.get_xscale()):
+            assert not bars, f"{name}: bars on a log axis"
+        series = [c.get_label() for c in bars] + [
+            ln.get_label() for ln in ax.get_lines()
+            if isinstance(ln, Line2D) and len(ln.get_xdata()) > 1
+            or ln.get_marker() not in (None, "None", "", " ")]
+        for label in series if legends else ():   # a heatmap's region edges: no series
+            assert not label.startswith("_"), f"{name}: a series without a label"
+            assert label in shown, f"{name}: {label!r} is not in the legend"
+        texts |= {t.get_text() for t in [*ax.get_xticklabels(), *ax.get_yticklabels(),
+                                          *ax.texts, ax.title]}
+    texts |= {t.get_text() for t in fig.texts}
+    if fig._suptitle is not None:
+        texts.add(fig._suptitle.get_text())
+    return {t.lower() for t in texts}
+
+
+def _check_policies_labelled(rows: list[dict[str, str]],
+                             seen: list[tuple[str, set[str]]]) -> None:
+    """Every policy the study ran is named on one of its figures, where it draws
+    policies as series (the regime map's and the robustness study's heatmaps draw
+    TM-Training's gain over the best rival instead, and name neither)."""
+    assert seen, "no figure inspected"
+    words = " ".join(t for _, ts in seen for t in ts)
+    if "legend" not in words:
+        return
+    for policy in {r.get("policy", "") for r in rows} - {""}:
+        assert policy.lower() in words, f"{policy} is on none of the figures"
+
+
 def _scenario(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="tmhw")
     studies.register(ap.add_subparsers(dest="cmd", required=True))
@@ -56,9 +120,12 @@ def _run(name: str, out: Path) -> list[dict[str, str]]:
 @pytest.mark.parametrize("name", [n for n in SCENARIOS
                                   if n not in ("paper_headline", "energy_breakdown")])
 def test_scenario_runs_quick_and_writes_table_csv_and_figures(
-        name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        inspected: list[tuple[str, set[str]]]) -> None:
     rows = _run(name, tmp_path)
     _check_outputs(tmp_path, rows, capsys.readouterr().out)
+    assert len(inspected) == len(list(tmp_path.glob("*.png")))   # every figure seen
+    _check_policies_labelled(rows, inspected)
 
 
 def _check_outputs(out: Path, rows: list[dict[str, str]], printed: str) -> None:
@@ -110,20 +177,25 @@ def _check_headline(out: Path, rows: list[dict[str, str]]) -> None:
 
 @pytest.mark.usefixtures("tiny_quick")
 def test_headline_runs_quick_and_compares_with_the_paper(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        inspected: list[tuple[str, set[str]]]) -> None:
     rows = _run("paper_headline", tmp_path)
     _check_outputs(tmp_path, rows, capsys.readouterr().out)
     _check_headline(tmp_path, rows)
+    assert len(inspected) == len(list(tmp_path.glob("*.png")))
+    _check_policies_labelled(rows, inspected)
 
 
 @pytest.mark.usefixtures("tiny_quick")
 def test_a_study_is_the_same_on_a_machine_loaded_by_a_cpu_hog(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        inspected: list[tuple[str, set[str]]]) -> None:
     """No wall-clock limit decides a result: the energy breakdown (every policy, AutoTM's
     ILP included) run alone and again beside a process spinning on a core gives the same
     CSV (but its wall times) and table."""
     quiet = _run("energy_breakdown", tmp_path / "a")
     _check_outputs(tmp_path / "a", quiet, capsys.readouterr().out)
+    _check_policies_labelled(quiet, inspected)
     hog = subprocess.Popen([sys.executable, "-c", "while True: pass"])
     try:
         loaded = _run("energy_breakdown", tmp_path / "b")
