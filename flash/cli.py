@@ -74,6 +74,8 @@ def presets_cmd(args: argparse.Namespace) -> int:
 
 
 def bench_cmd(args: argparse.Namespace) -> int:
+    if args.seed < 0:
+        raise TmhwError(f"--seed: {args.seed} is not allowed; an integer >= 0")
     try:
         size = parse_size(args.size)
     except ValueError as e:

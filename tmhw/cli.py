@@ -11,7 +11,9 @@
 Every error in arguments or config ends with one line on stderr naming the field and
 what is allowed, and exit status 2; nothing is written when a run fails. A valid config
 whose policy cannot run in the HBM it is given (``DoesNotFit``) ends with one line
-``tmhw: does not fit: ...`` and exit status 3.
+``tmhw: does not fit: ...`` and exit status 3. Results go to stdout; diagnostics
+(warnings; with ``--verbose`` what was run and written) through the ``tmhw`` logger
+to stderr.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import logging
 import os
 import sys
 import tempfile
@@ -28,6 +31,40 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from tmhw.sim.errors import DoesNotFit, TmhwError
+
+log = logging.getLogger("tmhw")
+
+
+class _StderrHandler(logging.Handler):
+    """Diagnostics as ``tmhw: warning: ...`` (``tmhw: ...`` for information) on the
+    stderr of the moment (a test's capture, a redirected stream)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        level = "" if record.levelno == logging.INFO else f"{record.levelname.lower()}: "
+        sys.stderr.write(f"tmhw: {level}{record.getMessage()}\n")
+
+
+def setup_logging(verbose: bool) -> None:
+    """The ``tmhw`` logger writes warnings to stderr, and with ``verbose`` what each
+    command ran and wrote; the results themselves go to stdout."""
+    for h in [h for h in log.handlers if isinstance(h, _StderrHandler)]:
+        log.removeHandler(h)
+    log.addHandler(_StderrHandler())
+    log.setLevel(logging.INFO if verbose else logging.WARNING)
+    log.propagate = False
+
+
+def add_verbose(p: argparse.ArgumentParser) -> None:
+    """``--verbose`` on ``p`` and on every sub-command under it (``tmhw -v run`` and
+    ``tmhw run -v`` alike)."""
+    if "--verbose" not in p._option_string_actions:
+        p.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
+                       help="diagnostics on stderr: what was run and what was written")
+    for action in p._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sp in dict.fromkeys(action.choices.values()):
+                add_verbose(sp)
+
 
 #: Packages that add their own sub-commands through ``register(sub)``.
 COMMAND_MODULES = ("npu.cli", "dram.cli", "flash.cli", "tmhw.workload.cli",
@@ -161,7 +198,11 @@ def config_from_args(args: argparse.Namespace) -> Any:
 
     for flag in ("batch", "seq", "layers"):
         check_shape(f"--{flag}", getattr(args, flag, None), f"workload.{flag}")
-    base = C.preset(args.preset) if args.preset else C.PAPER
+    ratio = getattr(args, "hbm_ratio", None)
+    if ratio is not None and not 0 < ratio <= 1:   # nan and inf fail both
+        raise TmhwError(f"--hbm-ratio: {ratio:g} is not allowed; a fraction in (0, 1] "
+                        "(policy.hbm_ratio)")
+    base = C.preset(args.preset) if args.preset is not None else C.PAPER
     if args.config:
         _check_config_file(args.config)
     cfg = C.load(args.config, base) if args.config else base
@@ -296,12 +337,23 @@ def run_folder(cfg: Any) -> Path:
 
 
 def _check_outputs(args: argparse.Namespace, out: Path) -> None:
-    """Refuse unusable output paths before anything is simulated."""
+    """Refuse unusable output paths before anything is simulated: each file its own,
+    none the output folder or one of the files written into it."""
     check_out_dir(out, "--out")
+    taken = {out.resolve(): "the --out folder"}
+    taken |= {(out / f).resolve(): f"the run's {f}" for f in ("report.json", "summary.txt")}
+    if getattr(args, "plot", False):
+        taken |= {(out / f"timeline.{e}").resolve(): f"the --plot timeline.{e}"
+                  for e in ("png", "svg")}
     for flag in ("trace", "vcd"):
         v = getattr(args, flag, None)
         if v:
+            where = Path(v).resolve()
+            if where in taken:
+                raise TmhwError(f"--{flag}: {v} is {taken[where]}; give the {flag} a file "
+                                "of its own")
             check_out_file(v, f"--{flag}")
+            taken[where] = f"the --{flag} file"
 
 
 def iteration_marks(rep: dict[str, Any]) -> list[tuple[int, str]]:
@@ -329,6 +381,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out is not None else run_folder(cfg)
     _check_outputs(args, out)
     check_run(out, tomlio.to_dict(cfg), args.force)
+    log.info("running %s under %s at HBM ratio %g, %d iteration(s); outputs in %s",
+             model, cfg.policy.name, cfg.policy.hbm_ratio, cfg.run.iterations, out)
     tracer = None
     if args.trace or args.plot or args.vcd:
         from tmhw.sim.trace import Tracer
@@ -359,22 +413,27 @@ def cmd_run(args: argparse.Namespace) -> int:
         if tuning:
             rep["policy"]["tuning"] = tuning
     rep["host"] = {"wall_s": time.perf_counter() - t0, "events": events}
+    log.info("simulated %s events in %.2f s", f"{events:,}", rep["host"]["wall_s"])
     summary = summary_table(rep)
     if tracer is not None:
         for t, label in iteration_marks(rep):
             tracer.mark(t, label)
         if args.trace:
             write_whole("--trace", args.trace, tracer.write_chrome)
+            log.info("wrote the Chrome/Perfetto trace %s", args.trace)
         if args.vcd:
             write_whole("--vcd", args.vcd, tracer.write_vcd)
+            log.info("wrote the VCD %s", args.vcd)
     try:
         if args.plot and tracer is not None:
             from tmhw.plots import timeline_figure
 
             out.mkdir(parents=True, exist_ok=True)
-            timeline_figure(tracer, out / "timeline", title=f"{model} / "
-                            f"{cfg.policy.name}, HBM {cfg.policy.hbm_ratio:.4g} of the "
-                            "footprint (dashed: iteration starts)")
+            for path in timeline_figure(tracer, out / "timeline", title=f"{model} / "
+                                        f"{cfg.policy.name}, HBM "
+                                        f"{cfg.policy.hbm_ratio:.4g} of the footprint "
+                                        "(dashed: iteration starts)"):
+                log.info("wrote the timeline %s", path)
     except OSError as e:
         raise TmhwError(f"--plot: cannot write {e.filename or out}: {e.strerror}") from None
     atomic_write(out / "report.json", json.dumps(rep, indent=1, default=float) + "\n")
@@ -385,7 +444,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(summary)
         print(f"report: {out / 'report.json'}")
     for w in rep.get("warnings", []):
-        sys.stderr.write(f"tmhw: warning: {w}\n")
+        log.warning("%s", w)
     return 0
 
 
@@ -461,12 +520,14 @@ def build_parser() -> Parser:
                 continue
             raise
         m.register(sub)
+    add_verbose(p)
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    setup_logging(bool(getattr(args, "verbose", False)))
     try:
         rc = int(args.func(args))
     except DoesNotFit as e:

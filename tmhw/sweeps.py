@@ -167,6 +167,12 @@ def expand_spec(spec: dict[str, Any]) -> list[Point]:
     for k, v in grid.items():
         if not isinstance(v, list) or not v:
             raise TmhwError(f"sweep spec: grid {k!r} must be a non-empty list of values")
+        seen: list[Any] = []
+        for x in v:
+            if x in seen:   # two equal points would be one id: one silently dropped
+                raise TmhwError(f"sweep spec: grid {k!r} lists {x!r} twice; give each "
+                                "value once")
+            seen.append(x)
     raw_points = spec.get("points", [{}])
     if not isinstance(raw_points, list) or not raw_points \
             or not all(isinstance(p, dict) for p in raw_points):
@@ -188,6 +194,12 @@ def expand_spec(spec: dict[str, Any]) -> list[Point]:
         for combo in itertools.product(*(grid[k] for k in keys)):
             params = {**pflat, **dict(zip(keys, combo, strict=True))}
             points.append(make_point(preset, {**base_flat, **params}, params))
+    first: dict[str, Point] = {}
+    for pt in points:
+        same = first.setdefault(pt["id"], pt)
+        if same is not pt:   # one id: one of the two would silently replace the other
+            raise TmhwError(f"sweep spec: two points give the same config ({same['params']} "
+                            f"and {pt['params']}); each point must differ")
     return points
 
 

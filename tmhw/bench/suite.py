@@ -190,6 +190,11 @@ def _cmd(args: argparse.Namespace) -> int:
     if not 0 < args.timeout < math.inf:
         raise TmhwError(f"--timeout: {args.timeout:g} is not allowed; a number of seconds "
                         "> 0")
+    from tmhw.placement.registry import POLICIES
+
+    if args.policy not in POLICIES:
+        raise TmhwError(f"--policy: {args.policy!r} is not allowed; one of "
+                        f"{', '.join(POLICIES)}")
     cases = selected(args.case, studies=args.studies, small=args.small)
     from tmhw.sim.progress import progress
 

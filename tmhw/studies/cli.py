@@ -114,7 +114,7 @@ def run(name: str, study: StudyFn, args: argparse.Namespace) -> int:
 def script_main(script: str, argv: Sequence[str] | None = None) -> int:
     """``python scenarios/NAME.py [options]``: the runner ``script`` (its ``__file__``)
     runs the scenario of its own name; errors end with one line and status 2."""
-    from tmhw.cli import Parser
+    from tmhw.cli import Parser, add_verbose, setup_logging
 
     name = Path(script).stem
     try:
@@ -125,7 +125,9 @@ def script_main(script: str, argv: Sequence[str] | None = None) -> int:
     p = Parser(prog=f"scenarios/{name}.py",
                description=(study.__doc__ or f"The {name} study.").strip().split("\n\n")[0])
     add_options(p)
+    add_verbose(p)
     args = p.parse_args(list(argv) if argv is not None else None)
+    setup_logging(bool(getattr(args, "verbose", False)))
     try:
         return run(name, study, args)
     except TmhwError as e:
