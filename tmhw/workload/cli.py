@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from tmhw.sim.units import GB
+from tmhw.sim.units import GiB
 from tmhw.workload import sources
 from tmhw.workload.footprint import Footprint, footprint
 from tmhw.workload.graph import Workload
@@ -50,7 +50,8 @@ def _load(args: argparse.Namespace) -> Workload:
 
 
 def _gb(n: int) -> str:
-    return f"{n / GB:10.3f} GB"
+    """Bytes in GiB, as every command writes sizes (rates: GB/s and MB/s)."""
+    return f"{n / GiB:10.3f} GiB"
 
 
 def format_footprint(f: Footprint) -> str:
