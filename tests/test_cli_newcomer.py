@@ -156,6 +156,10 @@ FILES = {
         '"policy.name" = "hbm-only"\n'
         '[[points]]\n'
         '"policy.name" = "hbm-only"\n'),
+    'spec_ok.toml': (
+        'preset = "quick"\n'
+        '[grid]\n'
+        '"policy.name" = ["hbm-only"]\n'),
     'topo_empty.csv': '',
     'topo_header_only.csv': (
         'Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, Channels, '
@@ -437,8 +441,8 @@ CASES: list[tuple[str, list[str], str]] = [
      ['sweep', 'spec_dup_values.toml', '--out', 'o', '--workers', '0'],
      '--workers: 0'),
     ('sweep --cluster notanaddress',
-     ['sweep', 'spec_dup_values.toml', '--out', 'o', '--cluster', 'notanaddress'],
-     'sweep spec: grid'),
+     ['sweep', 'spec_ok.toml', '--out', 'o', '--cluster', 'notanaddress'],
+     "--cluster: 'notanaddress'"),
     ('scenario with no name',
      ['scenario', '--quick'],
      'scenario: give'),
