@@ -10,7 +10,7 @@ import pytest
 import tmhw
 from flash import PRESETS as FLASH
 from tmhw.config import DmaConfig
-from tmhw.dma import chunk_sizes
+from tmhw.dma_chunks import chunk_sizes
 from tmhw.sim.units import GiB, MiB
 
 BIG_HBM = 64 * GiB

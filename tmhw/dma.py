@@ -49,7 +49,7 @@ its slot are free once the SSD acknowledges the write (NVMe: the host buffer is 
 free), which with the controller's write buffer is when the data is in it; the flash
 program continues in the device.
 
-Chunk sizes follow the flash tier unless set (``chunk_sizes``): a chunk reaches every
+Chunk sizes follow the flash tier unless set (``tmhw.dma_chunks``): a chunk reaches every
 plane of every die of every device, and a fetch chunk carries enough pages per die
 that the program suspend its reads cause is a small part of their die time.
 """
@@ -58,7 +58,6 @@ from __future__ import annotations
 
 import heapq
 import itertools
-import math
 from collections.abc import Generator
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -68,6 +67,7 @@ import simpy
 
 from flash import FlashConfig
 from tmhw.config import DmaConfig, LinkConfig
+from tmhw.dma_chunks import chunk_sizes
 from tmhw.residency import Residency, runs
 from tmhw.sim.component import Component
 from tmhw.sim.energy import EnergyMeter, EnergyTable
@@ -79,52 +79,6 @@ from tmhw.sim.units import transfer_ps
 
 #: Fetches smaller than this share one HBM booking per window (page-sized faults).
 SMALL_TRANSFER = 64 * 1024
-
-
-def _pow2_floor(n: int) -> int:
-    return 1 << (max(1, n).bit_length() - 1)
-
-
-def _pow2_ceil(n: int) -> int:
-    return 1 << (max(1, n) - 1).bit_length()
-
-
-def chunk_sizes(dma: DmaConfig, flash: FlashConfig, hbm_bytes: int) -> tuple[int, int]:
-    """(fetch, write-back) chunk bytes: ``dma.chunk_bytes`` and
-    ``dma.writeback_chunk_bytes`` where set, else derived from the flash tier.
-
-    A chunk is striped over the devices (``flash.stripe_bytes``) and, within a device,
-    its pages over the dies channel first, in the order they were written; so it
-    reaches every plane of every die of every device only if it spans at least
-    ``stripe = devices x dies x planes_per_die x page_size`` (990pro: 2 MiB; one
-    PM1743-like device: 4 MiB, two: 8 MiB).
-
-    - **Fetch.** On a die that is programming, a burst of reads pays one program
-      suspend (``t_suspend_program``) and then holds the die about ``tR`` per page per
-      plane. A chunk of ``k`` pages per plane makes each die's burst ``k x tR`` long;
-      ``k = ceil(2 x t_suspend_program / tR)`` keeps the suspend within a third of the
-      die's time for the burst (``k = 1`` without program suspend). PM1743-like, two
-      devices, GPT-2 large 4 layers s256 b8 at 50% HBM, TM-Training (iterations 4,
-      warm-up 2): 2, 4, 8, 16, 32 MiB chunks give 248.1, 190.6, 165.9, 156.9, 153.7 ms
-      per iteration, program suspends 333.8k, 170.5k, 89.6k, 47.3k, 31.4k; on the 990pro
-      (link-bound) 2 against 8 MiB changes the same cell by 0.1%.
-    - **Write-back.** Four pages per plane (the 8 MiB measured on the 990pro, see
-      ``tmhw.config``): a die's programs are multi-plane when each of its planes has a
-      page waiting.
-
-    Both are rounded down to a power of two and capped at ``hbm_bytes /
-    dma.max_outstanding`` (a window of chunks in flight fits in HBM), never below the
-    stripe (rounded up to a power of two)."""
-    stripe = _pow2_ceil(flash.devices * flash.planes * flash.page_size)
-    cap = max(stripe, hbm_bytes // max(1, dma.max_outstanding))
-    k = 1
-    if flash.program_suspend and flash.t_suspend_program > 0 and flash.t_r_mean > 0:
-        k = max(1, math.ceil(2 * flash.t_suspend_program / flash.t_r_mean))
-
-    def derive(per_plane: int) -> int:
-        return max(stripe, _pow2_floor(min(cap, stripe * per_plane)))
-
-    return (dma.chunk_bytes or derive(k), dma.writeback_chunk_bytes or derive(4))
 
 FETCH = "fetch"
 WRITEBACK = "writeback"
