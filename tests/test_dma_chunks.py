@@ -33,8 +33,9 @@ def test_set_chunks_are_kept_and_derived_ones_fit_a_window_in_hbm() -> None:
     pm = FLASH["pm1743"]
     assert chunk_sizes(DmaConfig(chunk_bytes=2 * MiB, writeback_chunk_bytes=MiB), pm,
                        BIG_HBM) == (2 * MiB, MiB)
-    # 16 chunks in flight within 128 MiB of HBM: 8 MiB each, never below the 4 MiB stripe
-    assert chunk_sizes(DmaConfig(), pm, 128 * MiB) == (8 * MiB, 8 * MiB)
+    # 16 fetch chunks within half of 256 MiB of HBM, 16 write-back chunks within all of
+    # it; never below the 4 MiB stripe
+    assert chunk_sizes(DmaConfig(), pm, 256 * MiB) == (8 * MiB, 16 * MiB)
     assert chunk_sizes(DmaConfig(), pm, 16 * MiB) == (4 * MiB, 4 * MiB)
     # without program suspend a read burst pays none: one page per plane
     no_sus = dataclasses.replace(pm, program_suspend=False)
@@ -44,9 +45,10 @@ def test_set_chunks_are_kept_and_derived_ones_fit_a_window_in_hbm() -> None:
 def test_derived_fetch_chunk_beats_2mib_on_a_die_bound_ssd() -> None:
     """GPT-2 small 2 layers s128 b4 at 50% HBM on the PM1743-like preset, TM-Training,
     3 iterations, 1 warm-up: a 2 MiB chunk reaches one plane of each die, so each
-    die's reads pay a program suspend per page; the derived 16 MiB chunk pays one per
-    four planes' burst of five pages. Reference (this worktree): 71.27 ms and 7,153
-    program suspends against 93.26 ms and 40,215 with ``dma.chunk_bytes`` = 2 MiB."""
+    die's reads pay a program suspend per page; the derived chunk (8 MiB: 437 MiB of
+    HBM caps it below the suspend rule's 16 MiB) reads two pages per plane per
+    suspend. Reference (this worktree): 75.02 ms and 12,050 program suspends against
+    93.26 ms and 40,215 with ``dma.chunk_bytes`` = 2 MiB."""
     base = ["workload.model=gpt2-small", "workload.layers=2", "workload.seq=128",
             "workload.batch=4", "policy.hbm_ratio=0.5", "run.iterations=3",
             "run.warmup_iterations=1", "policy.name=tm-training"]
@@ -56,6 +58,6 @@ def test_derived_fetch_chunk_beats_2mib_on_a_die_bound_ssd() -> None:
         out.append((rep.iteration_time_s, rep.to_dict()["system"]["flash"]["suspends"]
                     ["program"]))
     (t_derived, s_derived), (t_2m, s_2m) = out
-    assert s_derived * 4 < s_2m
+    assert s_derived * 3 < s_2m
     assert t_derived < 0.85 * t_2m
-    assert t_derived * 1e3 == pytest.approx(71.27, rel=1e-3)
+    assert t_derived * 1e3 == pytest.approx(75.02, rel=1e-3)
