@@ -14,18 +14,18 @@ Sections (``tmhw config show NAME`` prints every field)::
 
 Defaults of the system-level sections and their sources:
 
-- ``dma.chunk_bytes`` 2 MiB: an estimate, chosen by measurement; each
-  chunk is one transaction to each tier (128 flash pages of 16 KiB: one page on every
-  plane of the 2 TB 990 PRO-like device's 32 dies, or on every die of a 128-die one).
-  Against 1 MiB on BERT-large at 12.5% HBM (on the 128-die device) it halves the
-  simulator's work per byte and, by evicting in larger batches, cuts the executor's
-  emergency evictions (674 to 178) and the iteration time (9.19 to 7.95 s).
-  ``dma.writeback_chunk_bytes`` 8 MiB: one 16 KiB page on each plane of every die of a
-  128-die device (128 dies x 4 planes; four on the 32-die 990pro preset), so the NAND
-  programs of a write-back chunk are multi-plane; with 2 MiB write-back chunks on the
-  128-die device every program was single-plane and a write-back cost four times the
-  die time (measured on quick at 25% HBM: TM-Training 394.6 ms per iteration with 2 MiB
-  write-back chunks, see the closing tests).
+- ``dma.chunk_bytes`` and ``dma.writeback_chunk_bytes`` 0: derived from the flash tier's
+  geometry and timing and the HBM capacity when the engine is built
+  (``tmhw.dma.chunk_sizes``, where the rule and its measurements are); a power of two
+  sets it. A flash read burst on a die that is programming pays one program suspend
+  (``flash.t_suspend_program``, 100 us on the shipped TLC presets, against a 45 us
+  tR), so a fetch chunk carries enough pages per plane of every die of every device
+  that the burst's reads outlast twice its suspend; a write-back chunk carries four
+  pages per plane, so each die's programs are multi-plane (the earlier fixed 8 MiB:
+  four pages per plane of the 32-die 990pro, one of a 128-die device; with 2 MiB on
+  the 128-die device every program was single-plane and a write-back cost four times
+  the die time, quick at 25% HBM). Fixed 2 MiB fetch chunks reached one plane of each
+  die on one PM1743-like device and a quarter of them on two.
   ``dma.max_outstanding`` 16 chunks per direction (estimate, enough to cover 64 dies x
   4 planes of 16 KiB pages in flight). ``dma.pj_per_byte`` 1.0 pJ/B
   (estimate: a descriptor-driven copy engine's datapath and SRAM buffering, of the order
@@ -69,15 +69,15 @@ from tmhw.placement.base import policy_tables, table_policy
 from tmhw.placement.registry import POLICIES
 from tmhw.sim import tomlio
 from tmhw.sim.errors import ConfigError
-from tmhw.sim.units import NS, US, MiB
+from tmhw.sim.units import NS, US
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DmaConfig:
     """The DMA engine between the tiers (sources in the module docstring)."""
 
-    chunk_bytes: int = 2 * MiB          # bytes per fetch transaction to each tier
-    writeback_chunk_bytes: int = 8 * MiB  # bytes per write-back transaction
+    chunk_bytes: int = 0                # bytes per fetch transaction (0: derived)
+    writeback_chunk_bytes: int = 0      # bytes per write-back transaction (0: derived)
     max_outstanding: int = 16           # chunks in flight per direction
     setup_ps: int = 100 * NS            # descriptor fetch and decode per request (estimate)
     pj_per_byte: float = 1.0            # pJ per byte through the engine (estimate)
@@ -86,8 +86,9 @@ class DmaConfig:
     def __post_init__(self) -> None:
         for f in ("chunk_bytes", "writeback_chunk_bytes"):
             v = getattr(self, f)
-            if v <= 0 or v & (v - 1):
-                raise ConfigError(f, v, "a power of two > 0")
+            if v < 0 or v & (v - 1):
+                raise ConfigError(f, v, "0 (derived from the flash geometry) or a power "
+                                        "of two")
         if self.max_outstanding < 1:
             raise ConfigError("max_outstanding", self.max_outstanding, "an integer >= 1")
         _nonneg(self, "setup_ps", "pj_per_byte", "idle_mw")

@@ -48,6 +48,10 @@ NPU's port and the SSD's own link together, at the slower one's rate; its HBM pa
 its slot are free once the SSD acknowledges the write (NVMe: the host buffer is then
 free), which with the controller's write buffer is when the data is in it; the flash
 program continues in the device.
+
+Chunk sizes follow the flash tier unless set (``tmhw.dma_chunks``): a chunk reaches every
+plane of every die of every device, and a fetch chunk carries enough pages per die
+that the program suspend its reads cause is a small part of their die time.
 """
 
 from __future__ import annotations
@@ -61,7 +65,9 @@ from typing import Any, Protocol
 import numpy as np
 import simpy
 
+from flash import FlashConfig
 from tmhw.config import DmaConfig, LinkConfig
+from tmhw.dma_chunks import chunk_sizes
 from tmhw.residency import Residency, runs
 from tmhw.sim.component import Component
 from tmhw.sim.energy import EnergyMeter, EnergyTable
@@ -183,8 +189,12 @@ class DmaEngine(Component):
         self.res = pages.res
         self.page_size = page_size
         self.client = client
-        self.chunk_pages = max(1, cfg.chunk_bytes // page_size)
-        self.wb_chunk_pages = max(1, cfg.writeback_chunk_bytes // page_size)
+        # the flash tier's geometry, or the default device's behind a stand-in tier
+        fcfg = getattr(flash, "cfg", None)
+        fetch_b, wb_b = chunk_sizes(cfg, fcfg if isinstance(fcfg, FlashConfig) else
+                                    FlashConfig(), pages.res.capacity * page_size)
+        self.chunk_pages = max(1, fetch_b // page_size)
+        self.wb_chunk_pages = max(1, wb_b // page_size)
         rec = self.tracer.enabled
         #: flash -> HBM and HBM -> flash: PCIe is full duplex
         self.link_in = Timeline(f"{self.path}.link_in", record=rec)
