@@ -62,9 +62,13 @@ def die_work_ps(cfg: FlashConfig, nand_read_bytes: int, program_bytes: int) -> i
     dies = cfg.devices * cfg.dies
     planes, page = cfg.planes_per_die, cfg.page_size
     t_r, t_prog = fastest_t_r(cfg), fastest_t_prog(cfg)
-    r = -(-nand_read_bytes // page)
-    w = -(-program_bytes // page)
-    spread = -(-(r * t_r + w * t_prog) // (planes * dies))
-    programs = -(-(-(-w // dies)) // planes) * t_prog
-    reads = -(-(-(-r // dies) * t_r) // planes)
+    r = _ceil(nand_read_bytes, page)
+    w = _ceil(program_bytes, page)
+    spread = _ceil(r * t_r + w * t_prog, planes * dies)
+    programs = _ceil(_ceil(w, dies), planes) * t_prog
+    reads = _ceil(_ceil(r, dies) * t_r, planes)
     return max(spread, programs, reads)
+
+
+def _ceil(a: int, b: int) -> int:
+    return -(-a // b)

@@ -18,9 +18,19 @@ from a record of what they depend on (``BoundsInput``), not from the system itse
     time), and the reads over the SSDs' links. A read need not reach the NAND (the
     write buffer may still hold the page: on one channel, TM-Training serves 149 MB of
     its 1.8 GB of reads per iteration so), so the NAND is not charged for reads;
+  - the dies' time for the least NAND work (``die_ps``, ``flash.work.die_work_ps``): the
+    fewest pages any policy reads from the NAND arrays, with the SSDs' write buffers and
+    read caches counted as extra fast capacity (at most what they hold at once is
+    served from DRAM), plus the fewest it programs (every write-back is programmed),
+    each an LP over the gaps (``tmhw.placement.nand_bound``); a die reads or programs,
+    so the two add up, at the fastest tR and tPROG over every plane of every die. A
+    read that meets a program either suspends it (its latency on top) or waits, so
+    interference only adds to this; a schedule that alternates reads and programs on
+    each die avoids it, so the bound does not charge it;
   - the phase bound (``tmhw.placement.bounds.phase_bound_ps``): write-backs forced
     before an op and fetches forced after it cannot overlap, each at the slower of the
-    NPU's port and the SSDs' links.
+    NPU's port and the SSDs' links, and the write-backs before the op programmed too
+    but for what the write buffers hold at that instant.
 """
 
 from __future__ import annotations
@@ -50,6 +60,8 @@ T = TypeVar("T")
 #: (``System.memo_key``); at most ``MEMO_SIZE`` of them, the oldest dropped first
 MEMO: dict[tuple[str, str], Any] = {}
 MEMO_SIZE = 64
+#: warm passes of the NPU-alone run (``npu_alone_ps``), the shortest counting
+WARM_PASSES = 3
 #: an LP optimum within this of a whole page counts as that page (solver round-off)
 _TOL = 1e-6
 
@@ -148,9 +160,11 @@ def npu_alone_ps(inp: BoundsInput) -> np.ndarray:
     the ``hbm-only`` machine's, whose HBM holds the footprint (the ops' HBM addresses
     wrap at its size, as they do there), so it depends on the workload, the NPU and the
     HBM alone and a sweep computes it once per model. No policy runs an op faster.
-    The ops run twice and the second pass counts: the first finds the HBM's rows,
-    refresh and banks idle (a cold start), which no steady-state iteration does, so a
-    bound from it sat a few ppm under every steady iteration at HBM ratio 1."""
+    The first pass finds the HBM's rows, refresh and banks idle (a cold start), which
+    no steady-state iteration does (a bound from it sat a few ppm under every steady
+    iteration at HBM ratio 1), so it does not count; of the ``WARM_PASSES`` after it,
+    the shortest does: where refresh falls in an iteration shifts from one to the next
+    (BERT-base, one layer, s128 b3 alternates 1607.29 and 1607.04 us)."""
     cfg = inp.cfg
     env = Environment()
     root = Component(env, "alone")
@@ -159,15 +173,17 @@ def npu_alone_ps(inp: BoundsInput) -> np.ndarray:
     root.elaborate()
     root.start()
     tasks = inp.tasks_at(-(-inp.footprint_bytes // inp.workload.page_size))
-    out = np.zeros(len(tasks), dtype=np.int64)
+    out = np.zeros((WARM_PASSES + 1, len(tasks)), dtype=np.int64)
 
     def run() -> Generator[simpy.Event, Any, None]:
-        for _ in range(2):      # a cold pass, then the warm one that counts
+        for k in range(WARM_PASSES + 1):      # a cold pass, then the warm ones
             for i, t in enumerate(tasks):
                 start = int(env.now)
                 yield from npu.execute(t)
-                out[i] = int(env.now) - start
+                out[k, i] = int(env.now) - start
 
     env.process(run())
     env.run()
-    return out
+    warm = out[1:]
+    best: np.ndarray = warm[int(np.argmin(warm.sum(axis=1)))]
+    return best

@@ -184,23 +184,24 @@ def test_the_traffic_bound_is_solved_once_across_flash_and_link() -> None:
     assert four["traffic_bytes"] == fresh["traffic_bytes"]
 
 
-def test_the_npu_alone_bound_is_the_hbm_only_machines_warm_iteration() -> None:
-    """The NPU's own time bound is every op on the hbm-only machine once its HBM is warm
-    (its second iteration; the first starts from idle rows, banks and refresh, and
-    differs by a few ppm): the same addresses, so the same per-op times whatever the
-    tiered capacity."""
+def test_the_npu_alone_bound_is_the_hbm_only_machines_shortest_warm_iteration() -> None:
+    """The NPU's own time bound is every op on the hbm-only machine once its HBM is warm:
+    the shortest of its iterations after the first (which starts from idle rows, banks
+    and refresh, and differs by a few ppm; where refresh falls shifts from one iteration
+    to the next). The same addresses, so the same per-op times whatever the tiered
+    capacity."""
     from tmhw import config as C
     from tmhw.system import System
 
     base = ['workload.model="resnet18"', "workload.batch=2",
-            "run.iterations=2", "run.warmup_iterations=1"]
+            "run.iterations=4", "run.warmup_iterations=1"]
     hbm = System(C.with_overrides(C.PAPER, [*base, 'policy.name="hbm-only"'])).run()
-    first, warm = (it["time_ps"] for it in hbm["per_iteration"])
-    assert first != warm
+    first, *warm = (it["time_ps"] for it in hbm["per_iteration"])
+    assert first not in warm
     for ratio in (0.25, 0.5):
         tiered = System(C.with_overrides(C.PAPER, [*base, 'policy.name="demand"',
                                                    f"policy.hbm_ratio={ratio}"])).bounds()
-        assert tiered["npu_ps"] == warm
+        assert tiered["npu_ps"] == min(warm)
 
 
 @pytest.mark.parametrize("policy", ["hbm-only", "demand", "tm-training", "sentinel"])

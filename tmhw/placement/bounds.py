@@ -82,7 +82,9 @@ Time: ``time_bound_ps`` is the largest of the NPU's time with every operand in H
 it as one ideally ordered batch with every write programmed (``flash.batch``, drained:
 in a steady state each iteration's writes are programmed within an iteration on
 average). ``phase_bound_ps`` adds when data can move: writes forced before an op and
-reads forced after it cannot overlap (``System.bounds`` takes the larger).
+reads forced after it cannot overlap, and are programmed before it but for the write
+buffers' content (``System.bounds`` takes the larger; NAND reads and programs over the
+whole iteration are ``tmhw.placement.nand_bound``'s).
 
 Numpy and scipy only; no simulation. scipy is imported when a bound is solved, not with
 the module, so importing the policies (the config does, for their parameters) stays light.
