@@ -82,7 +82,9 @@ Time: ``time_bound_ps`` is the largest of the NPU's time with every operand in H
 it as one ideally ordered batch with every write programmed (``flash.batch``, drained:
 in a steady state each iteration's writes are programmed within an iteration on
 average). ``phase_bound_ps`` adds when data can move: writes forced before an op and
-reads forced after it cannot overlap (``System.bounds`` takes the larger).
+reads forced after it cannot overlap, and are programmed before it but for the write
+buffers' content (``System.bounds`` takes the larger; NAND reads and programs over the
+whole iteration are ``tmhw.placement.nand_bound``'s).
 
 Numpy and scipy only; no simulation. scipy is imported when a bound is solved, not with
 the module, so importing the policies (the config does, for their parameters) stays light.
@@ -518,7 +520,8 @@ def ratios(traffic_bytes: int, time_ps: int, bound_traffic: int,
 
 def phase_bound_ps(gp: GapPlan, capacity_pages: int, op_ps: np.ndarray,
                    out_bytes_per_s: float, in_bytes_per_s: float,
-                   streamed: np.ndarray | None = None) -> int:
+                   streamed: np.ndarray | None = None, *,
+                   programs: tuple[float, int] | None = None) -> int:
     """A time bound that respects when data can move: the largest, over the start of
     each op ``k``, of ``max(ops before k, writes forced before k) + max(ops from k on,
     reads forced after k)`` (``op_ps``: each op's shortest time; link rates in bytes/s).
@@ -533,7 +536,11 @@ def phase_bound_ps(gp: GapPlan, capacity_pages: int, op_ps: np.ndarray,
     must push its activations out before the backward can start, and a backward that
     must bring them back, cannot overlap the two link directions; ``time_bound_ps``'s
     largest-term bound assumes they can. Streamed ops (``streamed``) do not hold their
-    operands and count none."""
+    operands and count none. ``programs`` = (bytes/s, buffer bytes): the flash tier's
+    fastest program rate and its write buffers' size; the write-backs before ``k`` are
+    then also programmed before it, all but what the buffers hold at that instant (a
+    page leaves the buffer when its program ends), so the time before ``k`` is at least
+    ``(writes - buffer) / program rate`` too."""
     n = gp.n
     if n == 0 or not gp.gaps:
         return int(op_ps.sum())
@@ -576,5 +583,9 @@ def phase_bound_ps(gp: GapPlan, capacity_pages: int, op_ps: np.ndarray,
     pre = np.cumsum(op_ps) - op_ps
     suf = int(op_ps.sum()) - pre
     w_ps = np.ceil(out_b * (_S / out_bytes_per_s)).astype(np.int64)
+    if programs is not None:
+        rate, buffered = programs
+        prog = np.maximum(0, out_b - int(buffered))
+        w_ps = np.maximum(w_ps, np.ceil(prog * (_S / rate)).astype(np.int64))
     r_ps = np.ceil(in_b * (_S / in_bytes_per_s)).astype(np.int64)
     return int((np.maximum(pre, w_ps) + np.maximum(suf, r_ps)).max())

@@ -57,6 +57,9 @@ def cmd_bound(args: argparse.Namespace) -> int:
         ("  NPU with all in HBM", fmt_time(b["npu_ps"])),
         ("  link", fmt_time(b["link_ps"])),
         ("  flash (programs, links)", fmt_time(b["flash_ps"])),
+        ("  NAND dies (reads, programs)", f"{fmt_time(b['die_ps'])} "
+                                          f"({fmt_bytes(b['nand_read_bytes'])} read, "
+                                          f"{fmt_bytes(b['program_bytes'])} programmed)"),
         ("  phases (out, then in)", fmt_time(b["phase_ps"])),
     ]
     width = max(len(k) for k, _ in rows)

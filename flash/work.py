@@ -1,0 +1,74 @@
+"""The least time the NAND dies of a flash tier need for a given amount of array work:
+``nand_read_bytes`` read from the array and ``program_bytes`` programmed into it. A
+lower bound on the device model (``flash.engine.dies``), whatever the order, the
+striping or the host link; used by the iteration-time bounds (``tmhw.lower_bounds``).
+
+With ``D = devices x dies`` dies of ``P`` planes and pages of ``page`` bytes, the
+work is ``r = ceil(nand_read_bytes / page)`` page reads and ``w = ceil(program_bytes /
+page)`` page programs (a read or program moves whole pages). On a die:
+
+- a read holds the die for at least ``tR / P`` per page: a multi-plane read takes tR
+  for up to ``P`` pages, and with independent plane reads a one-page read holds it for
+  ``tR / P`` (``flash.engine.dies.plane_read``); tR is the fastest page type's;
+- a program takes ``tPROG`` for up to ``P`` pages, one per plane (a multi-plane
+  program); tPROG is the fastest page type's, or the SLC-mode ``t_prog_slc`` when the
+  device has an SLC cache;
+- a die reads or programs, not both: a read that finds a program running either waits
+  for it or suspends it at the cost of the suspend latency on top, so the two add up at
+  the least.
+
+So the busiest die is busy at least::
+
+    max( (r x tR / P + w x tPROG / P) / D,      the work spread evenly
+         ceil(ceil(w / D) / P) x tPROG,          its share of programs, whole commands
+         ceil(r / D) x tR / P )                  its share of reads
+
+(each term rounded up to a ps). Garbage collection, erases, channel and link time only
+add to it. Pure: no SimPy.
+"""
+
+from __future__ import annotations
+
+from flash.config import FlashConfig
+from tmhw.sim.units import S
+
+
+def fastest_t_r(cfg: FlashConfig) -> int:
+    """The shortest page read of any page type, ps."""
+    return min(cfg.t_r_page) if cfg.t_r_page else cfg.t_r
+
+
+def fastest_t_prog(cfg: FlashConfig) -> int:
+    """The shortest page program: SLC mode's with an SLC cache, else the fastest page
+    type's, ps."""
+    if cfg.slc_cache_bytes and cfg.t_prog_slc:
+        return cfg.t_prog_slc
+    return min(cfg.t_prog_page) if cfg.t_prog_page else cfg.t_prog
+
+
+def program_bytes_per_s(cfg: FlashConfig) -> float:
+    """Every die of every device programming all its planes back to back at the
+    fastest tPROG: ``devices x dies x planes x page / tPROG``."""
+    return cfg.devices * cfg.dies * cfg.planes_per_die * cfg.page_size * S \
+        / fastest_t_prog(cfg)
+
+
+def die_work_ps(cfg: FlashConfig, nand_read_bytes: int, program_bytes: int) -> int:
+    """The least time in ps the flash tier ``cfg`` needs to read ``nand_read_bytes``
+    from its arrays and program ``program_bytes`` (module docstring's formula)."""
+    if nand_read_bytes < 0 or program_bytes < 0:
+        raise ValueError(f"die_work_ps: byte counts must be >= 0 (read "
+                         f"{nand_read_bytes}, program {program_bytes})")
+    dies = cfg.devices * cfg.dies
+    planes, page = cfg.planes_per_die, cfg.page_size
+    t_r, t_prog = fastest_t_r(cfg), fastest_t_prog(cfg)
+    r = _ceil(nand_read_bytes, page)
+    w = _ceil(program_bytes, page)
+    spread = _ceil(r * t_r + w * t_prog, planes * dies)
+    programs = _ceil(_ceil(w, dies), planes) * t_prog
+    reads = _ceil(_ceil(r, dies) * t_r, planes)
+    return max(spread, programs, reads)
+
+
+def _ceil(a: int, b: int) -> int:
+    return -(-a // b)
