@@ -367,13 +367,12 @@ def iteration_marks(rep: dict[str, Any]) -> list[tuple[int, str]]:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from tmhw.config import SystemConfig
     from tmhw.outputs import check_run
     from tmhw.report import summary_table
     from tmhw.sim import tomlio
     from tmhw.sim.progress import progress
     from tmhw.system import System
-    from tmhw.tune import trials, tuned
+    from tmhw.tune import simulate, trials
     from tmhw.workload import sources
 
     cfg = config_from_args(args)
@@ -394,14 +393,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if trials(cfg):
         # The trials run unwatched; the chosen one runs again (the same figures: a
         # run is deterministic) only when it is to be traced.
-        def trial(c: SystemConfig) -> dict[str, Any]:
-            nonlocal events
-            system = System(c)
-            out = system.run()
-            events += system.env.events
-            return out
-
-        cfg, rep = tuned(cfg, trial)
+        cfg, rep, events = simulate(cfg)
         tuning = rep["policy"]["tuning"]
     if not tuning or tracer is not None:
         with progress(None, unit="op", desc=f"{model}/{cfg.policy.name}",

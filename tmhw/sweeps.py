@@ -224,24 +224,13 @@ def run_point(point: Point) -> Result:
     (another TmhwError) or ``error`` (anything else, with its type), and ``report`` is
     None."""
     from tmhw import config as C
-    from tmhw.system import System
-    from tmhw.tune import tuned
+    from tmhw.tune import simulate
 
     t0 = time.perf_counter()
     res: Result = {"id": point["id"], "params": point["params"], "status": "ok",
                    "error": "", "report": None}
     try:
-        cfg = C.from_dict(point["config"], C.PAPER)
-        events = 0
-
-        def simulate(c: C.SystemConfig) -> dict[str, Any]:
-            nonlocal events
-            system = System(c)
-            rep = system.run()
-            events += system.env.events
-            return rep
-
-        _, rep = tuned(cfg, simulate)
+        _, rep, events = simulate(C.from_dict(point["config"], C.PAPER))
         rep["host"] = {"wall_s": time.perf_counter() - t0, "events": events,
                        "hostname": socket.gethostname(), "pid": os.getpid()}
         res["report"] = rep

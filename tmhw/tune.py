@@ -81,3 +81,21 @@ def tuned(cfg: SystemConfig,
 def _plain(setting: dict[str, Any]) -> dict[str, Any]:
     """``setting`` as JSON values (tuples as lists)."""
     return {k: list(v) if isinstance(v, tuple) else v for k, v in setting.items()}
+
+
+def simulate(cfg: SystemConfig) -> tuple[SystemConfig, Report, int]:
+    """``tuned`` of ``cfg`` on the system model: the config run, its report, and the
+    simulation events of every trial."""
+    from tmhw.system import System
+
+    events = 0
+
+    def run(c: SystemConfig) -> Report:
+        nonlocal events
+        system = System(c)
+        rep = system.run()
+        events += system.env.events
+        return rep
+
+    chosen, rep = tuned(cfg, run)
+    return chosen, rep, events

@@ -68,7 +68,7 @@ import math
 import numpy as np
 
 from tmhw.placement.base import PlanContext, Policy
-from tmhw.placement.gaps import GapPlan, finish
+from tmhw.placement.gaps import GapPlan, finish, saved_activations
 from tmhw.placement.table import PlacementTable
 from tmhw.sim.errors import DoesNotFit
 from tmhw.sim.units import MiB
@@ -111,23 +111,10 @@ class FlashNeuron(Policy):
         """The activations FlashNeuron may offload, in forward order of production:
         (tensor, its gap from last forward use to first backward use, the op it leaves
         after, the op whose start releases its prefetch)."""
-        wl = gp.wl
-        out: list[tuple[int, int, int, int, int]] = []
-        for t, tt in enumerate(wl.tensors):
-            if tt.kind != Kind.ACTIVATION or not gp.of_tensor[t]:
-                continue
-            fwd = [i for i, _ in gp.uses[t] if wl.ops[i].phase == Phase.FORWARD]
-            bwd = [i for i, _ in gp.uses[t] if wl.ops[i].phase == Phase.BACKWARD]
-            if not fwd or not bwd:
-                continue
-            e, c = fwd[-1], bwd[0]
-            r = c - 1                  # one backward op ahead of the consumer
-            if r <= e + 1:
-                continue               # no op between offload and fetch: nothing to gain
-            gi = next(g for g in gp.of_tensor[t] if gp.gaps[g].a == e)
-            out.append((fwd[0], t, gi, e, r))
-        out.sort()
-        return [(t, gi, e, r) for _, t, gi, e, r in out]
+        # fetched one backward op ahead of the consumer; none where no op lies between
+        # offload and fetch (nothing to gain)
+        return [(t, gi, e, c - 1) for _, t, gi, e, c in saved_activations(gp)
+                if c - 1 > e + 1]
 
     @staticmethod
     def offload_estimate(gp: GapPlan, chosen: list[tuple[int, int, int, int]]) -> tuple[

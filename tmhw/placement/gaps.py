@@ -44,7 +44,7 @@ from tmhw.placement.base import PlanContext, drop_moves, input_mask
 from tmhw.placement.table import Action, Move, PlacementTable
 from tmhw.sim.errors import DoesNotFit
 from tmhw.sim.units import MiB, S
-from tmhw.workload.graph import Kind, Workload
+from tmhw.workload.graph import Kind, Phase, Workload
 
 
 # -- the gap model ------------------------------------------------------------------------
@@ -320,6 +320,27 @@ class GapPlan:
         np.minimum.at(first, rid, np.arange(2 * n))
         np.maximum.at(last, rid, np.arange(2 * n))
         return rid, first, last
+
+
+def saved_activations(gp: GapPlan) -> list[tuple[int, int, int, int, int]]:
+    """The activations the forward pass saves for the backward pass, in order of
+    production: (first forward use, tensor, its gap from the last forward use to the
+    first backward use, that last forward use, that first backward use). What the
+    activation offloaders (FlashNeuron, SSDTrain) may move."""
+    wl = gp.wl
+    out: list[tuple[int, int, int, int, int]] = []
+    for t, tt in enumerate(wl.tensors):
+        if tt.kind != Kind.ACTIVATION or not gp.of_tensor[t]:
+            continue
+        fwd = [i for i, _ in gp.uses[t] if wl.ops[i].phase == Phase.FORWARD]
+        bwd = [i for i, _ in gp.uses[t] if wl.ops[i].phase == Phase.BACKWARD]
+        if not fwd or not bwd:
+            continue
+        e = fwd[-1]
+        gi = next(g for g in gp.of_tensor[t] if gp.gaps[g].a == e)
+        out.append((fwd[0], t, gi, e, bwd[0]))
+    out.sort()
+    return out
 
 
 # -- checking a table ---------------------------------------------------------------------

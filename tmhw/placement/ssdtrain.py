@@ -56,11 +56,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from tmhw.placement.base import PlanContext, Policy
-from tmhw.placement.gaps import GapPlan, finish
+from tmhw.placement.gaps import GapPlan, finish, saved_activations
 from tmhw.placement.table import PlacementTable
 from tmhw.sim.errors import ConfigError, DoesNotFit
 from tmhw.sim.units import MiB
-from tmhw.workload.graph import Kind, Phase
+from tmhw.workload.graph import Phase
 
 #: (tensor, its gap from last forward use to first backward use, the op it leaves
 #: after, the op whose start releases its prefetch)
@@ -120,25 +120,16 @@ class SSDTrain(Policy):
     def candidates(self, gp: GapPlan) -> list[list[Candidate]]:
         """The activations SSDTrain may offload, grouped by the layer that produced them,
         layers in forward order."""
-        wl = gp.wl
         rid, first = block_runs(gp)
         back = self.params.prefetch_layers
         by_layer: dict[int, list[Candidate]] = {}
-        for t, tt in enumerate(wl.tensors):
-            if tt.kind != Kind.ACTIVATION or not gp.of_tensor[t]:
-                continue
-            fwd = [i for i, _ in gp.uses[t] if wl.ops[i].phase == Phase.FORWARD]
-            bwd = [i for i, _ in gp.uses[t] if wl.ops[i].phase == Phase.BACKWARD]
-            if not fwd or not bwd:
-                continue
-            e, c = fwd[-1], bwd[0]
+        for produced, t, gi, e, c in saved_activations(gp):
             # the first op of the layer ``back`` layers before the consumer's
             r = int(first[max(0, int(rid[c]) - back)])
             r = min(max(r, e + 1), c)
             if r <= e + 1:
                 continue               # no op between offload and fetch: nothing to gain
-            gi = next(g for g in gp.of_tensor[t] if gp.gaps[g].a == e)
-            by_layer.setdefault(int(rid[fwd[0]]), []).append((t, gi, e, r))
+            by_layer.setdefault(int(rid[produced]), []).append((t, gi, e, r))
         return [by_layer[k] for k in sorted(by_layer)]
 
     @staticmethod
