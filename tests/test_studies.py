@@ -163,7 +163,7 @@ def _check_headline(out: Path, rows: list[dict[str, str]]) -> None:
     assert "mean" not in md.split("## ResNet-18")[0]
     assert (out / "report.json").is_file()
     rep = json.loads((out / "report.json").read_text())
-    assert rep["iterations"] == 3 and rep["steady_state"]
+    assert rep["measurement"]["iterations"] == 3 and rep["measurement"]["steady_state"]
     ok = {r["policy"]: r for r in grid if r["status"] == "ok"}
     # 1/8 of the footprint in HBM plus all of it in flash, against all of it in HBM:
     # 1 - (0.125 x 15 + 0.06) / 15 = 87% less with the default $/GB.

@@ -91,7 +91,7 @@ def test_a_point_that_does_not_fit_is_a_row_with_its_reason(tmp_path: Path) -> N
     assert not (tmp_path / "points" / pts[0]["id"]).exists()
     # whether a row's figures are a steady state's, from its report (empty: none)
     assert [g["steady_state"] for g in got] == [
-        "", str(res[1]["report"]["steady_state"]).lower()]
+        "", str(res[1]["report"]["measurement"]["steady_state"]).lower()]
 
 
 def test_local_pool_matches_one_process_and_an_interrupted_sweep_resumes(

@@ -77,11 +77,11 @@ def test_hbm_only_runs_end_to_end_without_flash_traffic(runs: Callable[[str], Ru
     assert r.rc == 0, r.stderr
     rep = r.report
     assert rep["policy"]["name"] == "hbm-only"
-    assert rep["iteration_time_ps"] > 0 and rep["samples_per_s"] > 0
-    assert rep["traffic_bytes"]["flash_to_hbm"] == 0
-    assert rep["traffic_bytes"]["hbm_to_flash"] == 0
-    assert rep["stall_ps"] == 0
-    assert rep["iteration_time_ps"] == rep["compute_ps"]
+    assert rep["steady"]["iteration_time_ps"] > 0 and rep["steady"]["samples_per_s"] > 0
+    assert rep["steady"]["traffic_bytes"]["flash_to_hbm"] == 0
+    assert rep["steady"]["traffic_bytes"]["hbm_to_flash"] == 0
+    assert rep["steady"]["flash_stall_ps"] == 0
+    assert rep["steady"]["iteration_time_ps"] == rep["steady"]["npu_busy_ps"]
     # HBM holds the whole footprint.
     assert rep["policy"]["hbm_capacity_bytes"] >= rep["workload"]["footprint_bytes"]
     assert "iteration time" in r.stdout and f"{r.out / 'report.json'}" in r.stdout
@@ -92,21 +92,22 @@ def test_demand_at_one_eighth_hbm_moves_data_through_flash_and_stalls(
     r = runs("demand-ch4")
     assert r.rc == 0, r.stderr
     rep, base = r.report, runs("hbm-only").report
-    t = rep["traffic_bytes"]
+    t = rep["steady"]["traffic_bytes"]
     assert t["flash_to_hbm"] > 0 and t["hbm_to_flash"] > 0
     assert t["inter_tier"] == t["flash_to_hbm"] + t["hbm_to_flash"]
-    assert rep["stall_ps"] > 0 and rep["faults"] > 0
+    assert rep["steady"]["flash_stall_ps"] > 0 and rep["steady"]["faults"] > 0
     # Same work; the memory system makes it slower.
     assert rep["workload"] == base["workload"]
-    assert rep["iteration_time_ps"] == rep["compute_ps"] + rep["stall_ps"]
-    assert rep["iteration_time_ps"] > base["iteration_time_ps"]
+    st = rep["steady"]
+    assert st["iteration_time_ps"] == st["npu_busy_ps"] + st["flash_stall_ps"]
+    assert rep["steady"]["iteration_time_ps"] > base["steady"]["iteration_time_ps"]
     cap = rep["policy"]["hbm_capacity_bytes"]
     page = rep["workload"]["page_size"]
     footprint_pages = -(-rep["workload"]["footprint_bytes"] // page)
     assert cap == int(0.125 * footprint_pages) * page
-    assert rep["hbm_peak_occupancy_bytes"] <= cap
+    assert rep["run_total"]["hbm_peak_occupancy_bytes"] <= cap
     # Every byte fetched from flash went through the flash device's reads.
-    assert rep["system"]["flash"]["bytes_read"] >= t["flash_to_hbm"]
+    assert rep["run_total"]["system"]["flash"]["bytes_read"] >= t["flash_to_hbm"]
 
 
 def test_more_flash_channels_lower_the_demand_stall(runs: Callable[[str], Run]) -> None:
@@ -114,8 +115,8 @@ def test_more_flash_channels_lower_the_demand_stall(runs: Callable[[str], Run]) 
     assert narrow.rc == 0 and wide.rc == 0
     assert narrow.report["config"]["flash"]["channels"] == 4
     assert wide.report["config"]["flash"]["channels"] == 16
-    assert wide.report["stall_ps"] < narrow.report["stall_ps"]
-    assert wide.report["samples_per_s"] > narrow.report["samples_per_s"]
+    assert wide.report["steady"]["flash_stall_ps"] < narrow.report["steady"]["flash_stall_ps"]
+    assert wide.report["steady"]["samples_per_s"] > narrow.report["steady"]["samples_per_s"]
 
 
 # -- the report --------------------------------------------------------------------------
@@ -131,31 +132,36 @@ def _subtree_energy(node: dict[str, Any]) -> float:
 @pytest.mark.parametrize("name", ["hbm-only", "demand-ch4"])
 def test_report_has_every_figure_and_they_agree(name: str, runs: Callable[[str], Run]) -> None:
     rep = runs(name).report
-    for key in ("iteration_time_ps", "samples_per_s", "stall_ps", "traffic_bytes", "energy_pj",
-                "avg_power_mw", "samples_per_joule", "config", "host"):
-        assert key in rep
-    assert set(rep["traffic_bytes"]) >= {"hbm_to_flash", "flash_to_hbm", "npu_hbm_read",
+    for key in ("iteration_time_ps", "samples_per_s", "flash_stall_ps", "traffic_bytes",
+                "energy_pj", "avg_power_mw", "samples_per_joule"):
+        assert key in rep["steady"]
+    assert "config" in rep and "host" in rep
+    assert set(rep["steady"]["traffic_bytes"]) >= {"hbm_to_flash", "flash_to_hbm", "npu_hbm_read",
                                          "npu_hbm_write"}
-    assert rep["traffic_bytes"]["npu_hbm_read"] > 0 and rep["traffic_bytes"]["npu_hbm_write"] > 0
-    e = rep["energy_pj"]
+    t = rep["steady"]["traffic_bytes"]
+    assert t["npu_hbm_read"] > 0 and t["npu_hbm_write"] > 0
+    e = rep["steady"]["energy_pj"]
     assert set(e) == {"npu", "hbm", "flash", "dma", "total"}
     assert all(v >= 0 for v in e.values())
     assert e["total"] == pytest.approx(e["npu"] + e["hbm"] + e["flash"] + e["dma"], rel=1e-12)
     # Each component's energy is the sum of the meters in its subtree of the report, less
     # what it spent in the warm-up (the headline is the steady state).
-    warm = rep["energy_warmup_pj"]
+    # (``steady.energy_pj`` is per measured iteration)
+    m = rep["measurement"]
+    iters = m["measured_iterations"]
+    assert iters == m["iterations"] - m["warmup_iterations"] == 1 and m["steady_state"]
+    warm = rep["warmup"]["energy_pj"]
     for comp in ("npu", "hbm", "flash", "dma"):
-        assert _subtree_energy(rep["system"][comp]) - warm[comp] == \
-            pytest.approx(e[comp], rel=1e-9)
-    end, iters = rep["sim_time_ps"], rep["iterations"] - rep["warmup_iterations"]
-    assert iters == 1 and rep["steady_state"]
-    assert end == sum(it["time_ps"] for it in rep["per_iteration"] if not it["warmup"])
+        assert _subtree_energy(rep["run_total"]["system"][comp]) - warm[comp] == \
+            pytest.approx(e[comp] * iters, rel=1e-9)
+    end = sum(it["time_ps"] for it in rep["per_iteration"] if not it["warmup"])
     samples = rep["workload"]["batch"] * iters
-    assert isinstance(rep["iteration_time_ps"], int)
-    assert rep["iteration_time_ps"] == end // iters
-    assert rep["samples_per_s"] == pytest.approx(samples / (end / S))
-    assert rep["avg_power_mw"] == pytest.approx(e["total"] / end * 1e3)   # pJ/ps = W
-    assert rep["samples_per_joule"] == pytest.approx(samples / (e["total"] * 1e-12))
+    assert isinstance(rep["steady"]["iteration_time_ps"], int)
+    assert rep["steady"]["iteration_time_ps"] == end // iters
+    assert rep["steady"]["samples_per_s"] == pytest.approx(samples / (end / S))
+    st = rep["steady"]
+    assert st["avg_power_mw"] == pytest.approx(e["total"] * iters / end * 1e3)   # pJ/ps = W
+    assert st["samples_per_joule"] == pytest.approx(samples / (e["total"] * iters * 1e-12))
     assert set(rep["host"]) >= {"wall_s", "events"} and rep["host"]["events"] > 0
     # The config in the report is the one that ran, complete enough to run it again.
     cfg = C.from_dict(rep["config"])
@@ -196,7 +202,7 @@ def test_same_config_and_seed_give_byte_identical_reports(tmp_path: Path) -> Non
         assert proc.returncode == 0, err
     first, second = ((tmp_path / seed / "report.json").read_text() for seed in ("1", "12345"))
     assert _without_host(first) == _without_host(second)
-    assert json.loads(first)["traffic_bytes"]["flash_to_hbm"] > 0
+    assert json.loads(first)["steady"]["traffic_bytes"]["flash_to_hbm"] > 0
 
 
 # -- traces and plots --------------------------------------------------------------------
@@ -218,9 +224,9 @@ def test_trace_is_a_valid_chrome_trace(runs: Callable[[str], Run]) -> None:
         assert e["ts"] >= last.get(e["tid"], 0.0)
         last[e["tid"]] = e["ts"]
     compute = [e for e in xs if lanes[e["tid"]] == compute_track]
-    assert len(compute) == r.report["workload"]["ops"] * r.report["iterations"]
+    assert len(compute) == r.report["workload"]["ops"] * r.report["measurement"]["iterations"]
     # Trace time is microseconds: the compute slices add up to the compute time.
-    total = sum(it["compute_ps"] for it in r.report["per_iteration"])
+    total = sum(it["npu_busy_ps"] for it in r.report["per_iteration"])
     assert sum(e["dur"] for e in compute) == pytest.approx(total / 1e6, rel=1e-9)
 
 

@@ -20,7 +20,6 @@ call, the value and what is allowed.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -109,30 +108,30 @@ class Report:
 
     @property
     def iteration_time_s(self) -> float:
-        return float(self.data["iteration_time_ps"]) / S
+        return float(self.data["steady"]["iteration_time_ps"]) / S
 
     @property
     def stall_s(self) -> float:
         """Time per iteration the NPU waited for operands from flash."""
-        return float(self.data["stall_ps"]) / S
+        return float(self.data["steady"]["flash_stall_ps"]) / S
 
     @property
     def samples_per_s(self) -> float:
-        return float(self.data["samples_per_s"])
+        return float(self.data["steady"]["samples_per_s"])
 
     @property
     def inter_tier_bytes(self) -> int:
         """Bytes moved between HBM and flash per iteration, both directions."""
-        return int(self.data["traffic_bytes"]["inter_tier"])
+        return int(self.data["steady"]["traffic_bytes"]["inter_tier"])
 
     @property
     def energy_j(self) -> float:
         """Energy per iteration, every component."""
-        return float(self.data["energy_pj"]["total"]) * 1e-12
+        return float(self.data["steady"]["energy_pj"]["total"]) * 1e-12
 
     @property
     def samples_per_joule(self) -> float:
-        return float(self.data["samples_per_joule"])
+        return float(self.data["steady"]["samples_per_joule"])
 
     @property
     def bounds(self) -> dict[str, Any]:
@@ -144,15 +143,9 @@ class Report:
 
     def save(self, folder: str | Path) -> Path:
         """Write ``report.json`` into ``folder`` (created if needed); return its path."""
-        out = Path(folder)
-        try:
-            out.mkdir(parents=True, exist_ok=True)
-            path = out / "report.json"
-            tmp = path.with_suffix(".json.tmp")
-            tmp.write_text(json.dumps(self.data, indent=1, default=float) + "\n")
-            tmp.replace(path)
-        except OSError as e:
-            raise TmhwError(f"{folder}: cannot write the report: {e.strerror}") from None
+        from tmhw.report import write_json
+        path = Path(folder) / "report.json"
+        write_json(self.data, path)
         return path
 
 

@@ -233,21 +233,6 @@ def config_from_args(args: argparse.Namespace) -> Any:
     return out
 
 
-def atomic_write(path: Path, data: str) -> None:
-    """Write ``data`` to ``path`` whole or not at all, with the usual permissions."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-        umask = os.umask(0)
-        os.umask(umask)
-        os.fchmod(fd, 0o666 & ~umask)
-        with os.fdopen(fd, "w") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
-    except OSError as e:
-        raise TmhwError(f"{path}: cannot write: {e.strerror}") from None
-
-
 def write_whole(option: str, path: str | Path, write: Callable[[Path], None]) -> None:
     """``write(tmp)`` into a new file beside ``path``, then put it in place: the file is
     written whole or not at all, and an error names ``option`` and ``path``."""
@@ -367,8 +352,8 @@ def iteration_marks(rep: dict[str, Any]) -> list[tuple[int, str]]:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from tmhw.outputs import check_run
-    from tmhw.report import summary_table
+    from tmhw.outputs import atomic_write, check_run
+    from tmhw.report import summary_table, write_json
     from tmhw.sim import tomlio
     from tmhw.sim.progress import progress
     from tmhw.system import System
@@ -428,7 +413,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                 log.info("wrote the timeline %s", path)
     except OSError as e:
         raise TmhwError(f"--plot: cannot write {e.filename or out}: {e.strerror}") from None
-    atomic_write(out / "report.json", json.dumps(rep, indent=1, default=float) + "\n")
+    write_json(rep, out / "report.json")
     atomic_write(out / "summary.txt", summary + "\n")
     if args.json:
         print(json.dumps(rep, indent=1, default=float))

@@ -151,7 +151,7 @@ def iteration_bounds(inp: BoundsInput) -> dict[str, Any]:
             "nand_read_bytes": nand_rd, "program_bytes": prog,
             "iteration_time_ps": max(phase_ps, die_ps, time_bound_ps(
                 npu_ps, rd, wr, cfg.link_bytes_per_s, flash_ps)),
-            "compute_ps": compute, "npu_ps": npu_ps, "link_ps": link_ps,
+            "npu_ops_ps": compute, "npu_ps": npu_ps, "link_ps": link_ps,
             "flash_ps": flash_ps, "die_ps": die_ps, "phase_ps": phase_ps}
 
 

@@ -19,7 +19,9 @@ Files that are no command's outputs are left alone and never block a command.
 from __future__ import annotations
 
 import json
+import os
 import re
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -104,3 +106,18 @@ def mark(out: Path, kind: str, name: str) -> None:
         (out / MARKER).write_text(f"{kind} {name}\n", encoding="utf-8")
     except OSError as e:
         raise TmhwError(f"--out: cannot write in {out}: {e.strerror}") from None
+
+
+def atomic_write(path: Path, data: str) -> None:
+    """Write ``data`` to ``path`` whole or not at all, with the usual permissions."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+        umask = os.umask(0)
+        os.umask(umask)
+        os.fchmod(fd, 0o666 & ~umask)
+        with os.fdopen(fd, "w") as fh:
+            fh.write(data)
+        os.replace(tmp, path)
+    except OSError as e:
+        raise TmhwError(f"{path}: cannot write: {e.strerror}") from None

@@ -69,6 +69,68 @@ def rollup(rep: dict[str, Any]) -> dict[str, Any]:
     return rep
 
 
+#: The layout's version (``report.json``'s ``schema_version``; the schema is
+#: ``tmhw/data/report.schema.json``, described in ``docs/REPORT.md``). Raised when a key
+#: is renamed or moves, or its meaning changes.
+SCHEMA_VERSION = 1
+
+#: per-iteration record keys renamed in the report (the executor's names -> the schema's)
+_RECORD_KEYS = {"compute_ps": "npu_busy_ps", "stall_ps": "flash_stall_ps"}
+
+
+def shape(rep: dict[str, Any]) -> dict[str, Any]:
+    """The report as ``report.json`` holds it, from the run's figures and roll-ups: every
+    figure under the section that says its scope (``steady``: per measured iteration,
+    their mean; ``per_iteration``: each iteration; ``warmup``; ``run_total``: the whole
+    run, the component tree included; ``bounds``: per iteration), so that no key means
+    two things at two levels (``docs/REPORT.md``)."""
+    measured = max(1, rep["iterations"] - rep["warmup_iterations"])
+    cost = dict(rep["cost"])
+    steady = {
+        "iteration_time_ps": rep["iteration_time_ps"],
+        "npu_busy_ps": rep["compute_ps"],
+        "npu_hbm_stall_ps": rep["npu_hbm_stall_ps"],
+        "flash_stall_ps": rep["stall_ps"],
+        "faults": rep["faults"],
+        "streamed_bytes": rep["streamed_bytes"],
+        "emergency_evictions": rep["emergency_evictions"],
+        "traffic_bytes": rep["traffic_bytes"],
+        "energy_pj": {k: v / measured for k, v in rep["energy_pj"].items()},
+        "samples_per_s": rep["samples_per_s"],
+        "avg_power_mw": rep["avg_power_mw"],
+        "samples_per_joule": rep["samples_per_joule"],
+        "samples_per_s_per_usd": cost.pop("samples_per_s_per_usd"),
+    }
+    total = dict(rep["run_total"])
+    total.update(hbm_peak_occupancy_bytes=rep["hbm_peak_occupancy_bytes"],
+                 hbm_mean_occupancy_bytes=rep["hbm_mean_occupancy_bytes"],
+                 system=rep["system"])
+    out: dict[str, Any] = {
+        "schema_version": SCHEMA_VERSION,
+        "version": rep["version"],
+        "workload": rep["workload"],
+        "policy": rep["policy"],
+        "measurement": {"iterations": rep["iterations"],
+                        "warmup_iterations": rep["warmup_iterations"],
+                        "measured_iterations": rep["iterations"] - rep["warmup_iterations"],
+                        "steady_state": rep["steady_state"],
+                        "samples_per_iteration": rep["samples"] // measured},
+        "steady": steady,
+        "per_iteration": [{_RECORD_KEYS.get(k, k): v for k, v in r.items()}
+                          for r in rep["per_iteration"]],
+        "run_total": total,
+        "bounds": rep["bounds"],
+        "cost": cost,
+        "endurance": rep["endurance"],
+        "warnings": rep["warnings"],
+        "config": rep["config"],
+    }
+    if "energy_warmup_pj" in rep:
+        out["warmup"] = {"end_ps": rep["energy_since_ps"],
+                         "energy_pj": rep["energy_warmup_pj"]}
+    return out
+
+
 def endurance(rep: dict[str, Any]) -> dict[str, float]:
     """P/E cycles consumed per iteration and the days of continuous training until the
     flash device reaches its P/E limit, from the pages it programmed (host writes times
@@ -93,15 +155,22 @@ def strip_host(rep: dict[str, Any]) -> dict[str, Any]:
 
 
 def write_json(rep: dict[str, Any], path: str | Path) -> None:
-    Path(path).write_text(json.dumps(rep, indent=1, sort_keys=False, default=float) + "\n")
+    """Write a run's report to ``path``, whole or not at all, after checking it against
+    its schema (``tmhw.report_schema``): every ``report.json`` any command or the library
+    writes goes through here."""
+    from tmhw.outputs import atomic_write
+    from tmhw.report_schema import validate
+    validate(rep)
+    atomic_write(Path(path), json.dumps(rep, indent=1, sort_keys=False, default=float) + "\n")
 
 
 def steady_text(rep: dict[str, Any]) -> str:
     """Which iterations the headline figures are the mean of, in words."""
-    n, warm = rep["iterations"], rep["warmup_iterations"]
-    if not rep.get("steady_state", True) or warm == 0:
+    m = rep["measurement"]
+    n, warm = m["iterations"], m["warmup_iterations"]
+    if not m["steady_state"] or warm == 0:
         which = "iteration 0" if n == 1 else f"iterations 0-{n - 1}"
-        return (f"{n}; mean of {which}" + ("" if rep.get("steady_state", True) else
+        return (f"{n}; mean of {which}" + ("" if m["steady_state"] else
                                           " (no iteration after the warm-up)"))
     warm_it = "iteration 0" if warm == 1 else f"iterations 0-{warm - 1}"
     steady = f"iteration {warm}" if n - warm == 1 else f"iterations {warm}-{n - 1}"
@@ -109,52 +178,57 @@ def steady_text(rep: dict[str, Any]) -> str:
 
 
 def summary_table(rep: dict[str, Any]) -> str:
-    """A short text summary for stdout: every figure per steady-state iteration (the
-    report's ``energy_pj`` sums the steady iterations, so it is divided here), then any
-    warnings."""
+    """A short text summary for stdout: every figure per steady-state iteration, then
+    any warnings; labels from the report's schema (``tmhw.report_schema``)."""
+    from tmhw.report_schema import label as L
     from tmhw.sim.units import fmt_bytes, fmt_time
 
-    t = rep["traffic_bytes"]
+    st = rep["steady"]
+    t = st["traffic_bytes"]
     w = rep["workload"]
     p = rep["policy"]
-    per_it = max(1, rep["iterations"] - rep["warmup_iterations"])
-    e = {k: v / per_it for k, v in rep["energy_pj"].items()}
+    e = st["energy_pj"]
+    npu_hbm = t["npu_hbm_read"] + t["npu_hbm_write"]
     rows = [
-        ("model", f"{w['model']} batch {w['batch']}" + (f" seq {w['seq']}" if w["seq"] else "")),
-        ("policy", f"{p['name']} (HBM {fmt_bytes(p['hbm_capacity_bytes'])}, "
-                   f"{p['hbm_capacity_bytes'] / max(1, w['footprint_bytes']):.1%} of "
-                   f"{fmt_bytes(w['footprint_bytes'])} footprint)"),
-        ("iterations", steady_text(rep)),
+        (L("workload.model"), f"{w['model']} batch {w['batch']}"
+         + (f" seq {w['seq']}" if w["seq"] else "")),
+        (L("policy.name"), f"{p['name']} (HBM {fmt_bytes(p['hbm_capacity_bytes'])}, "
+                           f"{p['hbm_capacity_bytes'] / max(1, w['footprint_bytes']):.1%} of "
+                           f"{fmt_bytes(w['footprint_bytes'])} footprint)"),
+        (L("measurement.iterations"), steady_text(rep)),
         ("per iteration:", ""),
-        ("iteration time", fmt_time(rep["iteration_time_ps"])),
-        ("  compute", fmt_time(rep["compute_ps"])),
-        ("    of which HBM-bound", fmt_time(rep["npu_hbm_stall_ps"])),
-        ("  memory stall", fmt_time(rep["stall_ps"])),
-        ("flash -> HBM", fmt_bytes(t["flash_to_hbm"])),
-        ("HBM -> flash", fmt_bytes(t["hbm_to_flash"])),
-        ("NPU <-> HBM", fmt_bytes(t["npu_hbm_read"] + t["npu_hbm_write"])),
-        ("energy", f"{e['total'] * 1e-12:.3f} J (npu {e['npu'] / e['total']:.0%}, "
-                   f"hbm {e['hbm'] / e['total']:.0%}, flash {e['flash'] / e['total']:.0%}, "
-                   f"dma {e['dma'] / e['total']:.0%})" if e["total"] else "0 J"),
+        (L("steady.iteration_time_ps"), fmt_time(st["iteration_time_ps"])),
+        ("  " + L("steady.npu_busy_ps"), fmt_time(st["npu_busy_ps"])),
+        ("    " + L("steady.npu_hbm_stall_ps"), fmt_time(st["npu_hbm_stall_ps"])),
+        ("  " + L("steady.flash_stall_ps"), fmt_time(st["flash_stall_ps"])),
+        (L("steady.traffic_bytes.flash_to_hbm"), fmt_bytes(t["flash_to_hbm"])),
+        (L("steady.traffic_bytes.hbm_to_flash"), fmt_bytes(t["hbm_to_flash"])),
+        ("NPU <-> HBM", fmt_bytes(npu_hbm)),
+        (L("steady.energy_pj"),
+         f"{e['total'] * 1e-12:.3f} J (npu {e['npu'] / e['total']:.0%}, "
+         f"hbm {e['hbm'] / e['total']:.0%}, flash {e['flash'] / e['total']:.0%}, "
+         f"dma {e['dma'] / e['total']:.0%})" if e["total"] else "0 J"),
         ("rates:", ""),
-        ("throughput", f"{rep['samples_per_s']:.2f} samples/s"),
-        ("average power", f"{rep['avg_power_mw'] / 1e3:.1f} W"),
-        ("throughput per watt", f"{rep['samples_per_joule']:.3f} samples/J"),
+        (L("steady.samples_per_s"), f"{st['samples_per_s']:.2f} samples/s"),
+        (L("steady.avg_power_mw"), f"{st['avg_power_mw'] / 1e3:.1f} W"),
+        (L("steady.samples_per_joule"), f"{st['samples_per_joule']:.3f} samples/J"),
         ("other:", ""),
-        ("HBM peak occupancy", fmt_bytes(rep["hbm_peak_occupancy_bytes"]) + " (whole run)"),
-        ("memory cost", f"${rep['cost']['memory_usd']:.0f} (HBM and flash tier)"),
+        (L("run_total.hbm_peak_occupancy_bytes"),
+         fmt_bytes(rep["run_total"]["hbm_peak_occupancy_bytes"]) + " (whole run)"),
+        (L("cost.memory_usd"), f"${rep['cost']['memory_usd']:.0f} (HBM and flash tier)"),
     ]
     if t.get("flash_to_npu"):
-        rows.insert(rows.index(("HBM -> flash", fmt_bytes(t["hbm_to_flash"]))) + 1,
-                    ("flash -> NPU in place", fmt_bytes(t["flash_to_npu"])))
+        rows.insert(rows.index((L("steady.traffic_bytes.hbm_to_flash"),
+                                fmt_bytes(t["hbm_to_flash"]))) + 1,
+                    (L("steady.traffic_bytes.flash_to_npu"), fmt_bytes(t["flash_to_npu"])))
     b = rep.get("bounds")
     if b:
-        rows.insert(5, ("  lower bound", f"{fmt_time(b['iteration_time_ps'])} "
-                        f"(x{b['time_ratio']:.2f})" if b.get("time_ratio") else
-                        fmt_time(b["iteration_time_ps"])))
-        inter = rows.index(("NPU <-> HBM", fmt_bytes(t["npu_hbm_read"] + t["npu_hbm_write"])))
-        rows.insert(inter, ("  traffic lower bound", f"{fmt_bytes(b['traffic_bytes'])} "
-                            "(flash <-> HBM)"))
+        rows.insert(5, ("  " + L("bounds.iteration_time_ps"),
+                        f"{fmt_time(b['iteration_time_ps'])} (x{b['time_ratio']:.2f})"
+                        if b.get("time_ratio") else fmt_time(b["iteration_time_ps"])))
+        inter = rows.index(("NPU <-> HBM", fmt_bytes(npu_hbm)))
+        rows.insert(inter, ("  " + L("bounds.traffic_bytes"),
+                            f"{fmt_bytes(b['traffic_bytes'])} (flash <-> HBM)"))
     rows += [("warning", w) for w in rep.get("warnings", [])]
     width = max(len(k) for k, _ in rows)
     return "\n".join(f"{k:<{width}}  {v}".rstrip() for k, v in rows)

@@ -58,6 +58,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from tmhw.report import write_json
 from tmhw.sim.errors import DoesNotFit, TmhwError
 
 Point = dict[str, Any]
@@ -67,32 +68,32 @@ SPEC_KEYS = ("preset", "base", "grid", "points")
 
 #: summary.csv figure columns: name -> (path into the report, scale).
 FIGURES: dict[str, tuple[tuple[str, ...], float]] = {
-    "iteration_time_ms": (("iteration_time_ps",), 1e-9),
-    "compute_ms": (("compute_ps",), 1e-9),
-    "stall_ms": (("stall_ps",), 1e-9),
-    "samples_per_s": (("samples_per_s",), 1.0),
-    "inter_tier_bytes": (("traffic_bytes", "inter_tier"), 1.0),
-    "flash_to_hbm_bytes": (("traffic_bytes", "flash_to_hbm"), 1.0),
-    "hbm_to_flash_bytes": (("traffic_bytes", "hbm_to_flash"), 1.0),
-    "flash_to_npu_bytes": (("traffic_bytes", "flash_to_npu"), 1.0),
-    "faults": (("faults",), 1.0),
-    "energy_j": (("energy_pj", "total"), 1e-12),
-    "energy_npu_j": (("energy_pj", "npu"), 1e-12),
-    "energy_hbm_j": (("energy_pj", "hbm"), 1e-12),
-    "energy_flash_j": (("energy_pj", "flash"), 1e-12),
-    "energy_dma_j": (("energy_pj", "dma"), 1e-12),
-    "avg_power_w": (("avg_power_mw",), 1e-3),
-    "samples_per_joule": (("samples_per_joule",), 1.0),
+    "iteration_time_ms": (("steady", "iteration_time_ps"), 1e-9),
+    "compute_ms": (("steady", "npu_busy_ps"), 1e-9),
+    "stall_ms": (("steady", "flash_stall_ps"), 1e-9),
+    "samples_per_s": (("steady", "samples_per_s"), 1.0),
+    "inter_tier_bytes": (("steady", "traffic_bytes", "inter_tier"), 1.0),
+    "flash_to_hbm_bytes": (("steady", "traffic_bytes", "flash_to_hbm"), 1.0),
+    "hbm_to_flash_bytes": (("steady", "traffic_bytes", "hbm_to_flash"), 1.0),
+    "flash_to_npu_bytes": (("steady", "traffic_bytes", "flash_to_npu"), 1.0),
+    "faults": (("steady", "faults"), 1.0),
+    "energy_j": (("steady", "energy_pj", "total"), 1e-12),
+    "energy_npu_j": (("steady", "energy_pj", "npu"), 1e-12),
+    "energy_hbm_j": (("steady", "energy_pj", "hbm"), 1e-12),
+    "energy_flash_j": (("steady", "energy_pj", "flash"), 1e-12),
+    "energy_dma_j": (("steady", "energy_pj", "dma"), 1e-12),
+    "avg_power_w": (("steady", "avg_power_mw"), 1e-3),
+    "samples_per_joule": (("steady", "samples_per_joule"), 1.0),
     "time_bound_ratio": (("bounds", "time_ratio"), 1.0),
     "traffic_bound_ratio": (("bounds", "traffic_ratio"), 1.0),
     "footprint_bytes": (("workload", "footprint_bytes"), 1.0),
     "hbm_capacity_bytes": (("policy", "hbm_capacity_bytes"), 1.0),
-    "hbm_peak_bytes": (("hbm_peak_occupancy_bytes",), 1.0),
+    "hbm_peak_bytes": (("run_total", "hbm_peak_occupancy_bytes"), 1.0),
     "memory_usd": (("cost", "memory_usd"), 1.0),
     "system_usd": (("cost", "system_usd"), 1.0),
-    "samples_per_s_per_usd": (("cost", "samples_per_s_per_usd"), 1.0),
-    "flash_writes_bytes": (("flash_writes_bytes",), 1.0),
-    "waf": (("system", "flash", "waf"), 1.0),
+    "samples_per_s_per_usd": (("steady", "samples_per_s_per_usd"), 1.0),
+    "flash_written_bytes": (("run_total", "system", "flash", "bytes_written"), 1.0),
+    "waf": (("run_total", "system", "flash", "waf"), 1.0),
     "erases": (("endurance", "erases"), 1.0),
     "pe_cycles_per_iteration": (("endurance", "pe_cycles_per_iteration"), 1.0),
     "lifetime_days": (("endurance", "lifetime_days"), 1.0),
@@ -284,8 +285,8 @@ def summary_rows(results: Sequence[Result]) -> list[dict[str, Any]]:
         row.update(status=r["status"], error=r["error"])
         rep = r.get("report")
         # whether the figures are a steady state's (false: every iteration was warm-up)
-        row["steady_state"] = "" if rep is None else str(bool(rep.get("steady_state",
-                                                                        True))).lower()
+        row["steady_state"] = "" if rep is None else str(bool(rep["measurement"][
+            "steady_state"])).lower()
         row.update(figures(rep))
         rows.append(row)
     return rows
@@ -316,12 +317,6 @@ def _fmt(v: Any) -> Any:
         return "inf" if math.isinf(v) else f"{v:.6g}"
     return v
 
-
-def _write_json_atomic(obj: Any, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(obj, indent=1, default=float) + "\n")
-    os.replace(tmp, path)
 
 
 # -- running many --------------------------------------------------------------------------
@@ -361,7 +356,7 @@ def run_points(points: Sequence[Point], *, workers: int | None = None,
     def collect(r: Result) -> None:
         results[r["id"]] = r
         if out is not None and r["report"] is not None:
-            _write_json_atomic(r["report"], Path(out) / "points" / r["id"] / "report.json")
+            write_json(r["report"], Path(out) / "points" / r["id"] / "report.json")
         if bar is not None:
             bar.update(1)
             if r["status"] != "ok":

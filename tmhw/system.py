@@ -24,7 +24,7 @@ from tmhw.lower_bounds import BoundsInput, iteration_bounds
 from tmhw.placement.base import PlanContext, check_fits, make_policy, policy_class, streamable
 from tmhw.placement.bounds import ratios
 from tmhw.placement.table import PlacementTable
-from tmhw.report import VERSION, rollup
+from tmhw.report import VERSION, rollup, shape
 from tmhw.run.loop import Executor
 from tmhw.sim import tomlio
 from tmhw.sim.component import Component
@@ -251,7 +251,6 @@ def build_report(system: System, bounds: dict[str, Any] | None = None) -> dict[s
             "notes": dict(system.table.notes),
         },
         **ex.figures(),
-        "flash_writes_bytes": int(system.flash.bytes_written),
         "system": system.root.report(),
         "config": tomlio.to_dict(cfg),
     }
@@ -269,4 +268,4 @@ def build_report(system: System, bounds: dict[str, Any] | None = None) -> dict[s
     b.update(ratios(rep["traffic_bytes"]["inter_tier"], rep["iteration_time_ps"],
                     b["traffic_bytes"], b["iteration_time_ps"]))
     rep["bounds"] = b
-    return rollup(rep)
+    return shape(rollup(rep))

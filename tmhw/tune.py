@@ -65,7 +65,8 @@ def tuned(cfg: SystemConfig,
             rows.append({**_plain(setting), "status": "does-not-fit"})
             refusals.append(str(e))
             continue
-        t, spj = int(rep["iteration_time_ps"]), float(rep.get("samples_per_joule", 0.0))
+        st = rep["steady"]
+        t, spj = int(st["iteration_time_ps"]), float(st["samples_per_joule"])
         rows.append({**_plain(setting), "status": "ok", "iteration_time_ps": t,
                      "samples_per_joule": spj})
         key = (float(t), -spj, i)

@@ -158,7 +158,7 @@ def test_two_devices_halve_a_flash_bound_iterations_stall() -> None:
     stalls = []
     for n in (1, 2):
         rep = System(C.with_overrides(C.QUICK, [*base, f"flash.devices={n}"])).run()
-        stalls.append(rep["stall_ps"])
+        stalls.append(rep["steady"]["flash_stall_ps"])
     assert stalls[0] > 0
     assert stalls[1] / stalls[0] == pytest.approx(0.5, rel=0.1)
 

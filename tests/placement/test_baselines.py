@@ -324,22 +324,22 @@ def test_run_stays_within_capacity_and_moves_what_was_asked(
     except DoesNotFit as e:
         assert name in ACTIVATIONS_ONLY and str(e).startswith("policy.hbm_ratio"), e
         return
-    assert rep["hbm_peak_occupancy_bytes"] <= rep["policy"]["hbm_capacity_bytes"]
+    assert rep["run_total"]["hbm_peak_occupancy_bytes"] <= rep["policy"]["hbm_capacity_bytes"]
     ps = wl.page_size
     fetched = sum(r.pages_moved for r in reqs if r.kind == FETCH) * ps
     written = sum(r.pages_moved for r in reqs if r.kind == WRITEBACK) * ps
-    t = rep["system"]["dma"]                  # the whole run, warm-up included
+    t = rep["run_total"]["system"]["dma"]                  # the whole run, warm-up included
     assert (t["fetch_bytes"], t["writeback_bytes"]) == (fetched, written)
     # no request moves more than it named; flash saw exactly the bytes the DMA moved
     assert all(r.pages_moved <= r.p1 - r.p0 for r in reqs)
-    fl = rep["system"]["flash"]
+    fl = rep["run_total"]["system"]["flash"]
     # flash also served the bytes read in place (FlatFlash; none for the others)
     assert (fl["bytes_read"], fl["bytes_written"]) == (fetched + t["inplace_bytes"], written)
     if name == "flatflash":
         # the fetches are faults of operands an op writes, and promotions
         promoted = [r for r in reqs if r.kind == FETCH and not r.urgent]
-        assert len(promoted) == rep["system"]["executor"]["promotions"]
-        assert t["inplace_reads"] == rep["system"]["executor"]["inplace_reads"]
+        assert len(promoted) == rep["run_total"]["system"]["executor"]["promotions"]
+        assert t["inplace_reads"] == rep["run_total"]["system"]["executor"]["inplace_reads"]
     else:
         # a static table asks for its prefetches each iteration; the rest are faults
         table_fetch = [r for r in reqs if r.kind == FETCH and not r.urgent]
@@ -359,9 +359,9 @@ def test_cli_runs_bert_base_at_a_quarter_of_the_footprint(
                "--out", str(tmp_path))
     assert res.rc == 0, res.err
     rep = json.loads((tmp_path / "report.json").read_text())
-    assert rep["policy"]["name"] == name and rep["iterations"] == 2
-    assert rep["hbm_peak_occupancy_bytes"] <= rep["policy"]["hbm_capacity_bytes"]
-    assert rep["traffic_bytes"]["flash_to_hbm"] > 0
+    assert rep["policy"]["name"] == name and rep["measurement"]["iterations"] == 2
+    assert rep["run_total"]["hbm_peak_occupancy_bytes"] <= rep["policy"]["hbm_capacity_bytes"]
+    assert rep["steady"]["traffic_bytes"]["flash_to_hbm"] > 0
 
 
 def test_cli_flashneuron_on_bert_base_at_a_quarter_says_it_does_not_fit(
@@ -393,8 +393,8 @@ def test_cli_runs_where_the_policy_fits_in_seconds(
                "--out", str(tmp_path))
     assert res.rc == 0, res.err
     rep = json.loads((tmp_path / "report.json").read_text())
-    assert rep["hbm_peak_occupancy_bytes"] <= rep["policy"]["hbm_capacity_bytes"]
-    assert rep["traffic_bytes"]["hbm_to_flash"] > 0
+    assert rep["run_total"]["hbm_peak_occupancy_bytes"] <= rep["policy"]["hbm_capacity_bytes"]
+    assert rep["steady"]["traffic_bytes"]["hbm_to_flash"] > 0
 
 
 def test_autotm_ilp_stops_within_a_thousandth_of_the_iteration() -> None:

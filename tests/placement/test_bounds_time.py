@@ -69,7 +69,7 @@ def test_bound_command_prints_the_report_bounds_of_the_same_config(
     assert b["traffic_bytes"] == 3595108352          # 3428.6 MiB
     assert b["iteration_time_ps"] == max(b["npu_ps"], b["link_ps"], b["flash_ps"],
                                          b["die_ps"], b["phase_ps"])
-    assert b["npu_ps"] >= b["compute_ps"]
+    assert b["npu_ps"] >= b["npu_ops_ps"]
     bad = tmhw("bound", "--preset", "quick", "--hbm-ratio", "2")
     assert bad.rc == 2 and len(bad.err.strip().splitlines()) == 1
     assert "policy.hbm_ratio" in bad.err
@@ -125,7 +125,7 @@ def test_a_policy_that_evicts_the_mini_batch_still_moves_no_less_than_the_bound(
     movable = traffic_bound(gp, system.capacity_pages, movable_input=True)
     assert movable.total_bytes <= kept.total_bytes
     rep = system.run()
-    moved = rep["traffic_bytes"]["inter_tier"]
+    moved = rep["steady"]["traffic_bytes"]["inter_tier"]
     assert rep["bounds"]["traffic_bytes"] == movable.total_bytes <= moved < kept.total_bytes
 
 
@@ -212,5 +212,5 @@ def test_at_hbm_ratio_one_every_policy_sits_exactly_on_the_time_bound(policy: st
     rep = System(with_overrides(QUICK, [f'policy.name="{policy}"', "policy.hbm_ratio=1",
                                         "workload.layers=2", "run.iterations=3",
                                         "run.warmup_iterations=1"])).run()
-    assert rep["traffic_bytes"]["inter_tier"] == 0
+    assert rep["steady"]["traffic_bytes"]["inter_tier"] == 0
     assert rep["bounds"]["time_ratio"] == 1.0

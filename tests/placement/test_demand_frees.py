@@ -90,7 +90,7 @@ def test_with_every_page_in_hbm_both_settings_are_hbm_only(name: str, frees: str
     ref = run(PAPER, "policy.name=hbm-only", wl=OVERLAP)
     rep = run(PAPER, f"policy.name={name}", "policy.hbm_ratio=1",
               f"policy.demand.frees={frees}", wl=OVERLAP)
-    assert rep["iteration_time_ps"] == ref["iteration_time_ps"] > 0
+    assert rep["steady"]["iteration_time_ps"] == ref["steady"]["iteration_time_ps"] > 0
     for it in rep["per_iteration"]:
         assert (it["flash_to_hbm_bytes"], it["hbm_to_flash_bytes"]) == (0, 0)
 
@@ -102,12 +102,12 @@ def test_without_frees_the_pager_needs_every_page_not_the_footprint() -> None:
     assert DISJOINT.npages - -(-DISJOINT.peak_live_bytes() // PS) == 64
     ref = run(PAPER, "policy.name=hbm-only", wl=DISJOINT)
     rt = run(PAPER, "policy.name=demand", "policy.hbm_ratio=1", wl=DISJOINT)
-    assert rt["iteration_time_ps"] == ref["iteration_time_ps"]
-    assert rt["traffic_bytes"]["inter_tier"] == 0
+    assert rt["steady"]["iteration_time_ps"] == ref["steady"]["iteration_time_ps"]
+    assert rt["steady"]["traffic_bytes"]["inter_tier"] == 0
     none = run(PAPER, "policy.name=demand", "policy.hbm_ratio=1",
                "policy.demand.frees=none", wl=DISJOINT)
-    assert none["traffic_bytes"]["hbm_to_flash_dead"] > 0
-    assert none["iteration_time_ps"] > ref["iteration_time_ps"]
+    assert none["steady"]["traffic_bytes"]["hbm_to_flash_dead"] > 0
+    assert none["steady"]["iteration_time_ps"] > ref["steady"]["iteration_time_ps"]
 
 
 def test_none_writes_back_the_dead_data_runtime_frees() -> None:
@@ -134,10 +134,11 @@ def test_none_writes_back_the_dead_data_runtime_frees() -> None:
     pager.drop = counted                      # type: ignore[method-assign]
     rt = sysm.run()
     none = run(QUICK, *sets, "policy.demand.frees=none")
-    assert rt["traffic_bytes"]["hbm_to_flash_dead"] == 0
-    assert none["traffic_bytes"]["hbm_to_flash_dead"] > 0
+    assert rt["steady"]["traffic_bytes"]["hbm_to_flash_dead"] == 0
+    assert none["steady"]["traffic_bytes"]["hbm_to_flash_dead"] > 0
     per_iteration = dropped[0] // 2
     assert per_iteration > 0
-    assert none["traffic_bytes"]["hbm_to_flash"] >= per_iteration
-    assert none["traffic_bytes"]["hbm_to_flash"] > rt["traffic_bytes"]["hbm_to_flash"]
-    assert none["iteration_time_ps"] > rt["iteration_time_ps"]
+    assert none["steady"]["traffic_bytes"]["hbm_to_flash"] >= per_iteration
+    assert (none["steady"]["traffic_bytes"]["hbm_to_flash"]
+            > rt["steady"]["traffic_bytes"]["hbm_to_flash"])
+    assert none["steady"]["iteration_time_ps"] > rt["steady"]["iteration_time_ps"]

@@ -97,12 +97,12 @@ def test_ops_read_a_cold_weight_in_place_until_the_threshold_then_it_is_promoted
     ex, dev = sysm.executor, sysm.flash.devices[0]
     assert ex.totals.inplace_reads == 3 == dev.mmio_reads
     assert ex.totals.promotions == 1
-    assert rep["traffic_bytes"]["flash_to_npu"] == 3 * W_BYTES
-    assert rep["traffic_bytes"]["flash_to_hbm"] == W_BYTES
-    assert rep["traffic_bytes"]["inter_tier"] == 4 * W_BYTES + \
-        rep["traffic_bytes"]["hbm_to_flash"]
+    assert rep["steady"]["traffic_bytes"]["flash_to_npu"] == 3 * W_BYTES
+    assert rep["steady"]["traffic_bytes"]["flash_to_hbm"] == W_BYTES
+    assert rep["steady"]["traffic_bytes"]["inter_tier"] == 4 * W_BYTES + \
+        rep["steady"]["traffic_bytes"]["hbm_to_flash"]
     assert dev.c.host_pages_read == W_BYTES // sysm.cfg.flash.page_size
-    assert rep["faults"] == 0
+    assert rep["steady"]["faults"] == 0
     w2 = sysm.workload.tensors[2]
     assert sysm.res.in_hbm[w2.page_start:w2.page_end].all()
 
@@ -112,8 +112,8 @@ def test_below_the_threshold_a_weight_is_never_promoted() -> None:
     rep = sysm.run()
     assert sysm.executor.totals.inplace_reads == N_W2_OPS
     assert sysm.executor.totals.promotions == 0
-    assert rep["traffic_bytes"]["flash_to_hbm"] == 0
-    assert rep["traffic_bytes"]["flash_to_npu"] == N_W2_OPS * W_BYTES
+    assert rep["steady"]["traffic_bytes"]["flash_to_hbm"] == 0
+    assert rep["steady"]["traffic_bytes"]["flash_to_npu"] == N_W2_OPS * W_BYTES
     # one NAND read per page of W2 for all six ops: the SSD's DRAM kept them
     assert sysm.flash.devices[0].c.host_pages_read == W_BYTES // sysm.cfg.flash.page_size
 
@@ -141,10 +141,11 @@ def test_at_the_whole_footprint_flatflash_is_hbm_only(
         assert res.rc == 0, res.err
         out[name] = json.loads((tmp_path / name / "report.json").read_text())
     ff, hbm = out["flatflash"], out["hbm-only"]
-    assert ff["iteration_time_ps"] == hbm["iteration_time_ps"]
-    assert round(ff["iteration_time_ps"] / 1e9, 3) == 15.400
-    assert ff["traffic_bytes"]["inter_tier"] == 0 == hbm["traffic_bytes"]["inter_tier"]
-    assert ff["system"]["executor"]["inplace_reads"] == 0
+    assert ff["steady"]["iteration_time_ps"] == hbm["steady"]["iteration_time_ps"]
+    assert round(ff["steady"]["iteration_time_ps"] / 1e9, 3) == 15.400
+    assert (ff["steady"]["traffic_bytes"]["inter_tier"] == 0
+            == hbm["steady"]["traffic_bytes"]["inter_tier"])
+    assert ff["run_total"]["system"]["executor"]["inplace_reads"] == 0
 
 
 
@@ -163,4 +164,4 @@ def test_an_op_waits_for_the_part_of_a_cold_operand_a_promotion_booked_while_it_
     s = System(cfg)
     rep = s.run()
     assert s.executor.totals.promotions > 0 and s.executor.totals.inplace_reads > 0
-    assert rep["iteration_time_ps"] > 0
+    assert rep["steady"]["iteration_time_ps"] > 0

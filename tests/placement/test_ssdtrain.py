@@ -64,7 +64,7 @@ def test_with_room_for_every_activation_only_hideable_layers_move() -> None:
     notes = s.table.notes
     assert notes["offloaded_layers"] == notes["hideable_layers"]
     rep = s.run()
-    assert rep["stall_ps"] == 0 or rep["traffic_bytes"]["inter_tier"] == 0
+    assert rep["steady"]["flash_stall_ps"] == 0 or rep["steady"]["traffic_bytes"]["inter_tier"] == 0
 
 
 def test_that_cannot_fit_names_the_ratio_it_fits_from() -> None:

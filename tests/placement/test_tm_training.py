@@ -63,7 +63,7 @@ def test_tm_training_respects_capacity_residency_deadlines_and_conserves_bytes(
     s = system(wl, ratio, *([mode] if mode else []))
     rep = s.run()
     # HBM occupancy never exceeds capacity (in-flight prefetches included).
-    assert rep["hbm_peak_occupancy_bytes"] <= rep["policy"]["hbm_capacity_bytes"]
+    assert rep["run_total"]["hbm_peak_occupancy_bytes"] <= rep["policy"]["hbm_capacity_bytes"]
     # The plan's own peak, prefetches counted from their release, is within capacity.
     cap = rep["policy"]["hbm_capacity_bytes"] // wl.page_size
     assert rep["policy"]["notes"]["planned_peak_pages"] <= cap
@@ -71,7 +71,7 @@ def test_tm_training_respects_capacity_residency_deadlines_and_conserves_bytes(
     # Every operand was resident before its op (the executor checks each op as it
     # starts) and no live page was lost (Residency.check at the end).
     # Bytes moved between the tiers are the bytes the flash device served and took.
-    dma = rep["system"]["dma"]
+    dma = rep["run_total"]["system"]["dma"]
     assert dma["fetch_bytes"] == s.flash.bytes_read
     assert dma["writeback_bytes"] == s.flash.bytes_written
     assert sum(it["flash_to_hbm_bytes"] for it in rep["per_iteration"]) == \
@@ -96,8 +96,8 @@ def test_plan_moves_exactly_the_traffic_bound_in_steady_state(wl: Workload,
     if not fits(wl, ratio):
         return
     rep = system(wl, ratio, "policy.tm_training.monitor=false", "run.warmup_iterations=2").run()
-    assert rep["emergency_evictions"] == 0
-    assert rep["traffic_bytes"]["inter_tier"] == rep["bounds"]["traffic_bytes"]
+    assert rep["steady"]["emergency_evictions"] == 0
+    assert rep["steady"]["traffic_bytes"]["inter_tier"] == rep["bounds"]["traffic_bytes"]
 
 
 @pytest.mark.parametrize("preset,sets", [
@@ -110,8 +110,8 @@ def test_with_everything_in_hbm_tm_training_is_hbm_only(preset: str, sets: list[
                                               "policy.hbm_ratio=1"])).run()
             for p in ("tm-training", "hbm-only")}
     tm, only = reps["tm-training"], reps["hbm-only"]
-    assert tm["traffic_bytes"]["inter_tier"] == 0
-    assert tm["iteration_time_ps"] == only["iteration_time_ps"]
+    assert tm["steady"]["traffic_bytes"]["inter_tier"] == 0
+    assert tm["steady"]["iteration_time_ps"] == only["steady"]["iteration_time_ps"]
     assert tm["bounds"]["traffic_bytes"] == 0 and tm["bounds"]["traffic_ratio"] == 1.0
 
 
@@ -175,8 +175,8 @@ def test_tm_training_is_not_slower_than_sentinel_where_eviction_time_write_backs
     reps = {p: System(C.with_overrides(C.PAPER, [*sets, f'policy.name="{p}"'])).run()
             for p in ("tm-training", "sentinel")}
     tm, sentinel = reps["tm-training"], reps["sentinel"]
-    assert tm["emergency_evictions"] == 0
-    assert tm["iteration_time_ps"] <= sentinel["iteration_time_ps"]
+    assert tm["steady"]["emergency_evictions"] == 0
+    assert tm["steady"]["iteration_time_ps"] <= sentinel["steady"]["iteration_time_ps"]
 
 
 def test_cleans_change_when_dirty_data_is_written_never_how_much() -> None:
@@ -210,12 +210,12 @@ def test_splitting_keeps_heads_resident_and_streams_tails() -> None:
     assert all(m.p1 == tensors[m.tensor].page_end for m in tails)
     assert any(m.p0 > tensors[m.tensor].page_start for m in tails), "no head kept in HBM"
     rep = on.run()
-    assert rep["streamed_bytes"] > 0
+    assert rep["steady"]["streamed_bytes"] > 0
     off = System(C.with_overrides(C.QUICK, ["policy.hbm_ratio=0.125",
                                             "policy.tm_training.split=false"]))
     assert off.table.notes["split_gaps"] == 0
     assert not any(m.stream for m in off.table.moves)
-    assert off.run()["streamed_bytes"] == 0
+    assert off.run()["steady"]["streamed_bytes"] == 0
 
 
 def test_planner_fetches_back_what_it_evicts_before_its_next_use() -> None:
@@ -243,10 +243,10 @@ def test_monitor_tries_changes_and_keeps_none_that_does_not_lower_the_stall() ->
     on = System(C.with_overrides(C.QUICK, sets)).run()
     off = System(C.with_overrides(C.QUICK, [*sets, "policy.tm_training.monitor=false"])).run()
     its = on["per_iteration"]
-    assert all("monitor_changes" in it and "stall_ps" in it for it in its)
+    assert all("monitor_changes" in it and "flash_stall_ps" in it for it in its)
     assert sum(it["monitor_changes"] for it in its) > 0
     assert all(it["monitor_changes"] == 0 for it in off["per_iteration"])
-    assert on["stall_ps"] <= 1.005 * off["stall_ps"]
+    assert on["steady"]["flash_stall_ps"] <= 1.005 * off["steady"]["flash_stall_ps"]
 
 
 def test_bert_large_layer_compute_matches_formula_with_ample_hbm_and_stalls_on_a_tenth() -> None:
@@ -258,10 +258,10 @@ def test_bert_large_layer_compute_matches_formula_with_ample_hbm_and_stalls_on_a
     wide = System(C.with_overrides(C.PAPER, [*base, "hbm.channels=512"]))
     formula = int(wide.executor.op_ps.sum())
     rep = wide.run()
-    assert abs(rep["compute_ps"] - formula) <= 0.02 * formula
+    assert abs(rep["steady"]["npu_busy_ps"] - formula) <= 0.02 * formula
     narrow = System(C.with_overrides(C.PAPER, [*base, "hbm.channels=2"])).run()
-    assert narrow["npu_hbm_stall_ps"] > 0.5 * formula
-    assert narrow["compute_ps"] > 2 * formula
+    assert narrow["steady"]["npu_hbm_stall_ps"] > 0.5 * formula
+    assert narrow["steady"]["npu_busy_ps"] > 2 * formula
 
 
 def wide_eltwise() -> Workload:
@@ -288,8 +288,8 @@ def test_an_op_larger_than_hbm_runs_streamed_under_tm_training_only() -> None:
     s = system(wl, ratio, iterations=2)
     assert s.streamed.any() and streamable(wl, s.capacity_pages).any()
     rep = s.run()
-    assert rep["hbm_peak_occupancy_bytes"] <= rep["policy"]["hbm_capacity_bytes"]
-    assert rep["streamed_bytes"] > 0 and not rep["warnings"]
+    assert rep["run_total"]["hbm_peak_occupancy_bytes"] <= rep["policy"]["hbm_capacity_bytes"]
+    assert rep["steady"]["streamed_bytes"] > 0 and not rep["warnings"]
     for sets in (["policy.tm_training.split=false"], ['policy.name="sentinel"']):
         with pytest.raises(TmhwError, match=r"^policy\.hbm_ratio: op "):
             System(C.with_overrides(C.PAPER, [f"policy.hbm_ratio={ratio}",
@@ -303,7 +303,7 @@ def test_a_plan_over_capacity_is_reported_and_warned_not_rescued_silently() -> N
     wl = mlp([512] * 4, 256, True)
     s = system(wl, 0.5, iterations=2)
     clean = s.run()
-    assert clean["warnings"] == [] and clean["emergency_evictions"] == 0
+    assert clean["warnings"] == [] and clean["steady"]["emergency_evictions"] == 0
     s = system(wl, 0.5, iterations=2)
     s.table.notes["plan_overflow_pages"] = 7.0
     rep = s.run()

@@ -30,7 +30,8 @@ def _run(flash: str, ratio: float, policy: str) -> dict[str, Any]:
     cfg = C.with_overrides(C.QUICK, [LAYERS, *FLASH[flash], f"policy.hbm_ratio={ratio}",
                                      f'policy.name="{policy}"'])
     rep = System(cfg).run()
-    return {"time": rep["iteration_time_ps"], "traffic": rep["traffic_bytes"]["inter_tier"],
+    st = rep["steady"]
+    return {"time": st["iteration_time_ps"], "traffic": st["traffic_bytes"]["inter_tier"],
             "bound": rep["bounds"]["traffic_bytes"]}
 
 

@@ -490,7 +490,7 @@ def test_the_vcd_and_the_chrome_trace_of_one_run_agree_on_every_lanes_busy_time(
                 if v == "1")
     assert set(chrome) == set(wires) == set(tr.lanes())
     assert chrome == wires
-    flash = rep["system"]["flash"]
+    flash = rep["run_total"]["system"]["flash"]
     channels = tr.served["system.flash"]
     cfg = rep["config"]["flash"]
     assert len(channels) == int(cfg["channels"]) * int(cfg["devices"])

@@ -49,8 +49,8 @@ def test_tmhw_run_trains_a_scalesim_topology(tmhw: Callable[..., object],
     # input, the loss; backward: gemm64's input and weight gradients, the adapter's,
     # gemm256's weight gradient; one optimizer update per weight
     assert w["ops"] == 4 + 4 + 2
-    assert rep["iterations"] == 1 and rep["iteration_time_ps"] > 0
-    assert rep["traffic_bytes"]["inter_tier"] > 0
+    assert rep["measurement"]["iterations"] == 1 and rep["steady"]["iteration_time_ps"] > 0
+    assert rep["steady"]["traffic_bytes"]["inter_tier"] > 0
 
 
 def test_a_topologys_run_folder_is_one_component_named_after_the_file() -> None:
@@ -155,7 +155,7 @@ def test_a_new_source_is_one_module_and_one_row(monkeypatch: pytest.MonkeyPatch)
     assert (w["model"], w["batch"]) == ("mlp-1024", 8)
     assert w["params"] == 3 * (width * width + width)
     assert w["macs"] == 8 * width * width * (3 + 3 + 2)
-    assert rep["iteration_time_ps"] > 0
+    assert rep["steady"]["iteration_time_ps"] > 0
     with pytest.raises(ConfigError, match="workload.seq = 16: leave it out: mlp-256"):
         load_config("quick", {"workload.model": "mlp-256", "workload.seq": 16})
     with pytest.raises(ConfigError, match="a stack of linear layers"):

@@ -204,14 +204,14 @@ def _e2e_one(sets: list[str]) -> Measure:
     system = System(cfg)
     rep = system.run()
     wall = time.perf_counter() - t0
-    mib = rep["traffic_bytes"]["inter_tier"] / 2**20
+    mib = rep["steady"]["traffic_bytes"]["inter_tier"] / 2**20
     ev = system.env.events
-    return {"wall_s": wall, "events": ev, "sim_time_ps": rep["sim_time_ps"],
+    return {"wall_s": wall, "events": ev, "sim_time_ps": rep["run_total"]["sim_time_ps"],
             "throughput": mib / wall if wall else 0.0, "unit": "inter-tier MiB/s",
             "extra": {"kernels_s": kernels,
                       "inter_tier_mib": mib, "events_per_mib": ev / mib if mib else None,
                       "ops": rep["workload"]["ops"],
-                      "iteration_time_ms": rep["iteration_time_ps"] / 1e9,
+                      "iteration_time_ms": rep["steady"]["iteration_time_ps"] / 1e9,
                       "policy": rep["policy"]["name"]}}
 
 

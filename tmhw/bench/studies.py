@@ -41,7 +41,7 @@ def study_figures(results: list[dict[str, Any]]) -> dict[str, Any]:
     every iteration (warm-up included), events, and the longest point's wall time."""
     seen: dict[str, dict[str, Any]] = {r["id"]: r for r in results}
     ok = [r for r in seen.values() if r["status"] == "ok" and r["report"] is not None]
-    ops = sum(r["report"]["workload"]["ops"] * r["report"]["iterations"] for r in ok)
+    ops = sum(r["report"]["workload"]["ops"] * r["report"]["measurement"]["iterations"] for r in ok)
     moved = sum(it["flash_to_hbm_bytes"] + it["hbm_to_flash_bytes"]
                 + it["flash_to_npu_bytes"]
                 for r in ok for it in r["report"]["per_iteration"])

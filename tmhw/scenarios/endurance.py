@@ -37,8 +37,9 @@ def writes_per_iteration(r: SW.Result) -> dict[str, Any]:
     rep = r["report"]
     if rep is None:
         return {}
+    written = rep["run_total"]["system"]["flash"]["bytes_written"]
     return {"flash_writes_bytes_per_iteration":
-            rep.get("flash_writes_bytes", 0) / max(1, rep["iterations"])}
+            written / max(1, rep["measurement"]["iterations"])}
 
 
 def study(st: Study) -> str:

@@ -21,14 +21,14 @@ COMPONENTS = ("npu", "hbm", "flash", "dma")
 
 def per_iteration_j(r: SW.Result, pj: float) -> float:
     """``pj`` picojoules of the whole run of ``r`` as joules per iteration."""
-    return float(pj) / max(1, int(r["report"]["iterations"])) * 1e-12
+    return float(pj) / max(1, int(r["report"]["measurement"]["iterations"])) * 1e-12
 
 
 def actions(r: SW.Result) -> dict[str, float]:
     """Energy per iteration of each component action, J, from the report's
     system.<component>.energy_pj.<action> (empty where the point did not run)."""
     out: dict[str, float] = {}
-    system = r["report"].get("system", {}) if r["report"] is not None else {}
+    system = r["report"]["run_total"]["system"] if r["report"] is not None else {}
     for comp in COMPONENTS:
         for k, v in system.get(comp, {}).get("energy_pj", {}).items():
             if k != "total" and isinstance(v, int | float):
@@ -55,8 +55,8 @@ def study(st: Study) -> str:
         return {k: [value(r, k) if r["report"] is not None else why_missing(r)
                     for r in results] for k in keys}
 
-    st.fig(stacked_bars(names, stack(list(COMPONENTS), lambda r, c: per_iteration_j(
-        r, r["report"]["energy_pj"].get(c, 0.0))), st.out / "energy_by_component",
+    st.fig(stacked_bars(names, stack(list(COMPONENTS), lambda r, c: float(
+        r["report"]["steady"]["energy_pj"].get(c, 0.0)) * 1e-12), st.out / "energy_by_component",
         "energy per iteration (J)", f"{m.label} at 12.5% HBM"))
     acts = sorted({k for r in results for k in actions(r)})
     st.fig(stacked_bars(names, stack(acts, lambda r, a: actions(r).get(a, 0.0)),
@@ -65,8 +65,8 @@ def study(st: Study) -> str:
 
     # -- the table -----------------------------------------------------------------------
     def joules(r: SW.Result, c: str) -> str:
-        e = r["report"]["energy_pj"] if r["report"] is not None else {}
-        return num(per_iteration_j(r, e[c])) if c in e else why_missing(r)
+        e = r["report"]["steady"]["energy_pj"] if r["report"] is not None else {}
+        return num(float(e[c]) * 1e-12) if c in e else why_missing(r)
 
     rows = [[r["params"]["policy"], *(joules(r, c) for c in COMPONENTS), joules(r, "total"),
              cell(r, "avg_power_w"), cell(r, "samples_per_joule"), status_text(r)]

@@ -87,7 +87,7 @@ def study(st: Study) -> str:
                                "best_ms": best[0] if best else None,
                                "time_bound": fig_of(tm, "time_bound_ratio"),
                                "steady": tm is not None and tm["report"] is not None
-                               and bool(tm["report"].get("steady_state"))}
+                               and bool(tm["report"]["measurement"]["steady_state"])}
         if does_not_fit(tm):
             out["gain"] = "TM-Training does not fit"
         elif best is None:

@@ -147,7 +147,8 @@ class Study:
                  "iteration(s) per run" + (f", with {sets}" if sets else "")
                  + limits + ".", ""]
         warm = sum(1 for r in self.results
-                   if r.get("report") is not None and not r["report"].get("steady_state", True))
+                   if r.get("report") is not None
+                   and not r["report"]["measurement"]["steady_state"])
         if warm:
             parts += [f"**Not a steady state:** {warm} of the {len(self.results)} runs measured "
                       "warm-up iterations only (`steady_state` false in summary.csv); give "

@@ -70,7 +70,8 @@ def nand_bytes(r: SW.Result | None, _name: str = "") -> float | None:
     moved = fig_of(r, "inter_tier_bytes")
     if r is None or r["report"] is None or moved is None:
         return None
-    f, page = r["report"]["system"]["flash"], r["report"]["config"]["flash"]["page_size"]
+    f = r["report"]["run_total"]["system"]["flash"]
+    page = r["report"]["config"]["flash"]["page_size"]
     host = f["bytes_read"] + f["bytes_written"]
     return moved * (f["pages_read"] + f["pages_programmed"]) * page / host if host else None
 
