@@ -107,3 +107,15 @@ def test_the_summary_takes_its_labels_from_the_schema(quick: dict[str, Any]) -> 
     for path in ("steady.iteration_time_ps", "steady.flash_stall_ps", "steady.npu_busy_ps",
                  "steady.samples_per_joule", "bounds.iteration_time_ps"):
         assert RS.label(path) in text, path
+
+
+def test_every_summary_csv_column_reads_a_field_the_schema_has() -> None:
+    """A column of ``summary.csv`` reads a listed field, or a counter inside an object
+    the schema leaves open (the component tree, ``host``)."""
+    from tmhw.sweeps import FIGURES
+    for name, (path, _) in FIGURES.items():
+        dotted = ".".join(path)
+        opened = [f.path for f in RS.FIELDS if f.open and dotted.startswith(f.path + ".")]
+        assert dotted in RS.BY_PATH or opened, (name, dotted)
+        if dotted in RS.BY_PATH:
+            assert RS.BY_PATH[dotted].kind in ("int", "num"), (name, dotted)

@@ -281,6 +281,10 @@ FIELDS: tuple[Field, ...] = (
     Field("host", "obj", "", R, "host",
           "Wall-clock figures of the machine that ran it (the only part that differs "
           "between two runs of the same config and seed).", optional=True, open=True),
+    Field("host.wall_s", "num", "s", R, "wall time",
+          "Wall-clock seconds the run took on the machine that ran it.", optional=True),
+    Field("host.events", "int", "events", R, "events",
+          "Simulation events the run processed.", optional=True),
 )
 
 BY_PATH = {f.path: f for f in FIELDS}
@@ -369,7 +373,20 @@ def markdown() -> str:
         kind = _TYPES[f.kind] + (" or null" if f.nullable else "")
         lines.append(f"| `{f.path}` | {kind} | {f.unit} | {f.scope} | "
                      f"{f.about}{extra} |")
-    return "\n".join(lines) + "\n"
+    lines += ["", "## summary.csv", "",
+              "A sweep's or a study's `summary.csv` has one row per point: its id, its "
+              "parameters, `status` (`ok`, `does-not-fit`, `failed`), `error`, "
+              "`steady_state` (`measurement.steady_state`), then these figures, each a "
+              "report field times a scale (`tmhw.sweeps.FIGURES`):", "",
+              "| column | report field | scale | meaning |", "|---|---|---|---|"]
+    from tmhw.sweeps import FIGURES
+    rows = []
+    for name, (path, scale) in FIGURES.items():
+        dotted = ".".join(path)
+        known = BY_PATH.get(dotted)
+        about = known.label if known is not None else "a counter of the component tree"
+        rows.append(f"| `{name}` | `{dotted}` | {scale:g} | {about} |")
+    return "\n".join(lines + rows) + "\n"
 
 
 def write() -> None:
