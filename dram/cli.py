@@ -25,7 +25,7 @@ from tmhw.sim.errors import TmhwError
 from tmhw.sim.units import parse_size
 
 #: The figures ``bench --json`` prints, in order.
-BENCH_KEYS = ("bandwidth_gbps", "latency_mean_ns", "latency_p99_ns", "row_hit_rate",
+BENCH_KEYS = ("bandwidth_gb_per_s", "latency_mean_ns", "latency_p99_ns", "row_hit_rate",
               "refresh_share", "energy_pj_per_bit")
 
 
@@ -60,9 +60,9 @@ def _bench(args: argparse.Namespace) -> int:
     else:
         print(f"{cfg.name} {args.model} {args.pattern} {args.count} x {size} B "
               f"{'writes' if args.write else 'reads' if args.pattern != 'mix' else '2:1'}")
-        print(f"  bandwidth      {res['bandwidth_gbps']:.2f} GB/s "
-              f"({res['bandwidth_gbps'] / res['peak_bandwidth_gbps']:.1%} of "
-              f"{res['peak_bandwidth_gbps']:.1f} peak)")
+        print(f"  bandwidth      {res['bandwidth_gb_per_s']:.2f} GB/s "
+              f"({res['bandwidth_gb_per_s'] / res['peak_bandwidth_gb_per_s']:.1%} of "
+              f"{res['peak_bandwidth_gb_per_s']:.1f} peak)")
         print(f"  latency        mean {res['latency_mean_ns']:.1f} ns, "
               f"p99 {res['latency_p99_ns']:.1f} ns")
         print(f"  row hit rate   {res['row_hit_rate']:.3f}")
@@ -73,14 +73,14 @@ def _bench(args: argparse.Namespace) -> int:
 
 def _presets(args: argparse.Namespace) -> int:
     rows: dict[str, dict[str, Any]] = {
-        name: {"standard": c.standard, "peak_bandwidth_gbps": c.peak_bandwidth() / 1e9,
+        name: {"standard": c.standard, "peak_bandwidth_gb_per_s": c.peak_bandwidth() / 1e9,
                "capacity_bytes": c.capacity, "units": c.units, "burst_bytes": c.burst_bytes}
         for name, c in PRESETS.items()}
     if args.json:
         print(json.dumps(rows, indent=2))
     else:
         for name, r in rows.items():
-            print(f"{name:12s} {r['standard']:7s} {r['peak_bandwidth_gbps']:8.1f} GB/s "
+            print(f"{name:12s} {r['standard']:7s} {r['peak_bandwidth_gb_per_s']:8.1f} GB/s "
                   f"{r['capacity_bytes'] / 2**30:6.1f} GiB  {r['units']} units")
     return 0
 

@@ -127,7 +127,7 @@ class DramTarget(Component):
         return {
             "model": self.model,
             "preset": cfg.name,
-            "peak_bandwidth_gbps": cfg.peak_bandwidth() / 1e9,
+            "peak_bandwidth_gb_per_s": cfg.peak_bandwidth() / 1e9,
             "bytes_read": impl.bytes_read,
             "bytes_written": impl.bytes_written,
             "bursts_read": impl.bursts_read,
@@ -141,6 +141,6 @@ class DramTarget(Component):
             / (cfg.banks if cfg.refresh == "per-bank" else 1),
             "busy_ps": int(max(busy)) if busy else 0,
             "utilization": float(sum(busy)) / (elapsed * cfg.units) if busy else 0.0,
-            "bandwidth_gbps": moved / (elapsed / S) / 1e9 if now else 0.0,
+            "bandwidth_gb_per_s": moved / (elapsed / S) / 1e9 if now else 0.0,
             "energy_pj_per_bit": total_pj / (moved * 8) if moved else 0.0,
         }

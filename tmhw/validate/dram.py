@@ -43,13 +43,13 @@ def hbm2_bench(pattern: str) -> dict[str, Any]:
 
 
 def _hbm2_gbps(pattern: str) -> float:
-    return float(hbm2_bench(pattern)["bandwidth_gbps"])
+    return float(hbm2_bench(pattern)["bandwidth_gb_per_s"])
 
 
 def ddr4_reference_gbps(ranks: int) -> float:
     """DRAMsim3's DDR4 random-read GB/s at the preset's clock, cycle for cycle."""
     r = run(f"ddr4_random_{ranks}rank")
-    return float(r["bandwidth_gbps"]) * float(r["tck_ns"]) * 1000 / PRESETS["ddr4-3200"].tck
+    return float(r["bandwidth_gb_per_s"]) * float(r["tck_ns"]) * 1000 / PRESETS["ddr4-3200"].tck
 
 
 @cache
@@ -58,7 +58,7 @@ def ddr4_gbps(ranks: int) -> float:
     gain reuses it)."""
     reads = int(run(f"ddr4_random_{ranks}rank")["reads"])
     cfg = replace(PRESETS["ddr4-3200"], ranks=ranks)
-    return float(run_bench(cfg, "random", 64, reads, "detailed")["bandwidth_gbps"])
+    return float(run_bench(cfg, "random", 64, reads, "detailed")["bandwidth_gb_per_s"])
 
 
 def _rank_gain() -> float:
@@ -73,7 +73,7 @@ def checks() -> list[Check]:
         out.append(Check(
             name=f"dram/dramsim3/hbm2_{pattern}", component="dram", reference=REFERENCE,
             figure=f"HBM2, one channel, {r['reads']} {what} 64 B reads: bandwidth",
-            unit="GB/s", reference_value=float(r["bandwidth_gbps"]),
+            unit="GB/s", reference_value=float(r["bandwidth_gb_per_s"]),
             measure=partial(_hbm2_gbps, pattern), tolerance=0.03,
             tool=tool(), source=source(f"hbm2_{pattern}"), quick=True))
     for ranks in (1, 2):
