@@ -317,3 +317,23 @@ def test_a_deep_model_that_fits_is_built_whole() -> None:
     cfg = C.with_overrides(C.QUICK, [f"workload.layers={deep}", "workload.batch=1",
                                      "workload.seq=16"])
     assert sum(op.name.startswith(f"l{deep - 1}.") for op in configured_workload(cfg).ops) > 0
+
+
+def test_every_policy_gets_the_same_capacity_for_the_same_ratio() -> None:
+    """``policy.hbm_ratio`` x the footprint, in whole pages, whatever the policy
+    (``PolicyConfig``); ``hbm-only`` alone holds the whole footprint."""
+    from tmhw import system as sysmod
+    from tmhw.placement.registry import POLICIES
+    from tmhw.sim.errors import DoesNotFit
+    caps = {}
+    for name in POLICIES:
+        try:
+            s = sysmod.System(C.with_overrides(C.QUICK, ["workload.layers=2",
+                                                        "policy.hbm_ratio=0.5",
+                                                        f"policy.name={name}"]))
+        except DoesNotFit:
+            continue
+        pages = -(-s.footprint_bytes // s.workload.page_size)
+        caps[name] = s.capacity_pages
+        assert s.capacity_pages == (pages if name == "hbm-only" else pages // 2), name
+    assert len(caps) >= 8 and len({v for k, v in caps.items() if k != "hbm-only"}) == 1

@@ -188,8 +188,18 @@ class PolicyConfig:
     """Placement policy, the HBM capacity it must respect, and each policy's parameters.
 
     ``hbm_ratio`` is HBM capacity / training footprint, in (0, 1]; ``hbm-only`` ignores
-    it (HBM holds the whole footprint). ``lookahead_ops`` 0: how far ahead (in ops) a
-    planner (TM-Training, Sentinel, AutoTM) may release a prefetch; 0 = no limit.
+    it (HBM holds the whole footprint). The footprint (``workload.footprint_bytes`` in the
+    report, ``Workload.peak_live_bytes``) is the most bytes live at once: weights, master
+    copy and optimizer state throughout, every other tensor from its first access to its
+    last, page-rounded. Data that is dead until it is next overwritten counts (a bf16
+    weight between its last read in the backward and the optimizer's write of it; no
+    tensor is live past its last access otherwise), so a policy that drops such data
+    (TM-Training's dead drops) gains room that the ratio's base includes. The capacity in
+    pages is ``floor(hbm_ratio x footprint pages)``, computed once per run
+    (``System.capacity_pages``), the same for every policy.
+
+    ``lookahead_ops`` 0: how far ahead (in ops) a planner (TM-Training, Sentinel, AutoTM)
+    may release a prefetch; 0 = no limit.
     ``tune`` false: true runs the policy once per setting of the parameters its authors
     would tune on the machine (``Policy.tunables``: Sentinel's migration interval,
     FlatFlash's promotion threshold, AutoTM's node budget) and reports the fastest
