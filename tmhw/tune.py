@@ -12,6 +12,13 @@ report's ``policy.tuning``, and the report's config names the chosen values, so 
 that config reproduces the chosen trial exactly (trials are simulated runs: the choice is
 deterministic, never a wall-clock race).
 
+Where a policy's tunables change only its plan (``Policy.tunes_plan_only``: AutoTM's node
+budget, Sentinel's interval), a trial whose placement table is an earlier trial's
+(``PlacementTable.digest``) runs the same, so its figures are that trial's, not simulated
+again: AutoTM's solver proves its plan optimal well within the smallest budget on most
+cells, and the larger budgets plan the same table; a policy that knows its plan is final
+(``Policy.plan_is_final``: AutoTM's solver proved it optimal) is not even planned again.
+
 A trial that does not fit its HBM is recorded as such and skipped; if none fits, the run
 does not fit. A policy with nothing to tune (TM-Training tunes itself in the run with its
 timing monitor; the demand pagers and FlashNeuron have no free parameter) runs once.
@@ -19,6 +26,7 @@ timing monitor; the demand pagers and FlashNeuron have no free parameter) runs o
 
 from __future__ import annotations
 
+import copy
 import itertools
 from collections.abc import Callable
 from typing import Any
@@ -90,12 +98,27 @@ def simulate(cfg: SystemConfig) -> tuple[SystemConfig, Report, int]:
     from tmhw.system import System
 
     events = 0
+    plan_only = policy_class(cfg.policy.name).tunes_plan_only
+    #: a trial's table digest -> its report, where the tunables change only the plan
+    ran: dict[str, Report] = {}
+    #: the digest of a plan no further trial changes (``Policy.plan_is_final``)
+    final = ""
 
     def run(c: SystemConfig) -> Report:
-        nonlocal events
+        nonlocal events, final
+        if final:
+            return copy.deepcopy(ran[final])
         system = System(c)
+        key = system.table.digest() if plan_only else ""
+        if key in ran:
+            # the same table runs the same: the figures of the trial that planned it
+            return copy.deepcopy(ran[key])
         rep = system.run()
         events += system.env.events
+        if plan_only:
+            ran[key] = copy.deepcopy(rep)
+            if system.policy.plan_is_final(system.table):
+                final = key
         return rep
 
     chosen, rep = tuned(cfg, run)

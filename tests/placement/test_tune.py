@@ -96,3 +96,45 @@ def test_a_tunable_that_is_not_a_parameter_is_refused() -> None:
         class Bad(Policy):  # noqa: F841 (the class statement is the check)
             name = "bad"
             tunables: ClassVar[dict[str, tuple[Any, ...]]] = {"nope": (1, 2)}
+
+
+@pytest.mark.parametrize("name", ["autotm", "sentinel"])
+def test_a_trial_that_plans_an_earlier_trials_table_is_not_simulated_again(
+        name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where the tunables change only the plan, the same table runs the same: reusing
+    its figures changes no figure of the report, and simulates fewer events when two
+    trials plan one table."""
+    from tmhw import tune
+    cfg = tmhw.load_config("quick", [*CELL, f"policy.name={name}", "policy.tune=true"])
+    _, reused, ev_reused = tune.simulate(cfg)
+    monkeypatch.setattr(policy_class(name), "tunes_plan_only", False)
+    _, every, ev_every = tune.simulate(cfg)
+    assert reused == every
+    tables = {System(c).table.digest() for _, c in trials(cfg)}
+    assert len(tables) <= len(trials(cfg))
+    if len(tables) < len(trials(cfg)):
+        assert ev_reused < ev_every
+    else:
+        assert ev_reused == ev_every
+
+
+def test_an_autotm_plan_proved_optimal_is_not_planned_again_for_a_larger_budget(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """AutoTM's solver stops at the node where it proves optimality whatever the limit
+    beyond it, so once a trial's plan is optimal the larger budgets are its figures."""
+    import tmhw.system as sysmod
+    from tmhw import tune
+    built: list[int] = []
+
+    class Counting(sysmod.System):
+        def __init__(self, *a: Any, **k: Any) -> None:
+            super().__init__(*a, **k)
+            built.append(self.cfg.policy.params("autotm").ilp_node_limit)
+
+    monkeypatch.setattr(sysmod, "System", Counting)
+    cfg = tmhw.load_config("quick", [*CELL, "policy.name=autotm", "policy.tune=true"])
+    _, rep, _ = tune.simulate(cfg)
+    assert rep["policy"]["notes"]["ilp_status"] == 0.0
+    assert built == [1000]
+    rows = rep["policy"]["tuning"]["trials"]
+    assert len(rows) == 3 and len({r["iteration_time_ps"] for r in rows}) == 1

@@ -139,6 +139,14 @@ class AutoTM(Policy):
     #: ILP ranks plans on an estimate of stall, so a better-solved ILP is not always a
     #: faster run
     tunables = {"ilp_node_limit": (1000, 5000, 20000)}
+    tunes_plan_only = True
+
+    def plan_is_final(self, table: PlacementTable) -> bool:
+        """A plan the solver proved optimal (or that needed no solver) is the plan of any
+        larger node budget: branch and bound stops at the same node whatever the limit
+        beyond it (BERT-large b32 s512 at 12.5%: optimal at the root node, 13 s a
+        solve)."""
+        return table.notes.get("ilp_status", 0.0) == 0.0
     #: weight of moved bytes (as flash time) against stall in the objective
     traffic_weight: ClassVar[float] = 1e-3
     #: programs with more variables are not attempted

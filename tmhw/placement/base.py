@@ -157,6 +157,9 @@ class Policy:
     #: authors tune on the machine (``tmhw.tune``); empty: nothing to tune. Each range
     #: is documented with its field.
     tunables: ClassVar[dict[str, tuple[Any, ...]]] = {}
+    #: The tunables change only the plan (``plan``'s table), not how the run behaves, so a
+    #: trial whose table is another's runs the same and is not simulated again.
+    tunes_plan_only: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -196,6 +199,11 @@ class Policy:
 
     def plan(self, ctx: PlanContext) -> PlacementTable:
         raise NotImplementedError
+
+    def plan_is_final(self, table: PlacementTable) -> bool:
+        """Whether no value of the tunables would plan another table than ``table``
+        (``tmhw.tune`` then runs no further trial): none by default."""
+        return False
 
     def adjust(self, table: PlacementTable, ctx: PlanContext,
                fb: Feedback) -> PlacementTable:

@@ -86,6 +86,7 @@ class Sentinel(Policy):
     Params = SentinelParams
     section = "sentinel"
     tunables = {"leads": ((1,), (2,), (4,), (8,))}
+    tunes_plan_only = True
     params: SentinelParams
 
     def plan(self, ctx: PlanContext) -> PlacementTable:

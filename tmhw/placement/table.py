@@ -26,6 +26,7 @@ Semantics the executor guarantees (tests check them):
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -84,6 +85,18 @@ class PlacementTable:
     _at_start: list[list[Move]] | None = None
     _at_end: list[list[Move]] | None = None
     _due: list[list[Move]] | None = None
+
+    def digest(self) -> str:
+        """A key of everything the executor reads from the table (the initial placement,
+        the moves, the split fractions, the reactive mode), not the notes or the planned
+        times shown for display: two tables with the same digest run the same."""
+        h = hashlib.sha256()
+        h.update(np.packbits(self.initial).tobytes())
+        h.update(repr((self.nops, self.reactive, self.fault_chunk_pages,
+                       sorted(self.split.items()),
+                       [(m.action.value, m.tensor, m.p0, m.p1, m.issue_op, m.deadline_op,
+                         m.dead, m.stream, m.keep) for m in self.moves])).encode())
+        return h.hexdigest()
 
     def index(self) -> None:
         """Group moves by the op that releases them (call after editing ``moves``)."""
