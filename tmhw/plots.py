@@ -54,8 +54,10 @@ def _lane_label(tracer: Tracer, group: list[str]) -> str:
     lane = group[0]
     res = tracer.served.get(lane, [])
     label = " = ".join(group)
+    shared = tracer.shared.get(lane, [])
     if len(res) == 1:
-        return f"{label}\n(its {res[0].removeprefix(lane.rsplit('.', 1)[0] + '.')})"
+        also = f", with {', '.join(s.rsplit('.', 1)[-1] for s in shared)}" if shared else ""
+        return f"{label}\n(its {res[0].removeprefix(lane.rsplit('.', 1)[0] + '.')}{also})"
     if res:
         short = [r.removeprefix(lane + ".") for r in res]
         return f"{label}\n(mean of {len(res)}: {short[0]}..{short[-1]})"

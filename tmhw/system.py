@@ -206,10 +206,14 @@ class System:
                 tr.span(lane, int(s), int(e), "busy")
         if lanes:
             tr.serve(self.flash.path, lanes)
-        for kind, link in (("fetch", self.dma.link_in), ("writeback", self.dma.link_out)):
+        # the link in also carries the reads in place (FlatFlash's), drawn on a lane of
+        # their own: the fetch lane's utilisation, the link's, includes them
+        inplace = [f"{self.dma.path}.inplace"] if self.dma.inplace_reads.value else []
+        for kind, link, shared in (("fetch", self.dma.link_in, inplace),
+                                   ("writeback", self.dma.link_out, [])):
             for s, e, _label in link.spans:
                 tr.span(link.name, s, e, "link")
-            tr.serve(f"{self.dma.path}.{kind}", [link.name])
+            tr.serve(f"{self.dma.path}.{kind}", [link.name], shared)
 
 
 def compile_kernels() -> None:

@@ -507,3 +507,23 @@ def _channel_reports(flash: dict) -> dict[str, dict]:
         elif isinstance(v, dict) and k.startswith("dev"):
             out.update({f"{k}.{c}": cv for c, cv in _channel_reports(v).items()})
     return out
+
+
+def test_a_lane_whose_link_carries_another_lanes_work_says_so() -> None:
+    """FlatFlash's reads in place cross the DMA engine's link in, which also serves the
+    fetch lane: the fetch lane's utilisation is the link's, so its label names the
+    other work (``Tracer.serve``'s ``shared_with``); without in-place reads it does
+    not."""
+    from tmhw.config import QUICK, with_overrides
+    from tmhw.plots import _lane_label
+    from tmhw.system import System
+
+    def fetch_label(policy: str) -> str:
+        tr = Tracer()
+        s = System(with_overrides(QUICK, ["workload.layers=2", "policy.hbm_ratio=0.25",
+                                          f"policy.name={policy}"]), tracer=tr)
+        s.run()
+        return _lane_label(tr, ["system.dma.fetch"])
+
+    assert fetch_label("flatflash") == "system.dma.fetch\n(its link_in, with inplace)"
+    assert fetch_label("demand") == "system.dma.fetch\n(its link_in)"

@@ -63,12 +63,19 @@ class Tracer:
         self.marks: list[tuple[int, str]] = []
         #: lane -> the lanes of the parallel resources that serve it (``serve``)
         self.served: dict[str, list[str]] = {}
+        #: lane -> the other lanes whose work the same resources carry (``serve``)
+        self.shared: dict[str, list[str]] = {}
 
-    def serve(self, lane: str, resources: list[str]) -> None:
+    def serve(self, lane: str, resources: list[str], shared_with: list[str] | None = None
+              ) -> None:
         """``lane``'s work is done by ``resources`` (lanes of their own, one per channel
         or link): its utilisation is their mean busy share, a resource that recorded
-        nothing counting as idle."""
+        nothing counting as idle. ``shared_with``: other lanes whose work the same
+        resources carry (their busy time is in this lane's utilisation too, and its
+        label says so)."""
         self.served[lane] = list(resources)
+        if shared_with:
+            self.shared[lane] = list(shared_with)
 
     def span(self, lane: str, start: int, end: int, name: str,
              args: dict[str, Any] | None = None) -> None:
