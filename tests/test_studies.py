@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -72,6 +73,16 @@ def _check_axes(fig: Any, name: str) -> set[str]:
         if not ax.get_visible():
             continue
         bars = [c for c in ax.containers if isinstance(c, BarContainer)]
+        # nothing dropped: an axes draws some value (a bar of finite non-zero length, a
+        # line or dot with a finite point, an image, a collection, another patch: the
+        # timeline's filled steps)
+        in_bars = {id(p) for c in bars for p in c}
+        drawn = any(math.isfinite(p.get_height()) and p.get_height() != 0
+                    for c in bars for p in c) or any(
+            any(math.isfinite(float(y)) for y in ln.get_ydata()) for ln in ax.get_lines()
+        ) or bool(ax.images) or bool(ax.collections) or any(
+            id(p) not in in_bars for p in ax.patches)
+        assert drawn, f"{name}: an axes draws nothing"
         if "log" in (ax.get_yscale(), ax.get_xscale()):
             assert not bars, f"{name}: bars on a log axis"
         series = [c.get_label() for c in bars] + [

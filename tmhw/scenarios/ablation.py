@@ -45,7 +45,7 @@ VARIANTS = (
 
 def last_ms(r: SW.Result) -> dict[str, Any]:
     """The last iteration's time and stall, ms ('' where the point did not run)."""
-    t, s = last_iteration(r["report"]), last_iteration(r["report"], "stall_ps")
+    t, s = last_iteration(r["report"]), last_iteration(r["report"], "flash_stall_ps")
     return {"last_iteration_ms": t / 1e9 if t is not None else "",
             "last_stall_ms": s / 1e9 if s is not None else ""}
 
