@@ -58,6 +58,14 @@ def inspected(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, set[str]]]:
     return seen
 
 
+def _face(handle: Any) -> tuple[float, ...]:
+    """A legend handle's colour as RGBA (a patch's face, a line's colour)."""
+    from matplotlib.colors import to_rgba
+    if hasattr(handle, "get_facecolor"):
+        return tuple(to_rgba(handle.get_facecolor()))
+    return tuple(to_rgba(handle.get_color()))
+
+
 def _check_axes(fig: Any, name: str) -> set[str]:
     """No bars on a log axis (a bar's length there depends on the axis's arbitrary
     bottom), and on a figure with a legend every drawn series (a set of bars, a line or
@@ -68,6 +76,11 @@ def _check_axes(fig: Any, name: str) -> set[str]:
 
     legends = [lg for lg in [*fig.legends, *(ax.get_legend() for ax in fig.axes)] if lg]
     shown = {t.get_text() for lg in legends for t in lg.get_texts()}
+    # no two entries of a legend look the same (colour and hatch)
+    for lg in legends:
+        looks = [(tuple(round(c, 3) for c in _face(h)), getattr(h, "get_hatch", lambda: "")())
+                 for h in lg.legend_handles]
+        assert len(set(looks)) == len(looks), f"{name}: two legend entries look the same"
     texts = set(shown) | ({"legend"} if legends else set())
     for ax in fig.axes:
         if not ax.get_visible():

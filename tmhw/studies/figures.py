@@ -107,9 +107,15 @@ def stacked_bars(categories: Sequence[str], series: Mapping[str, Sequence[Value]
     fig, ax = plt.subplots(figsize=(max(6, 1.1 * len(categories)), 4))
     xs = list(range(len(categories)))
     bottom = [0.0] * len(categories)
-    for name, vals in series.items():
+    # more segments than the default cycle's ten colours: twenty, then hatched, so that
+    # no two segments look the same
+    many = len(series) > 10
+    for i, (name, vals) in enumerate(series.items()):
         nums = [0.0 if math.isnan(v) else v for v in _numbers(vals)]
-        ax.bar(xs, nums, bottom=bottom, label=name)
+        style: dict[str, Any] = ({"color": plt.get_cmap("tab20")(i % 20),
+                                  "hatch": ("", "//", "..", "xx")[i // 20 % 4]}
+                                 if many else {})
+        ax.bar(xs, nums, bottom=bottom, label=name, **style)
         bottom = [b + v for b, v in zip(bottom, nums, strict=True)]
     first = next(iter(series.values()), [])
     _label_gaps(ax, xs, first)
