@@ -29,7 +29,7 @@ def test_the_schema_file_and_the_reference_page_are_current() -> None:
 
 
 def test_every_field_has_a_description_a_scope_and_a_label_and_units_are_in_names() -> None:
-    scopes = {"steady", "per_iteration", "warmup", "run_total", "bounds", "run"}
+    scopes = {"steady", "per_iteration", "warmup", "run_total", "bounds", "run", "drain"}
     for f in RS.FIELDS:
         assert f.about and f.label and f.scope in scopes, f.path
         leaf = f.path.rsplit(".", 1)[-1]
@@ -42,7 +42,7 @@ def test_every_field_has_a_description_a_scope_and_a_label_and_units_are_in_name
     # the section says the scope: a figure under steady is steady, etc.
     for f in RS.FIELDS:
         head = f.path.split(".")[0].removesuffix("[]")
-        if head in ("steady", "per_iteration", "warmup", "run_total", "bounds"):
+        if head in ("steady", "per_iteration", "warmup", "run_total", "bounds", "drain"):
             assert f.scope == head, f.path
 
 
@@ -112,8 +112,7 @@ def test_the_summary_takes_its_labels_from_the_schema(quick: dict[str, Any]) -> 
 def test_every_summary_csv_column_reads_a_field_the_schema_has() -> None:
     """A column of ``summary.csv`` reads a listed field, or a counter inside an object
     the schema leaves open (the component tree, ``host``)."""
-    from tmhw.sweeps import FIGURES
-    for name, (path, _) in FIGURES.items():
+    for name, (path, _) in RS.FIGURES.items():
         dotted = ".".join(path)
         opened = [f.path for f in RS.FIELDS if f.open and dotted.startswith(f.path + ".")]
         assert dotted in RS.BY_PATH or opened, (name, dotted)

@@ -43,13 +43,21 @@ def rollup(rep: dict[str, Any]) -> dict[str, Any]:
     watt, hardware cost and flash endurance."""
     cfg = rep["config"]
     end = rep["sim_time_ps"]
-    # Steady state: what each component spent after the warm-up (the run's energy per
-    # component, whole run, stays under ``system``).
+    # Steady state: what each component spent in the measured window, from the end of
+    # the warm-up to the last op (the run's energy per component, whole run, stays under
+    # ``system``; what it spent after the last op is the drain's).
     warm = rep.get("energy_warmup_pj") or {}
-    energy = {name: subtree_energy_pj(node) - float(warm.get(name, 0.0))
-              for name, node in rep["system"].items()
-              if isinstance(node, dict) and _metered(node)}
+    whole = {name: subtree_energy_pj(node) for name, node in rep["system"].items()
+             if isinstance(node, dict) and _metered(node)}
+    upto = rep.get("energy_window_pj") or whole
+    energy = {name: float(upto.get(name, e)) - float(warm.get(name, 0.0))
+              for name, e in whole.items()}
     energy["total"] = sum(energy.values())
+    drain = {name: e - float(upto.get(name, e)) for name, e in whole.items()}
+    drain["total"] = sum(drain.values())
+    rep["drain"] = {"time_ps": rep["run_total"]["sim_time_ps"]
+                    - rep.get("window_end_ps", rep["run_total"]["sim_time_ps"]),
+                    "energy_pj": drain}
     cost = cfg["cost"]
     hbm_usd = rep["policy"]["hbm_capacity_bytes"] / GB * cost["hbm_usd_per_gb"]
     flash_usd = rep["policy"]["flash_tier_bytes"] / GB * cost["nand_usd_per_gb"]
@@ -114,7 +122,9 @@ def shape(rep: dict[str, Any]) -> dict[str, Any]:
                         "warmup_iterations": rep["warmup_iterations"],
                         "measured_iterations": rep["iterations"] - rep["warmup_iterations"],
                         "steady_state": rep["steady_state"],
-                        "samples_per_iteration": rep["samples"] // measured},
+                        "samples_per_iteration": rep["samples"] // measured,
+                        "window_end_ps": rep.get("window_end_ps",
+                                                 rep["run_total"]["sim_time_ps"])},
         "steady": steady,
         "per_iteration": [{_RECORD_KEYS.get(k, k): v for k, v in r.items()}
                           for r in rep["per_iteration"]],
@@ -128,6 +138,7 @@ def shape(rep: dict[str, Any]) -> dict[str, Any]:
     if "energy_warmup_pj" in rep:
         out["warmup"] = {"end_ps": rep["energy_since_ps"],
                          "energy_pj": rep["energy_warmup_pj"]}
+    out["drain"] = rep["drain"]
     return out
 
 

@@ -6,6 +6,7 @@ Every field has a scope, said by its section: ``steady`` (per measured iteration
 mean of the iterations after the warm-up), ``per_iteration`` (each iteration, warm-up
 included), ``warmup`` (the warm-up as a whole), ``run_total`` (the whole run, from time
 0 to the end of the simulation, the component tree ``run_total.system`` included),
+``drain`` (after the last op, the engine finishing the last write-backs),
 ``bounds`` (per iteration, a lower bound over every policy), or ``run`` (a property of
 the run, not a measure). Units are in the names: ``_ps`` picoseconds, ``_bytes``,
 ``_pj`` picojoules, ``_mw`` milliwatts, ``_usd`` US dollars, ``_per_s`` per second of
@@ -113,6 +114,10 @@ FIELDS: tuple[Field, ...] = (
           "mean)."),
     Field("measurement.samples_per_iteration", "int", "samples", R, "samples",
           "Samples one iteration trains."),
+    Field("measurement.window_end_ps", "int", "ps", R, "window end",
+          "Where the measured window ends: the last iteration's last op (the `steady` "
+          "figures, energy included, are the window from `warmup.end_ps`, or 0, to "
+          "here)."),
     # -- steady -------------------------------------------------------------------------
     Field("steady", "obj", "", S, "steady state",
           "Per measured iteration, the mean of the iterations after the warm-up."),
@@ -189,6 +194,14 @@ FIELDS: tuple[Field, ...] = (
           "Simulated time at which the warm-up ended."),
     Field("warmup.energy_pj", "obj", "pJ", W, "warm-up energy",
           "Energy per top-level component spent by the end of the warm-up.", open=True),
+    # -- drain --------------------------------------------------------------------------
+    Field("drain", "obj", "", "drain", "drain",
+          "After the last op: the DMA engine finishing the last iteration's write-backs "
+          "(not in any `steady` figure)."),
+    Field("drain.time_ps", "int", "ps", "drain", "drain time",
+          "From the last op's end to the end of the simulation."),
+    Field("drain.energy_pj", "obj", "pJ", "drain", "drain energy",
+          "Energy per top-level component and `total` spent in the drain.", open=True),
     # -- run total ----------------------------------------------------------------------
     Field("run_total", "obj", "", T, "whole run", "The whole run, warm-up included."),
     Field("run_total.sim_time_ps", "int", "ps", T, "simulated time",
@@ -289,6 +302,43 @@ FIELDS: tuple[Field, ...] = (
 
 BY_PATH = {f.path: f for f in FIELDS}
 
+#: A sweep's ``summary.csv`` figure columns: name -> (path into the report, scale)
+#: (``tmhw.sweeps.summary_rows``; listed in ``docs/REPORT.md``).
+FIGURES: dict[str, tuple[tuple[str, ...], float]] = {
+    "iteration_time_ms": (("steady", "iteration_time_ps"), 1e-9),
+    "compute_ms": (("steady", "npu_busy_ps"), 1e-9),
+    "stall_ms": (("steady", "flash_stall_ps"), 1e-9),
+    "samples_per_s": (("steady", "samples_per_s"), 1.0),
+    "inter_tier_bytes": (("steady", "traffic_bytes", "inter_tier"), 1.0),
+    "flash_to_hbm_bytes": (("steady", "traffic_bytes", "flash_to_hbm"), 1.0),
+    "hbm_to_flash_bytes": (("steady", "traffic_bytes", "hbm_to_flash"), 1.0),
+    "flash_to_npu_bytes": (("steady", "traffic_bytes", "flash_to_npu"), 1.0),
+    "faults": (("steady", "faults"), 1.0),
+    "energy_j": (("steady", "energy_pj", "total"), 1e-12),
+    "energy_npu_j": (("steady", "energy_pj", "npu"), 1e-12),
+    "energy_hbm_j": (("steady", "energy_pj", "hbm"), 1e-12),
+    "energy_flash_j": (("steady", "energy_pj", "flash"), 1e-12),
+    "energy_dma_j": (("steady", "energy_pj", "dma"), 1e-12),
+    "avg_power_w": (("steady", "avg_power_mw"), 1e-3),
+    "samples_per_joule": (("steady", "samples_per_joule"), 1.0),
+    "time_bound_ratio": (("bounds", "time_ratio"), 1.0),
+    "traffic_bound_ratio": (("bounds", "traffic_ratio"), 1.0),
+    "footprint_bytes": (("workload", "footprint_bytes"), 1.0),
+    "hbm_capacity_bytes": (("policy", "hbm_capacity_bytes"), 1.0),
+    "hbm_peak_bytes": (("run_total", "hbm_peak_occupancy_bytes"), 1.0),
+    "memory_usd": (("cost", "memory_usd"), 1.0),
+    "system_usd": (("cost", "system_usd"), 1.0),
+    "samples_per_s_per_usd": (("steady", "samples_per_s_per_usd"), 1.0),
+    "flash_written_bytes": (("run_total", "system", "flash", "bytes_written"), 1.0),
+    "waf": (("run_total", "system", "flash", "waf"), 1.0),
+    "erases": (("endurance", "erases"), 1.0),
+    "pe_cycles_per_iteration": (("endurance", "pe_cycles_per_iteration"), 1.0),
+    "lifetime_days": (("endurance", "lifetime_days"), 1.0),
+    "events": (("host", "events"), 1.0),
+    "wall_s": (("host", "wall_s"), 1.0),
+}
+
+
 
 def label(path: str) -> str:
     """The table label of the field at dotted ``path``."""
@@ -377,9 +427,8 @@ def markdown() -> str:
               "A sweep's or a study's `summary.csv` has one row per point: its id, its "
               "parameters, `status` (`ok`, `does-not-fit`, `failed`), `error`, "
               "`steady_state` (`measurement.steady_state`), then these figures, each a "
-              "report field times a scale (`tmhw.sweeps.FIGURES`):", "",
+              "report field times a scale (`tmhw.report_schema.FIGURES`):", "",
               "| column | report field | scale | meaning |", "|---|---|---|---|"]
-    from tmhw.sweeps import FIGURES
     rows = []
     for name, (path, scale) in FIGURES.items():
         dotted = ".".join(path)

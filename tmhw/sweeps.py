@@ -59,47 +59,13 @@ from pathlib import Path
 from typing import Any
 
 from tmhw.report import write_json
+from tmhw.report_schema import FIGURES
 from tmhw.sim.errors import DoesNotFit, TmhwError
 
 Point = dict[str, Any]
 Result = dict[str, Any]
 
 SPEC_KEYS = ("preset", "base", "grid", "points")
-
-#: summary.csv figure columns: name -> (path into the report, scale).
-FIGURES: dict[str, tuple[tuple[str, ...], float]] = {
-    "iteration_time_ms": (("steady", "iteration_time_ps"), 1e-9),
-    "compute_ms": (("steady", "npu_busy_ps"), 1e-9),
-    "stall_ms": (("steady", "flash_stall_ps"), 1e-9),
-    "samples_per_s": (("steady", "samples_per_s"), 1.0),
-    "inter_tier_bytes": (("steady", "traffic_bytes", "inter_tier"), 1.0),
-    "flash_to_hbm_bytes": (("steady", "traffic_bytes", "flash_to_hbm"), 1.0),
-    "hbm_to_flash_bytes": (("steady", "traffic_bytes", "hbm_to_flash"), 1.0),
-    "flash_to_npu_bytes": (("steady", "traffic_bytes", "flash_to_npu"), 1.0),
-    "faults": (("steady", "faults"), 1.0),
-    "energy_j": (("steady", "energy_pj", "total"), 1e-12),
-    "energy_npu_j": (("steady", "energy_pj", "npu"), 1e-12),
-    "energy_hbm_j": (("steady", "energy_pj", "hbm"), 1e-12),
-    "energy_flash_j": (("steady", "energy_pj", "flash"), 1e-12),
-    "energy_dma_j": (("steady", "energy_pj", "dma"), 1e-12),
-    "avg_power_w": (("steady", "avg_power_mw"), 1e-3),
-    "samples_per_joule": (("steady", "samples_per_joule"), 1.0),
-    "time_bound_ratio": (("bounds", "time_ratio"), 1.0),
-    "traffic_bound_ratio": (("bounds", "traffic_ratio"), 1.0),
-    "footprint_bytes": (("workload", "footprint_bytes"), 1.0),
-    "hbm_capacity_bytes": (("policy", "hbm_capacity_bytes"), 1.0),
-    "hbm_peak_bytes": (("run_total", "hbm_peak_occupancy_bytes"), 1.0),
-    "memory_usd": (("cost", "memory_usd"), 1.0),
-    "system_usd": (("cost", "system_usd"), 1.0),
-    "samples_per_s_per_usd": (("steady", "samples_per_s_per_usd"), 1.0),
-    "flash_written_bytes": (("run_total", "system", "flash", "bytes_written"), 1.0),
-    "waf": (("run_total", "system", "flash", "waf"), 1.0),
-    "erases": (("endurance", "erases"), 1.0),
-    "pe_cycles_per_iteration": (("endurance", "pe_cycles_per_iteration"), 1.0),
-    "lifetime_days": (("endurance", "lifetime_days"), 1.0),
-    "events": (("host", "events"), 1.0),
-    "wall_s": (("host", "wall_s"), 1.0),
-}
 
 
 # -- points --------------------------------------------------------------------------------

@@ -112,7 +112,7 @@ class System:
         self.npu = NPU(self.env, "npu", self.root, cfg.npu, self.hbm)
         self.executor = Executor(self.env, "executor", self.root, cfg, wl, self.policy,
                                  cap_pages, self.npu, self.hbm, self.flash,
-                                 end_warmup=self._end_warmup, progress=progress,
+                                 read_energy=self._read_energy, progress=progress,
                                  record_dma_order=record_dma_order, streamed=self.streamed)
         self.pager = self.executor.pager
         self.dma = self.executor.dma
@@ -133,10 +133,10 @@ class System:
         self.first_table_bytes = self.table.size_bytes()
         self.executor.bind(self.table, self.ctx)
 
-    def _end_warmup(self, now: int) -> dict[str, float]:
-        """Close the energy meters at the end of the warm-up; returns each component's
-        energy so far (pJ). Every meter converts its cumulative counts, so finalizing
-        again at the end of the run is exact."""
+    def _read_energy(self, now: int) -> dict[str, float]:
+        """Read the energy meters at ``now`` (the end of the warm-up, the end of the last
+        iteration's last op); returns each component's energy so far (pJ). Every meter
+        converts its cumulative counts, so finalizing again later is exact."""
         self.root.finalize(now)
         return {name: c.total_energy_pj() for name, c in self.root.children.items()}
 

@@ -515,8 +515,22 @@ class DieLanes:
             out[lane].append((start, end))
         return out
 
+    def busy_after(self, lane: int, t: int) -> int:
+        """Time lane ``lane``'s queued work runs after ``t``: programs and erases the
+        write buffer handed the die before ``t`` that end after it (the host saw their
+        writes complete when the buffer took them)."""
+        lanes, ops, _, _ = self.state
+        head, tail = int(lanes[lane]["head"]), int(lanes[lane]["tail"])
+        after = 0
+        for slot in range(head, tail):
+            start, end = _now_slot(ops, head, slot)
+            after += max(0, int(end) - max(int(start), t))
+        return after
+
     def report(self, lane: int, elapsed: int) -> dict[str, float | int]:
+        """Busy time and utilization within ``elapsed`` (work queued to run after it,
+        ``busy_after``, is left out, so utilization is at most 1), and operations."""
         lanes = self.state[0]
-        busy = int(lanes[lane]["busy"])
+        busy = int(lanes[lane]["busy"]) - self.busy_after(lane, elapsed)
         return {"busy_ps": busy, "count": int(lanes[lane]["count"]),
                 "utilization": round(busy / elapsed, 9) if elapsed > 0 else 0.0}

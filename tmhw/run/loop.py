@@ -15,9 +15,11 @@ The run starts from the same placement for every policy (``Pager.place_initial``
 policy's table says what it wants resident when an iteration starts
 (``PlacementTable.initial``); the first iteration (the warm-up,
 ``run.warmup_iterations``) moves the machine from the common start to the policy's
-steady state, and the report's headline figures leave it out. At the warm-up's end the
-loop hands the time to ``end_warmup``, which closes the energy meters (the system's
-job: the loop finalizes no component).
+steady state, and the report's headline figures leave it out. At the warm-up's end, and
+at the end of the last iteration's last op, the loop hands the time to ``read_energy``,
+which reads the energy meters (the system's job: the loop finalizes no component); the
+steady figures are the window between, and the drain after the last op (the engine
+finishing the last write-backs) is reported on its own.
 
 **Data splitting.** A prefetch row that covers only the tail of a tensor (the head stays
 resident, TM-Training's split ratio) is a streamed tail: its op starts as soon as the
@@ -61,11 +63,11 @@ class Executor(Component):
     def __init__(self, env: simpy.Environment, name: str, parent: Component | None,
                  cfg: SystemConfig, workload: Workload, policy: Policy, capacity_pages: int,
                  npu: NPU, hbm: MemoryTarget, flash: MemoryTarget, *,
-                 end_warmup: Callable[[int], dict[str, float]] | None = None,
+                 read_energy: Callable[[int], dict[str, float]] | None = None,
                  progress: Any = None, record_dma_order: bool = False,
                  streamed: np.ndarray | None = None) -> None:
-        """``end_warmup(now)`` closes the energy meters at the warm-up's end and returns
-        each component's energy so far (pJ; None: no steady-state energy split).
+        """``read_energy(now)`` reads the energy meters at ``now`` and returns each
+        component's energy so far (pJ; None: no steady-state energy split).
         ``progress``: a bar updated once per op (or None). ``streamed`` marks the ops
         run tile by tile through a window of HBM (module docstring, data splitting)."""
         super().__init__(env, name, parent)
@@ -75,7 +77,7 @@ class Executor(Component):
         self.npu = npu
         self.capacity_pages = capacity_pages
         self.progress = progress
-        self.end_warmup = end_warmup
+        self.read_energy = read_energy
         # Which of the runtime's mechanisms the policy uses, read once.
         self.prefetch, self.split = policy.prefetches, policy.splits
         self.metrics = Metrics(cfg.run.warmup_iterations, wl.batch)
@@ -138,9 +140,9 @@ class Executor(Component):
         tot = self.totals
         assert self.table is not None and self.ctx is not None
         for it in range(run.iterations):
-            if it == run.warmup_iterations and it > 0 and self.end_warmup is not None:
+            if it == run.warmup_iterations and it > 0 and self.read_energy is not None:
                 now = int(self.env.now)
-                self.metrics.end_warmup(now, self.end_warmup(now))
+                self.metrics.end_warmup(now, self.read_energy(now))
             start = int(self.env.now)
             self.metrics.begin_iteration()
             pager.begin_iteration(it)
@@ -225,7 +227,11 @@ class Executor(Component):
         # are the next iteration's traffic (``DmaEngine`` counts a clean's bytes in the
         # iteration of the eviction it saves); those not booked yet are dropped, as
         # that iteration would have written the pages by the clean or the eviction.
-        # Iteration times end at the last op.
+        # Iteration times end at the last op, and so does the measured window: the
+        # meters are read here, and the drain that follows is reported on its own.
+        if self.read_energy is not None:
+            now = int(self.env.now)
+            self.metrics.end_window(now, self.read_energy(now))
         carried = pager.carry_over()
         left = [r.booked for r in self.dma.unfinished() if r.booked is not None]
         self.dma.kick()

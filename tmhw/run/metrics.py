@@ -76,6 +76,10 @@ class Metrics:
         #: energy per component at the end of the warm-up (pJ), for steady-state figures
         self.warm_energy: dict[str, float] | None = None
         self.warm_end_ps = 0
+        #: energy per component at the end of the last iteration's last op (pJ), where
+        #: the measured window ends; what follows is the drain
+        self.window_energy: dict[str, float] | None = None
+        self.window_end_ps = 0
         #: the last iteration's prefetches for an iteration that does not run (counted)
         self.carried_fetch_bytes = 0
 
@@ -102,6 +106,12 @@ class Metrics:
         """The warm-up ended at ``now`` with ``energy`` spent per component (pJ)."""
         self.warm_energy = energy
         self.warm_end_ps = now
+
+    def end_window(self, now: int, energy: dict[str, float]) -> None:
+        """The measured iterations ended at ``now`` (the last op's end) with ``energy``
+        spent per component (pJ); the rest of the run is the drain."""
+        self.window_energy = energy
+        self.window_end_ps = now
 
     def settle_traffic(self, bytes_by_origin: dict[tuple[str, int], int],
                        carried: int) -> None:
@@ -184,6 +194,9 @@ class Metrics:
         if len(records) > warm and self.warm_energy:
             out["energy_since_ps"] = self.warm_end_ps
             out["energy_warmup_pj"] = self.warm_energy
+        if self.window_energy is not None:
+            out["window_end_ps"] = self.window_end_ps
+            out["energy_window_pj"] = self.window_energy
         return out
 
     def report(self) -> dict[str, Any]:
