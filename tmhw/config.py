@@ -57,7 +57,7 @@ import dataclasses
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from dram import PRESETS as DRAM_PRESETS
 from dram import DramConfig
@@ -318,6 +318,8 @@ class PolicyConfig:
 #: anything is built (a steady iteration replays one table, so its figures settle
 #: within a few; TM-Training's monitor needs about ten warm-up iterations).
 MAX_ITERATIONS = 10_000
+#: The longest period ``warmup_iterations = "auto"`` looks for (``RunConfig``).
+MAX_PERIOD = 4
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -331,10 +333,25 @@ class RunConfig:
     ten: ``iterations=12, warmup_iterations=10``); the measured iterations replay one
     table. With no iteration after the warm-up, the headline is the mean over all
     iterations and the report says ``steady_state: false``. ``iterations`` 2: one
-    warm-up, one measured."""
+    warm-up, one measured.
+
+    ``warmup_iterations = "auto"`` finds the steady state instead of assuming it: after
+    each iteration the run looks for a period ``p`` (1 to ``MAX_PERIOD``) over which the
+    last ``p`` iterations repeat the ``p`` before them, time and traffic each within
+    ``steady_tolerance`` (the first, cold, iteration never counts), with the policy
+    settled (``Policy.settled``: TM-Training's monitor has judged its last trial). The
+    warm-up ends there, and the run measures ``iterations`` more, rounded up to whole
+    periods (so ``iterations`` counts measured iterations, not all of them). A run that
+    finds none by ``max_iterations`` in all measures its last ``iterations`` and
+    says it did not converge (``measurement.converged``, a warning, every study table).
+    ``max_iterations`` 32: beyond TM-Training's monitor (about 12) with room for a
+    period of 4 (an estimate). ``steady_tolerance`` 0.005: iterations that differ by
+    less than 0.5% repeat (the figures a study compares differ by 1% and more)."""
 
     iterations: int = 2
-    warmup_iterations: int = 1
+    warmup_iterations: int | Literal["auto"] = 1
+    max_iterations: int = 32
+    steady_tolerance: float = 0.005
     seed: int = 0
     hbm_model: str = "fast"
     flash_model: str = "fast"
@@ -347,8 +364,22 @@ class RunConfig:
             raise ConfigError("iterations", self.iterations,
                               f"an integer in 1..{MAX_ITERATIONS} (the steady state "
                               "repeats: more iterations only cost time)")
-        if self.warmup_iterations < 0:
-            raise ConfigError("warmup_iterations", self.warmup_iterations, "an integer >= 0")
+        if self.warmup_iterations != "auto" and (
+                isinstance(self.warmup_iterations, bool)
+                or not isinstance(self.warmup_iterations, int) or self.warmup_iterations < 0):
+            raise ConfigError("warmup_iterations", self.warmup_iterations,
+                              'an integer >= 0, or "auto"')
+        if not 2 <= self.max_iterations <= MAX_ITERATIONS:
+            raise ConfigError("max_iterations", self.max_iterations,
+                              f"an integer in 2..{MAX_ITERATIONS}")
+        if self.warmup_iterations == "auto" and self.iterations >= self.max_iterations:
+            raise ConfigError("iterations", self.iterations,
+                              f"fewer than run.max_iterations ({self.max_iterations}) with "
+                              'run.warmup_iterations = "auto" (it counts measured '
+                              "iterations)")
+        if not 0.0 < self.steady_tolerance <= 0.1:
+            raise ConfigError("steady_tolerance", self.steady_tolerance,
+                              "a fraction in (0, 0.1]")
         if self.seed < 0:
             raise ConfigError("seed", self.seed, "an integer >= 0")
         for f in ("hbm_model", "flash_model"):

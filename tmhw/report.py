@@ -123,6 +123,7 @@ def shape(rep: dict[str, Any]) -> dict[str, Any]:
                         "measured_iterations": rep["iterations"] - rep["warmup_iterations"],
                         "steady_state": rep["steady_state"],
                         "samples_per_iteration": rep["samples"] // measured,
+                        "converged": rep["converged"], "period": rep["period"],
                         "window_end_ps": rep.get("window_end_ps",
                                                  rep["run_total"]["sim_time_ps"])},
         "steady": steady,

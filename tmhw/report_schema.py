@@ -114,6 +114,14 @@ FIELDS: tuple[Field, ...] = (
           "mean)."),
     Field("measurement.samples_per_iteration", "int", "samples", R, "samples",
           "Samples one iteration trains."),
+    Field("measurement.converged", "bool", "", R, "converged",
+          'With `run.warmup_iterations = "auto"`: whether the iterations repeated within '
+          "`run.steady_tolerance` by `run.max_iterations` (false: the measured ones are "
+          "the last, and the report warns); null where the warm-up was given.",
+          nullable=True),
+    Field("measurement.period", "int", "iterations", R, "period",
+          "With \"auto\": the period over which the iterations repeat (the measured ones "
+          "are whole periods); 0 where none was found or the warm-up was given."),
     Field("measurement.window_end_ps", "int", "ps", R, "window end",
           "Where the measured window ends: the last iteration's last op (the `steady` "
           "figures, energy included, are the window from `warmup.end_ps`, or 0, to "

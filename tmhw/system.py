@@ -259,6 +259,12 @@ def build_report(system: System, bounds: dict[str, Any] | None = None) -> dict[s
         "config": tomlio.to_dict(cfg),
     }
     warnings = []
+    if rep["converged"] is False:
+        warnings.append(f"{system.policy.name}: the iterations did not repeat within "
+                        f"run.steady_tolerance = {cfg.run.steady_tolerance:g} by "
+                        f"run.max_iterations = {cfg.run.max_iterations}; the figures are the "
+                        f"mean of the last {rep['iterations'] - rep['warmup_iterations']}, "
+                        "not a steady state")
     if not system.table.reactive and rep["emergency_evictions"]:
         warnings.append(f"{system.policy.name}: the executor made "
                         f"{rep['emergency_evictions']} emergency evictions per steady-state "

@@ -200,6 +200,13 @@ class Policy:
     def plan(self, ctx: PlanContext) -> PlacementTable:
         raise NotImplementedError
 
+    @property
+    def settled(self) -> bool:
+        """Whether ``adjust`` will change the table no more (a steady state found by
+        ``run.warmup_iterations = "auto"`` waits for it): always, unless a policy tunes
+        itself in the run."""
+        return True
+
     def plan_is_final(self, table: PlacementTable) -> bool:
         """Whether no value of the tunables would plan another table than ``table``
         (``tmhw.tune`` then runs no further trial): none by default."""

@@ -420,6 +420,11 @@ class TMTraining(Policy):
         self._converged = False
 
     @property
+    def settled(self) -> bool:
+        """The monitor has judged its last trial (or is off)."""
+        return not self.params.monitor or self._converged
+
+    @property
     def prefetches(self) -> bool:
         return self.params.prefetch
 

@@ -46,8 +46,8 @@ import numpy as np
 import simpy
 
 from npu import NPU, ComputeTask, Gemm
-from tmhw.config import SystemConfig
-from tmhw.dma import DmaRequest
+from tmhw.config import MAX_PERIOD, SystemConfig
+from tmhw.dma import FETCH, INPLACE, WRITEBACK, DmaRequest
 from tmhw.placement.base import Feedback, PlanContext, Policy
 from tmhw.placement.table import Move, PlacementTable
 from tmhw.run.metrics import Metrics
@@ -80,7 +80,9 @@ class Executor(Component):
         self.read_energy = read_energy
         # Which of the runtime's mechanisms the policy uses, read once.
         self.prefetch, self.split = policy.prefetches, policy.splits
-        self.metrics = Metrics(cfg.run.warmup_iterations, wl.batch)
+        # "auto": no warm-up until one is found (``Metrics.found_warmup``)
+        warm = cfg.run.warmup_iterations
+        self.metrics = Metrics(warm if isinstance(warm, int) else 0, wl.batch)
         self.totals = self.metrics.totals
         self.pager = Pager(env, parent, cfg, wl, policy, capacity_pages, hbm, flash,
                            self.totals, eager_writebacks=not policy.schedules_writebacks,
@@ -139,8 +141,13 @@ class Executor(Component):
         n = len(wl.ops)
         tot = self.totals
         assert self.table is not None and self.ctx is not None
-        for it in range(run.iterations):
-            if it == run.warmup_iterations and it > 0 and self.read_energy is not None:
+        # a forced warm-up, or one found (``RunConfig``: "auto"), then the run's length
+        warm: int | None = None if run.warmup_iterations == "auto" else run.warmup_iterations
+        total = run.iterations if warm is not None else run.max_iterations
+        it = -1
+        while it + 1 < total:
+            it += 1
+            if it == warm and it > 0 and self.read_energy is not None:
                 now = int(self.env.now)
                 self.metrics.end_warmup(now, self.read_energy(now))
             start = int(self.env.now)
@@ -203,9 +210,18 @@ class Executor(Component):
                 if self.progress is not None:
                     self.progress.update(1)
             changes = 0
+            if warm is None:
+                # auto: the warm-up ends where the iterations repeat, or where only the
+                # measured iterations still fit (not converged)
+                period = self._period(it, time_ps=int(self.env.now) - start)
+                if period or it + 1 + run.iterations >= run.max_iterations:
+                    warm = it + 1
+                    total = warm + (-(-run.iterations // period) * period if period
+                                    else run.iterations)
+                    self.metrics.found_warmup(warm, period)
             # The policy may change its table between warm-up iterations only: the
             # steady state replays one table.
-            if it + 1 < run.iterations and it < run.warmup_iterations:
+            if it + 1 < total and (warm is None or it < warm):
                 fb = Feedback(it, self.op_stall.copy(), lateness, op_start, op_end,
                               int(res.level.peak // wl.page_size),
                               {"peak_before": peak0}, occ_op,
@@ -238,6 +254,32 @@ class Executor(Component):
         if left:
             yield self.env.all_of(left)
         self.metrics.settle_traffic(self.dma.bytes_by_origin, carried)
+
+    def _period(self, it: int, *, time_ps: int) -> int:
+        """The shortest period ``p`` over which iteration ``it`` (just ended, lasting
+        ``time_ps``) and those before it repeat (``RunConfig``: "auto"): times of
+        iterations ``it-p+1 .. it`` against ``p`` before, and the inter-tier bytes each
+        of ``it-p .. it-1`` released (the last one's are still being booked), within
+        ``run.steady_tolerance``, none of them the cold first; 0: none yet, or the
+        policy still changes its table."""
+        if not self.policy.settled:
+            return 0
+        tol = self.cfg.run.steady_tolerance
+        times = [r.time_ps for r in self.metrics.records] + [time_ps]
+        origin = self.dma.bytes_by_origin
+        moved = [sum(origin.get((k, j), 0) for k in (FETCH, WRITEBACK, INPLACE))
+                 for j in range(it)]
+
+        def same(a: int, b: int) -> bool:
+            return abs(a - b) <= tol * max(abs(b), 1)
+
+        for p in range(1, MAX_PERIOD + 1):
+            if it < 2 * p + 1:
+                break
+            if all(same(times[j], times[j - p]) for j in range(it - p + 1, it + 1)) and \
+                    all(same(moved[j], moved[j - p]) for j in range(it - p, it)):
+                return p
+        return 0
 
     def _host_input(self) -> Generator[simpy.Event, Any, None]:
         """The next mini-batch lands in HBM from the host (not inter-tier traffic)."""

@@ -74,6 +74,10 @@ class Metrics:
         self._base = Totals()
         self.records: list[IterationRecord] = []
         #: energy per component at the end of the warm-up (pJ), for steady-state figures
+        #: with ``run.warmup_iterations = "auto"``: the warm-up found, whether the
+        #: iterations repeated (None: the warm-up was given) and their period
+        self.converged: bool | None = None
+        self.period = 0
         self.warm_energy: dict[str, float] | None = None
         self.warm_end_ps = 0
         #: energy per component at the end of the last iteration's last op (pJ), where
@@ -106,6 +110,14 @@ class Metrics:
         """The warm-up ended at ``now`` with ``energy`` spent per component (pJ)."""
         self.warm_energy = energy
         self.warm_end_ps = now
+
+    def found_warmup(self, warmup: int, period: int) -> None:
+        """``run.warmup_iterations = "auto"`` ended the warm-up after ``warmup``
+        iterations, the iterations repeating with ``period`` (0: they did not by
+        ``run.max_iterations``)."""
+        self.warmup_iterations = warmup
+        self.converged = period > 0
+        self.period = period
 
     def end_window(self, now: int, energy: dict[str, float]) -> None:
         """The measured iterations ended at ``now`` (the last op's end) with ``energy``
@@ -145,6 +157,8 @@ class Metrics:
             "iterations": len(records),
             "warmup_iterations": len(records) - len(steady),
             "steady_state": len(records) > warm,
+            "converged": self.converged,
+            "period": self.period,
             "samples": samples,
             "sim_time_ps": t_steady,
             "iteration_time_ps": t_steady // max(1, len(steady)),
