@@ -434,7 +434,9 @@ def markdown() -> str:
     lines += ["", "## summary.csv", "",
               "A sweep's or a study's `summary.csv` has one row per point: its id, its "
               "parameters, `status` (`ok`, `does-not-fit`, `failed`), `error`, "
-              "`steady_state` (`measurement.steady_state`), then these figures, each a "
+              "`steady_state` (`measurement.steady_state`), `converged` "
+              "(`measurement.converged`, empty where the warm-up was given), then these "
+              "figures, each a "
               "report field times a scale (`tmhw.report_schema.FIGURES`):", "",
               "| column | report field | scale | meaning |", "|---|---|---|---|"]
     rows = []

@@ -253,6 +253,9 @@ def summary_rows(results: Sequence[Result]) -> list[dict[str, Any]]:
         # whether the figures are a steady state's (false: every iteration was warm-up)
         row["steady_state"] = "" if rep is None else str(bool(rep["measurement"][
             "steady_state"])).lower()
+        # "auto" warm-up: whether the iterations repeated (empty: the warm-up was given)
+        conv = None if rep is None else rep["measurement"]["converged"]
+        row["converged"] = "" if conv is None else str(conv).lower()
         row.update(figures(rep))
         rows.append(row)
     return rows

@@ -68,3 +68,16 @@ def test_a_given_warm_up_is_not_a_verdict() -> None:
 def test_bad_steady_state_settings_name_their_field(sets: list[str], field: str) -> None:
     with pytest.raises(ConfigError, match=f"^{field}"):
         tmhw.load_config("quick", sets)
+
+
+def test_a_sweep_row_says_whether_its_run_converged() -> None:
+    base = {"workload.layers": 3, "policy.hbm_ratio": 0.25, "run.iterations": 2,
+            "run.max_iterations": 6, "run.warmup_iterations": "auto"}
+    rows = tmhw.sweep({"preset": "quick", "base": base,
+                       "grid": {"run.steady_tolerance": [0.005, 1e-12],
+                                "policy.name": ["demand"]}})
+    by_tol = {float(r["run.steady_tolerance"]): r["converged"] for r in rows}
+    assert by_tol == {0.005: "true", 1e-12: "false"}
+    given = tmhw.sweep({"preset": "quick", "base": {"workload.layers": 3},
+                        "grid": {"policy.name": ["demand"]}})
+    assert given[0]["converged"] == ""

@@ -153,6 +153,14 @@ class Study:
             parts += [f"**Not a steady state:** {warm} of the {len(self.results)} runs measured "
                       "warm-up iterations only (`steady_state` false in summary.csv); give "
                       "them more iterations than `run.warmup_iterations`.", ""]
+        loose = sum(1 for r in self.results
+                    if r.get("report") is not None
+                    and r["report"]["measurement"]["converged"] is False)
+        if loose:
+            parts += [f"**Did not converge:** {loose} of the {len(self.results)} runs found "
+                      "no repeating iterations by `run.max_iterations` (`converged` false "
+                      "in summary.csv): their figures are the mean of the last iterations, "
+                      "not a steady state.", ""]
         for s in sections:
             parts += [s, ""]
         if self.figures:
