@@ -146,8 +146,8 @@ def study(st: Study) -> str:
              + ("at their defaults" if st.quick else "each tuned per cell, `policy.tune`")
              + f") on cells outside the paper's grid, {ITERATIONS} measured iterations after a "
              "warm-up that ends where the iterations repeat (`run.warmup_iterations = "
-             '"auto"`). Gain: the fastest rival's iteration time over TM-Training's, minus "
-             f"one. The paper's prior systems are {', '.join(BASELINES)}.\n\n" + summary)
+             '"auto"`). Gain: the fastest rival\'s iteration time over TM-Training\'s, '
+             f"minus one. The paper's prior systems are {', '.join(BASELINES)}.\n\n" + summary)
     return st.write_md("Robustness", intro,
                        ["## Every cell\n\n" + table,
                         f"## Cells where TM-Training is more than {SLACK:.0%} slower\n\n"
