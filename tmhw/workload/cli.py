@@ -87,20 +87,41 @@ def _show(args: argparse.Namespace) -> int:
         bar.update(1)
         f = footprint(wl)
         bar.update(1)
-    print(json.dumps(f.as_dict(), indent=2) if args.json else format_footprint(f))
+    print(json.dumps(as_json(wl, f), indent=2) if args.json else format_footprint(f))
     return 0
 
 
+def as_json(wl: Workload, f: Footprint) -> dict[str, object]:
+    """``workload show --json``: the footprint's fields, the headline counts under
+    unambiguous names (``parameters``; ``forward_flops`` and ``training_flops``, two per
+    multiply-accumulate, the training iteration's forward and backward GEMMs; the
+    optimizer's vector work is not counted; ``peak_live_bytes``) and every op."""
+    out: dict[str, object] = dict(f.as_dict())
+    out.update(parameters=f.params, forward_flops=2 * f.forward_macs,
+               training_flops=2 * (f.forward_macs + f.backward_macs),
+               peak_live_bytes=f.peak_live,
+               op_list=[{"name": op.name, "phase": op.phase.value, "macs": op.macs,
+                         "vector_elems": op.vector_elems} for op in wl.ops])
+    return out
+
+
 def _list(args: argparse.Namespace) -> int:
+    from tmhw.workload import hf
     rows = [{"model": name, "batch": i.default_batch, "seq": i.default_seq,
              "layers": i.default_layers, "source": i.note} for name, i in INFO.items()]
+    for name, c in hf.CONFIGS.items():
+        arch = c["architectures"][0]
+        rows.append({"model": f"{hf.PREFIX}{name}", "batch": 1,
+                     "seq": min(hf.DEFAULT_SEQ, hf.context(c, arch) or hf.DEFAULT_SEQ),
+                     "layers": hf.depth(c, arch, name),
+                     "source": f"Hugging Face config, {arch}"})
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
     for r in rows:
         seq = "-" if r["seq"] is None else r["seq"]
         layers = "-" if r["layers"] is None else r["layers"]
-        print(f"{r['model']:12s} batch {r['batch']:3d}  seq {seq!s:>5s}  "
+        print(f"{r['model']:22s} batch {r['batch']:3d}  seq {seq!s:>5s}  "
               f"layers {layers!s:>3s}  {r['source']}")
     print("\n--model (workload.model) takes, in this order:")
     for s in sources.SOURCES:

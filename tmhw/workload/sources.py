@@ -66,6 +66,9 @@ class Source:
 SOURCES: tuple[Source, ...] = (
     Source("zoo", "a zoo model's name (tmhw workload list)", "tmhw.workload.zoo:build",
            "tmhw.workload.zoo:check", names="tmhw.workload.zoo:MODELS"),
+    Source("hf", "hf: and a Hugging Face config: a named one (tmhw workload list) or a "
+           "path to a config.json", "tmhw.workload.hf:build", "tmhw.workload.hf:check",
+           prefixes=("hf:",)),
     Source("scalesim", "a path to a SCALE-Sim topology (*.csv)",
            "tmhw.workload.scalesim:build_training", "tmhw.workload.scalesim:check",
            suffixes=(".csv",)),
