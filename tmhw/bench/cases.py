@@ -17,7 +17,10 @@ training run. Each returns one measurement and runs inside its own process
 - ``e2e-bert``: one BERT-large training iteration (seq 512, batch 32) under TM-Training at
   12.5% HBM on the 990 PRO-like SSD; ``e2e-gpt``: a GPT-3 block stack of 8 layers (batch
   4, seq 2048) likewise; ``e2e-scaling``: BERT-large at batch 8, 16 and 32 (``extra``
-  holds each batch's wall time and the fitted exponent of wall time in batch size).
+  holds each batch's wall time and the fitted exponent of wall time in batch size);
+  ``e2e-llama``: one Llama-2-7B iteration (``hf:llama-2-7b``: 32 layers, seq 4096, batch
+  1, bf16 with Adam) at 12.5% HBM under TM-Training, target under 120 s and 3 GB of RSS
+  (``extra``; small: Llama 3.2 1B, 2 layers, seq 512).
   Throughput: MiB moved between the tiers per wall second; ``extra`` has events per MiB.
   The wall time starts once the modules are imported and the kernels loaded: numba's
   import and the kernels' load from its cache (``extra.kernels_s``, about 0.4 s) are
@@ -234,6 +237,23 @@ def case_e2e_gpt(small: bool, policy: str, **_: Any) -> Measure:
     if small:
         return _e2e_one(_e2e_sets("gpt2-small", 4, 128, 12, policy))
     return _e2e_one(_e2e_sets("gpt3-block", 4, 2048, 8, policy))
+
+
+#: e2e-llama's targets: wall seconds and peak RSS in MB
+LLAMA_TARGET_S, LLAMA_TARGET_RSS_MB = 120.0, 3000.0
+
+
+def case_e2e_llama(small: bool, policy: str, **_: Any) -> Measure:
+    import resource
+    if small:
+        m = _e2e_one(_e2e_sets("hf:llama-3.2-1b", 1, 512, 2, policy))
+    else:
+        m = _e2e_one(_e2e_sets("hf:llama-2-7b", 1, 4096, None, policy))
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    m["extra"].update(target_s=LLAMA_TARGET_S, target_rss_mb=LLAMA_TARGET_RSS_MB,
+                      within_target=m["wall_s"] < LLAMA_TARGET_S
+                      and rss < LLAMA_TARGET_RSS_MB)
+    return m
 
 
 def case_e2e_scaling(small: bool, policy: str, **_: Any) -> Measure:

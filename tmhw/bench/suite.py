@@ -23,6 +23,7 @@ from tmhw.bench.cases import (
     Measure,
     case_e2e_bert,
     case_e2e_gpt,
+    case_e2e_llama,
     case_e2e_scaling,
     case_flash,
     case_hbm,
@@ -36,7 +37,7 @@ from tmhw.bench.studies import STUDIES, case_dask, case_study
 from tmhw.sim.errors import TmhwError
 
 CASES = ("kernel", "flash-fast", "flash-detailed", "hbm-fast", "hbm-detailed", "npu-cycles",
-         "e2e-bert", "e2e-gpt", "e2e-scaling", "npu-resnet50", "zoo-build", "hbm-8gib",
+         "e2e-bert", "e2e-gpt", "e2e-llama", "e2e-scaling", "npu-resnet50", "zoo-build", "hbm-8gib",
          "dask-speedup", *(f"study-{n}" for n in STUDIES))
 
 
@@ -63,6 +64,7 @@ RUNNERS: dict[str, Callable[..., Measure]] = {
     "npu-cycles": case_npu,
     "e2e-bert": case_e2e_bert,
     "e2e-gpt": case_e2e_gpt,
+    "e2e-llama": case_e2e_llama,
     "e2e-scaling": case_e2e_scaling,
     "npu-resnet50": case_npu_resnet50,
     "zoo-build": case_zoo_build,
