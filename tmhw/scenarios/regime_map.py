@@ -4,7 +4,8 @@ BERT-large and a GPT-3 block (quick: their stand-ins) at HBM from 1/16 to all of
 footprint, and with 1 to 16 SSDs of the 990 PRO class in RAID-0 (``flash.devices``; the
 NPU's PCIe port widens with them, 4 lanes per SSD and at least 16, so that the axis is
 the flash bandwidth and not the port). Each cell runs TM-Training and every prior
-system, 2 iterations (the first is warm-up), and gives TM-Training's gain over the best
+system (2 iterations, the first warm-up; full: 2 measured after a warm-up that ends
+where the iterations repeat), and gives TM-Training's gain over the best
 prior system that runs there: in time (the best's iteration time over TM-Training's,
 minus 1), in traffic (1 minus TM-Training's over the fewest bytes any prior system
 moves) and in samples per joule. A thick line separates the cells where TM-Training's

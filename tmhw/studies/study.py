@@ -110,10 +110,12 @@ class Study:
               swept: dict[str, Any], preset: str | None = None) -> SW.Point:
         """``base`` overrides, then the user's ``--set``, then the swept values, over the
         study's preset (or ``preset``)."""
-        # Full studies compare rivals at their best (``tmhw.tune``); quick ones at their
-        # defaults, with AutoTM's ILP held to a small budget.
-        mode = {"policy.autotm.ilp_node_limit": QUICK_ILP_NODES} if self.quick \
-            else {"policy.tune": True}
+        # Full studies compare rivals at their best (``tmhw.tune``) in a steady state that
+        # is found (``run.warmup_iterations = "auto"``: ``run.iterations`` then counts
+        # the measured iterations); quick ones at their defaults, with AutoTM's ILP held
+        # to a small budget, after the given warm-up.
+        mode: dict[str, Any] = {"policy.autotm.ilp_node_limit": QUICK_ILP_NODES} \
+            if self.quick else {"policy.tune": True, "run.warmup_iterations": "auto"}
         overrides = {"run.iterations": self.iterations, **mode, **base, **self.user_sets,
                      **swept}
         return SW.make_point(preset or self.preset, overrides, params)
@@ -144,7 +146,9 @@ class Study:
         sets = ", ".join(f"`{k}={json.dumps(v)}`" for k, v in self.user_sets.items())
         parts = [f"# {title}", "", intro, "",
                  f"Scenario `{self.name}`, {sizes}, {iterations or self.iterations} "
-                 "iteration(s) per run" + (f", with {sets}" if sets else "")
+                 + ("iteration(s) per run" if self.quick else "measured iteration(s) per "
+                    "run after a warm-up that ends where the iterations repeat")
+                 + (f", with {sets}" if sets else "")
                  + limits + ".", ""]
         warm = sum(1 for r in self.results
                    if r.get("report") is not None
