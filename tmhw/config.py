@@ -134,7 +134,14 @@ class WorkloadConfig:
     never 0. They belong to the model: a table or an override that names
     ``workload.model`` takes them from beside it, and those it leaves out are the new
     model's own, so that ``workload.model = "resnet50"`` over the quick preset does not
-    inherit BERT's sequence length."""
+    inherit BERT's sequence length.
+
+    Transforms, for every source (``tmhw.workload.builder.Transforms``): ``precision``
+    "bf16" (mixed precision, fp32 master and moments; "fp16" the same bytes; "fp32" no
+    master copy, everything in fp32), ``recompute`` "none" ("layer": each layer's input
+    kept and the rest recomputed before its backward; "selective": Korthikanti et al.'s
+    attention scores, softmax and dropout only; "every-k": the input of every
+    ``recompute_every``-th layer kept)."""
 
     #: the shape keys that go with the model
     SHAPE: ClassVar[tuple[str, ...]] = ("batch", "seq", "layers")
@@ -145,9 +152,13 @@ class WorkloadConfig:
     layers: int | None = None
     page_size: int = 4096
     optimizer: str = "adam"
+    precision: str = "bf16"
+    recompute: str = "none"
+    recompute_every: int = 2
 
     def __post_init__(self) -> None:
         from tmhw.workload import sources
+        from tmhw.workload.builder import PRECISIONS, RECOMPUTE
 
         for name in self.SHAPE:
             v = getattr(self, name)
@@ -161,6 +172,15 @@ class WorkloadConfig:
             raise ConfigError("page_size", self.page_size, "a power of two >= 512")
         if self.optimizer not in ("adam", "sgd"):
             raise ConfigError("optimizer", self.optimizer, "one of 'adam', 'sgd'")
+        if self.precision not in PRECISIONS:
+            raise ConfigError("precision", self.precision,
+                              f"one of {', '.join(map(repr, PRECISIONS))}")
+        if self.recompute not in RECOMPUTE:
+            raise ConfigError("recompute", self.recompute,
+                              f"one of {', '.join(map(repr, RECOMPUTE))}")
+        if isinstance(self.recompute_every, bool) or not isinstance(
+                self.recompute_every, int) or self.recompute_every < 1:
+            raise ConfigError("recompute_every", self.recompute_every, "an integer >= 1")
 
     def to_toml(self) -> dict[str, Any]:
         """The fields as TOML keys; a shape key that is the model's own is left out (TOML

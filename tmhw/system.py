@@ -31,6 +31,7 @@ from tmhw.sim.component import Component
 from tmhw.sim.env import Environment
 from tmhw.sim.errors import TmhwError
 from tmhw.sim.trace import NULL_TRACER, Tracer
+from tmhw.workload.builder import Transforms
 from tmhw.workload.graph import Workload
 from tmhw.workload.sources import build as build_workload
 
@@ -53,7 +54,9 @@ def configured_workload(cfg: SystemConfig) -> Workload:
             cfg, workload=dataclasses.replace(wc, layers=n))).npages for n in (1, 2))
         check_flash_tier(cfg, (one + (layers - 1) * (two - one)) * wc.page_size)
     return build_workload(wc.model, batch=wc.batch, seq=wc.seq, layers=layers,
-                          page_size=wc.page_size, optimizer=wc.optimizer)
+                          page_size=wc.page_size, optimizer=wc.optimizer,
+                          transforms=Transforms(wc.precision, wc.recompute,
+                                                wc.recompute_every))
 
 
 def check_flash_tier(cfg: SystemConfig, nbytes: int) -> None:

@@ -31,6 +31,9 @@ output, dropout a one-byte mask, and residual adds, slices and average pooling n
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 
 from tmhw.sim.errors import ConfigError
@@ -64,6 +67,52 @@ def check_arguments(batch: object, page_size: object, optimizer: object) -> None
 #: What an element-wise op's backward reads besides the output gradient and its weight.
 SAVES = ("input", "output", "none")
 
+#: ``workload.precision``: bytes per weight, gradient and activation element, and
+#: whether an fp32 master copy is kept. "bf16" is mixed precision (Micikevicius et al.,
+#: ICLR 2018; ZeRO, Sec. 3.1: bf16 weights and gradients, fp32 master and moments,
+#: 16 B a parameter with Adam); "fp16" the same bytes; "fp32" keeps weights, gradients
+#: and activations in fp32 with no master copy (4 + 4 + 8 = 16 B a parameter with Adam).
+PRECISIONS = {"bf16": (2, True), "fp16": (2, True), "fp32": (4, False)}
+#: ``workload.recompute``: "none"; "layer" (each layer's input kept, the rest of the
+#: layer recomputed before its backward: Chen et al. 2016, as Megatron's full
+#: recomputation); "selective" (Korthikanti et al., MLSys 2023, Sec. 5: only the
+#: attention's scores, softmax and its dropout recomputed); "every-k" (the input of
+#: every ``recompute_every``-th layer kept, the k layers between recomputed together).
+RECOMPUTE = ("none", "layer", "selective", "every-k")
+#: the ops selective recomputation re-runs, by the suffix of their name (zoo and hf
+#: transformer layers)
+SELECTIVE = (".scores", ".softmax", ".attn_drop")
+
+
+@dataclass(frozen=True, slots=True)
+class Transforms:
+    """The workload transforms (``[workload]``: ``precision``, ``recompute``,
+    ``recompute_every``) every source's builder applies."""
+
+    precision: str = "bf16"
+    recompute: str = "none"
+    recompute_every: int = 2
+
+
+#: the transforms of the build under way (None: the defaults)
+_TRANSFORMS: ContextVar[Transforms | None] = ContextVar("transforms", default=None)
+
+
+def current_transforms() -> Transforms:
+    """The transforms a ``WorkloadBuilder`` made now applies (``transforms``)."""
+    return _TRANSFORMS.get() or Transforms()
+
+
+@contextlib.contextmanager
+def transforms(t: Transforms) -> Iterator[None]:
+    """Every ``WorkloadBuilder`` made inside applies ``t`` (``tmhw.workload.sources``
+    builds each source's workload in one)."""
+    token = _TRANSFORMS.set(t)
+    try:
+        yield
+    finally:
+        _TRANSFORMS.reset(token)
+
 
 @dataclass(slots=True)
 class _Fwd:
@@ -90,15 +139,18 @@ class WorkloadBuilder:
     name: str
     batch: int
     seq: int = 0
-    dtype_bytes: int = 2
+    dtype_bytes: int = 0          # 0: the precision's (``Transforms``)
     optimizer: str = "adam"
     tensors: list[Tensor] = field(default_factory=list)
     ops: list[Op] = field(default_factory=list)
     _fwd: list[_Fwd] = field(default_factory=list)
     _weights: list[int] = field(default_factory=list)
     params: int = 0
+    transforms: Transforms = field(default_factory=current_transforms)
 
     def __post_init__(self) -> None:
+        if not self.dtype_bytes:
+            self.dtype_bytes = PRECISIONS[self.transforms.precision][0]
         if self.optimizer not in OPTIMIZER_OPS_PER_ELEM:
             raise ValueError(f"optimizer {self.optimizer!r}: one of "
                              f"{sorted(OPTIMIZER_OPS_PER_ELEM)}")
@@ -357,23 +409,85 @@ class WorkloadBuilder:
             # optimizer state are kept in shards with one update op each (as ZeRO-style
             # implementations chunk it): an op's working set stays bounded by the shard,
             # not the layer.
-            shards = max(1, -(-n * (4 + state_b) // OPTIMIZER_SHARD_BYTES))
+            mixed = PRECISIONS[self.transforms.precision][1]
+            master_b = 4 if mixed else 0
+            shards = max(1, -(-n * (master_b + state_b) // OPTIMIZER_SHARD_BYTES))
             dw = wgrads.get(w)
             for k in range(shards):
                 lo, hi = n * k // shards, n * (k + 1) // shards
                 tag = f".{k}" if shards > 1 else ""
-                master = self.tensor(f"{wt.layer}.master{tag}", Kind.MASTER, (hi - lo) * 4,
-                                     wt.layer, 4)
-                state = self.tensor(f"{wt.layer}.{self.optimizer}{tag}", Kind.OPT_STATE,
-                                    (hi - lo) * state_b, wt.layer, 4)
+                kept: tuple[int, ...] = ()
+                if mixed:
+                    kept = (self.tensor(f"{wt.layer}.master{tag}", Kind.MASTER,
+                                        (hi - lo) * 4, wt.layer, 4),)
+                kept += (self.tensor(f"{wt.layer}.{self.optimizer}{tag}", Kind.OPT_STATE,
+                                     (hi - lo) * state_b, wt.layer, 4),)
                 if dw is None:
                     continue
                 self._op(f"{wt.layer}.{self.optimizer}{tag}", Phase.OPTIMIZER, wt.layer, (),
-                         hi - lo, ops_pe, reads=(dw, master, state), writes=(w, master, state))
+                         hi - lo, ops_pe, reads=(dw, *kept), writes=(w, *kept))
+        self._recompute()
         wl = Workload(self.name, self.batch, self.tensors, self.ops, self.seq, page_size,
-                      self.params, {"optimizer": self.optimizer})
+                      self.params, {"optimizer": self.optimizer,
+                                    "precision": self.transforms.precision,
+                                    "recompute": self.transforms.recompute})
         wl.check()
         return wl
+
+    def _group(self, op: Op) -> str | None:
+        """The recomputation group of forward op ``op`` (``Transforms.recompute``), or
+        None where it is not recomputed: a layer is the first part of the op's layer
+        name (``l3`` of ``l3.ff1``); every-k joins k transformer layers (``l<i>``)."""
+        mode = self.transforms.recompute
+        head = op.layer.split(".", 1)[0]
+        if op.layer == "loss":
+            return None
+        if mode == "selective":
+            return head if op.layer.endswith(SELECTIVE) else None
+        if mode == "every-k" and head[:1] == "l" and head[1:].isdigit():
+            return f"l{int(head[1:]) // self.transforms.recompute_every}"
+        return head
+
+    def _recompute(self) -> None:
+        """Recomputation (``Transforms.recompute``): per group, the forward ops run again
+        just before the first backward op that reads what they wrote, into copies of
+        their outputs, and the backward reads the copies; the originals die in the
+        forward pass, except what a later group's forward (or recomputation) reads, its
+        input. The recomputed ops are real ops of the backward, timed and counted."""
+        if self.transforms.recompute == "none":
+            return
+        groups: dict[str, list[Op]] = {}
+        for op in self.ops:
+            if op.phase == Phase.FORWARD and (g := self._group(op)) is not None:
+                groups.setdefault(g, []).append(op)
+        copy: dict[int, int] = {}
+        before: dict[int, list[Op]] = {}       # backward op index -> recompute ops
+        for ops in groups.values():
+            made = {t for op in ops for t in op.writes}
+            first = next((b.index for b in self.ops if b.phase == Phase.BACKWARD
+                          and made.intersection(b.reads)), None)
+            if first is None:
+                continue                        # nothing of the group is saved
+            own = {t: self.tensor(f"{self.tensors[t].name}.re", Kind.ACTIVATION,
+                                  self.tensors[t].nbytes, self.tensors[t].layer,
+                                  self.tensors[t].dtype_bytes) for t in made}
+            copy.update(own)
+            before[first] = [Op(0, op.name.removesuffix(".fwd") + ".recompute",
+                                Phase.BACKWARD, op.layer, op.gemms, op.vector_elems,
+                                op.vector_ops_per_elem,
+                                tuple(own.get(t, t) for t in op.reads),
+                                tuple(own[t] for t in op.writes)) for op in ops]
+        out: list[Op] = []
+        for op in self.ops:
+            out.extend(before.get(op.index, ()))
+            if op.phase == Phase.BACKWARD:
+                op = Op(0, op.name, op.phase, op.layer, op.gemms, op.vector_elems,
+                        op.vector_ops_per_elem, tuple(copy.get(t, t) for t in op.reads),
+                        op.writes)
+            out.append(op)
+        for i, op in enumerate(out):
+            op.index = i
+        self.ops = out
 
     def _wgrad(self, w: int, wgrads: dict[int, int]) -> int:
         if w not in wgrads:

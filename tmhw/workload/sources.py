@@ -31,6 +31,8 @@ from pathlib import Path
 from typing import Any, cast
 
 from tmhw.sim.errors import ConfigError
+from tmhw.workload.builder import Transforms
+from tmhw.workload.builder import transforms as applied
 from tmhw.workload.graph import Workload
 
 
@@ -107,12 +109,15 @@ def check(model: str, batch: int | None = None, seq: int | None = None,
 
 def build(model: str, *, batch: int | None = None, seq: int | None = None,
           layers: int | None = None, page_size: int = 4096,
-          optimizer: str = "adam") -> Workload:
-    """The training iteration ``model`` names, built by its source (after ``check``)."""
+          optimizer: str = "adam", transforms: Transforms | None = None) -> Workload:
+    """The training iteration ``model`` names, built by its source (after ``check``),
+    with the workload ``transforms`` (precision, recomputation) applied by the builder
+    every source uses."""
     check(model, batch, seq, layers)
     fn = cast(Callable[..., Workload], _resolve(find(model).build))
-    return fn(model, batch=batch, seq=seq, layers=layers, page_size=page_size,
-              optimizer=optimizer)
+    with applied(transforms or Transforms()):
+        return fn(model, batch=batch, seq=seq, layers=layers, page_size=page_size,
+                  optimizer=optimizer)
 
 
 def label(model: str) -> str:
