@@ -141,7 +141,9 @@ class WorkloadConfig:
     master copy, everything in fp32), ``recompute`` "none" ("layer": each layer's input
     kept and the rest recomputed before its backward; "selective": Korthikanti et al.'s
     attention scores, softmax and dropout only; "every-k": the input of every
-    ``recompute_every``-th layer kept)."""
+    ``recompute_every``-th layer kept), ``micro_batches`` 1 (gradient accumulation: the
+    forward and backward run that many times on ``batch / micro_batches`` samples, one
+    optimizer step an iteration; ``batch`` must be given and divisible)."""
 
     #: the shape keys that go with the model
     SHAPE: ClassVar[tuple[str, ...]] = ("batch", "seq", "layers")
@@ -155,6 +157,7 @@ class WorkloadConfig:
     precision: str = "bf16"
     recompute: str = "none"
     recompute_every: int = 2
+    micro_batches: int = 1
 
     def __post_init__(self) -> None:
         from tmhw.workload import sources
@@ -181,6 +184,12 @@ class WorkloadConfig:
         if isinstance(self.recompute_every, bool) or not isinstance(
                 self.recompute_every, int) or self.recompute_every < 1:
             raise ConfigError("recompute_every", self.recompute_every, "an integer >= 1")
+        m = self.micro_batches
+        if isinstance(m, bool) or not isinstance(m, int) or m < 1:
+            raise ConfigError("micro_batches", m, "an integer >= 1")
+        if m > 1 and (self.batch is None or self.batch % m):
+            raise ConfigError("micro_batches", m, "a divisor of workload.batch (given: "
+                              f"{self.batch})")
 
     def to_toml(self) -> dict[str, Any]:
         """The fields as TOML keys; a shape key that is the model's own is left out (TOML

@@ -112,3 +112,24 @@ def test_with_room_for_everything_recomputation_only_adds_compute_time() -> None
 def test_an_unknown_transform_names_its_field(field: str, value: object) -> None:
     with pytest.raises(ConfigError, match=f"^workload.{field}"):
         tmhw.load_config("quick", [f"workload.{field}={value!r}".replace("'", '"')])
+
+
+def test_micro_batches_keep_the_model_state_and_divide_the_activations() -> None:
+    """Gradient accumulation over 4 micro-batches: parameters and optimizer state as
+    they were, every activation a quarter, the same MACs in all (four passes of a
+    quarter), the weight gradients accumulated, one optimizer step."""
+    one = sources.build("gpt2-small", batch=8, seq=256, layers=2)
+    four = sources.build("gpt2-small", batch=8, seq=256, layers=2,
+                         transforms=Transforms(micro_batches=4))
+    f1, f4 = footprint(one), footprint(four)
+    assert four.batch == one.batch == 8 and f4.params == f1.params
+    assert f4.optimizer_state == f1.optimizer_state and f4.master == f1.master
+    assert f4.activations_all * 4 == f1.activations_all
+    assert f4.forward_macs + f4.backward_macs == f1.forward_macs + f1.backward_macs
+    opt = [op for op in four.ops if op.phase == Phase.OPTIMIZER]
+    assert len(opt) == len([op for op in one.ops if op.phase == Phase.OPTIMIZER])
+    # a later pass's weight-gradient op reads what the earlier passes accumulated
+    later = [op for op in four.ops if op.name.endswith("wgrad@3")]
+    assert later and all(set(op.writes) <= set(op.reads) for op in later)
+    with pytest.raises(ConfigError, match="^workload.micro_batches"):
+        tmhw.load_config("quick", ["workload.micro_batches=3"])      # batch 8

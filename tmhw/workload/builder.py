@@ -92,6 +92,10 @@ class Transforms:
     precision: str = "bf16"
     recompute: str = "none"
     recompute_every: int = 2
+    #: gradient accumulation: the forward and backward run this many times on
+    #: ``batch / micro_batches`` samples each (the source builds one micro-batch), the
+    #: optimizer once
+    micro_batches: int = 1
 
 
 #: the transforms of the build under way (None: the defaults)
@@ -400,6 +404,8 @@ class WorkloadBuilder:
                              reads=(dy, other) + acc_dx, writes=(dx,))
                     accumulated.add(dx)
 
+        self._recompute()
+        self._accumulate()
         ops_pe = OPTIMIZER_OPS_PER_ELEM[self.optimizer]
         state_b = OPTIMIZER_STATE_BYTES[self.optimizer]
         for w in self._weights:
@@ -426,11 +432,13 @@ class WorkloadBuilder:
                     continue
                 self._op(f"{wt.layer}.{self.optimizer}{tag}", Phase.OPTIMIZER, wt.layer, (),
                          hi - lo, ops_pe, reads=(dw, *kept), writes=(w, *kept))
-        self._recompute()
-        wl = Workload(self.name, self.batch, self.tensors, self.ops, self.seq, page_size,
+        micro = self.transforms.micro_batches
+        wl = Workload(self.name, self.batch * micro, self.tensors, self.ops, self.seq,
+                      page_size,
                       self.params, {"optimizer": self.optimizer,
                                     "precision": self.transforms.precision,
-                                    "recompute": self.transforms.recompute})
+                                    "recompute": self.transforms.recompute,
+                                    "micro_batches": str(micro)})
         wl.check()
         return wl
 
@@ -488,6 +496,27 @@ class WorkloadBuilder:
         for i, op in enumerate(out):
             op.index = i
         self.ops = out
+
+    def _accumulate(self) -> None:
+        """Gradient accumulation (``Transforms.micro_batches`` = m > 1): the forward and
+        backward ops, built for one micro-batch, run m times over the same tensors (a
+        micro-batch's activations are dead when the next one starts), each later pass
+        adding into the weight gradients (its weight-gradient ops read them too); the
+        host delivers all m micro-batches' inputs at the iteration's start."""
+        m = self.transforms.micro_batches
+        if m == 1:
+            return
+        for t in self.tensors:
+            if t.kind == Kind.INPUT:
+                t.nbytes *= m
+        block = list(self.ops)
+        for k in range(1, m):
+            for op in block:
+                acc = tuple(t for t in op.writes
+                            if self.tensors[t].kind == Kind.WEIGHT_GRAD)
+                self.ops.append(Op(len(self.ops), f"{op.name}@{k}", op.phase, op.layer,
+                                   op.gemms, op.vector_elems, op.vector_ops_per_elem,
+                                   tuple(dict.fromkeys(op.reads + acc)), op.writes))
 
     def _wgrad(self, w: int, wgrads: dict[int, int]) -> int:
         if w not in wgrads:

@@ -114,8 +114,14 @@ def build(model: str, *, batch: int | None = None, seq: int | None = None,
     with the workload ``transforms`` (precision, recomputation) applied by the builder
     every source uses."""
     check(model, batch, seq, layers)
+    t = transforms or Transforms()
+    if t.micro_batches > 1:
+        if batch is None or batch % t.micro_batches:
+            raise ConfigError("micro_batches", t.micro_batches,
+                              f"a divisor of workload.batch (given: {batch})")
+        batch //= t.micro_batches          # the source builds one micro-batch
     fn = cast(Callable[..., Workload], _resolve(find(model).build))
-    with applied(transforms or Transforms()):
+    with applied(t):
         return fn(model, batch=batch, seq=seq, layers=layers, page_size=page_size,
                   optimizer=optimizer)
 
