@@ -17,9 +17,10 @@ or write queue; fast: the start of its service) to the end of its last data.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
+import numpy.typing as npt
 import simpy
 
 from dram.config import DramConfig
@@ -29,7 +30,7 @@ from dram.mapping import RANDOM_ACCESS_BYTES
 from dram.target import DramTarget
 from tmhw.sim.errors import TmhwError
 from tmhw.sim.progress import progress as bar
-from tmhw.sim.transfer import Op, Pattern, Transfer
+from tmhw.sim.transfer import Pattern
 from tmhw.sim.units import NS, S, fmt_bytes
 
 PATTERNS = ("stream", "random", "mix")
@@ -81,67 +82,88 @@ def check_bench(cfg: DramConfig, pattern: str, size: int, count: int,
                 "or count)")
 
 
+class Batch(NamedTuple):
+    """A bench's requests as arrays, one entry per request: write or read, address,
+    bytes, and stream (consecutive bursts) or random (64 B accesses)."""
+
+    writes: npt.NDArray[np.bool_]
+    addresses: npt.NDArray[np.int64]
+    nbytes: npt.NDArray[np.int64]
+    streams: npt.NDArray[np.bool_]
+
+
+def batch(cfg: DramConfig, pattern: str, size: int, count: int,
+          write: bool = False) -> Batch:
+    """The requests of a benchmark, as arrays."""
+    _check_shape(pattern, size, count)
+    i = np.arange(count, dtype=np.int64)
+    sizes = np.full(count, size, dtype=np.int64)
+    if pattern in ("stream", "random"):
+        return Batch(np.full(count, write), i * size, sizes,
+                     np.full(count, pattern == "stream"))
+    # two reads for every write: reads from the bottom, writes from the middle
+    writes = i % 3 == 2
+    nth = np.where(writes, i // 3, i - i // 3)   # the request's rank in its stream
+    return Batch(writes, np.where(writes, cfg.capacity // 2, 0) + nth * size, sizes,
+                 np.full(count, True))
+
+
 def workload(cfg: DramConfig, pattern: str, size: int, count: int,
              write: bool = False) -> list[Request]:
     """The requests (is_write, address, nbytes, pattern) of a benchmark."""
-    _check_shape(pattern, size, count)
-    if pattern == "stream":
-        return [(write, i * size, size, Pattern.STREAM) for i in range(count)]
-    if pattern == "random":
-        return [(write, i * size, size, Pattern.RANDOM) for i in range(count)]
-    half = cfg.capacity // 2
-    out: list[Request] = []
-    r = w = 0
-    for i in range(count):
-        if i % 3 == 2:
-            out.append((True, half + w * size, size, Pattern.STREAM))
-            w += 1
-        else:
-            out.append((False, r * size, size, Pattern.STREAM))
-            r += 1
-    return out
+    b = batch(cfg, pattern, size, count, write)
+    return [(w, a, n, Pattern.STREAM if s else Pattern.RANDOM) for w, a, n, s in
+            zip(b.writes.tolist(), b.addresses.tolist(), b.nbytes.tolist(),
+                b.streams.tolist(), strict=True)]
 
 
-def run_requests(cfg: DramConfig, requests: list[Request], model: str = "detailed",
+def _as_batch(requests: list[Request] | Batch) -> Batch:
+    if isinstance(requests, Batch):
+        return requests
+    return Batch(np.array([r[0] for r in requests], dtype=bool),
+                 np.array([r[1] for r in requests], dtype=np.int64),
+                 np.array([r[2] for r in requests], dtype=np.int64),
+                 np.array([r[3] is Pattern.STREAM for r in requests], dtype=bool))
+
+
+def run_requests(cfg: DramConfig, requests: list[Request] | Batch, model: str = "detailed",
                  log: bool = False, progress: bool = False
                  ) -> tuple[DramTarget, int, np.ndarray]:
     """Serve ``requests`` (all arriving at 0); return the finalized target, the makespan
     (ps) and the per-request latencies (ps). ``progress``: a bar of requests on a
-    terminal's stderr (detailed: queued, then served unit by unit)."""
+    terminal's stderr (detailed: served unit by unit)."""
     env = simpy.Environment()
     target = DramTarget(env, "dram", None, cfg, model=model)
     impl = target.impl
-    n = len(requests)
-    step = max(1, min(n // 100, 1 << 14))      # the bar moves every 1% (16 Ki at most)
+    reqs = _as_batch(requests)
+    n = len(reqs.addresses)
     with bar(n, "dram bench", "req", disable=not progress) as shown:
         if isinstance(impl, DetailedModel):
             if log:
                 for c in impl.ctrls:
                     c.log = []
-            shown.set_description("dram bench: queue")
-            for i, (w, a, nb, p) in enumerate(requests, 1):
-                impl.submit(w, a, nb, p, cfg.controller_delay)
-                if i % step == 0:
-                    shown.update(step)
-            shown.reset(n)
+            impl.submit_many(reqs.writes, reqs.addresses, reqs.nbytes, reqs.streams,
+                             np.full(n, cfg.controller_delay, dtype=np.int64))
             shown.set_description("dram bench: serve")
             for c in impl.ctrls:     # DetailedModel.run, one unit at a time
                 c.run()
-                shown.update(len(impl.completed) - shown.n)
+                shown.update(int(impl._par[0]["n_done"]) - shown.n)
             end = impl.last_end
-            lat = np.array([e - s for _, s, e in impl.completed], dtype=np.int64)
+            _, starts, ends = impl.request_times()
+            lat = ends - starts
         else:
             assert isinstance(impl, FastModel)
-            ends = []
-            lats = []
-            for i, (w, a, nb, p) in enumerate(requests, 1):
-                e = target.transport(Transfer(Op.WRITE if w else Op.READ, a, nb, p), 0)
-                ends.append(e)
-                lats.append(e - impl.last_start)
-                if i % step == 0:
-                    shown.update(step)
-            end = max(ends)
-            lat = np.array(lats, dtype=np.int64)
+            step = max(1, min(n // 100, 1 << 14))      # the bar moves every 1% (16 Ki at most)
+            ends = np.empty(n, dtype=np.int64)
+            starts = np.empty(n, dtype=np.int64)
+            for i in range(0, n, step):
+                part = slice(i, min(n, i + step))
+                ends[part], starts[part] = impl.serve_many(
+                    reqs.writes[part], reqs.addresses[part], reqs.nbytes[part],
+                    reqs.streams[part], np.zeros(part.stop - i, dtype=np.int64))
+                shown.update(part.stop - i)
+            end = int(ends.max())
+            lat = ends - starts
     target.finalize(end)
     return target, end, lat
 
@@ -153,7 +175,7 @@ def run_bench(cfg: DramConfig, pattern: str, size: int, count: int,
     nothing is allocated for a bench that could not run). ``progress``: a bar on a
     terminal's stderr."""
     check_bench(cfg, pattern, size, count, model)
-    reqs = workload(cfg, pattern, size, count, write)
+    reqs = batch(cfg, pattern, size, count, write)
     target, end, lat = run_requests(cfg, reqs, model, progress=progress)
     rep = target.report()
     moved = rep["bytes_read"] + rep["bytes_written"]

@@ -1,52 +1,44 @@
 """The detailed DRAM model: one command-level controller per unit (pseudo-channel).
 
-Each ``UnitController`` has a read queue and a write queue (per bank, in arrival order),
-an in-order front end that admits bursts while there is room, and a scheduler that issues
-one command at a time at the earliest legal clock edge:
+The controllers' rules (FR-FCFS scheduling, write drain, page policy, refresh, the
+JEDEC timing constraints) are the compiled command scheduler's, ``dram/scheduler.py``;
+this module holds the model around it: the state of every unit in numpy arrays, the
+split of a transfer into bursts through the address map, and the figures.
 
-- FR-FCFS: among the commands that could issue next, the earliest wins; at equal times a
-  column access to an open row (a row hit) beats an ACT or PRE, then the oldest request.
-- Write drain: writes wait in their queue until it holds ``write_high`` entries, then
-  drain down to ``write_low`` (or whenever no read is queued), so the bus turns around
-  once per batch rather than per write.
-- Page policy: ``open`` leaves rows open; ``closed`` issues RDA/WRA when no queued
-  request hits the same row.
-- Refresh: all-bank (PREA then REF every tREFI, staggered over units and ranks) or
-  per-bank (every tREFI / banks, PRE then REFPB of a bank not yet refreshed this round,
-  preferring one no queued request needs; other banks go on).
-
-Timing comes from ``dram/timing.py``'s rules, kept forward as next-allowed times per
-bank, bank group, rank and unit. The controller steps from command to command (no
-per-cycle loop) and runs its own event loop, outside SimPy: ``DetailedModel.serve``
-(what ``DramTarget(model="detailed").transport`` calls) enqueues a transfer's bursts and
-runs the units it touches until those bursts complete; ``submit`` + ``run`` serve a
-batch (the bench). A transfer that arrives before a unit's current time is served from
-that time. Every command can be logged for ``dram/checker.py``.
+The controller steps from command to command (no per-cycle loop) and runs its own event
+loop, outside SimPy: ``DetailedModel.serve`` (what ``DramTarget(model="detailed")
+.transport`` calls) enqueues a transfer's bursts and runs the units it touches until
+those bursts complete; ``submit`` (or ``submit_many``, a batch at once) + ``run`` serve
+a batch (the bench). A transfer that arrives before a unit's current time is served
+from that time. Every command can be logged for ``dram/checker.py`` (a unit's ``log``:
+a list to append to, or None).
 """
 
 from __future__ import annotations
 
-from collections import deque
-from collections.abc import Callable
+from collections.abc import Sequence
 
 import numpy as np
+import numpy.typing as npt
 
+import dram.scheduler as sched
 from dram.config import DramConfig
 from dram.mapping import RANDOM_ACCESS_BYTES, AddressMap
-from dram.timing import Cmd, Command, Rule, ref_phase, rules
+from dram.timing import Cmd, Command, ref_phase, rules
 from tmhw.sim.transfer import Pattern
 
-_INF = 1 << 62
-_ACT, _PRE, _PREA, _RD, _WR, _RDA, _WRA, _REF, _REFPB = (
-    int(Cmd.ACT), int(Cmd.PRE), int(Cmd.PREA), int(Cmd.RD), int(Cmd.WR), int(Cmd.RDA),
-    int(Cmd.WRA), int(Cmd.REF), int(Cmd.REFPB))
-_NK = len(Cmd)
+I64 = npt.NDArray[np.int64]
+#: Commands the scheduler logs before the model moves them into the units' logs.
+LOG_CAPACITY = 4096
+#: Initial room for bursts pending per unit, and for requests; both grow as needed.
+PENDING_CAPACITY = 1024
+REQUEST_CAPACITY = 1024
 
 
 class Burst:
-    """One column access of one request."""
+    """One column access of one request, pending at its unit."""
 
-    __slots__ = ("req", "write", "bank", "row", "arrival", "admitted", "seq")
+    __slots__ = ("req", "write", "bank", "row", "arrival", "seq")
 
     def __init__(self, req: int, write: bool, bank: int, row: int, arrival: int,
                  seq: int) -> None:
@@ -55,347 +47,123 @@ class Burst:
         self.bank = bank
         self.row = row
         self.arrival = arrival
-        self.admitted = -1
         self.seq = seq
 
 
 class UnitController:
-    """Command scheduler of one unit. Times in ps."""
+    """Command scheduler of one unit: a view of its part of the model's state. Times
+    in ps."""
 
-    def __init__(self, cfg: DramConfig, unit: int, rule_list: list[Rule],
-                 on_done: Callable[[Burst, int], None], log: bool = False) -> None:
-        c = cfg
-        self.cfg = c
+    def __init__(self, model: DetailedModel, unit: int, log: bool = False) -> None:
+        self.model = model
+        self.cfg = model.cfg
         self.unit = unit
-        self.on_done = on_done
-        nb = c.ranks * c.banks
-        self.nb = nb
-        self.rank_of = [b // c.banks for b in range(nb)]
-        self.bg_of = [(b // c.banks_per_group) % c.bank_groups for b in range(nb)]
-        self.bgi_of = [self.rank_of[b] * c.bank_groups + self.bg_of[b] for b in range(nb)]
-        self.bank_next = [[0] * _NK for _ in range(nb)]
-        self.bg_next = [[0] * _NK for _ in range(c.ranks * c.bank_groups)]
-        self.rank_next = [[0] * _NK for _ in range(c.ranks)]
-        self.unit_next = [0] * _NK
-        self.faw: list[deque[int]] = [deque(maxlen=4) for _ in range(c.ranks)]
-        self.effects: list[list[tuple[int, tuple[int, ...], int]]] = [[] for _ in range(_NK)]
-        for r in rule_list:
-            if r.window != 1:
-                continue  # tFAW: kept in self.faw
-            for k in r.prev:
-                self.effects[int(k)].append((int(r.scope), tuple(int(x) for x in r.nxt), r.gap))
-        self.open_row = [-1] * nb
-        self.rq: dict[int, list[Burst]] = {}
-        self.wq: dict[int, list[Burst]] = {}
-        self.n_rq = 0
-        self.n_wq = 0
-        self.pending: deque[Burst] = deque()
-        self.left: dict[int, int] = {}
-        self.t = 0
-        self.draining = False
-        # Refresh schedule, staggered over units (and ranks) as in the fast model.
-        self.mode = c.refresh
-        self.ref_due = [ref_phase(c, unit, r) for r in range(c.ranks)]
-        self.ref_period_pb = c.t_refi // nb
-        self.ref_due_pb = ref_phase(c, unit)
-        #: Banks refreshed in this tREFI round, and the bank chosen for the pending REFPB.
-        self.pb_done: set[int] = set()
-        self.ref_target = -1
-        self.last_cas = [-1] * nb
-        #: The burst each bank's latest ACT was issued for: its CAS is the row miss.
-        self.act_seq = [-1] * nb
-        self.row_hits = 0
-        self.log: list[Command] | None = [] if log else None
-        # Statistics.
-        self.counts = [0] * _NK
-        self.bursts_read = 0
-        self.bursts_written = 0
-        self.n_open = [0] * c.ranks
-        self.active_since = [0] * c.ranks
-        self.active_total = 0
-        self.first_use: int | None = None
+        self._log: list[Command] | None = None
+        self.log = [] if log else None
 
-    # -- timing state ------------------------------------------------------------------
-    def earliest(self, kind: int, bank: int) -> int:
-        """Earliest legal time of a command of ``kind`` to ``bank`` (or any bank of the
-        rank for PREA and REF), by the timing rules; not aligned, not below ``t``."""
-        r = self.rank_of[bank]
-        e = self.bank_next[bank][kind]
-        v = self.bg_next[self.bgi_of[bank]][kind]
-        if v > e:
-            e = v
-        v = self.rank_next[r][kind]
-        if v > e:
-            e = v
-        v = self.unit_next[kind]
-        if v > e:
-            e = v
-        if kind == _ACT:
-            f = self.faw[r]
-            if len(f) == 4 and f[0] + self.cfg.t_faw > e:
-                e = f[0] + self.cfg.t_faw
-        return e
+    @property
+    def log(self) -> list[Command] | None:
+        """The commands this unit issued, in order, when logging (else None)."""
+        return self._log
 
-    def _apply(self, kind: int, bank: int, t: int) -> None:
-        r = self.rank_of[bank]
-        for scope, nxts, gap in self.effects[kind]:
-            v = t + gap
-            if scope == 0:
-                arrs = [self.bank_next[bank]]
-            elif scope == 1:
-                arrs = [self.bg_next[self.bgi_of[bank]]]
-            elif scope == 2:
-                arrs = [self.rank_next[r]]
-            elif scope == 3:
-                arrs = [self.unit_next]
-            else:
-                arrs = [self.rank_next[x] for x in range(self.cfg.ranks) if x != r]
-            for arr in arrs:
-                for k in nxts:
-                    if arr[k] < v:
-                        arr[k] = v
-        if kind == _ACT:
-            self.faw[r].append(t)
+    @log.setter
+    def log(self, value: list[Command] | None) -> None:
+        self._log = value
+        self.model._logging[self.unit] = value is not None
 
-    # -- queues ------------------------------------------------------------------------
-    def enqueue(self, b: Burst) -> None:
-        self.pending.append(b)
-        self.left[b.req] = self.left.get(b.req, 0) + 1
+    # -- state ---------------------------------------------------------------------------
+    def _ctrl(self, name: str) -> int:
+        return int(self.model._ctrl[self.unit][name])
 
-    def _admit(self) -> None:
-        c = self.cfg
-        p = self.pending
-        while p:
-            b = p[0]
-            if b.arrival > self.t:
-                return
-            if b.write:
-                if self.n_wq >= c.write_queue:
-                    return
-                self.n_wq += 1
-                q = self.wq
-            else:
-                if self.n_rq >= c.read_queue:
-                    return
-                self.n_rq += 1
-                q = self.rq
-            p.popleft()
-            b.admitted = self.t
-            lst = q.get(b.bank)
-            if lst is None:
-                q[b.bank] = [b]
-            else:
-                lst.append(b)
+    @property
+    def t(self) -> int:
+        """The unit's time: its latest command or wake-up, ps."""
+        return self._ctrl("t")
+
+    @property
+    def first_use(self) -> int | None:
+        """Its first command's time (None before)."""
+        t = self._ctrl("first_use")
+        return None if t < 0 else t
+
+    @property
+    def pending(self) -> list[Burst]:
+        """The bursts not yet admitted to a queue, in arrival order."""
+        p = self.model._pending[self.unit, self._ctrl("head"):self._ctrl("tail")]
+        return [Burst(int(x[sched.P_REQ]), bool(x[sched.P_WRITE]), int(x[sched.P_BANK]),
+                      int(x[sched.P_ROW]), int(x[sched.P_ARRIVAL]), int(x[sched.P_SEQ]))
+                for x in p]
+
+    @property
+    def open_row(self) -> list[int]:
+        """Open row of each bank (rank-major), -1 precharged."""
+        out: list[int] = self.model._banks[self.unit, :, sched.OPEN_ROW].tolist()
+        return out
+
+    @property
+    def counts(self) -> list[int]:
+        """Commands issued, by kind (``Cmd``)."""
+        out: list[int] = self.model._counts[self.unit].tolist()
+        return out
+
+    @property
+    def bursts_read(self) -> int:
+        return self._ctrl("bursts_read")
+
+    @property
+    def bursts_written(self) -> int:
+        return self._ctrl("bursts_written")
+
+    @property
+    def row_hits(self) -> int:
+        """Column accesses that found their row open (not opened for them)."""
+        return self._ctrl("row_hits")
 
     def busy(self) -> bool:
-        return bool(self.pending) or self.n_rq > 0 or self.n_wq > 0
+        """Whether bursts are pending or queued."""
+        return self._ctrl("head") < self._ctrl("tail") or self._ctrl("n_rq") > 0 \
+            or self._ctrl("n_wq") > 0
 
     # -- scheduling ----------------------------------------------------------------------
     def step(self) -> bool:
         """Issue the next command, or advance time to the next arrival or refresh.
         Returns False when there is nothing to do."""
-        self._admit()
-        c = self.cfg
-        t = self.t
-        tck = c.tck
-        best_e = _INF
-        best_kind = -1
-        best_bank = -1
-        best_burst: Burst | None = None
-        best_prio: tuple[int, int] = (9, 0)
-        blocked_rank = -1
-        blocked_bank = -1
-        next_ref = _INF
-        # Refresh comes first: it blocks its rank (all-bank) or its bank (per-bank).
-        if self.mode == "all-bank":
-            for r in range(c.ranks):
-                due = self.ref_due[r]
-                if due <= t:
-                    bank0 = r * c.banks
-                    kind = _PREA if self.n_open[r] > 0 else _REF
-                    best_e = max(t, self.earliest(kind, bank0))
-                    best_kind, best_bank, best_prio = kind, bank0, (-1, 0)
-                    blocked_rank = r
-                    break
-                next_ref = min(next_ref, due)
-        elif self.mode == "per-bank":
-            if self.ref_due_pb <= t:
-                if self.ref_target < 0:
-                    self.ref_target = self._pick_refresh_bank()
-                rb = self.ref_target
-                kind = _PRE if self.open_row[rb] >= 0 else _REFPB
-                best_e = max(t, self.earliest(kind, rb))
-                best_kind, best_bank, best_prio = kind, rb, (-1, 0)
-                blocked_bank = rb
-            else:
-                next_ref = self.ref_due_pb
-        if blocked_rank < 0 or c.ranks > 1:
-            # Write drain with hysteresis; writes also go when no read waits.
-            if self.draining:
-                if self.n_wq <= c.write_low:
-                    self.draining = False
-            elif self.n_wq >= c.write_high:
-                self.draining = True
-            use_w = (self.draining or self.n_rq == 0) and self.n_wq > 0
-            q = self.wq if use_w else self.rq
-            cas = _WR if use_w else _RD
-            for bank, lst in q.items():
-                if bank == blocked_bank or self.rank_of[bank] == blocked_rank:
-                    continue
-                orow = self.open_row[bank]
-                if orow >= 0:
-                    hit = None
-                    for b in lst:
-                        if b.row == orow:
-                            hit = b
-                            break
-                    if hit is not None:
-                        kind, prio, burst = cas, (0, hit.seq), hit
-                    else:
-                        kind, prio, burst = _PRE, (1, lst[0].seq), lst[0]
-                else:
-                    kind, prio, burst = _ACT, (1, lst[0].seq), lst[0]
-                e = self.earliest(kind, bank)
-                if e < t:
-                    e = t
-                if e < best_e or (e == best_e and prio < best_prio):
-                    best_e, best_kind, best_bank, best_burst, best_prio = e, kind, bank, burst, prio
-        best_e = -(-best_e // tck) * tck if best_e < _INF else _INF
-        next_arr = _INF
-        if self.pending:
-            h = self.pending[0]
-            room = (self.n_wq < c.write_queue) if h.write else (self.n_rq < c.read_queue)
-            if room:
-                next_arr = h.arrival
-        wake = min(next_arr, next_ref)
-        if best_kind < 0 and wake == _INF:
-            return False
-        if best_kind < 0 or wake < best_e:
-            if best_kind < 0 and next_arr == _INF and not self.busy():
-                return False
-            self.t = max(t, -(-wake // tck) * tck)
-            return True
-        self._issue(best_kind, best_bank, best_burst, best_e)
-        return True
-
-    def _issue(self, kind: int, bank: int, burst: Burst | None, t: int) -> None:
-        c = self.cfg
-        self.t = t
-        r = self.rank_of[bank]
-        row = -1
-        if self.first_use is None:
-            self.first_use = t
-        if kind == _RD or kind == _WR:
-            assert burst is not None
-            write = kind == _WR
-            q = self.wq if write else self.rq
-            lst = q[bank]
-            lst.remove(burst)
-            if not lst:
-                del q[bank]
-            if write:
-                self.n_wq -= 1
-                self.bursts_written += 1
-            else:
-                self.n_rq -= 1
-                self.bursts_read += 1
-            row = burst.row
-            self.last_cas[bank] = t
-            if self.act_seq[bank] != burst.seq:
-                self.row_hits += 1
-            if c.page_policy == "closed" and not self._queued_hit(bank, row):
-                kind = _WRA if write else _RDA
-                self._close(r, t)
-                self.open_row[bank] = -1
-            done = t + (c.t_cwl if write else c.t_cl) + c.t_burst
-            self.left[burst.req] -= 1
-            if self.left[burst.req] == 0:
-                del self.left[burst.req]
-            self.on_done(burst, done)
-        elif kind == _ACT:
-            assert burst is not None
-            row = burst.row
-            self.act_seq[bank] = burst.seq
-            self.open_row[bank] = row
-            if self.n_open[r] == 0:
-                self.active_since[r] = t
-            self.n_open[r] += 1
-        elif kind == _PRE:
-            self.open_row[bank] = -1
-            self._close(r, t)
-        elif kind == _PREA:
-            for b in range(r * c.banks, (r + 1) * c.banks):
-                if self.open_row[b] >= 0:
-                    self.open_row[b] = -1
-                    self._close(r, t)
-        elif kind == _REF:
-            self.ref_due[r] += c.t_refi
-        elif kind == _REFPB:
-            self.ref_due_pb += self.ref_period_pb
-            self.pb_done.add(bank)
-            if len(self.pb_done) == self.nb:
-                self.pb_done.clear()
-            self.ref_target = -1
-        self.counts[kind] += 1
-        self._apply(kind, bank, t)
-        if self.log is not None:
-            self.log.append(Command(t, Cmd(kind), r, self.bg_of[bank], bank, row))
-
-    def _pick_refresh_bank(self) -> int:
-        """The bank to refresh next (JEDEC lets the controller choose the order within a
-        round): one not yet refreshed this round, preferring a bank no queued request
-        needs and, among those, the one accessed most recently, which traffic that has
-        moved on will need last."""
-        best, best_key = -1, (9, -_INF)
-        for b in range(self.nb):
-            if b in self.pb_done:
-                continue
-            key = (1 if (b in self.rq or b in self.wq) else 0, -self.last_cas[b])
-            if key < best_key:
-                best, best_key = b, key
-        return best
-
-    def _close(self, rank: int, t: int) -> None:
-        self.n_open[rank] -= 1
-        if self.n_open[rank] == 0:
-            self.active_total += t - self.active_since[rank]
-
-    def _queued_hit(self, bank: int, row: int) -> bool:
-        for q in (self.rq, self.wq):
-            for b in q.get(bank, ()):
-                if b.row == row:
-                    return True
-        return False
+        return self.model._run(self.unit, self.unit + 1, sched.NO_STOP, 1) == sched.STEPS
 
     def run_until_done(self, req: int) -> None:
-        while req in self.left:
-            if not self.step():
-                raise RuntimeError(f"unit {self.unit}: request {req} stuck")
+        """Serve until request ``req``'s bursts on this unit have issued."""
+        if self.model._run(self.unit, self.unit + 1, req) == sched.STUCK:
+            raise RuntimeError(f"unit {self.unit}: request {req} stuck")
 
     def run(self) -> None:
-        while self.busy():
-            if not self.step():
-                raise RuntimeError(f"unit {self.unit}: queued bursts but nothing to issue")
+        """Serve every burst pending or queued."""
+        if self.model._run(self.unit, self.unit + 1, sched.UNTIL_IDLE) == sched.STUCK:
+            raise RuntimeError(f"unit {self.unit}: queued bursts but nothing to issue")
 
-    # -- figures -----------------------------------------------------------------------
+    # -- figures -------------------------------------------------------------------------
     def active_ps(self, now: int) -> int:
         """Time (summed over ranks) with at least one bank open, up to ``now``."""
-        a = self.active_total
+        a = self._ctrl("active_total")
         for r in range(self.cfg.ranks):
-            if self.n_open[r] > 0 and now > self.active_since[r]:
-                a += now - self.active_since[r]
+            n_open, since = self.model._ranks[self.unit, r, [sched.N_OPEN,
+                                                             sched.ACTIVE_SINCE]]
+            if n_open > 0 and now > since:
+                a += now - int(since)
         return a
 
     def refreshes(self, now: int) -> int:
         """Refresh commands issued, plus those due while idle up to ``now``."""
         c = self.cfg
-        if self.mode == "all-bank":
-            extra = sum(max(0, (now - d) // c.t_refi + 1) for d in self.ref_due if d <= now)
-            return self.counts[_REF] + extra
-        if self.mode == "per-bank":
-            d = self.ref_due_pb
-            extra = (now - d) // self.ref_period_pb + 1 if d <= now else 0
-            return self.counts[_REFPB] + extra
+        counts = self.model._counts[self.unit]
+        if c.refresh == "all-bank":
+            due: list[int] = self.model._ranks[self.unit, :, sched.REF_DUE].tolist()
+            extra = sum(max(0, (now - d) // c.t_refi + 1) for d in due if d <= now)
+            return int(counts[sched.REF]) + extra
+        if c.refresh == "per-bank":
+            d = self._ctrl("ref_due_pb")
+            period = c.t_refi // (c.ranks * c.banks)
+            extra = (now - d) // period + 1 if d <= now else 0
+            return int(counts[sched.REFPB]) + extra
         return 0
 
 
@@ -406,77 +174,208 @@ class DetailedModel:
         self.cfg = cfg
         self.amap = AddressMap(cfg)
         self.rules = rules(cfg)
-        self.ctrls = [UnitController(cfg, u, self.rules, self._done, log)
-                      for u in range(cfg.units)]
-        self.req_left: dict[int, int] = {}
-        self.req_end: dict[int, int] = {}
-        self.req_start: dict[int, int] = {}
-        self.req_arrival: dict[int, int] = {}
-        self.completed: list[tuple[int, int, int]] = []
-        self._next_req = 0
-        self._seq = 0
         self.rng = np.random.default_rng(seed)
         self.bytes_read = 0
         self.bytes_written = 0
-        self.last_end = 0
+        self._next_req = 0
+        self._seq = 0
+        units, ranks, nb = cfg.units, cfg.ranks, cfg.ranks * cfg.banks
+        self._ctrl = np.zeros(units, sched.CTRL)
+        self._ctrl["ref_target"] = -1
+        self._ctrl["first_use"] = -1
+        self._ctrl["ref_due_pb"] = [ref_phase(cfg, u) for u in range(units)]
+        self._par = sched.build_par(cfg)
+        self._par[0]["log_cap"] = LOG_CAPACITY
+        self._banks = np.zeros((units, nb, sched.BANK_FIELDS), dtype=np.int64)
+        self._banks[:, :, [sched.OPEN_ROW, sched.LAST_CAS, sched.ACT_SEQ]] = -1
+        self._ranks = np.zeros((units, ranks, sched.RANK_FIELDS), dtype=np.int64)
+        self._ranks[:, :, sched.REF_DUE] = [[ref_phase(cfg, u, r) for r in range(ranks)]
+                                            for u in range(units)]
+        self._faw = np.zeros((units, ranks, 4), dtype=np.int64)
+        nk = sched.NK
+        self._next_bank = np.zeros((units, nb, nk), dtype=np.int64)
+        self._next_group = np.zeros((units, ranks * cfg.bank_groups, nk), dtype=np.int64)
+        self._next_rank = np.zeros((units, ranks, nk), dtype=np.int64)
+        self._next_unit = np.zeros((units, nk), dtype=np.int64)
+        self._counts = np.zeros((units, nk), dtype=np.int64)
+        self._qlen = np.zeros((units, 2, nb), dtype=np.int64)
+        self._queue = np.zeros((units, 2, nb, max(cfg.read_queue, cfg.write_queue),
+                                sched.QUEUED_FIELDS), dtype=np.int64)
+        self._pending = np.zeros((units, PENDING_CAPACITY, sched.PENDING_FIELDS),
+                                 dtype=np.int64)
+        self._requests = np.zeros((REQUEST_CAPACITY, sched.REQUEST_FIELDS), dtype=np.int64)
+        self._done = np.zeros(REQUEST_CAPACITY, dtype=np.int64)
+        self._effects, self._n_effects = sched.build_effects(self.rules)
+        self._logging = np.zeros(units, dtype=np.int64)
+        self._log = np.zeros((LOG_CAPACITY, sched.LOGGED_FIELDS), dtype=np.int64)
+        self._state: sched.State = ()
+        self._pack()
+        self.ctrls = [UnitController(self, u, log) for u in range(units)]
 
-    def _done(self, b: Burst, t: int) -> None:
-        r = b.req
-        if t > self.req_end.get(r, -1):
-            self.req_end[r] = t
-        s = self.req_start.get(r)
-        if s is None or b.admitted < s:
-            self.req_start[r] = b.admitted
-        self.req_left[r] -= 1
-        if self.req_left[r] == 0:
-            del self.req_left[r]
-            self.completed.append((r, self.req_start[r], self.req_end[r]))
-            if self.req_end[r] > self.last_end:
-                self.last_end = self.req_end[r]
+    def _pack(self) -> None:
+        """The scheduler's state tuple, rebuilt when an array is reallocated."""
+        self._state = (self._ctrl, self._par, self._banks, self._ranks, self._faw,
+                       self._next_bank, self._next_group, self._next_rank, self._next_unit,
+                       self._counts, self._qlen, self._queue, self._pending,
+                       self._requests, self._done, self._effects, self._n_effects,
+                       self._logging, self._log)
 
-    def _bursts(self, address: int, nbytes: int,
-                pattern: Pattern) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        am = self.amap
-        if pattern is Pattern.STREAM:
-            b0 = address >> am.burst_shift
-            b1 = (address + nbytes - 1) >> am.burst_shift
-            idx = np.arange(b0, b1 + 1, dtype=np.int64)
-        else:
-            # Random bank, row and column; units in turn from the address's unit, as a
-            # channel-hashing front end spreads them (and as the fast model assumes).
+    # -- the scheduler -------------------------------------------------------------------
+    def _run(self, first: int, last: int, stop: int, max_steps: int = -1) -> int:
+        """``scheduler.run`` over units ``first`` to ``last - 1``, the commands it logs
+        moved into the units' logs as it goes; DONE, STUCK or STEPS."""
+        par = self._par[0]
+        while True:
+            status = int(sched.run(self._state, first, last, stop, max_steps))
+            if par["n_log"]:
+                self._drain_log(int(par["stop_unit"]))
+            if status != sched.LOG_FULL:
+                return status
+            first = int(par["stop_unit"])
+
+    def _drain_log(self, unit: int) -> None:
+        par = self._par[0]
+        n = int(par["n_log"])
+        log = self.ctrls[unit].log
+        if log is not None:
             c = self.cfg
-            n = -(-nbytes // RANDOM_ACCESS_BYTES)
-            lines = self.rng.integers(0, am.capacity // RANDOM_ACCESS_BYTES, size=n)
-            idx = (lines * RANDOM_ACCESS_BYTES) >> am.burst_shift
-            first = am.decode(address)[0]
-            step = am.random_access_units
-            unit = (first + step * np.arange(n, dtype=np.int64)) % c.units
+            for t, kind, bank, row in self._log[:n].tolist():
+                rank = bank // c.banks
+                log.append(Command(t, Cmd(kind), rank, (bank // c.banks_per_group)
+                                   % c.bank_groups, bank, row))
+        par["n_log"] = 0
+
+    # -- requests ------------------------------------------------------------------------
+    def _reserve_requests(self, n: int) -> None:
+        need = self._next_req + n
+        cap = len(self._requests)
+        if need <= cap:
+            return
+        cap = max(2 * cap, need)
+        requests = np.zeros((cap, sched.REQUEST_FIELDS), dtype=np.int64)
+        requests[:len(self._requests)] = self._requests
+        done = np.zeros(cap, dtype=np.int64)
+        done[:len(self._done)] = self._done
+        self._requests, self._done = requests, done
+        self._pack()
+
+    def _reserve_pending(self, per_unit: I64) -> None:
+        """Room at each unit's tail of the pending FIFO for ``per_unit`` more bursts:
+        the consumed head dropped, then the FIFO enlarged if still short."""
+        ctrl = self._ctrl
+        cap = self._pending.shape[1]
+        if int((ctrl["tail"] + per_unit).max()) <= cap:
+            return
+        heads = ctrl["head"].tolist()
+        tails = ctrl["tail"].tolist()
+        live = [t - h for h, t in zip(heads, tails, strict=True)]
+        need = max(n + k for n, k in zip(live, per_unit.tolist(), strict=True))
+        if need > cap:
+            pending = np.zeros((len(ctrl), max(2 * cap, need), sched.PENDING_FIELDS),
+                               dtype=np.int64)
+        else:
+            pending = self._pending
+        for u, (h, n) in enumerate(zip(heads, live, strict=True)):
+            pending[u, :n] = self._pending[u, h:h + n]
+        ctrl["head"] = 0
+        ctrl["tail"] = live
+        if pending is not self._pending:
+            self._pending = pending
+            self._pack()
+
+    def _bursts(self, addresses: I64, nbytes: I64, stream: npt.NDArray[np.bool_]
+                ) -> tuple[I64, I64]:
+        """The burst indices of a batch of transfers, in order, and how many each has.
+        A stream is its consecutive bursts; a random transfer is ``nbytes / 64`` accesses
+        of a random bank, row and column, the units in turn from the address's unit, as
+        a channel-hashing front end spreads them (and as the fast model assumes)."""
+        am, c = self.amap, self.cfg
+        shift = am.burst_shift
+        counts = np.zeros(len(addresses), dtype=np.int64)
+        first = addresses >> shift
+        counts[stream] = np.maximum(
+            0, ((addresses[stream] + nbytes[stream] - 1) >> shift) - first[stream] + 1)
+        rand = np.nonzero(~stream)[0]
+        per = max(1, RANDOM_ACCESS_BYTES // c.burst_bytes)
+        lines_per = np.maximum(0, -(-nbytes[rand] // RANDOM_ACCESS_BYTES))
+        counts[rand] = lines_per * per
+        offsets = np.cumsum(counts) - counts
+        idx = np.empty(int(counts.sum()), dtype=np.int64)
+        s = np.nonzero(stream)[0]
+        if s.size:
+            n = counts[s]
+            owner = np.repeat(s, n)
+            within = np.arange(int(n.sum()), dtype=np.int64) - np.repeat(np.cumsum(n) - n, n)
+            idx[offsets[owner] + within] = first[owner] + within
+        if rand.size:
+            # One draw for the batch takes the same numbers as a draw per transfer:
+            # the bit generator hands out its stream in order, whatever the sizes.
+            lines = self.rng.integers(0, am.capacity // RANDOM_ACCESS_BYTES,
+                                      size=int(lines_per.sum()))
+            owner = np.repeat(rand, lines_per)
+            within = (np.arange(lines.size, dtype=np.int64)
+                      - np.repeat(np.cumsum(lines_per) - lines_per, lines_per))
+            line_idx = (lines * RANDOM_ACCESS_BYTES) >> shift
+            home = am.decode_bursts((addresses[rand] % am.capacity) >> shift)[0]
+            unit = (np.repeat(home, lines_per) + am.random_access_units * within) % c.units
             (sc, wc), (sp, wp) = am.fields["Ch"], am.fields["Pc"]
-            idx &= ~((((1 << wc) - 1) << sc) | (((1 << wp) - 1) << sp))
-            idx |= ((unit // c.pseudo_channels) << sc) | ((unit % c.pseudo_channels) << sp)
-            per = max(1, RANDOM_ACCESS_BYTES // c.burst_bytes)
-            idx = (idx[:, None] + np.arange(per)).reshape(-1)
-        return am.decode_bursts(idx)
+            line_idx &= ~((((1 << wc) - 1) << sc) | (((1 << wp) - 1) << sp))
+            line_idx |= ((unit // c.pseudo_channels) << sc) | ((unit % c.pseudo_channels) << sp)
+            steps = np.arange(per, dtype=np.int64)
+            pos = (offsets[owner] + within * per)[:, None] + steps
+            idx[pos.reshape(-1)] = (line_idx[:, None] + steps).reshape(-1)
+        return idx, counts
+
+    def submit_many(self, writes: Sequence[bool] | npt.NDArray[np.bool_],
+                    addresses: Sequence[int] | I64, nbytes: Sequence[int] | I64,
+                    streams: Sequence[bool] | npt.NDArray[np.bool_],
+                    arrivals: Sequence[int] | I64) -> int:
+        """Queue transfers (``streams``: consecutive bursts, else random 64 B accesses)
+        arriving at ``arrivals``, as ``submit`` one after another would; returns the
+        first one's request id (the others follow in order)."""
+        write = np.asarray(writes, dtype=bool)
+        address = np.asarray(addresses, dtype=np.int64)
+        size = np.asarray(nbytes, dtype=np.int64)
+        arrival = np.asarray(arrivals, dtype=np.int64)
+        n = len(address)
+        rid = self._next_req
+        idx, counts = self._bursts(address, size, np.asarray(streams, dtype=bool))
+        units, banks, rows = self.amap.decode_bursts(idx)
+        total = len(idx)
+        self._reserve_requests(n)
+        req = self._requests[rid:rid + n]
+        req[:, sched.R_LEFT] = counts
+        req[:, sched.R_END] = -1
+        req[:, sched.R_START] = sched.INF
+        req[:, sched.R_ARRIVAL] = arrival
+        n_units = self.cfg.units
+        per_unit = np.bincount(units, minlength=n_units).astype(np.int64)
+        self._reserve_pending(per_unit)
+        order = np.argsort(units, kind="stable") if n_units > 1 else slice(None)
+        owner = np.repeat(np.arange(n, dtype=np.int64), counts)[order]
+        su = units[order]
+        tails = self._ctrl["tail"]
+        pos = tails[su] + np.arange(total, dtype=np.int64) - (np.cumsum(per_unit)
+                                                              - per_unit)[su]
+        pend = self._pending
+        pend[su, pos, sched.P_REQ] = rid + owner
+        pend[su, pos, sched.P_WRITE] = write[owner]
+        pend[su, pos, sched.P_BANK] = banks[order]
+        pend[su, pos, sched.P_ROW] = rows[order]
+        pend[su, pos, sched.P_ARRIVAL] = arrival[owner]
+        pend[su, pos, sched.P_SEQ] = self._seq + np.arange(total, dtype=np.int64)[order]
+        tails += per_unit
+        self._seq += total
+        self._next_req += n
+        self.bytes_written += int(size[write].sum())
+        self.bytes_read += int(size[~write].sum())
+        return rid
 
     def submit(self, write: bool, address: int, nbytes: int, pattern: Pattern,
                arrival: int) -> int:
         """Queue a transfer arriving at ``arrival``; returns its request id."""
-        rid = self._next_req
-        self._next_req += 1
-        units, banks, rows = self._bursts(address, nbytes, pattern)
-        self.req_left[rid] = len(units)
-        self.req_arrival[rid] = arrival
-        ctrls = self.ctrls
-        seq = self._seq
-        for u, b, r in zip(units.tolist(), banks.tolist(), rows.tolist(), strict=True):
-            ctrls[u].enqueue(Burst(rid, write, b, r, arrival, seq))
-            seq += 1
-        self._seq = seq
-        if write:
-            self.bytes_written += nbytes
-        else:
-            self.bytes_read += nbytes
-        return rid
+        return self.submit_many([write], [address], [nbytes], [pattern is Pattern.STREAM],
+                                [arrival])
 
     def run(self) -> None:
         """Serve everything submitted."""
@@ -489,32 +388,57 @@ class DetailedModel:
         if nbytes <= 0:
             return earliest
         rid = self.submit(write, address, nbytes, pattern, earliest + self.cfg.controller_delay)
-        for c in self.ctrls:
-            if rid in c.left:
-                c.run_until_done(rid)
-        return self.req_end[rid]
+        if self._run(0, self.cfg.units, rid) == sched.STUCK:
+            raise RuntimeError(f"unit {int(self._par[0]['stop_unit'])}: request {rid} stuck")
+        return int(self._requests[rid, sched.R_END])
 
-    # -- figures -----------------------------------------------------------------------
+    # -- figures -------------------------------------------------------------------------
+    def request_times(self) -> tuple[I64, I64, I64]:
+        """The completed requests in completion order: ids, starts (admission of their
+        first burst to a queue) and ends (their last data), ps."""
+        ids = self._done[:int(self._par[0]["n_done"])].copy()
+        req = self._requests[ids]
+        return ids, req[:, sched.R_START], req[:, sched.R_END]
+
+    @property
+    def completed(self) -> list[tuple[int, int, int]]:
+        """(id, start, end) of each completed request, in completion order."""
+        ids, starts, ends = self.request_times()
+        return list(zip(ids.tolist(), starts.tolist(), ends.tolist(), strict=True))
+
+    @property
+    def req_arrival(self) -> I64:
+        """Each submitted request's arrival, by id, ps."""
+        arrivals: I64 = self._requests[:self._next_req, sched.R_ARRIVAL]
+        return arrivals
+
+    @property
+    def last_end(self) -> int:
+        """The latest completion, ps."""
+        return int(self._par[0]["last_end"])
+
     @property
     def bursts_read(self) -> int:
-        return sum(c.bursts_read for c in self.ctrls)
+        return int(self._ctrl["bursts_read"].sum())
 
     @property
     def bursts_written(self) -> int:
-        return sum(c.bursts_written for c in self.ctrls)
+        return int(self._ctrl["bursts_written"].sum())
 
     @property
     def acts(self) -> int:
-        return sum(c.counts[_ACT] for c in self.ctrls)
+        return int(self._counts[:, sched.ACT].sum())
 
     @property
     def row_hits(self) -> int:
         """Column accesses that found their row open (not opened for them)."""
-        return sum(c.row_hits for c in self.ctrls)
+        return int(self._ctrl["row_hits"].sum())
 
     @property
     def data_ps(self) -> list[int]:
-        return [(c.bursts_read + c.bursts_written) * self.cfg.t_burst for c in self.ctrls]
+        t_burst = self.cfg.t_burst
+        return [(int(r) + int(w)) * t_burst for r, w in
+                zip(self._ctrl["bursts_read"], self._ctrl["bursts_written"], strict=True)]
 
     def refreshes(self, now: int) -> int:
         return sum(c.refreshes(now) for c in self.ctrls)
@@ -524,5 +448,3 @@ class DetailedModel:
 
     def logs(self) -> list[list[Command]]:
         return [c.log or [] for c in self.ctrls]
-
-

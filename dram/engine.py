@@ -569,3 +569,19 @@ def serve(state: tuple[Any, Any, Any, Any], write: bool, address: int, nbytes: i
     if end > totals.end:
         totals.end = end
     return int(end)  # a Python int when run as Python (a no-op compiled)
+
+
+@njit
+def serve_many(state: tuple[Any, Any, Any, Any], writes: Any, addresses: Any, nbytes: Any,
+               streams: Any, earliest: Any, ends: Any, starts: Any) -> None:
+    """``serve`` each chunk in turn (``nbytes`` <= 0: none, it completes at its
+    ``earliest``), its completion into ``ends`` and when its service began
+    (``TOTALS.start``, unchanged by an empty chunk) into ``starts``."""
+    totals = state[2][0]
+    for i in range(addresses.size):
+        if nbytes[i] > 0:
+            ends[i] = serve(state, writes[i] != 0, addresses[i], nbytes[i], streams[i] != 0,
+                            earliest[i])
+        else:
+            ends[i] = earliest[i]
+        starts[i] = totals.start

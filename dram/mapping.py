@@ -10,8 +10,8 @@ The decode is written once, over the map's fields (``MAP_FIELDS``: each field's 
 and mask in the burst index, and the sizes that flatten unit and bank): the fast
 model's kernels call it compiled (``unit_of``, ``bank_of``, ``flat_bank_of``,
 ``row_of``) on their timing record, which holds those fields; ``AddressMap.decode`` and
-``decode_bursts`` (the detailed controller's) run the same functions as Python, over
-numpy arrays of burst indices, so the detailed model loads no compiler.
+``decode_bursts`` (the detailed model's, which splits a batch of transfers into bursts
+at once) run the same functions as Python, over numpy arrays of burst indices.
 """
 
 from __future__ import annotations
@@ -115,7 +115,7 @@ class AddressMap:
 
 # The decode, written once over the map's fields ``map_fields`` and a burst index ``burst``:
 # with operators only, so that it runs compiled inside the fast model's kernels (``unit_of``
-# ...) and over numpy arrays of indices in the detailed controller (which loads no compiler).
+# ...) and over numpy arrays of indices in the detailed model.
 # Every field is masked, so an index past the capacity wraps without a modulo.
 def _unit(map_fields: Any, burst: Any) -> Any:
     """The unit (``channel * pseudo_channels + pseudo channel``) of burst index ``burst``."""

@@ -5,8 +5,6 @@ kernels decode with the same functions (``dram.mapping``)."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from dataclasses import replace
 
 import numpy as np
@@ -68,18 +66,3 @@ def test_the_vector_decode_is_the_decode_of_each_burst() -> None:
     units, banks, rows = am.decode_bursts(bursts)
     expected = [am.decode(int(b) << am.burst_shift)[:3] for b in bursts]
     assert list(zip(units.tolist(), banks.tolist(), rows.tolist(), strict=True)) == expected
-
-
-def test_the_detailed_model_decodes_without_loading_the_compiler() -> None:
-    """The decode runs as numpy in the detailed controller: a stand-alone detailed run
-    does not pay numba's import and memory."""
-    code = ("import sys, simpy; from dram import PRESETS, DramTarget; "
-            "from tmhw.sim.transfer import Op, Pattern, Transfer; "
-            "d = DramTarget(simpy.Environment(), 'hbm', None, PRESETS['hbm3'], "
-            "model='detailed'); "
-            "d.transport(Transfer(Op.READ, 0, 65536, Pattern.STREAM), 0); "
-            "d.transport(Transfer(Op.WRITE, 4096, 4096, Pattern.RANDOM), 0); "
-            "print('numba' in sys.modules)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True)
-    assert out.stdout.strip() == "False"
