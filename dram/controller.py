@@ -1,9 +1,10 @@
 """The detailed DRAM model: one command-level controller per unit (pseudo-channel).
 
 The controllers' rules (FR-FCFS scheduling, write drain, page policy, refresh, the
-JEDEC timing constraints) are the compiled command scheduler's, ``dram/scheduler.py``;
-this module holds the model around it: the state of every unit in numpy arrays, the
-split of a transfer into bursts through the address map, and the figures.
+JEDEC timing constraints) and the split of a transfer into bursts are the compiled
+command scheduler's, ``dram/scheduler.py``; this module holds the model around it: the
+state of every unit in numpy arrays (grown as requests come), a view of each unit
+(``UnitController``), the random lines of random transfers, and the figures.
 
 The controller steps from command to command (no per-cycle loop) and runs its own event
 loop, outside SimPy: ``DetailedModel.serve`` (what ``DramTarget(model="detailed")
@@ -175,16 +176,12 @@ class DetailedModel:
         self.amap = AddressMap(cfg)
         self.rules = rules(cfg)
         self.rng = np.random.default_rng(seed)
-        self.bytes_read = 0
-        self.bytes_written = 0
-        self._next_req = 0
-        self._seq = 0
         units, ranks, nb = cfg.units, cfg.ranks, cfg.ranks * cfg.banks
         self._ctrl = np.zeros(units, sched.CTRL)
         self._ctrl["ref_target"] = -1
         self._ctrl["first_use"] = -1
         self._ctrl["ref_due_pb"] = [ref_phase(cfg, u) for u in range(units)]
-        self._par = sched.build_par(cfg)
+        self._par = sched.build_par(cfg, self.amap)
         self._par[0]["log_cap"] = LOG_CAPACITY
         self._banks = np.zeros((units, nb, sched.BANK_FIELDS), dtype=np.int64)
         self._banks[:, :, [sched.OPEN_ROW, sched.LAST_CAS, sched.ACT_SEQ]] = -1
@@ -208,6 +205,8 @@ class DetailedModel:
         self._effects, self._n_effects = sched.build_effects(self.rules)
         self._logging = np.zeros(units, dtype=np.int64)
         self._log = np.zeros((LOG_CAPACITY, sched.LOGGED_FIELDS), dtype=np.int64)
+        self._need = np.zeros(units, dtype=np.int64)
+        self._no_lines = np.zeros(0, dtype=np.int64)
         self._state: sched.State = ()
         self._pack()
         self.ctrls = [UnitController(self, u, log) for u in range(units)]
@@ -283,92 +282,31 @@ class DetailedModel:
             self._pending = pending
             self._pack()
 
-    def _bursts(self, addresses: I64, nbytes: I64, stream: npt.NDArray[np.bool_]
-                ) -> tuple[I64, I64]:
-        """The burst indices of a batch of transfers, in order, and how many each has.
-        A stream is its consecutive bursts; a random transfer is ``nbytes / 64`` accesses
-        of a random bank, row and column, the units in turn from the address's unit, as
-        a channel-hashing front end spreads them (and as the fast model assumes)."""
-        am, c = self.amap, self.cfg
-        shift = am.burst_shift
-        counts = np.zeros(len(addresses), dtype=np.int64)
-        first = addresses >> shift
-        counts[stream] = np.maximum(
-            0, ((addresses[stream] + nbytes[stream] - 1) >> shift) - first[stream] + 1)
-        rand = np.nonzero(~stream)[0]
-        per = max(1, RANDOM_ACCESS_BYTES // c.burst_bytes)
-        lines_per = np.maximum(0, -(-nbytes[rand] // RANDOM_ACCESS_BYTES))
-        counts[rand] = lines_per * per
-        offsets = np.cumsum(counts) - counts
-        idx = np.empty(int(counts.sum()), dtype=np.int64)
-        s = np.nonzero(stream)[0]
-        if s.size:
-            n = counts[s]
-            owner = np.repeat(s, n)
-            within = np.arange(int(n.sum()), dtype=np.int64) - np.repeat(np.cumsum(n) - n, n)
-            idx[offsets[owner] + within] = first[owner] + within
-        if rand.size:
-            # One draw for the batch takes the same numbers as a draw per transfer:
-            # the bit generator hands out its stream in order, whatever the sizes.
-            lines = self.rng.integers(0, am.capacity // RANDOM_ACCESS_BYTES,
-                                      size=int(lines_per.sum()))
-            owner = np.repeat(rand, lines_per)
-            within = (np.arange(lines.size, dtype=np.int64)
-                      - np.repeat(np.cumsum(lines_per) - lines_per, lines_per))
-            line_idx = (lines * RANDOM_ACCESS_BYTES) >> shift
-            home = am.decode_bursts((addresses[rand] % am.capacity) >> shift)[0]
-            unit = (np.repeat(home, lines_per) + am.random_access_units * within) % c.units
-            (sc, wc), (sp, wp) = am.fields["Ch"], am.fields["Pc"]
-            line_idx &= ~((((1 << wc) - 1) << sc) | (((1 << wp) - 1) << sp))
-            line_idx |= ((unit // c.pseudo_channels) << sc) | ((unit % c.pseudo_channels) << sp)
-            steps = np.arange(per, dtype=np.int64)
-            pos = (offsets[owner] + within * per)[:, None] + steps
-            idx[pos.reshape(-1)] = (line_idx[:, None] + steps).reshape(-1)
-        return idx, counts
-
     def submit_many(self, writes: Sequence[bool] | npt.NDArray[np.bool_],
                     addresses: Sequence[int] | I64, nbytes: Sequence[int] | I64,
                     streams: Sequence[bool] | npt.NDArray[np.bool_],
                     arrivals: Sequence[int] | I64) -> int:
-        """Queue transfers (``streams``: consecutive bursts, else random 64 B accesses)
-        arriving at ``arrivals``, as ``submit`` one after another would; returns the
-        first one's request id (the others follow in order)."""
-        write = np.asarray(writes, dtype=bool)
-        address = np.asarray(addresses, dtype=np.int64)
-        size = np.asarray(nbytes, dtype=np.int64)
-        arrival = np.asarray(arrivals, dtype=np.int64)
-        n = len(address)
+        """Queue transfers (``streams``: consecutive bursts, else random 64 B accesses
+        of a random bank, row and column) arriving at ``arrivals``, as ``submit`` one
+        after another would; returns the first one's request id (the others follow in
+        order)."""
+        write = np.ascontiguousarray(writes, dtype=np.bool_)
+        address = np.ascontiguousarray(addresses, dtype=np.int64)
+        size = np.ascontiguousarray(nbytes, dtype=np.int64)
+        stream = np.ascontiguousarray(streams, dtype=np.bool_)
+        arrival = np.ascontiguousarray(arrivals, dtype=np.int64)
         rid = self._next_req
-        idx, counts = self._bursts(address, size, np.asarray(streams, dtype=bool))
-        units, banks, rows = self.amap.decode_bursts(idx)
-        total = len(idx)
-        self._reserve_requests(n)
-        req = self._requests[rid:rid + n]
-        req[:, sched.R_LEFT] = counts
-        req[:, sched.R_END] = -1
-        req[:, sched.R_START] = sched.INF
-        req[:, sched.R_ARRIVAL] = arrival
-        n_units = self.cfg.units
-        per_unit = np.bincount(units, minlength=n_units).astype(np.int64)
-        self._reserve_pending(per_unit)
-        order = np.argsort(units, kind="stable") if n_units > 1 else slice(None)
-        owner = np.repeat(np.arange(n, dtype=np.int64), counts)[order]
-        su = units[order]
-        tails = self._ctrl["tail"]
-        pos = tails[su] + np.arange(total, dtype=np.int64) - (np.cumsum(per_unit)
-                                                              - per_unit)[su]
-        pend = self._pending
-        pend[su, pos, sched.P_REQ] = rid + owner
-        pend[su, pos, sched.P_WRITE] = write[owner]
-        pend[su, pos, sched.P_BANK] = banks[order]
-        pend[su, pos, sched.P_ROW] = rows[order]
-        pend[su, pos, sched.P_ARRIVAL] = arrival[owner]
-        pend[su, pos, sched.P_SEQ] = self._seq + np.arange(total, dtype=np.int64)[order]
-        tails += per_unit
-        self._seq += total
-        self._next_req += n
-        self.bytes_written += int(size[write].sum())
-        self.bytes_read += int(size[~write].sum())
+        random_sizes = size[~stream]
+        n_lines = int(np.maximum(0, -(-random_sizes // RANDOM_ACCESS_BYTES)).sum()) \
+            if random_sizes.size else 0
+        # One draw for the batch takes the same numbers as a draw per transfer: the bit
+        # generator hands out its stream in order, whatever the sizes asked for.
+        lines = (self.rng.integers(0, self.amap.capacity // RANDOM_ACCESS_BYTES,
+                                   size=n_lines) if n_lines else self._no_lines)
+        self._reserve_requests(len(address))
+        while sched.enqueue(self._state, write, address, size, stream, arrival, lines,
+                            self._need) < 0:
+            self._reserve_pending(self._need)
         return rid
 
     def submit(self, write: bool, address: int, nbytes: int, pattern: Pattern,
@@ -393,6 +331,18 @@ class DetailedModel:
         return int(self._requests[rid, sched.R_END])
 
     # -- figures -------------------------------------------------------------------------
+    @property
+    def _next_req(self) -> int:
+        return int(self._par[0]["next_req"])
+
+    @property
+    def bytes_read(self) -> int:
+        return int(self._par[0]["bytes_read"])
+
+    @property
+    def bytes_written(self) -> int:
+        return int(self._par[0]["bytes_written"])
+
     def request_times(self) -> tuple[I64, I64, I64]:
         """The completed requests in completion order: ids, starts (admission of their
         first burst to a queue) and ends (their last data), ps."""
@@ -448,3 +398,15 @@ class DetailedModel:
 
     def logs(self) -> list[list[Command]]:
         return [c.log or [] for c in self.ctrls]
+
+
+def compile_kernels() -> None:
+    """Compile the scheduler's kernels into numba's on-disk cache (``run`` and
+    ``enqueue`` compile with every kernel they call), by a few transfers on an HBM2
+    stack, one unit logging (``tmhw.system.compile_kernels`` runs this)."""
+    from dram.config import PRESETS
+
+    m = DetailedModel(PRESETS["hbm2"])
+    m.ctrls[0].log = []
+    for i, pattern in enumerate((Pattern.STREAM, Pattern.STREAM, Pattern.RANDOM)):
+        m.serve(i == 1, i << 12, 4096, pattern, 0)

@@ -34,14 +34,18 @@ from tmhw.sim.transfer import Pattern
 
 
 def compile_kernels() -> None:
-    """Compile the engine's kernels into numba's on-disk cache (``serve`` compiles with
-    every kernel it calls), by a few chunks on an HBM2 stack (``make`` runs this before
-    the tests and the default study, through ``tmhw.system.compile_kernels``)."""
+    """Compile the engine's kernels into numba's on-disk cache (``serve`` and
+    ``serve_many`` compile with every kernel they call), by a few chunks on an HBM2
+    stack (``make`` runs this before the tests and the default study, through
+    ``tmhw.system.compile_kernels``)."""
     from dram.config import PRESETS
 
     m = FastModel(PRESETS["hbm2"])
     for i in range(3):
         m.serve(i == 1, i << 20, 1 << 20, Pattern.STREAM, 10_000_000)
+    m.serve_many(np.array([False, True]), np.array([0, 64], dtype=np.int64),
+                 np.array([64, 64], dtype=np.int64), np.array([True, False]),
+                 np.zeros(2, dtype=np.int64))
 
 
 class FastModel:

@@ -44,8 +44,11 @@ The state (``State``) is a tuple of arrays over all units, changed in place:
 - ``logging``: per unit, whether its commands are logged; ``log``: the commands logged
   since the caller last drained it (``LOGGED`` fields).
 
-``run`` serves units until a condition holds and returns why it stopped; the kernels run
-as plain Python under ``NUMBA_DISABLE_JIT=1``.
+``enqueue`` splits transfers into bursts through the address map (a stream's
+consecutive bursts; a random transfer's 64 B accesses, their lines given, dealt to the
+units in turn from the address's) onto the units' pending FIFOs; ``run`` serves units
+until a condition holds and returns why it stopped. The kernels run as plain Python
+under ``NUMBA_DISABLE_JIT=1``.
 """
 
 from __future__ import annotations
@@ -56,6 +59,7 @@ import numpy as np
 import numpy.typing as npt
 
 from dram.config import DramConfig
+from dram.mapping import MAP_FIELDS, RANDOM_ACCESS_BYTES, AddressMap, bank_of, row_of, unit_of
 from dram.timing import Cmd, Rule
 from tmhw.sim.jit import njit_noref
 
@@ -101,12 +105,15 @@ def _fields(*names: str) -> np.dtype[np.void]:
 CTRL = _fields("t", "draining", "n_rq", "n_wq", "ref_due_pb", "ref_target", "pb_count",
                "row_hits", "bursts_read", "bursts_written", "active_total", "first_use",
                "head", "tail", "left")
-#: Timing (ps) and geometry, then the running figures: requests completed, the latest
-#: completion, commands in the log and its capacity, and the unit ``run`` stopped at.
-PAR = _fields("tck", "t_faw", "t_refi", "ranks", "banks", "bank_groups",
-              "banks_per_group", "nb", "read_queue", "write_queue", "write_high",
-              "write_low", "refresh", "ref_period_pb", "closed", "t_cl", "t_cwl",
-              "t_burst", "n_done", "last_end", "n_log", "log_cap", "stop_unit")
+#: Timing (ps) and geometry (the units a random access spans, and its bursts), the next
+#: request id and burst sequence number, then the running figures: bytes, requests
+#: completed, the latest completion, commands in the log and its capacity, and the unit
+#: ``run`` stopped at; last, the address map's decode fields (``dram.mapping``).
+PAR = _fields("tck", "t_faw", "t_refi", "ranks", "banks", "nb", "read_queue",
+              "write_queue", "write_high", "write_low", "refresh", "ref_period_pb", "closed",
+              "t_cl", "t_cwl", "t_burst", "capacity", "burst_shift", "units", "rand_units",
+              "rand_bursts", "next_req", "next_seq", "bytes_read", "bytes_written",
+              "n_done", "last_end", "n_log", "log_cap", "stop_unit", *MAP_FIELDS)
 #: Fields (columns) of ``banks``, ``ranks``, ``queue``, ``pending``, ``requests`` and
 #: ``log``.
 OPEN_ROW, LAST_CAS, ACT_SEQ, PB_DONE = range(4)
@@ -145,18 +152,21 @@ def build_effects(rule_list: list[Rule]) -> tuple[I64, I64]:
     return effects, n.astype(np.int64)
 
 
-def build_par(cfg: DramConfig) -> Any:
-    """The ``PAR`` record of ``cfg`` (a one-record array)."""
+def build_par(cfg: DramConfig, amap: AddressMap) -> Any:
+    """The ``PAR`` record of ``cfg`` and its address map (a one-record array)."""
     par = np.zeros(1, PAR)
     nb = cfg.ranks * cfg.banks
     values = {
         "tck": cfg.tck, "t_faw": cfg.t_faw, "t_refi": cfg.t_refi, "ranks": cfg.ranks,
-        "banks": cfg.banks, "bank_groups": cfg.bank_groups,
-        "banks_per_group": cfg.banks_per_group, "nb": nb, "read_queue": cfg.read_queue,
+        "banks": cfg.banks, "nb": nb, "read_queue": cfg.read_queue,
         "write_queue": cfg.write_queue, "write_high": cfg.write_high,
         "write_low": cfg.write_low, "refresh": REFRESH_MODES[cfg.refresh],
         "ref_period_pb": cfg.t_refi // nb, "closed": int(cfg.page_policy == "closed"),
-        "t_cl": cfg.t_cl, "t_cwl": cfg.t_cwl, "t_burst": cfg.t_burst}
+        "t_cl": cfg.t_cl, "t_cwl": cfg.t_cwl, "t_burst": cfg.t_burst,
+        "capacity": amap.capacity, "burst_shift": amap.burst_shift, "units": cfg.units,
+        "rand_units": amap.random_access_units,
+        "rand_bursts": max(1, RANDOM_ACCESS_BYTES // cfg.burst_bytes),
+        **amap.map_fields}
     for name, value in values.items():
         par[0][name] = value
     return par
@@ -499,6 +509,103 @@ def _step(st: State, u: int) -> int:
         ctrl["t"] = woken if woken > t else t
         return _OTHER
     return _issue(st, u, best_kind, best_bank, d, best_slot, t=best_e)
+
+
+# -- the front end ------------------------------------------------------------------------
+@njit_noref
+def _bursts(par: Any, stream: bool, address: int, nbytes: int) -> int:
+    """The bursts of one transfer: a stream's consecutive ones, or each random access's."""
+    if stream:
+        shift = par["burst_shift"]
+        n: int = ((address + nbytes - 1) >> shift) - (address >> shift) + 1
+        return n if n > 0 else 0
+    lines: int = -(-nbytes // RANDOM_ACCESS_BYTES)
+    return lines * par["rand_bursts"] if lines > 0 else 0
+
+
+@njit_noref
+def _burst(par: Any, stream: bool, address: int, lines: Any, line0: int, j: int) -> int:
+    """Burst ``j`` of a transfer at ``address``: a stream's ``j``-th after its first, or
+    of a random transfer's accesses (its random lines from ``lines[line0]`` on), burst
+    ``j % rand_bursts`` of access ``j // rand_bursts``, whose unit is moved to the
+    address's unit plus ``rand_units`` per access, as a channel-hashing front end
+    spreads them (and as the fast model assumes)."""
+    shift = par["burst_shift"]
+    if stream:
+        b: int = (address >> shift) + j
+        return b
+    per = par["rand_bursts"]
+    access = j // per
+    b = (lines[line0 + access] * RANDOM_ACCESS_BYTES) >> shift
+    home = unit_of(par, (address % par["capacity"]) >> shift)
+    unit = (home + par["rand_units"] * access) % par["units"]
+    pcs = par["pseudo_channels"]
+    b &= ~((par["ch_mask"] << par["ch_shift"]) | (par["pc_mask"] << par["pc_shift"]))
+    b |= ((unit // pcs) << par["ch_shift"]) | ((unit % pcs) << par["pc_shift"])
+    burst: int = b + j % per
+    return burst
+
+
+@njit_noref
+def enqueue(st: State, writes: Any, addresses: Any, nbytes: Any, streams: Any,
+            arrivals: Any, lines: Any, need: Any) -> int:
+    """Queue transfers (``streams``: consecutive bursts, else random 64 B accesses
+    whose lines, in order, are ``lines``) arriving at ``arrivals`` on their units'
+    pending FIFOs, with request ids and burst sequence numbers from ``PAR.next_req``
+    and ``PAR.next_seq`` on (``requests`` has room for them); returns the bursts
+    queued, or -1 with nothing queued when a unit's FIFO lacks room (``need``: the
+    bursts each unit takes)."""
+    ctrl, par = st[0], st[1][0]
+    pending, requests = st[12], st[13]
+    n = addresses.size
+    for u in range(ctrl.size):
+        need[u] = 0
+    line0 = 0
+    for i in range(n):
+        stream = streams[i] != 0
+        for j in range(_bursts(par, stream, addresses[i], nbytes[i])):
+            need[unit_of(par, _burst(par, stream, addresses[i], lines, line0, j))] += 1
+        if not stream and nbytes[i] > 0:
+            line0 += -(-nbytes[i] // RANDOM_ACCESS_BYTES)
+    short = False
+    for u in range(ctrl.size):
+        if ctrl[u]["tail"] + need[u] > pending.shape[1]:
+            short = True
+    if short:
+        return -1
+    req = par["next_req"]
+    seq = par["next_seq"]
+    line0 = 0
+    for i in range(n):
+        stream = streams[i] != 0
+        count = _bursts(par, stream, addresses[i], nbytes[i])
+        requests[req, R_LEFT] = count
+        requests[req, R_END] = -1
+        requests[req, R_START] = INF
+        requests[req, R_ARRIVAL] = arrivals[i]
+        for j in range(count):
+            b = _burst(par, stream, addresses[i], lines, line0, j)
+            u = unit_of(par, b)
+            p = ctrl[u]["tail"]
+            pending[u, p, P_REQ] = req
+            pending[u, p, P_WRITE] = 1 if writes[i] else 0
+            pending[u, p, P_BANK] = bank_of(par, b)
+            pending[u, p, P_ROW] = row_of(par, b)
+            pending[u, p, P_ARRIVAL] = arrivals[i]
+            pending[u, p, P_SEQ] = seq
+            ctrl[u]["tail"] = p + 1
+            seq += 1
+        if not stream and nbytes[i] > 0:
+            line0 += -(-nbytes[i] // RANDOM_ACCESS_BYTES)
+        if writes[i]:
+            par["bytes_written"] += nbytes[i]
+        else:
+            par["bytes_read"] += nbytes[i]
+        req += 1
+    queued: int = seq - par["next_seq"]
+    par["next_req"] = req
+    par["next_seq"] = seq
+    return queued
 
 
 @njit_noref

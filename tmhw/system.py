@@ -224,12 +224,14 @@ def compile_kernels() -> None:
     a process that finds them there loads them in a fraction of a second instead of
     compiling them for several. ``make`` runs this before the tests and the default
     study."""
+    from dram.controller import compile_kernels as dram_detailed_kernels
     from dram.fast import compile_kernels as dram_kernels
     from flash import compile_kernels as flash_kernels
     from tmhw.residency import compile_kernels as residency_kernels
 
     flash_kernels()
     dram_kernels()
+    dram_detailed_kernels()
     residency_kernels()
 
 
