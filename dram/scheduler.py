@@ -98,6 +98,13 @@ def _fields(*names: str) -> np.dtype[np.void]:
     return np.dtype([(name, np.int64) for name in names])
 
 
+def _records(*names: str) -> np.dtype[np.void]:
+    """A record dtype, whose fields read as attributes too (the address map's decode
+    reads them so), made once here so that every model's arrays share it (numba types
+    an argument on its fast path by its dtype object)."""
+    return np.dtype((np.record, [(name, np.int64) for name in names]))
+
+
 #: A unit: its time, write-drain flag, queued reads and writes, next per-bank refresh
 #: and the bank chosen for it (-1 none), banks refreshed this round, counters, first
 #: command (-1 none), its pending FIFO's head and tail, and the bursts of the request
@@ -109,7 +116,7 @@ CTRL = _fields("t", "draining", "n_rq", "n_wq", "ref_due_pb", "ref_target", "pb_
 #: request id and burst sequence number, then the running figures: bytes, requests
 #: completed, the latest completion, commands in the log and its capacity, and the unit
 #: ``run`` stopped at; last, the address map's decode fields (``dram.mapping``).
-PAR = _fields("tck", "t_faw", "t_refi", "ranks", "banks", "nb", "read_queue",
+PAR = _records("tck", "t_faw", "t_refi", "ranks", "banks", "nb", "read_queue",
               "write_queue", "write_high", "write_low", "refresh", "ref_period_pb", "closed",
               "t_cl", "t_cwl", "t_burst", "capacity", "burst_shift", "units", "rand_units",
               "rand_bursts", "next_req", "next_seq", "bytes_read", "bytes_written",
@@ -154,7 +161,7 @@ def build_effects(rule_list: list[Rule]) -> tuple[I64, I64]:
 
 def build_par(cfg: DramConfig, amap: AddressMap) -> Any:
     """The ``PAR`` record of ``cfg`` and its address map (a one-record array)."""
-    par = np.zeros(1, PAR)
+    par = np.zeros(1, PAR).view(np.recarray)
     nb = cfg.ranks * cfg.banks
     values = {
         "tck": cfg.tck, "t_faw": cfg.t_faw, "t_refi": cfg.t_refi, "ranks": cfg.ranks,
