@@ -52,6 +52,24 @@ def test_hbm_case_costs_one_event_per_batch(case: str) -> None:
     assert n > 0 and m["throughput"] > 0 and m["sim_time_ps"] > 0
 
 
+def test_dram_bench_case_rates_each_model_against_dramsim3_on_the_same_reads() -> None:
+    """Eight combinations (HBM2 and DDR4-3200, stream and random, detailed and fast),
+    each 64 B reads at time 0 as ``tmhw dram bench`` issues them, without an event."""
+    from tmhw.bench.cases import DRAM_TARGET_RATIO, DRAMSIM3_MB_PER_S
+
+    m = bench.run_case("dram-bench", small=True)
+    x = m["extra"]
+    want = {f"{p}-{q}-{model}" for p, q in DRAMSIM3_MB_PER_S for model in DRAM_TARGET_RATIO}
+    assert set(x["mb_per_s"]) == set(x["ratio_to_dramsim3"]) == want
+    for key, rate in x["mb_per_s"].items():
+        preset, pattern = key.rsplit("-", 2)[0], key.rsplit("-", 2)[1]
+        assert x["ratio_to_dramsim3"][key] == pytest.approx(
+            rate / DRAMSIM3_MB_PER_S[(preset, pattern)])
+    assert x["within_target"] == all(
+        r >= DRAM_TARGET_RATIO[k.rsplit("-", 1)[1]] for k, r in x["ratio_to_dramsim3"].items())
+    assert m["events"] == 0 and m["sim_time_ps"] > 0 and m["throughput"] > 0
+
+
 def test_npu_cycles_case_is_pure_arithmetic() -> None:
     m = bench.run_case("npu-cycles", small=True)
     assert m["events"] == 0
