@@ -36,8 +36,8 @@ from tmhw.sim.units import NS, S, fmt_bytes
 PATTERNS = ("stream", "random", "mix")
 
 #: A bench holds all its requests in memory at once (they all arrive at time 0), and the
-#: detailed model every burst of them too: these bound what one run may ask for (about a
-#: gigabyte of host memory each, and a minute or so of the detailed model).
+#: detailed model every burst of them too: these bound what one run may ask for (under a
+#: gigabyte of host memory each, and several seconds of the detailed model).
 MAX_REQUESTS = 1 << 22
 MAX_DETAILED_BURSTS = 1 << 22
 
