@@ -16,6 +16,13 @@ cache is full, TLC speed after it, full speed again after idle time).
   and is counted in energy as one page read and one TLC program per page folded;
 - a read of cached data costs the TLC tR.
 
+A training run writes the same bytes every iteration, so a cache that fills fills at a
+steady rate, and a 216 GB cache takes many iterations to fill (seven of BERT-large at
+12.5% HBM, hundreds of a small CNN). ``advance`` lets the run skip that drift: it moves
+the cache as that many iterations' writes and folds would have (``tmhw.run.loop``: the
+steady state with ``run.warmup_iterations = "auto"``); the skipped iterations' NAND
+work is not counted anywhere.
+
 Pure bookkeeping, one per device (``flash.ssd.Ssd``).
 """
 
@@ -29,7 +36,7 @@ class SlcCache:
     """The SLC write cache of one device, in NAND pages."""
 
     __slots__ = ("cap", "used", "since", "fold_per_ps", "page", "slc_pages",
-                 "direct_pages", "folded_pages")
+                 "direct_pages", "folded_pages", "advanced_pages")
 
     def __init__(self, cfg: FlashConfig) -> None:
         self.page = cfg.page_size
@@ -43,6 +50,8 @@ class SlcCache:
         self.slc_pages = 0
         self.direct_pages = 0
         self.folded_pages = 0
+        #: net pages the run moved the cache by without simulating (``advance``)
+        self.advanced_pages = 0.0
 
     def __bool__(self) -> bool:
         return self.cap > 0
@@ -64,7 +73,21 @@ class SlcCache:
         self.direct_pages += pages
         return False
 
+    @property
+    def written_pages(self) -> int:
+        """Host pages written so far, in SLC mode or straight to TLC."""
+        return self.slc_pages + self.direct_pages
+
+    def advance(self, pages: float) -> None:
+        """Move the cache's fill by ``pages`` (negative: drained) without simulating the
+        writes and folds that would do it, kept within [0, capacity]."""
+        new = min(float(self.cap), max(0.0, self.used + pages))
+        self.advanced_pages += new - self.used
+        self.used = new
+
     def report(self) -> dict[str, int]:
         return {"slc_cache_pages": self.cap, "slc_cached_pages": round(self.used),
                 "slc_pages": self.slc_pages, "slc_direct_pages": self.direct_pages,
-                "slc_folded_pages": self.folded_pages}
+                "slc_folded_pages": self.folded_pages,
+                **({"slc_advanced_pages": round(self.advanced_pages)}
+                   if self.advanced_pages else {})}

@@ -105,6 +105,9 @@ class FlashTarget(Component):
                        "channel_byte": cfg.energy.channel_pj_per_byte},
             active_mw=cfg.energy.controller_mw, idle_mw=cfg.energy.idle_mw * n))
         self.transfers = 0
+        #: (pages programmed, program commands, SLC pages, SLC commands) at the last
+        #: ``finalize``
+        self._split_at = (0, 0, 0, 0)
 
     # -- the first device's parts (tests, plots; on several devices of the fast model,
     # the dies and channels are every device's, device by device) ----------------------
@@ -325,6 +328,21 @@ class FlashTarget(Component):
             out.append((devs[j % n], lo, hi - lo))
         return out
 
+    # -- state that drifts across iterations ---------------------------------------------
+    def drift(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Each device's SLC cache (``flash.slc``): pages it holds, its capacity, and
+        host pages written so far (empty arrays: no device has one)."""
+        devs = [d for d in self.devices if d.slc]
+        return (np.array([d.slc.used for d in devs], dtype=np.float64),
+                np.array([d.slc.cap for d in devs], dtype=np.float64),
+                np.array([d.slc.written_pages for d in devs], dtype=np.float64))
+
+    def advance_drift(self, pages: np.ndarray) -> None:
+        """Move each device's SLC cache (in ``drift``'s order) by ``pages``, as writes
+        and folds that are not simulated would (``SlcCache.advance``)."""
+        for d, n in zip([d for d in self.devices if d.slc], pages, strict=True):
+            d.slc.advance(float(n))
+
     # -- lifecycle ---------------------------------------------------------------------
     def _start(self) -> None:
         for d in self.devices:
@@ -345,8 +363,14 @@ class FlashTarget(Component):
         planes = self.cfg.planes_per_die
         pages = sum(c.pages_programmed for c in cs)
         progs = sum(c.program_cmds for c in cs)
+        # the program commands booked since the last call are split between SLC and
+        # TLC mode by the pages taken in each mode since then, so the counts only grow
         slc = sum(d.slc.slc_pages for d in self.devices)
-        slc_cmds = round(progs * slc / pages) if pages else 0
+        p0, c0, s0, slc_cmds = self._split_at
+        if pages > p0:
+            new = progs - c0
+            slc_cmds += min(new, max(0, round(new * (slc - s0) / (pages - p0))))
+        self._split_at = (pages, progs, slc, slc_cmds)
         fold_cmds = -(-sum(d.slc.folded_pages for d in self.devices) // planes)
         for action, n in (("nand_read", sum(c.read_cmds for c in cs) + fold_cmds),
                           ("nand_program", progs - slc_cmds + fold_cmds),

@@ -24,7 +24,17 @@ So the busiest die is busy at least::
          ceil(r / D) x tR / P )                  its share of reads
 
 (each term rounded up to a ps). Garbage collection, erases, channel and link time only
-add to it. Pure: no SimPy.
+add to it.
+
+**A steady state with an SLC cache.** Over iterations that repeat, the cache holds as
+much at the end of one as at its start, so every page programmed in SLC mode is also
+folded into TLC, which ``flash.slc`` does only while the device is idle, at its TLC
+rate: ``tPROG_mean / P`` of idle time per page on one of its dies' worth. So a page
+costs at least ``min(tSLC + tPROG_mean, tPROG_fastest) / P`` of a die's time or the
+device's idle time, the fastest TLC page type's program where the cache is full.
+``die_work_ps(..., unfolded=f)`` charges that to all but a fraction ``f`` of the
+programs (what a cache may gain per iteration within the steady state's tolerance),
+and those at tSLC; the spread term adds them up the same way. Pure: no SimPy.
 """
 
 from __future__ import annotations
@@ -53,9 +63,17 @@ def program_bytes_per_s(cfg: FlashConfig) -> float:
         / fastest_t_prog(cfg)
 
 
-def die_work_ps(cfg: FlashConfig, nand_read_bytes: int, program_bytes: int) -> int:
+def fastest_tlc_t_prog(cfg: FlashConfig) -> int:
+    """The shortest page program in the cell's own mode (no SLC cache), ps."""
+    return min(cfg.t_prog_page) if cfg.t_prog_page else cfg.t_prog
+
+
+def die_work_ps(cfg: FlashConfig, nand_read_bytes: int, program_bytes: int,
+                unfolded: float | None = None) -> int:
     """The least time in ps the flash tier ``cfg`` needs to read ``nand_read_bytes``
-    from its arrays and program ``program_bytes`` (module docstring's formula)."""
+    from its arrays and program ``program_bytes`` (module docstring's formula);
+    ``unfolded``: in a steady state, the largest fraction of the programs an SLC cache
+    may keep without folding (None: not a steady state, every program may be SLC)."""
     if nand_read_bytes < 0 or program_bytes < 0:
         raise ValueError(f"die_work_ps: byte counts must be >= 0 (read "
                          f"{nand_read_bytes}, program {program_bytes})")
@@ -65,6 +83,10 @@ def die_work_ps(cfg: FlashConfig, nand_read_bytes: int, program_bytes: int) -> i
     r = _ceil(nand_read_bytes, page)
     w = _ceil(program_bytes, page)
     spread = _ceil(r * t_r + w * t_prog, planes * dies)
+    if unfolded is not None and cfg.slc_cache_bytes and cfg.t_prog_slc:
+        t_steady = min(cfg.t_prog_slc + round(cfg.t_prog_mean), fastest_tlc_t_prog(cfg))
+        u = min(w, _ceil(round(unfolded * 1e9) * w, 10**9))
+        spread = _ceil(r * t_r + u * t_prog + (w - u) * t_steady, planes * dies)
     programs = _ceil(_ceil(w, dies), planes) * t_prog
     reads = _ceil(_ceil(r, dies) * t_r, planes)
     return max(spread, programs, reads)

@@ -23,7 +23,9 @@ from a record of what they depend on (``BoundsInput``), not from the system itse
     read caches counted as extra fast capacity (at most what they hold at once is
     served from DRAM), plus the fewest it programs (every write-back is programmed),
     each an LP over the gaps (``tmhw.placement.nand_bound``); a die reads or programs,
-    so the two add up, at the fastest tR and tPROG over every plane of every die. A
+    so the two add up, at the fastest tR and tPROG over every plane of every die (in
+    a steady state that was found, ``run.warmup_iterations = "auto"``, an SLC cache's
+    programs cost their folding too: ``flash.work``). A
     read that meets a program either suspends it (its latency on top) or waits, so
     interference only adds to this; a schedule that alternates reads and programs on
     each die avoids it, so the bound does not charge it;
@@ -141,7 +143,11 @@ def iteration_bounds(inp: BoundsInput) -> dict[str, Any]:
                                                precondition=wl.npages * wl.page_size
                                                / fc.total_capacity)),
                    math.ceil(rd * S / (fc.devices * fc.host_read_bytes_per_s)))
-    die_ps = die_work_ps(fc, nand_rd, prog)
+    # measured in a steady state that was found, an SLC cache folds what it takes
+    # (``flash.work``), within the steady state's tolerance
+    die_ps = die_work_ps(fc, nand_rd, prog,
+                         cfg.run.steady_tolerance if cfg.run.warmup_iterations == "auto"
+                         else None)
     link_ps = time_bound_ps(0, rd, wr, cfg.link_bytes_per_s, 0)
     port = min(cfg.link_bytes_per_s, fc.devices * fc.host_read_bytes_per_s)
     phase_ps = 0 if gp is None else phase_bound_ps(

@@ -124,6 +124,7 @@ def shape(rep: dict[str, Any]) -> dict[str, Any]:
                         "steady_state": rep["steady_state"],
                         "samples_per_iteration": rep["samples"] // measured,
                         "converged": rep["converged"], "period": rep["period"],
+                        "skipped_iterations": rep["skipped_iterations"],
                         "window_end_ps": rep.get("window_end_ps",
                                                  rep["run_total"]["sim_time_ps"])},
         "steady": steady,

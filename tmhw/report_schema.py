@@ -122,6 +122,10 @@ FIELDS: tuple[Field, ...] = (
     Field("measurement.period", "int", "iterations", R, "period",
           "With \"auto\": the period over which the iterations repeat (the measured ones "
           "are whole periods); 0 where none was found or the warm-up was given."),
+    Field("measurement.skipped_iterations", "int", "iterations", R, "skipped",
+          "With \"auto\": iterations by which the SSDs' SLC caches were moved without "
+          "simulating them, where a cache filled (or drained) at a steady rate (their "
+          "NAND work is in no figure); 0 otherwise."),
     Field("measurement.window_end_ps", "int", "ps", R, "window end",
           "Where the measured window ends: the last iteration's last op (the `steady` "
           "figures, energy included, are the window from `warmup.end_ps`, or 0, to "

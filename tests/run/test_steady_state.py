@@ -71,8 +71,10 @@ def test_bad_steady_state_settings_name_their_field(sets: list[str], field: str)
 
 
 def test_a_sweep_row_says_whether_its_run_converged() -> None:
+    # (the quick preset's SLC cache fills in 380 iterations of these writes: skipped,
+    # the change to TLC speed takes three, so the run needs eleven to repeat)
     base = {"workload.layers": 3, "policy.hbm_ratio": 0.25, "run.iterations": 2,
-            "run.max_iterations": 6, "run.warmup_iterations": "auto"}
+            "run.max_iterations": 12, "run.warmup_iterations": "auto"}
     rows = tmhw.sweep({"preset": "quick", "base": base,
                        "grid": {"run.steady_tolerance": [0.005, 1e-12],
                                 "policy.name": ["demand"]}})
@@ -81,3 +83,43 @@ def test_a_sweep_row_says_whether_its_run_converged() -> None:
     given = tmhw.sweep({"preset": "quick", "base": {"workload.layers": 3},
                         "grid": {"policy.name": ["demand"]}})
     assert given[0]["converged"] == ""
+
+
+#: an SLC cache of about eight iterations' writes of ``CELL`` (570 MB each): it fills
+#: during the warm-up, and writes then program at TLC speed
+SMALL_SLC = "flash.slc_cache_bytes=4600000000"
+
+
+@pytest.mark.parametrize("policy", ["demand", "tm-training"])
+def test_an_slc_cache_that_fills_is_skipped_to_full_and_measured_after(policy: str) -> None:
+    """The cache fills at a steady rate; "auto" moves it ahead instead of simulating
+    that, simulates the change to TLC speed, and measures what a run that simulated
+    every iteration up to it measures (within the tolerance)."""
+    auto = run(f"policy.name={policy}", SMALL_SLC, "run.iterations=2")
+    given = tmhw.simulate("quick", ["workload.layers=3", "policy.hbm_ratio=0.25",
+                                    f"policy.name={policy}", SMALL_SLC,
+                                    "run.warmup_iterations=16", "run.iterations=18"]
+                          ).to_dict()
+    m = auto["measurement"]
+    assert m["converged"] and m["skipped_iterations"] >= 1
+    t_auto, t_given = (r["steady"]["iteration_time_ps"] for r in (auto, given))
+    assert abs(t_auto - t_given) <= 0.005 * t_given
+    # both measure after the cliff: TLC programs take 3x as long as SLC ones
+    assert t_given > 1.3 * times(given)[2]
+    # and neither beats the time bound, which charges the cache's folding in a
+    # steady state that was found
+    assert auto["bounds"]["time_ratio"] >= 1 and given["bounds"]["time_ratio"] >= 1
+    slc = auto["run_total"]["system"]["flash"]["slc"]
+    assert slc["slc_advanced_pages"] > 0
+
+
+def test_a_monitor_judges_its_trials_on_the_device_it_will_run_on() -> None:
+    """TM-Training's monitor starts again once the SLC cache stops filling, so its
+    trials run after the change to TLC speed."""
+    rep = run("policy.name=tm-training", SMALL_SLC, "run.iterations=2")
+    t = times(rep)
+    cliff = next(j for j in range(1, len(t)) if t[j] > 1.3 * t[1])
+    trials = [j for j, it in enumerate(rep["per_iteration"]) if it["monitor_changes"]]
+    # a trial begun before the drift showed (it takes three warm iterations to) is
+    # undone; none is begun while it lasts, and the monitor's trials follow the cliff
+    assert all(j < 3 or j > cliff for j in trials) and max(trials) > cliff

@@ -68,6 +68,9 @@ class Feedback:
     #: tensors whose write-back was booked only when a fetch already waited for its
     #: space (the write-back was too lazy)
     late_writebacks: frozenset[int] = frozenset()
+    #: false while the flash tier's state still drifts from iteration to iteration (an
+    #: SSD's SLC cache filling): what a monitor measures now will not hold
+    device_steady: bool = True
 
 
 class TensorUses(Protocol):

@@ -424,6 +424,17 @@ class TMTraining(Policy):
         """The monitor has judged its last trial (or is off)."""
         return not self.params.monitor or self._converged
 
+    def _restart(self, table: PlacementTable) -> PlacementTable:
+        """Forget what the monitor measured and undo its trial; the table to run."""
+        pl = self.planner
+        assert pl is not None
+        if self._base is not None and (self._judging or self._converged):
+            pl.restore(self._base[1])
+            table = self._base[2]
+        self._prev, self._base, self._step = None, None, 0
+        self._judging = self._settling = self._converged = False
+        return table
+
     @property
     def prefetches(self) -> bool:
         return self.params.prefetch
@@ -450,6 +461,10 @@ class TMTraining(Policy):
         if not self.params.monitor or pl is None or self._converged or fb.iteration == 0:
             # The warm-up moved the machine from the common start: not a measure.
             return table
+        if not fb.device_steady:
+            # The device still drifts (an SSD's SLC cache filling): nothing measured
+            # now judges the plan. Start again, from the plan, once it stops.
+            return self._restart(table)
         stall = int(fb.stall_ps.sum())
         if self._base is None:
             prev, self._prev = self._prev, stall

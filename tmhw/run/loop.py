@@ -53,7 +53,7 @@ from tmhw.placement.table import Move, PlacementTable
 from tmhw.run.metrics import Metrics
 from tmhw.run.pager import Pager
 from tmhw.sim.component import Component
-from tmhw.sim.transfer import MemoryTarget
+from tmhw.sim.transfer import Drifting, MemoryTarget
 from tmhw.workload.graph import Kind, Op, Workload
 
 
@@ -100,6 +100,9 @@ class Executor(Component):
         #: the operands the op now starting or computing reads in place
         self.in_place_operands: list[int] = []
         self.done: simpy.Event | None = None
+        #: the flash tier's drifting state and the work behind it after each iteration
+        #: (``_skip_drift``)
+        self._drift: list[tuple[np.ndarray, np.ndarray]] = []
 
     # -- construction helpers ------------------------------------------------------------
     def _task(self, op: Op, capacity_pages: int | None = None) -> ComputeTask:
@@ -210,10 +213,13 @@ class Executor(Component):
                 if self.progress is not None:
                     self.progress.update(1)
             changes = 0
+            drifting = False
             if warm is None:
-                # auto: the warm-up ends where the iterations repeat, or where only the
-                # measured iterations still fit (not converged)
-                period = self._period(it, time_ps=int(self.env.now) - start)
+                # auto: the device's slow drift is skipped, not simulated; the warm-up
+                # ends where the iterations repeat on a device that no longer drifts,
+                # or where only the measured iterations still fit (not converged)
+                drifting = self._skip_drift(it)[1]
+                period = 0 if drifting else self._period(it, time_ps=int(self.env.now) - start)
                 if period or it + 1 + run.iterations >= run.max_iterations:
                     warm = it + 1
                     total = warm + (-(-run.iterations // period) * period if period
@@ -225,7 +231,8 @@ class Executor(Component):
                 fb = Feedback(it, self.op_stall.copy(), lateness, op_start, op_end,
                               int(res.level.peak // wl.page_size),
                               {"peak_before": peak0}, occ_op,
-                              self.dma.take_late_writebacks())
+                              self.dma.take_late_writebacks(),
+                              device_steady=not drifting)
                 before = self.table
                 self.table = self.policy.adjust(self.table, self.ctx, fb)
                 self.table.index()
@@ -254,6 +261,38 @@ class Executor(Component):
         if left:
             yield self.env.all_of(left)
         self.metrics.settle_traffic(self.dma.bytes_by_origin, carried)
+
+    def _skip_drift(self, it: int) -> tuple[int, bool]:
+        """Skip the flash tier's slow drift (``Drifting``: an SSD's SLC cache filling
+        over many iterations) after iteration ``it``. Where a quantity has moved by more
+        than ``run.steady_tolerance`` of the work done in each of the last two warm
+        iterations, in the same direction, it drifts; the run then moves it, at the
+        last iteration's rate, as many whole iterations as leave one more before it
+        reaches its bound (full or empty), so the change of regime is simulated, and
+        counts them (``Metrics.skipped_iterations``). Returns (iterations skipped,
+        whether it still drifts)."""
+        flash = self.pager.flash
+        if not isinstance(flash, Drifting):
+            return 0, False
+        value, bound, work = flash.drift()
+        self._drift.append((value, work))
+        if not len(value) or it < 3:
+            return 0, False
+        tol = self.cfg.run.steady_tolerance
+        (v1, w1), (v0, w0) = self._drift[-2], self._drift[-3]
+        g, g0 = value - v1, v1 - v0
+        moving = (np.abs(g) > tol * np.maximum(work - w1, 1)) & \
+            (np.abs(g0) > tol * np.maximum(w1 - w0, 1)) & (np.sign(g) == np.sign(g0))
+        if not moving.any():
+            return 0, False
+        room = np.where(g > 0, bound - value, value)[moving]
+        k = int(np.floor(room / np.abs(g[moving])).min()) - 1
+        if k < 1:
+            return 0, True
+        flash.advance_drift(np.where(moving, k * g, 0.0))
+        self._drift[-1] = (flash.drift()[0], work)
+        self.metrics.skipped_iterations += k
+        return k, True
 
     def _period(self, it: int, *, time_ps: int) -> int:
         """The shortest period ``p`` over which iteration ``it`` (just ended, lasting

@@ -78,6 +78,9 @@ class Metrics:
         #: iterations repeated (None: the warm-up was given) and their period
         self.converged: bool | None = None
         self.period = 0
+        #: iterations of the flash tier's drift skipped rather than simulated
+        #: (``Executor._skip_drift``)
+        self.skipped_iterations = 0
         self.warm_energy: dict[str, float] | None = None
         self.warm_end_ps = 0
         #: energy per component at the end of the last iteration's last op (pJ), where
@@ -159,6 +162,7 @@ class Metrics:
             "steady_state": len(records) > warm,
             "converged": self.converged,
             "period": self.period,
+            "skipped_iterations": self.skipped_iterations,
             "samples": samples,
             "sim_time_ps": t_steady,
             "iteration_time_ps": t_steady // max(1, len(steady)),

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Protocol, runtime_checkable
 
+import numpy as np
+
 
 class Op(Enum):
     READ = "read"
@@ -53,6 +55,23 @@ class Transfer:
             raise ValueError(f"Transfer with negative address/size: {self}")
         if self.wire_bytes and self.wire_bytes < self.nbytes:
             raise ValueError(f"Transfer with fewer wire bytes than data bytes: {self}")
+
+
+@runtime_checkable
+class Drifting(Protocol):
+    """A target whose state drifts slowly across training iterations, repeated or not
+    (an SSD's SLC cache filling): the run may skip the drift instead of simulating it
+    (``tmhw.run.loop``)."""
+
+    def drift(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per drifting quantity: its value, its upper bound (the lower is 0), and the
+        work that moved it so far, in the same unit (pages written)."""
+        ...
+
+    def advance_drift(self, amount: np.ndarray) -> None:
+        """Move each quantity by ``amount`` (kept within its bounds), as unsimulated
+        work would."""
+        ...
 
 
 @runtime_checkable
