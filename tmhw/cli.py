@@ -107,6 +107,9 @@ def add_config_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--layers", type=int,
                    help="transformer layers, to build a deeper or shallower model "
                         "(default: the model's own)")
+    p.add_argument("--onnx-unknown", choices=("error", "memory"),
+                   help="an ONNX op the NPU model does not map: refused (error, the "
+                        "default) or run as an element-wise op (workload.onnx_unknown)")
     p.add_argument("--policy", help=f"placement policy: {', '.join(POLICIES)}")
     p.add_argument("--hbm-ratio", type=float, help="HBM capacity / footprint, in (0, 1]")
     p.add_argument("--iterations", type=int,
@@ -210,7 +213,8 @@ def config_from_args(args: argparse.Namespace) -> Any:
     sets = list(args.set)
     for flag, key in (("model", "workload.model"), ("batch", "workload.batch"),
                       ("seq", "workload.seq"), ("layers", "workload.layers"),
-                      ("policy", "policy.name"), ("hbm_ratio", "policy.hbm_ratio"),
+                      ("onnx_unknown", "workload.onnx_unknown"), ("policy", "policy.name"),
+                      ("hbm_ratio", "policy.hbm_ratio"),
                       ("iterations", "run.iterations"), ("seed", "run.seed")):
         v = getattr(args, flag, None)
         if v is not None:

@@ -143,7 +143,9 @@ class WorkloadConfig:
     attention scores, softmax and dropout only; "every-k": the input of every
     ``recompute_every``-th layer kept), ``micro_batches`` 1 (gradient accumulation: the
     forward and backward run that many times on ``batch / micro_batches`` samples, one
-    optimizer step an iteration; ``batch`` must be given and divisible)."""
+    optimizer step an iteration; ``batch`` must be given and divisible).
+    ``onnx_unknown`` "error": an ONNX op the NPU model does not map is refused;
+    "memory": it runs as an element-wise op (``tmhw.workload.onnxgraph``)."""
 
     #: the shape keys that go with the model
     SHAPE: ClassVar[tuple[str, ...]] = ("batch", "seq", "layers")
@@ -158,6 +160,7 @@ class WorkloadConfig:
     recompute: str = "none"
     recompute_every: int = 2
     micro_batches: int = 1
+    onnx_unknown: str = "error"
 
     def __post_init__(self) -> None:
         from tmhw.workload import sources
@@ -184,6 +187,10 @@ class WorkloadConfig:
         if isinstance(self.recompute_every, bool) or not isinstance(
                 self.recompute_every, int) or self.recompute_every < 1:
             raise ConfigError("recompute_every", self.recompute_every, "an integer >= 1")
+        from tmhw.workload.onnxgraph import UNKNOWN
+        if self.onnx_unknown not in UNKNOWN:
+            raise ConfigError("onnx_unknown", self.onnx_unknown,
+                              f"one of {', '.join(map(repr, UNKNOWN))}")
         m = self.micro_batches
         if isinstance(m, bool) or not isinstance(m, int) or m < 1:
             raise ConfigError("micro_batches", m, "an integer >= 1")

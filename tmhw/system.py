@@ -56,7 +56,8 @@ def configured_workload(cfg: SystemConfig) -> Workload:
     return build_workload(wc.model, batch=wc.batch, seq=wc.seq, layers=layers,
                           page_size=wc.page_size, optimizer=wc.optimizer,
                           transforms=Transforms(wc.precision, wc.recompute,
-                                                wc.recompute_every, wc.micro_batches))
+                                                wc.recompute_every, wc.micro_batches,
+                                                wc.onnx_unknown))
 
 
 def check_flash_tier(cfg: SystemConfig, nbytes: int) -> None:

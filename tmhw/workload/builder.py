@@ -96,6 +96,9 @@ class Transforms:
     #: ``batch / micro_batches`` samples each (the source builds one micro-batch), the
     #: optimizer once
     micro_batches: int = 1
+    #: how a graph source maps an op it does not know: "error", or "memory" (an
+    #: element-wise op; ``tmhw.workload.onnxgraph``)
+    onnx_unknown: str = "error"
 
 
 #: the transforms of the build under way (None: the defaults)

@@ -15,6 +15,7 @@ import json
 
 from tmhw.sim.units import GiB
 from tmhw.workload import sources
+from tmhw.workload.builder import Transforms
 from tmhw.workload.footprint import Footprint, footprint
 from tmhw.workload.graph import Workload
 from tmhw.workload.zoo import INFO
@@ -37,6 +38,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     sh.add_argument("--layers", type=int, default=None, help="layers (transformers)")
     sh.add_argument("--optimizer", default="adam", help="adam or sgd (with momentum)")
     sh.add_argument("--page-size", type=int, default=4096, help="bytes per page")
+    sh.add_argument("--onnx-unknown", choices=("error", "memory"), default="error",
+                    help="an ONNX op the NPU model does not map: refused, or run as an "
+                         "element-wise op")
     sh.add_argument("--json", action="store_true", help="print JSON")
     sh.set_defaults(func=_show)
 
@@ -46,7 +50,8 @@ def _load(args: argparse.Namespace) -> Workload:
 
     check_batch(args.batch)
     return sources.build(args.model, batch=args.batch, seq=args.seq, layers=args.layers,
-                         page_size=args.page_size, optimizer=args.optimizer)
+                         page_size=args.page_size, optimizer=args.optimizer,
+                         transforms=Transforms(onnx_unknown=args.onnx_unknown))
 
 
 def _gb(n: int) -> str:

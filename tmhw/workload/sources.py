@@ -71,6 +71,9 @@ SOURCES: tuple[Source, ...] = (
     Source("hf", "hf: and a Hugging Face config: a named one (tmhw workload list) or a "
            "path to a config.json", "tmhw.workload.hf:build", "tmhw.workload.hf:check",
            prefixes=("hf:",)),
+    Source("onnx", "a path to an ONNX forward graph (*.onnx)",
+           "tmhw.workload.onnxgraph:build", "tmhw.workload.onnxgraph:check",
+           suffixes=(".onnx",)),
     Source("scalesim", "a path to a SCALE-Sim topology (*.csv)",
            "tmhw.workload.scalesim:build_training", "tmhw.workload.scalesim:check",
            suffixes=(".csv",)),
