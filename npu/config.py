@@ -34,7 +34,22 @@ vector_op_pj                0.4         estimate: fp32 add/multiply 0.9/3.7 pJ a
                                         (Horowitz 2014) averaged and scaled to 7 nm
 static_mw_per_core          20000       estimate: leakage and clock of one TensorCore (a
                                         TPUv4 chip is rated at 192 W, Jouppi et al. 2023)
+fp8_speedup                 2           MACs per cycle at fp8 over bf16: NVIDIA H100 SXM data
+                                        sheet, 1,979 dense fp8 against 989 dense bf16 TFLOP/s
+                                        (TPUv4 has no fp8: an NPU that has it, as H100 does)
+fp8_mac_pj                  0.15        estimate: an 8-bit multiply costs about a fifth of a
+                                        16-bit floating-point one at 45 nm (0.2 against 1.1
+                                        pJ, Horowitz 2014), the fp32 add unchanged: half of
+                                        ``mac_pj``
+fp32_passes                 3           bf16 passes per fp32 MAC on the MXU: XLA's fp32
+                                        matmul at ``Precision.HIGH`` ("bf16_3x", JAX
+                                        ``jax.lax.Precision`` docs); each pass costs
+                                        ``mac_pj``
 =========================== =========== ======================================================
+
+Operands are ``dtype_bytes`` wide unless the task names its precision
+(``ComputeTask.precision``, from ``workload.precision``): fp8 GEMMs read one byte an
+operand and run at ``fp8_speedup``, fp32 ops four bytes and ``fp32_passes`` passes.
 """
 
 from __future__ import annotations
@@ -71,11 +86,15 @@ class NpuConfig:
     spad_byte_pj: float = 0.5  # pJ per scratchpad byte read or written
     vector_op_pj: float = 0.4  # pJ per vector element operation
     static_mw_per_core: float = 20000.0  # mW per core, for the whole run
+    fp8_speedup: int = 2  # MACs per cycle at fp8 over bf16
+    fp8_mac_pj: float = 0.15  # pJ per fp8 MAC
+    fp32_passes: int = 3  # bf16 passes of the arrays per fp32 MAC
 
     def __post_init__(self) -> None:
         for name in ("cores", "arrays_per_core", "array_rows", "array_cols", "dtype_bytes",
                      "acc_bytes", "vector_elems_per_cycle", "ifmap_spad_bytes",
-                     "filter_spad_bytes", "ofmap_spad_bytes", "max_transfers_per_op"):
+                     "filter_spad_bytes", "ofmap_spad_bytes", "max_transfers_per_op",
+                     "fp8_speedup", "fp32_passes"):
             v = getattr(self, name)
             if not isinstance(v, int) or isinstance(v, bool) or v < 1:
                 raise ConfigError(name, v, "a positive integer")
@@ -86,7 +105,8 @@ class NpuConfig:
         if self.convention not in CONVENTIONS:
             raise ConfigError("convention", self.convention,
                               f"one of {', '.join(CONVENTIONS)}")
-        for name in ("mac_pj", "spad_byte_pj", "vector_op_pj", "static_mw_per_core"):
+        for name in ("mac_pj", "spad_byte_pj", "vector_op_pj", "static_mw_per_core",
+                     "fp8_mac_pj"):
             v = getattr(self, name)
             if not 0 <= v < math.inf:
                 raise ConfigError(name, v, "a finite non-negative number")

@@ -74,6 +74,10 @@ class Gemm:
         return self.m * self.n * self.k * self.count
 
 
+#: the MAC precisions a task may name
+PRECISIONS = ("fp8", "bf16", "fp16", "fp32")
+
+
 @dataclass(frozen=True, slots=True)
 class ComputeTask:
     """One op for the NPU. ``vector_elems * vector_ops_per_elem`` element operations run on
@@ -89,12 +93,18 @@ class ComputeTask:
     hbm_address: int = 0
     read_bytes: int | None = None
     write_bytes: int | None = None
+    #: the MACs' precision (``PRECISIONS``): "fp8" runs the GEMMs at ``fp8_speedup`` and
+    #: ``fp8_mac_pj``, "fp32" in ``fp32_passes`` bf16 passes (``npu.config``)
+    precision: str = "bf16"
 
     def __post_init__(self) -> None:
         if self.vector_elems < 0 or self.vector_ops_per_elem < 0:
             raise TmhwError(f"ComputeTask {self.name}: negative vector work")
         if self.dtype_bytes < 1 or self.hbm_address < 0:
             raise TmhwError(f"ComputeTask {self.name}: dtype_bytes >= 1, hbm_address >= 0")
+        if self.precision not in PRECISIONS:
+            raise TmhwError(f"ComputeTask {self.name}: precision {self.precision!r}, one "
+                            f"of {', '.join(PRECISIONS)}")
         for v in (self.read_bytes, self.write_bytes):
             if v is not None and v < 0:
                 raise TmhwError(f"ComputeTask {self.name}: negative read/write bytes")
@@ -182,7 +192,12 @@ def plan_task(task: ComputeTask, cfg: NpuConfig) -> ComputePlan:
             sram = tr.sram_ifmap_reads + tr.sram_filter_reads + tr.sram_ofmap_writes
             spad += (sram * task.dtype_bytes + tr.read_bytes + tr.write_bytes) * copies
         # GEMMs of one op run one after another, each spread over all cores
-        matrix += max(core_cycles)
+        cyc = max(core_cycles)
+        if task.precision == "fp8":
+            cyc = -(-cyc // cfg.fp8_speedup)
+        elif task.precision == "fp32":
+            cyc *= cfg.fp32_passes
+        matrix += cyc
     vector_ops = task.vector_elems * task.vector_ops_per_elem
     lanes = cfg.vector_elems_per_cycle * cfg.cores
     vector = int(-(-vector_ops // lanes)) if vector_ops > 0 else 0
@@ -209,13 +224,16 @@ class NPU(Component):
         self.cfg = cfg
         self.hbm = hbm
         self.energy = EnergyMeter(EnergyTable(
-            action_pj={"mac": cfg.mac_pj, "spad_byte": cfg.spad_byte_pj,
+            action_pj={"mac": cfg.mac_pj, "mac_fp8": cfg.fp8_mac_pj,
+                       "spad_byte": cfg.spad_byte_pj,
                        "vector_op": cfg.vector_op_pj},
             idle_mw=cfg.static_mw_per_core * cfg.cores))
         #: the arrays as one lockstep resource: busy from an op's start to its end
         self.timeline = Timeline(f"{name}.arrays")
         self.ops = Counter()
         self.macs = Counter()
+        #: array MAC slots the MACs took (fewer at fp8, more at fp32): utilization's
+        self.mac_slots = Counter()
         self.compute_ps_total = Counter()
         self.stall_ps_total = Counter()
         self.hbm_read_bytes = Counter()
@@ -284,12 +302,19 @@ class NPU(Component):
 
         self.ops.add()
         self.macs.add(p.macs)
+        self.mac_slots.add(-(-p.macs // self.cfg.fp8_speedup) if task.precision == "fp8"
+                           else p.macs * (self.cfg.fp32_passes
+                                          if task.precision == "fp32" else 1))
         self.compute_ps_total.add(p.compute_ps)
         self.stall_ps_total.add(stall)
         self.hbm_read_bytes.add(reads)
         self.hbm_write_bytes.add(writes)
         assert self.energy is not None
-        self.energy.add("mac", p.macs)
+        if task.precision == "fp8":
+            self.energy.add("mac_fp8", p.macs)
+        else:
+            self.energy.add("mac", p.macs * (self.cfg.fp32_passes
+                                             if task.precision == "fp32" else 1))
         self.energy.add("spad_byte", p.spad_bytes)
         self.energy.add("vector_op", p.vector_ops)
         self.energy.add_busy(end - start)
@@ -313,5 +338,5 @@ class NPU(Component):
             "hbm_read_bytes": self.hbm_read_bytes.value,
             "hbm_write_bytes": self.hbm_write_bytes.value,
             "busy_ps": self.timeline.busy_ps,
-            "utilization": self.macs.value / peak if peak > 0 else 0.0,
+            "utilization": self.mac_slots.value / peak if peak > 0 else 0.0,
         }

@@ -27,8 +27,9 @@ from tmhw.sim.errors import TmhwError
 from tmhw.studies import study as study_mod
 
 ROOT = Path(__file__).resolve().parent.parent
-TINY = studies.Model("ResNet-18", "resnet18 b4 sgd 1MiB pages",
-                     studies.workload("resnet18", 4, optimizer="sgd", page_size=1 << 20))
+TINY = studies.Model("ResNet-18", "resnet18 b4 sgd-momentum 1MiB pages",
+                     studies.workload("resnet18", 4, optimizer="sgd-momentum",
+                                      page_size=1 << 20))
 SCENARIOS = ("paper_headline", "capacity_sweep", "flash_sensitivity", "ablation",
              "energy_breakdown", "endurance", "timeline", "regime_map", "robustness",
              "llm_scaling")

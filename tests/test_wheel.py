@@ -40,7 +40,7 @@ PACKAGES = ("tmhw", "npu", "dram", "flash")
 NOT_BUILT = shutil.ignore_patterns(".git", ".venv", "build", "dist", "*.egg-info",
                                    "__pycache__", ".*_cache", ".hypothesis", "out", "scratch")
 #: the tiny workload of the scenario run (tests/test_studies.py's stand-in, at batch 1)
-TINY = ("workload.model=resnet18", "workload.batch=1", "workload.optimizer=sgd",
+TINY = ("workload.model=resnet18", "workload.batch=1", "workload.optimizer=sgd-momentum",
         "workload.page_size=1048576")
 #: run by the environment's Python: the file each of ``MODULES`` is imported from, then
 #: every folder on its path that holds a ``tmhw`` package

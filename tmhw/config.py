@@ -137,7 +137,8 @@ class WorkloadConfig:
     inherit BERT's sequence length.
 
     Transforms, for every source (``tmhw.workload.builder.Transforms``): ``precision``
-    "bf16" (mixed precision, fp32 master and moments; "fp16" the same bytes; "fp32" no
+    "bf16" (mixed precision, fp32 master and moments; "fp16" the same bytes; "fp8" the
+    same bytes with GEMMs reading fp8 operands at the NPU's fp8 rate; "fp32" no
     master copy, everything in fp32), ``recompute`` "none" ("layer": each layer's input
     kept and the rest recomputed before its backward; "selective": Korthikanti et al.'s
     attention scores, softmax and dropout only; "every-k": the input of every
@@ -164,7 +165,7 @@ class WorkloadConfig:
 
     def __post_init__(self) -> None:
         from tmhw.workload import sources
-        from tmhw.workload.builder import PRECISIONS, RECOMPUTE
+        from tmhw.workload.builder import OPTIMIZERS, PRECISIONS, RECOMPUTE
 
         for name in self.SHAPE:
             v = getattr(self, name)
@@ -176,8 +177,9 @@ class WorkloadConfig:
         sources.check(self.model, self.batch, self.seq, self.layers)
         if self.page_size < 512 or self.page_size & (self.page_size - 1):
             raise ConfigError("page_size", self.page_size, "a power of two >= 512")
-        if self.optimizer not in ("adam", "sgd"):
-            raise ConfigError("optimizer", self.optimizer, "one of 'adam', 'sgd'")
+        if self.optimizer not in OPTIMIZERS:
+            raise ConfigError("optimizer", self.optimizer,
+                              f"one of {', '.join(map(repr, OPTIMIZERS))}")
         if self.precision not in PRECISIONS:
             raise ConfigError("precision", self.precision,
                               f"one of {', '.join(map(repr, PRECISIONS))}")

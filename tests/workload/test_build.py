@@ -31,7 +31,7 @@ def test_layers_and_seq_apply_to_transformers() -> None:
     ({"name": "bert-large", "seq": 1024}, "seq", "1..512"),
     ({"name": "gpt2-small", "seq": 0}, "seq", "positive integer"),
     ({"name": "gpt2-small", "layers": -1}, "layers", "positive integer"),
-    ({"name": "vgg16", "optimizer": "lamb"}, "optimizer", "adam, sgd"),
+    ({"name": "vgg16", "optimizer": "lamb"}, "optimizer", "sgd, sgd-momentum, adam, adamw"),
     ({"name": "vgg16", "page_size": 3000}, "page_size", "power of two"),
 ])
 def test_bad_input_is_a_one_line_error_naming_the_field(

@@ -32,10 +32,14 @@ def test_show_json_reports_the_footprint(capsys: pytest.CaptureFixture[str]) -> 
 
 
 def test_show_prints_a_table(capsys: pytest.CaptureFixture[str]) -> None:
-    assert _run(["workload", "show", "resnet18", "--batch", "4", "--optimizer", "sgd"]) == 0
+    assert _run(["workload", "show", "resnet18", "--batch", "4", "--optimizer",
+                 "sgd-momentum"]) == 0
     out = capsys.readouterr().out
-    assert "resnet18: batch 4, sgd, 11.69M parameters" in out
+    assert "resnet18: batch 4, sgd-momentum, 11.69M parameters" in out
     assert "(12.0 B/param)" in out
+    # plain SGD keeps no state: weight, gradient and master copy, 2 + 2 + 4 B
+    assert _run(["workload", "show", "resnet18", "--batch", "4", "--optimizer", "sgd"]) == 0
+    assert "(8.0 B/param)" in capsys.readouterr().out
 
 
 def test_show_imports_a_scalesim_topology(tmp_path: Path,

@@ -12,11 +12,12 @@ from tmhw.workload.graph import Workload
 from tmhw.workload.zoo import build, transformer_stack
 
 
-@pytest.mark.parametrize("optimizer,per_param", [("adam", 16), ("sgd", 12)])
+@pytest.mark.parametrize("optimizer,per_param", [("adam", 16), ("adamw", 16),
+                                                  ("sgd-momentum", 12), ("sgd", 8)])
 def test_mixed_precision_model_state_is_16_bytes_per_param_for_adam_12_for_sgd(
         optimizer: str, per_param: int) -> None:
-    """bf16 weight 2 + bf16 gradient 2 + fp32 master 4 + fp32 state (Adam m, v: 8;
-    momentum: 4): ZeRO (Rajbhandari et al. 2020, Sec. 3.1)."""
+    """bf16 weight 2 + bf16 gradient 2 + fp32 master 4 + fp32 state (Adam's and AdamW's
+    m, v: 8; momentum: 4; plain SGD: none): ZeRO (Rajbhandari et al. 2020, Sec. 3.1)."""
     for name in ("resnet50", "bert-base", "gpt2-small", "t5-encoder"):
         f = footprint(build(name, batch=1, optimizer=optimizer,
                             seq=None if name == "resnet50" else 16))
@@ -89,3 +90,21 @@ def test_gpt3_block_footprint_is_tens_of_gigabytes_at_batch_1_to_8(batch: int) -
     """The documented choice of one layer by default (zoo.gpt3_block)."""
     f = footprint(build("gpt3-block", batch=batch))
     assert 10e9 < f.peak_live < 100e9
+
+
+def test_adafactor_keeps_row_and_column_sums_of_each_matrix() -> None:
+    """Adafactor without first moment (Shazeer & Stern 2018, Sec. 3 and Alg. 4; Hugging
+    Face's default ``beta1=None``) keeps r + c fp32 values per r x c matrix and the full
+    second moment of a vector; GPT-2 small's counted from its published shapes (d 768,
+    vocabulary 50,257, context 1,024, 12 layers, LM head tied)."""
+    wl = build("gpt2-small", batch=1, seq=16, optimizer="adafactor")
+    f = footprint(wl)
+    d, v, ctx, L = 768, 50257, 1024, 12
+    mats = [(d, 3 * d), (d, d), (d, 4 * d), (4 * d, d)]           # one layer's linears
+    biases = 3 * d + d + 4 * d + d
+    norms = 2 * 2 * d
+    layer = 4 * sum(r + c for r, c in mats) + 4 * (biases + norms)
+    emb = 4 * (v + d) + 4 * (ctx + d)                              # wte, wpe (tables)
+    final_ln = 4 * 2 * d
+    assert f.optimizer_state == L * layer + emb + final_ln
+    assert f.optimizer_state < 0.01 * 8 * f.params           # Adam's m and v: 8 B each

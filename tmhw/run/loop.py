@@ -111,12 +111,17 @@ class Executor(Component):
         wl = self.workload
         cap = self.capacity_pages if capacity_pages is None else capacity_pages
         addr = wl.tensors[op.reads[0]].page_start * wl.page_size if op.reads else 0
+        # the workload's precision (``workload.precision``): fp8 GEMMs read one byte an
+        # operand, fp32 ops four; bf16 and fp16 the NPU's own operand width
+        precision = wl.meta.get("precision", "bf16")
+        width = {"fp32": 4, "fp8": 1 if op.gemms else self.cfg.npu.dtype_bytes}.get(
+            precision, self.cfg.npu.dtype_bytes)
         return ComputeTask(
             name=op.name,
             gemms=tuple(Gemm(g.m, g.n, g.k, g.count) for g in op.gemms),
             vector_elems=op.vector_elems, vector_ops_per_elem=op.vector_ops_per_elem,
-            dtype_bytes=self.cfg.npu.dtype_bytes,
-            hbm_address=addr % max(1, cap * wl.page_size))
+            dtype_bytes=width, hbm_address=addr % max(1, cap * wl.page_size),
+            precision=precision)
 
     def tasks_at(self, capacity_pages: int) -> list[ComputeTask]:
         """Every op's task as on a machine with ``capacity_pages`` of HBM."""

@@ -39,12 +39,34 @@ from dataclasses import dataclass, field
 from tmhw.sim.errors import ConfigError
 from tmhw.workload.graph import Gemm, Kind, Op, Phase, Tensor, Workload
 
-#: Vector-unit operations per element of each optimizer's update (reads, fused
-#: multiply-adds, the square root and divide of Adam); an estimate from the update
-#: equations (Kingma & Ba 2015, Alg. 1: about 10 flops per parameter for Adam).
-OPTIMIZER_OPS_PER_ELEM = {"adam": 10.0, "sgd": 3.0}
-#: Bytes of optimizer state per parameter (fp32 moments): Adam m and v, SGD momentum.
-OPTIMIZER_STATE_BYTES = {"adam": 8, "sgd": 4}
+#: ``workload.optimizer``: vector-unit operations per element of each optimizer's
+#: update, estimates from the update equations: SGD w -= lr g (2); with momentum
+#: (PyTorch's ``SGD(momentum=...)``) the buffer's multiply-add too (3); Adam (Kingma &
+#: Ba 2015, Alg. 1: two moment updates, bias corrections, square root, divide: about
+#: 10); AdamW (Loshchilov & Hutter, ICLR 2019) the decoupled decay's multiply-add on
+#: top (12); Adafactor (Shazeer & Stern, ICML 2018, Alg. 4: the factored second
+#: moment's row and column sums, the reconstruction, update clipping: about 12).
+OPTIMIZER_OPS_PER_ELEM = {"sgd": 2.0, "sgd-momentum": 3.0, "adam": 10.0, "adamw": 12.0,
+                          "adafactor": 12.0}
+#: Bytes of optimizer state per parameter (fp32): none for SGD, the momentum buffer,
+#: Adam's and AdamW's m and v. Adafactor (without first moment, its paper's and
+#: Hugging Face's default, ``beta1=None``) keeps fp32 row and column sums of the
+#: squared gradient for each matrix (rows + columns values, not rows x columns) and the
+#: whole second moment of a vector: ``optimizer_state_bytes``.
+OPTIMIZER_STATE_BYTES = {"sgd": 0, "sgd-momentum": 4, "adam": 8, "adamw": 8,
+                         "adafactor": 4}
+OPTIMIZERS = tuple(OPTIMIZER_OPS_PER_ELEM)
+
+
+def optimizer_state_bytes(optimizer: str, params: int,
+                          shape: tuple[int, int] | None) -> int:
+    """Optimizer state of one weight tensor of ``params`` parameters; ``shape`` the
+    (rows, columns) of its matrix part where it has one (the rest, a bias, is a
+    vector)."""
+    if optimizer == "adafactor" and shape is not None:
+        rows, cols = shape
+        return 4 * (rows + cols + params - rows * cols)
+    return OPTIMIZER_STATE_BYTES[optimizer] * params
 #: Bytes of fp32 master copy + optimizer state updated by one optimizer op (model knob:
 #: bounds the working set of the update of a large parameter tensor). Each shard's op
 #: still reads the whole bf16 gradient and writes the whole bf16 weight tensor.
@@ -60,8 +82,7 @@ def check_arguments(batch: object, page_size: object, optimizer: object) -> None
             or page_size & (page_size - 1)):
         raise ConfigError("page_size", page_size, "a positive power of two")
     if optimizer not in OPTIMIZER_OPS_PER_ELEM:
-        raise ConfigError("optimizer", optimizer,
-                          f"one of {', '.join(sorted(OPTIMIZER_OPS_PER_ELEM))}")
+        raise ConfigError("optimizer", optimizer, f"one of {', '.join(OPTIMIZERS)}")
 
 
 #: What an element-wise op's backward reads besides the output gradient and its weight.
@@ -72,7 +93,11 @@ SAVES = ("input", "output", "none")
 #: ICLR 2018; ZeRO, Sec. 3.1: bf16 weights and gradients, fp32 master and moments,
 #: 16 B a parameter with Adam); "fp16" the same bytes; "fp32" keeps weights, gradients
 #: and activations in fp32 with no master copy (4 + 4 + 8 = 16 B a parameter with Adam).
-PRECISIONS = {"bf16": (2, True), "fp16": (2, True), "fp32": (4, False)}
+#: "fp8" is the FP8 training recipe (Micikevicius et al., "FP8 Formats for Deep
+#: Learning", 2022; NVIDIA Transformer Engine): GEMM inputs cast to fp8 as the GEMM
+#: reads them (one byte an operand, at the NPU's fp8 rate: ``npu.config``), everything
+#: stored as with bf16.
+PRECISIONS = {"fp8": (2, True), "bf16": (2, True), "fp16": (2, True), "fp32": (4, False)}
 #: ``workload.recompute``: "none"; "layer" (each layer's input kept, the rest of the
 #: layer recomputed before its backward: Chen et al. 2016, as Megatron's full
 #: recomputation); "selective" (Korthikanti et al., MLSys 2023, Sec. 5: only the
@@ -152,6 +177,8 @@ class WorkloadBuilder:
     ops: list[Op] = field(default_factory=list)
     _fwd: list[_Fwd] = field(default_factory=list)
     _weights: list[int] = field(default_factory=list)
+    #: the (rows, columns) of each weight tensor's matrix part, where it has one
+    _shapes: dict[int, tuple[int, int]] = field(default_factory=dict)
     params: int = 0
     transforms: Transforms = field(default_factory=current_transforms)
 
@@ -185,10 +212,15 @@ class WorkloadBuilder:
                            tuple(dict.fromkeys(reads)), tuple(dict.fromkeys(writes))))
         return idx
 
-    def _weight(self, layer: str, params: int) -> int:
+    def _weight(self, layer: str, params: int,
+                matrix: tuple[int, int] | None = None) -> int:
+        """A weight tensor of ``params`` parameters, ``matrix`` (rows, columns) of them
+        a matrix (the rest a bias): what a factored optimizer state needs."""
         self.params += params
         w = self.tensor(f"{layer}.w", Kind.WEIGHT, params * self.dtype_bytes, layer)
         self._weights.append(w)
+        if matrix is not None:
+            self._shapes[w] = matrix
         return w
 
     # -- forward layers ----------------------------------------------------------------
@@ -202,7 +234,7 @@ class WorkloadBuilder:
         weight gradient accumulates into the shared one."""
         extra: tuple[int, ...] = ()
         if tied is None:
-            w = self._weight(layer, d_in * d_out + (d_out if bias else 0))
+            w = self._weight(layer, d_in * d_out + (d_out if bias else 0), (d_in, d_out))
         else:
             w = tied
             if self.tensors[w].nbytes != d_in * d_out * self.dtype_bytes:
@@ -236,7 +268,7 @@ class WorkloadBuilder:
             raise ValueError(f"{layer}: {groups} groups do not divide {c} channels and "
                              f"{n} filters")
         cg, ng = c // groups, n // groups
-        wt = self._weight(layer, r * s * cg * n + (n if bias else 0))
+        wt = self._weight(layer, r * s * cg * n + (n if bias else 0), (r * s * cg, n))
         out_px = self.batch * ho * wo
         y = self.tensor(f"{layer}.out", Kind.ACTIVATION, out_px * n * self.dtype_bytes,
                         layer)
@@ -260,7 +292,8 @@ class WorkloadBuilder:
         into dense table gradients (PyTorch's default for nn.Embedding).
 
         Returns (output tensor, table name -> weight tensor)."""
-        ws = {name: self._weight(f"{layer}.{name}", rows * d) for name, rows in tables.items()}
+        ws = {name: self._weight(f"{layer}.{name}", rows * d, (rows, d))
+              for name, rows in tables.items()}
         y = self.tensor(f"{layer}.out", Kind.ACTIVATION, tokens * d * self.dtype_bytes, layer)
         elems = tokens * d * len(tables)
         op = self._op(f"{layer}.fwd", Phase.FORWARD, layer, (), elems, 1.0,
@@ -410,17 +443,17 @@ class WorkloadBuilder:
         self._recompute()
         self._accumulate()
         ops_pe = OPTIMIZER_OPS_PER_ELEM[self.optimizer]
-        state_b = OPTIMIZER_STATE_BYTES[self.optimizer]
         for w in self._weights:
             wt = self.tensors[w]
             n = wt.nbytes // self.dtype_bytes
+            state = optimizer_state_bytes(self.optimizer, n, self._shapes.get(w))
             # The update is element-wise, so a large parameter's fp32 master copy and
             # optimizer state are kept in shards with one update op each (as ZeRO-style
             # implementations chunk it): an op's working set stays bounded by the shard,
             # not the layer.
             mixed = PRECISIONS[self.transforms.precision][1]
             master_b = 4 if mixed else 0
-            shards = max(1, -(-n * (master_b + state_b) // OPTIMIZER_SHARD_BYTES))
+            shards = max(1, -(-(n * master_b + state) // OPTIMIZER_SHARD_BYTES))
             dw = wgrads.get(w)
             for k in range(shards):
                 lo, hi = n * k // shards, n * (k + 1) // shards
@@ -429,8 +462,10 @@ class WorkloadBuilder:
                 if mixed:
                     kept = (self.tensor(f"{wt.layer}.master{tag}", Kind.MASTER,
                                         (hi - lo) * 4, wt.layer, 4),)
-                kept += (self.tensor(f"{wt.layer}.{self.optimizer}{tag}", Kind.OPT_STATE,
-                                     (hi - lo) * state_b, wt.layer, 4),)
+                part = state * (k + 1) // shards - state * k // shards
+                if part:
+                    kept += (self.tensor(f"{wt.layer}.{self.optimizer}{tag}",
+                                         Kind.OPT_STATE, part, wt.layer, 4),)
                 if dw is None:
                     continue
                 self._op(f"{wt.layer}.{self.optimizer}{tag}", Phase.OPTIMIZER, wt.layer, (),

@@ -1,7 +1,7 @@
 """``tmhw workload``: list the zoo and the sources, show a model's training footprint.
 
     tmhw workload list [--json]
-    tmhw workload show MODEL [--batch B] [--seq S] [--layers L] [--optimizer adam|sgd]
+    tmhw workload show MODEL [--batch B] [--seq S] [--layers L] [--optimizer NAME]
                        [--page-size BYTES] [--json]
 
 MODEL is any ``workload.model`` value a source takes (``tmhw.workload.sources``): a zoo
@@ -36,7 +36,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     sh.add_argument("--batch", type=int, default=None, help="batch size (model default)")
     sh.add_argument("--seq", type=int, default=None, help="sequence length (transformers)")
     sh.add_argument("--layers", type=int, default=None, help="layers (transformers)")
-    sh.add_argument("--optimizer", default="adam", help="adam or sgd (with momentum)")
+    sh.add_argument("--optimizer", default="adam",
+                    help="sgd, sgd-momentum, adam, adamw or adafactor")
     sh.add_argument("--page-size", type=int, default=4096, help="bytes per page")
     sh.add_argument("--onnx-unknown", choices=("error", "memory"), default="error",
                     help="an ONNX op the NPU model does not map: refused, or run as an "
