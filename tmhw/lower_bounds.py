@@ -131,7 +131,7 @@ def iteration_bounds(inp: BoundsInput) -> dict[str, Any]:
                             lambda: least_pages(gp, inp.capacity_pages + dram_pages,
                                                 "nand_reads")) + _TOL) * wl.page_size
     compute = int(inp.op_ps.sum())
-    op_alone = _memo("npu", inp.memo_key("npu", "hbm", "hbm_model"),
+    op_alone = _memo("npu", inp.memo_key("npu", "hbm", "hbm_model", "capacity"),
                      lambda: npu_alone_ps(inp))
     npu_ps = int(op_alone.sum())
     # Every write is programmed (drained), but a read may be served from the write
@@ -162,10 +162,12 @@ def iteration_bounds(inp: BoundsInput) -> dict[str, Any]:
 
 
 def npu_alone_ps(inp: BoundsInput) -> np.ndarray:
-    """Each op's time on the NPU with every operand in HBM and nothing else using HBM:
-    the ``hbm-only`` machine's, whose HBM holds the footprint (the ops' HBM addresses
-    wrap at its size, as they do there), so it depends on the workload, the NPU and the
-    HBM alone and a sweep computes it once per model. No policy runs an op faster.
+    """Each op's time on the NPU with every operand in HBM and nothing else using HBM,
+    the ops' HBM addresses wrapping at the run's capacity as they do in the run (on the
+    ``hbm-only`` machine, the footprint), so it depends on the workload, the NPU, the
+    HBM and the capacity alone. No policy runs an op faster: a bound from addresses
+    wrapped at the model's footprint sat 3 ppm over the ``recompute`` policy, whose ops
+    wrap at its smaller capacity (the banks they hit differ).
     The first pass finds the HBM's rows, refresh and banks idle (a cold start), which
     no steady-state iteration does (a bound from it sat a few ppm under every steady
     iteration at HBM ratio 1), so it does not count; of the ``WARM_PASSES`` after it,
@@ -178,7 +180,7 @@ def npu_alone_ps(inp: BoundsInput) -> np.ndarray:
     npu = NPU(env, "npu", root, cfg.npu, hbm)
     root.elaborate()
     root.start()
-    tasks = inp.tasks_at(-(-inp.footprint_bytes // inp.workload.page_size))
+    tasks = inp.tasks_at(inp.capacity_pages)
     out = np.zeros((WARM_PASSES + 1, len(tasks)), dtype=np.int64)
 
     def run() -> Generator[simpy.Event, Any, None]:

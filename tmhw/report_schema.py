@@ -78,6 +78,9 @@ FIELDS: tuple[Field, ...] = (
           "`policy.hbm_ratio` is relative to it."),
     Field("workload.tensor_bytes", "int", "bytes", R, "tensor bytes",
           "Every tensor's pages together (what the flash tier holds)."),
+    Field("workload.recompute", "str", "", R, "recompute",
+          "The recomputation the iteration ran (`workload.recompute`, every-k as "
+          "`every-<k>`; under the `recompute` policy, the one it chose)."),
     Field("workload.macs", "int", "MACs", R, "MACs",
           "Multiply-accumulates of one iteration."),
     # -- policy -------------------------------------------------------------------------

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 from typing import Any
 
 import numpy as np
@@ -21,7 +22,14 @@ from flash import FlashTarget
 from npu import NPU
 from tmhw.config import SystemConfig
 from tmhw.lower_bounds import BoundsInput, iteration_bounds
-from tmhw.placement.base import PlanContext, check_fits, make_policy, policy_class, streamable
+from tmhw.placement.base import (
+    PlanContext,
+    Policy,
+    check_fits,
+    make_policy,
+    policy_class,
+    streamable,
+)
 from tmhw.placement.bounds import ratios
 from tmhw.placement.table import PlacementTable
 from tmhw.report import VERSION, rollup, shape
@@ -29,7 +37,7 @@ from tmhw.run.loop import Executor
 from tmhw.sim import tomlio
 from tmhw.sim.component import Component
 from tmhw.sim.env import Environment
-from tmhw.sim.errors import TmhwError
+from tmhw.sim.errors import DoesNotFit, TmhwError
 from tmhw.sim.trace import NULL_TRACER, Tracer
 from tmhw.workload.builder import Transforms
 from tmhw.workload.graph import Workload
@@ -58,6 +66,45 @@ def configured_workload(cfg: SystemConfig) -> Workload:
                           transforms=Transforms(wc.precision, wc.recompute,
                                                 wc.recompute_every, wc.micro_batches,
                                                 wc.onnx_unknown))
+
+
+def rebuilt_workload(cfg: SystemConfig, wl: Workload, policy: Policy,
+                     cap_pages: int) -> Workload:
+    """The first of ``policy``'s recomputations (``Policy.recompute_candidates``) whose
+    iteration fits ``cap_pages`` (peak live bytes, and every op's operands at once);
+    ``DoesNotFit`` naming the least peak reached when none does."""
+    layers = len({op.layer.split(".", 1)[0] for op in wl.ops
+                  if re.fullmatch(r"l\d+", op.layer.split(".", 1)[0])})
+    cap = cap_pages * wl.page_size
+    # weights, their gradients, master copies and optimizer state do not change with
+    # recomputation: where they alone exceed HBM, nothing recomputed fits
+    state = sum(t.nbytes for t in wl.tensors if t.kind.persistent)
+    if state > cap:
+        raise DoesNotFit(f"policy.hbm_ratio: {policy.name}: the model state alone "
+                         f"({state / 2**20:.1f} MiB: weights, master copies and "
+                         f"optimizer state) exceeds HBM's {cap / 2**20:.1f} MiB, and "
+                         "recomputation does not shrink it")
+    least: tuple[int, str] | None = None
+    for mode, every in policy.recompute_candidates(layers):
+        if mode == cfg.workload.recompute == "none":
+            cand = wl
+        else:
+            cand = configured_workload(dataclasses.replace(cfg, workload=dataclasses.replace(
+                cfg.workload, recompute=mode, recompute_every=every)))
+        peak = cand.peak_live_bytes()
+        what = mode if mode != "every-k" else f"every-k (k = {every})"
+        if least is None or peak < least[0]:
+            least = (peak, what)
+        if peak <= cap:
+            try:
+                check_fits(cand, cap_pages, policy.name)
+            except DoesNotFit:
+                continue
+            return cand
+    assert least is not None
+    raise DoesNotFit(f"policy.hbm_ratio: {policy.name}: no recomputation fits HBM's "
+                     f"{cap / 2**20:.1f} MiB; the least peak, with {least[1]}, is "
+                     f"{least[0] / 2**20:.1f} MiB")
 
 
 def check_flash_tier(cfg: SystemConfig, nbytes: int) -> None:
@@ -97,6 +144,11 @@ class System:
         else:
             cap_pages = max(1, int(math.floor(cfg.policy.hbm_ratio * footprint_pages)))
         self.capacity_pages = cap_pages
+        if self.policy.rebuilds:
+            if not self._zoo_workload:
+                raise TmhwError(f"policy.name: {self.policy.name} rebuilds the workload "
+                                "from the config; it cannot run a workload given to System")
+            self.workload = wl = rebuilt_workload(cfg, wl, self.policy, cap_pages)
         self.streamed = streamable(wl, cap_pages) if (
             self.policy.streams and self.policy.splits) else np.zeros(len(wl.ops), dtype=bool)
         check_fits(wl, cap_pages, self.policy.name, self.streamed)
@@ -171,8 +223,10 @@ class System:
         cfg = self.cfg
         named = {"capacity": self.capacity_pages, "whole": self.policy.whole_footprint,
                  "seed": cfg.run.seed, "hbm_model": cfg.run.hbm_model}
-        return repr([cfg.workload, *(named[p] if p in named else getattr(cfg, p)
-                                     for p in parts)])
+        # a rebuilt workload (``Policy.rebuilds``) is not the one the config names
+        built = self.workload.meta.get("recompute", "none")
+        return repr([cfg.workload, built, *(named[p] if p in named else getattr(cfg, p)
+                                            for p in parts)])
 
     def run(self) -> dict[str, Any]:
         """Elaborate, simulate every iteration, finalize; return the report dict.
@@ -250,6 +304,7 @@ def build_report(system: System, bounds: dict[str, Any] | None = None) -> dict[s
             "ops": len(wl.ops), "tensors": len(wl.tensors), "pages": wl.npages,
             "page_size": wl.page_size, "footprint_bytes": system.footprint_bytes,
             "tensor_bytes": wl.npages * wl.page_size, "macs": wl.total_macs(),
+            "recompute": wl.meta.get("recompute", "none"),
         },
         "policy": {
             "name": system.policy.name, "hbm_ratio": cfg.policy.hbm_ratio,

@@ -21,4 +21,5 @@ POLICIES: dict[str, str] = {
     "autotm": "tmhw.placement.autotm:AutoTM",
     "ssdtrain": "tmhw.placement.ssdtrain:SSDTrain",
     "zero-infinity": "tmhw.placement.zero_infinity:ZeroInfinity",
+    "recompute": "tmhw.placement.recompute:Recompute",
 }

@@ -146,8 +146,10 @@ def study(st: Study) -> str:
 
     deployed = ("## Against what practitioners deploy\n\n"
                 "TM-Training's change in iteration time (negative: faster) and samples per "
-                "joule against SSDTrain (activations to flash layer by layer) and "
-                "ZeRO-Infinity (parameters, gradients and optimizer state on flash), and the "
+                "joule against SSDTrain (activations to flash layer by layer), "
+                "ZeRO-Infinity (parameters, gradients and optimizer state on flash) and "
+                "recomputation (nothing moved: the forward re-run in the backward as far "
+                "as HBM needs), and the "
                 "fastest strategy of every policy at this HBM (hbm-only left out: it is a "
                 "larger machine).\n\n" + T.md_table(
                     ["model", *[f"{w} vs {p}" for p in PRACTICAL

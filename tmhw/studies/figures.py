@@ -46,6 +46,12 @@ def _label_gaps(ax: Any, xs: Sequence[float], vals: Sequence[Value]) -> None:
                     va="bottom", fontsize=7, color="#555555")
 
 
+def _colour(j: int, k: int) -> Any:
+    """The colour of series ``j`` of ``k``: matplotlib's ten-colour cycle, or twenty
+    colours where there are more series than ten (no two alike up to twenty)."""
+    return plt.get_cmap("tab10")(j % 10) if k <= 10 else plt.get_cmap("tab20")(j % 20)
+
+
 def _grouped(ax: Any, categories: Sequence[str],
              series: Mapping[str, Sequence[Value]], dots: bool = False) -> None:
     """One group of bars per category, one bar per series, side by side; with ``dots``
@@ -60,9 +66,9 @@ def _grouped(ax: Any, categories: Sequence[str],
             isinstance(v, str) for v in vals) else name
         if dots:
             ax.plot(xs, _numbers(vals), marker="o", markersize=7, linestyle="none",
-                    label=label)
+                    label=label, color=_colour(j, k))
         else:
-            ax.bar(xs, _numbers(vals), width=width, label=label)
+            ax.bar(xs, _numbers(vals), width=width, label=label, color=_colour(j, k))
         _label_gaps(ax, xs, vals)
     ax.set_xticks(range(len(categories)))
     # every group whole, also where its last bars are missing (matplotlib's limits
@@ -172,8 +178,9 @@ def line_panels(xs: Sequence[float], panels: Mapping[str, Mapping[str, Sequence[
     fig, axes = _panel_grid(n, 3, (4.2, 3.2))
     xl = list(xticklabels) if xticklabels is not None else [f"{x:g}" for x in xs]
     for ax, (ptitle, series) in zip(axes.flat, panels.items(), strict=False):
-        for name, ys in series.items():
-            ax.plot(xs, _numbers(ys), marker="o", ms=3, label=_line_label(name, xl, ys))
+        for j, (name, ys) in enumerate(series.items()):
+            ax.plot(xs, _numbers(ys), marker="o", ms=3, label=_line_label(name, xl, ys),
+                    color=_colour(j, len(series)))
         ax.set_title(ptitle + (" (log scale)" if ptitle in logy else ""), fontsize=9)
         ax.set_xlabel(xlabel, fontsize=8)
         if ptitle in logy:

@@ -475,10 +475,15 @@ class WorkloadBuilder:
                       page_size,
                       self.params, {"optimizer": self.optimizer,
                                     "precision": self.transforms.precision,
-                                    "recompute": self.transforms.recompute,
+                                    "recompute": self._recompute_label(),
                                     "micro_batches": str(micro)})
         wl.check()
         return wl
+
+    def _recompute_label(self) -> str:
+        """``workload.recompute`` as the report names it: every-k with its k."""
+        t = self.transforms
+        return f"every-{t.recompute_every}" if t.recompute == "every-k" else t.recompute
 
     def _group(self, op: Op) -> str | None:
         """The recomputation group of forward op ``op`` (``Transforms.recompute``), or
