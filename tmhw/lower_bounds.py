@@ -112,7 +112,7 @@ def iteration_bounds(inp: BoundsInput) -> dict[str, Any]:
     cfg, wl = inp.cfg, inp.workload
     fc = cfg.flash
     whole = inp.whole_footprint
-    gp = None if whole else GapPlan(inp.ctx)
+    gp = None if whole else GapPlan(inp.ctx, windowed=True)
     # what the SSDs' DRAM holds at once, in the workload's pages
     dram_pages = fc.devices * (fc.write_buffer_bytes + fc.read_cache_bytes) // wl.page_size
     if gp is None:

@@ -68,13 +68,23 @@ def configured_workload(cfg: SystemConfig) -> Workload:
                                                 wc.onnx_unknown))
 
 
+def transformer_layers(wl: Workload) -> int:
+    """The transformer layers of ``wl`` (ops of layers named ``l<i>``), 0 for none."""
+    return len({op.layer.split(".", 1)[0] for op in wl.ops
+                if re.fullmatch(r"l\d+", op.layer.split(".", 1)[0])})
+
+
 def rebuilt_workload(cfg: SystemConfig, wl: Workload, policy: Policy,
-                     cap_pages: int) -> Workload:
-    """The first of ``policy``'s recomputations (``Policy.recompute_candidates``) whose
-    iteration fits ``cap_pages`` (peak live bytes, and every op's operands at once);
-    ``DoesNotFit`` naming the least peak reached when none does."""
-    layers = len({op.layer.split(".", 1)[0] for op in wl.ops
-                  if re.fullmatch(r"l\d+", op.layer.split(".", 1)[0])})
+                     candidates: list[tuple[str, int]], cap_pages: int) -> Workload:
+    """The iteration of the first of ``candidates`` (``(workload.recompute,
+    workload.recompute_every)``, ``Policy.recompute_candidates``) that fits: for a
+    policy that keeps everything in HBM (``Policy.recompute_fits_hbm``), whose peak live
+    bytes and every op's operands fit ``cap_pages``, ``DoesNotFit`` naming the least
+    peak reached when none does; for one that offloads, the first."""
+    if not policy.recompute_fits_hbm:
+        mode, every = candidates[0]
+        return configured_workload(dataclasses.replace(cfg, workload=dataclasses.replace(
+            cfg.workload, recompute=mode, recompute_every=every)))
     cap = cap_pages * wl.page_size
     # weights, their gradients, master copies and optimizer state do not change with
     # recomputation: where they alone exceed HBM, nothing recomputed fits
@@ -85,7 +95,7 @@ def rebuilt_workload(cfg: SystemConfig, wl: Workload, policy: Policy,
                          f"optimizer state) exceeds HBM's {cap / 2**20:.1f} MiB, and "
                          "recomputation does not shrink it")
     least: tuple[int, str] | None = None
-    for mode, every in policy.recompute_candidates(layers):
+    for mode, every in candidates:
         if mode == cfg.workload.recompute == "none":
             cand = wl
         else:
@@ -144,11 +154,13 @@ class System:
         else:
             cap_pages = max(1, int(math.floor(cfg.policy.hbm_ratio * footprint_pages)))
         self.capacity_pages = cap_pages
-        if self.policy.rebuilds:
+        candidates = self.policy.recompute_candidates(transformer_layers(wl))
+        if candidates:
             if not self._zoo_workload:
                 raise TmhwError(f"policy.name: {self.policy.name} rebuilds the workload "
                                 "from the config; it cannot run a workload given to System")
-            self.workload = wl = rebuilt_workload(cfg, wl, self.policy, cap_pages)
+            self.workload = wl = rebuilt_workload(cfg, wl, self.policy, candidates,
+                                                  cap_pages)
         self.streamed = streamable(wl, cap_pages) if (
             self.policy.streams and self.policy.splits) else np.zeros(len(wl.ops), dtype=bool)
         check_fits(wl, cap_pages, self.policy.name, self.streamed)
@@ -223,7 +235,8 @@ class System:
         cfg = self.cfg
         named = {"capacity": self.capacity_pages, "whole": self.policy.whole_footprint,
                  "seed": cfg.run.seed, "hbm_model": cfg.run.hbm_model}
-        # a rebuilt workload (``Policy.rebuilds``) is not the one the config names
+        # a rebuilt workload (``Policy.recompute_candidates``) is not the one the config
+        # names
         built = self.workload.meta.get("recompute", "none")
         return repr([cfg.workload, built, *(named[p] if p in named else getattr(cfg, p)
                                             for p in parts)])

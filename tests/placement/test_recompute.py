@@ -61,3 +61,36 @@ def test_a_bad_mode_names_its_field() -> None:
     with pytest.raises(ConfigError, match="^policy.recompute.mode"):
         tmhw.load_config("quick", ["policy.name=recompute",
                                    'policy.recompute.mode="often"'])
+
+
+def test_tm_recompute_is_tm_training_with_the_fastest_recomputation() -> None:
+    """``tm-recompute`` tunes ``policy.tm_training.recompute`` over none, selective and
+    per layer: never slower than TM-Training alone (its "none" trial), and where the
+    recomputed iteration fits HBM whole it moves nothing, as ``recompute`` does. At 25%
+    of the footprint, where recomputation alone does not fit, it offloads the rest."""
+    for ratio in (0.5, 0.25):
+        hy = run("tm-recompute", ratio, "policy.tune=true")
+        tm = run("tm-training", ratio)
+        trials = hy["policy"]["tuning"]["trials"]
+        assert [t["recompute"] for t in trials] == ["none", "selective", "layer"]
+        best = min(trials, key=lambda t: t["iteration_time_ps"])
+        assert hy["workload"]["recompute"] == best["recompute"] != "none"
+        assert hy["steady"]["iteration_time_ps"] == best["iteration_time_ps"]
+        assert hy["steady"]["iteration_time_ps"] <= tm["steady"]["iteration_time_ps"]
+        assert hy["bounds"]["time_ratio"] >= 1 and hy["bounds"]["traffic_ratio"] >= 1
+    rc = run("recompute", 0.5)
+    hy = run("tm-recompute", 0.5, "policy.tune=true")
+    assert hy["steady"]["traffic_bytes"]["inter_tier"] == 0
+    assert hy["steady"]["iteration_time_ps"] <= 1.01 * rc["steady"]["iteration_time_ps"]
+
+
+def test_a_streamed_op_writes_back_nothing_that_dies_with_it() -> None:
+    """At 25% HBM the loss (reading 823 MB of logits, writing their gradient) runs
+    streamed; the logits die with their tiles and its gradient's tiles stay while they
+    fit, so what is written to flash is what is read back, to 0.1% (five pages; before:
+    785 MiB of dead logits more written per iteration) and no bound is beaten."""
+    rep = run("tm-training", 0.25, 'policy.tm_training.recompute="layer"')
+    tr = rep["steady"]["traffic_bytes"]
+    assert rep["steady"]["streamed_bytes"] > 0
+    assert tr["hbm_to_flash"] <= 1.001 * tr["flash_to_hbm"]
+    assert rep["bounds"]["time_ratio"] >= 1 and rep["bounds"]["traffic_ratio"] >= 1

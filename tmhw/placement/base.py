@@ -156,9 +156,9 @@ class Policy:
     streams: ClassVar[bool] = False
     #: HBM holds the whole footprint regardless of the requested ratio.
     whole_footprint: ClassVar[bool] = False
-    #: The policy runs a rebuilt workload (``recompute_candidates``): the system builds
-    #: each candidate, at the capacity the ratio gives the model as configured.
-    rebuilds: ClassVar[bool] = False
+    #: Where ``recompute_candidates`` names any, the recomputed iteration must fit HBM
+    #: whole (the ``recompute`` rival), else the policy offloads what does not.
+    recompute_fits_hbm: ClassVar[bool] = False
     #: The values ``policy.tune`` tries for each of ``Params``' fields that the policy's
     #: authors tune on the machine (``tmhw.tune``); empty: nothing to tune. Each range
     #: is documented with its field.
@@ -207,9 +207,11 @@ class Policy:
         raise NotImplementedError
 
     def recompute_candidates(self, layers: int) -> list[tuple[str, int]]:
-        """With ``rebuilds``: the ``(workload.recompute, workload.recompute_every)`` the
-        system builds in turn for a model of ``layers`` transformer layers, running the
-        first that fits (``tmhw.placement.recompute``); none otherwise."""
+        """The ``(workload.recompute, workload.recompute_every)`` the system builds in
+        turn for a model of ``layers`` transformer layers, at the capacity the ratio
+        gives the model as configured, running the first that fits
+        (``recompute_fits_hbm``; ``tmhw.placement.recompute``); none: the configured
+        iteration."""
         return []
 
     @property

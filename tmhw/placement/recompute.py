@@ -67,7 +67,7 @@ class Recompute(Policy):
     Params = RecomputeParams
     section = "recompute"
     params: RecomputeParams
-    rebuilds: ClassVar[bool] = True
+    recompute_fits_hbm: ClassVar[bool] = True
 
     def recompute_candidates(self, layers: int) -> list[tuple[str, int]]:
         """``(workload.recompute, workload.recompute_every)`` to try in order, for a

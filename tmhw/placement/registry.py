@@ -22,4 +22,5 @@ POLICIES: dict[str, str] = {
     "ssdtrain": "tmhw.placement.ssdtrain:SSDTrain",
     "zero-infinity": "tmhw.placement.zero_infinity:ZeroInfinity",
     "recompute": "tmhw.placement.recompute:Recompute",
+    "tm-recompute": "tmhw.placement.tm_training:TMRecompute",
 }

@@ -92,6 +92,8 @@ from tmhw.placement.table import Action, Move, PlacementTable
 from tmhw.sim.errors import ConfigError
 from tmhw.sim.units import S
 
+#: ``policy.tm_training.recompute``
+TM_RECOMPUTE = ("none", "selective", "layer")
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TMTrainingParams:
@@ -117,7 +119,14 @@ class TMTrainingParams:
     faster at 12.5% HBM and slower at 50% on the quick preset, so none is the default).
     ``plan_rounds`` 1: rounds of the plan-and-predicted-timeline iteration (``Planner.
     plan``); a second round on the fluid timeline the first predicts does not rank the
-    plans reliably (faster on some cells, slower on others), so one is the default."""
+    plans reliably (faster on some cells, slower on others), so one is the default.
+
+    ``recompute`` "none": TM-Training with recomputation, at the capacity the ratio gives
+    the model without it (``tmhw.placement.recompute``, whose modes these are):
+    "selective" or "layer" re-runs that much of the forward in the backward and plans
+    the rest of the iteration's moves as usual; the policy ``tm-recompute`` tries each
+    (``policy.tune``) and keeps the fastest. A coarse hybrid: one recomputation for the
+    whole model, not a choice per tensor."""
 
     split: bool = True
     monitor: bool = True
@@ -127,8 +136,12 @@ class TMTrainingParams:
     monitor_gain: float = 1.0
     prefetch_reserve: float = 0.0
     plan_rounds: int = 1
+    recompute: str = "none"
 
     def __post_init__(self) -> None:
+        if self.recompute not in TM_RECOMPUTE:
+            raise ConfigError("recompute", self.recompute,
+                              f"one of {', '.join(map(repr, TM_RECOMPUTE))}")
         if not (0.0 < self.monitor_gain <= 4.0):
             raise ConfigError("monitor_gain", self.monitor_gain, "a number in (0, 4]")
         if self.plan_rounds < 1:
@@ -419,6 +432,11 @@ class TMTraining(Policy):
         self._settling = False
         self._converged = False
 
+    def recompute_candidates(self, layers: int) -> list[tuple[str, int]]:
+        """The recomputation to run (``TMTrainingParams.recompute``), if any."""
+        r = self.params.recompute
+        return [] if r == "none" else [(r, 2)]
+
     @property
     def settled(self) -> bool:
         """The monitor has judged its last trial (or is off)."""
@@ -496,3 +514,12 @@ class TMTraining(Policy):
         new.notes["monitor_changes"] = float(changed)
         new.notes["monitor_trial"] = float(self._step)
         return new
+
+
+class TMRecompute(TMTraining):
+    """TM-Training with the recomputation that runs fastest: ``policy.tune`` tries none,
+    selective and per-layer recomputation (``TMTrainingParams.recompute``), each at the
+    capacity the ratio gives the model without recomputation, and keeps the fastest."""
+
+    name = "tm-recompute"
+    tunables = {"recompute": TM_RECOMPUTE}

@@ -378,8 +378,13 @@ class Pager(PageBook):
 
     def tile_done(self, t: int, p0: int, p1: int, wrote: bool, now: int) -> None:
         """A streamed op's tile of tensor ``t``, pages [p0, p1), leaves HBM: written
-        back where it is the only copy of live data."""
+        back where it is the only copy of live data; an input whose last use this op is
+        dies with its tile (a loss's logits), never written back."""
         res = self.res
+        uses = self.use_ops[t]
+        if not wrote and not self.persistent[t] and uses and uses[-1] <= self.current_op:
+            self.drop(Move(Action.DROP, t, p0, p1, self.current_op), now)
+            return
         if wrote:
             self.written(p0, p1)
         dirty = res.in_hbm[p0:p1] & res.live[p0:p1] & ~res.in_flash[p0:p1]
