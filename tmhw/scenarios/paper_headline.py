@@ -149,7 +149,8 @@ def study(st: Study) -> str:
                 "joule against SSDTrain (activations to flash layer by layer), "
                 "ZeRO-Infinity (parameters, gradients and optimizer state on flash) and "
                 "recomputation (nothing moved: the forward re-run in the backward as far "
-                "as HBM needs), and the "
+                "as HBM needs) and TM-Training's hybrid with recomputation (tm-recompute: "
+                "the recomputation that runs fastest), and the "
                 "fastest strategy of every policy at this HBM (hbm-only left out: it is a "
                 "larger machine).\n\n" + T.md_table(
                     ["model", *[f"{w} vs {p}" for p in PRACTICAL

@@ -11,11 +11,21 @@ minus 1), in traffic (1 minus TM-Training's over the fewest bytes any prior syst
 moves) and in samples per joule. A thick line separates the cells where TM-Training's
 time lower bound is the NPU's compute from those where it is flash or the link.
 
+The practitioner's question beside it: per cell, which strategy trains fastest on this
+machine, among recomputation alone (the ``recompute`` policy: nothing offloaded), the
+best offloading policy (TM-Training, the prior systems, SSDTrain, ZeRO-Infinity), and
+TM-Training with recomputation (``policy.tm_training.recompute`` selective or per
+layer, the faster); the winners' map gives the winner and its margin over the next. The
+machine whose HBM holds the footprint is the other answer, at its own price: the table
+gives its throughput per dollar of memory and NPU (``samples_per_s_per_usd``) over the
+winner's.
+
     tmhw scenario regime_map [--quick] [--out DIR] [--set a.b=v ...]
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import tmhw.sweeps as SW
@@ -39,6 +49,17 @@ QUICK_RATIOS = (1 / 8, 1.0)
 QUICK_DEVICES = (1, 4)
 ITERATIONS = 2
 POLICIES = ("tm-training", *BASELINES)
+#: every run of a cell: (policy, TM-Training's recomputation or "") beyond ``POLICIES``
+OFFLOAD = ("tm-training", *BASELINES, "ssdtrain", "zero-infinity")
+RUNS = (*((p, "") for p in OFFLOAD), ("recompute", ""), ("tm-training", "selective"),
+        ("tm-training", "layer"))
+#: the strategies of the winners' map, each the best of its runs (HBM-only is a run of
+#: its own per model and SSD count)
+STRATEGIES = {"recompute": (("recompute", ""),),
+              "offload": tuple((p, "") for p in OFFLOAD),
+              "TM + recompute": (("tm-training", "selective"), ("tm-training", "layer"))}
+#: strategies within this fraction of the fastest's time tie with it
+TIE = 0.001
 NO_BASELINE = "no prior system fits"
 NOTHING_FITS = "no policy fits"
 TM_UNFIT = "TM-Training does not fit"
@@ -74,13 +95,21 @@ def study(st: Study) -> str:
     models = [m for m in st.models if m.stands_for in ("BERT-large", "GPT-3 block")] \
         or list(st.models[:1])
     # -- the grid: model x HBM ratio x SSDs x policy --------------------------------------
-    points = [st.point({**m.sets, "run.iterations": ITERATIONS},
-                       {"model": m.stands_for, "hbm_ratio": x, "devices": d, "policy": p},
-                       {"policy.name": p, "policy.hbm_ratio": x, "flash.devices": d,
-                        "link.lanes": max(16, 4 * d)})
-              for m in models for x in ratios for d in devices for p in POLICIES]
+    def pt(m: Any, x: float, d: int, p: str, rc: str) -> dict[str, Any]:
+        sets = {"policy.name": p, "policy.hbm_ratio": x, "flash.devices": d,
+                "link.lanes": max(16, 4 * d)}
+        if rc:
+            sets["policy.tm_training.recompute"] = rc
+        return st.point({**m.sets, "run.iterations": ITERATIONS},
+                        {"model": m.stands_for, "hbm_ratio": x, "devices": d, "policy": p,
+                         "recompute": rc}, sets)
+
+    points = [pt(m, x, d, p, rc) for m in models for x in ratios for d in devices
+              for p, rc in RUNS]
+    points += [pt(m, 1.0, d, "hbm-only", "") for m in models for d in devices]
     results = st.run(points)
-    got = by_params(results, "model", "hbm_ratio", "devices", "policy")
+    every = by_params(results, "model", "hbm_ratio", "devices", "policy", "recompute")
+    got = {k[:4]: r for k, r in every.items() if not k[4]}
 
     def cell(m: str, x: float, d: int) -> dict[str, Any]:
         tm = got[(m, x, d, "tm-training")]
@@ -94,9 +123,56 @@ def study(st: Study) -> str:
     cells = {(m.stands_for, x, d): cell(m.stands_for, x, d)
              for m in models for x in ratios for d in devices}
 
+    def winner(m: str, x: float, d: int) -> tuple[float | str, str, float | None]:
+        """The margin in time of the fastest strategy over the next (or why there is
+        none), the winner's name with its run, and HBM-only's throughput per dollar over
+        the winner's (None: no winner)."""
+        best = {}
+        unfit = []
+        for name, runs in STRATEGIES.items():
+            rs = [every.get((m, x, d, p, rc)) for p, rc in runs]
+            r = best_of(rs, "iteration_time_ms")
+            if r is not None:
+                best[name] = r
+            elif all(does_not_fit(q) for q in rs):
+                unfit.append(name)
+        why = f"\n{', '.join(unfit)}: {DOES_NOT_FIT}" if unfit else ""
+        if not best:
+            return NOTHING_FITS, why.strip(), None
+        ranked = sorted(best.items(), key=lambda kv: fig_of(kv[1], "iteration_time_ms")
+                        or math.inf)
+        top, r = ranked[0]
+        run = r["params"]["policy"] + (f" ({r['params']['recompute']})"
+                                       if r["params"]["recompute"] else "")
+        label = (top if top == "recompute" else f"{top}: {run}") + why
+        usd, ho = (fig_of(q, "samples_per_s_per_usd")
+                   for q in (r, every.get((m, 1.0, d, "hbm-only", ""))))
+        per_usd = ho / usd - 1 if usd and ho else None
+        if len(ranked) == 1:
+            return "only one fits", label, per_usd
+        a = fig_of(r, "iteration_time_ms") or 0.0
+        tied = [n for n, q in ranked if (fig_of(q, "iteration_time_ms") or math.inf)
+                <= a * (1 + TIE)]
+        if len(tied) > 1:
+            label = "tie: " + ", ".join(tied) + why
+            ranked = [(n, q) for n, q in ranked if n not in tied[1:]]
+        if len(ranked) == 1:
+            return 0.0, label, per_usd
+        b = fig_of(ranked[1][1], "iteration_time_ms") or 0.0
+        return (b / a - 1 if a else 0.0), label, per_usd
+
+    wins = {(m.stands_for, x, d): winner(m.stands_for, x, d)
+            for m in models for x in ratios for d in devices}
+
     def extra(r: SW.Result) -> dict[str, Any]:
-        c = cells[(r["params"]["model"], r["params"]["hbm_ratio"], r["params"]["devices"])]
-        return {f"gain_{k.replace(' ', '_')}": v for k, v in c.items()}
+        key = (r["params"]["model"], r["params"]["hbm_ratio"], r["params"]["devices"])
+        if key not in cells:                  # HBM-only's own runs at ratio 1
+            return {}
+        c = cells[key]
+        margin, win, per_usd = wins[key]
+        return {**{f"gain_{k.replace(' ', '_')}": v for k, v in c.items()},
+                "winner": win, "winner_margin": margin,
+                "hbm_only_per_usd_over_winner": "" if per_usd is None else per_usd}
 
     st.write_csv(results, extra)
 
@@ -146,6 +222,27 @@ def study(st: Study) -> str:
                  for r, x in zip(rows, ratios, strict=True)]
         sections.append(f"## {key}: what bounds TM-Training's time, and what does not "
                         "fit\n\n" + md_table(["HBM / footprint", *cols], marks))
+        # -- the winners' map -------------------------------------------------------------
+        margins = [[wins[(key, x, d)][0] for d in devices] for x in ratios]
+        names = [[wins[(key, x, d)][1] for d in devices] for x in ratios]
+        st.fig(heatmaps({"winner's margin in time over the next strategy": margins},
+                        rows, cols,
+                        st.out / f"regime_winners_{key.replace(' ', '_').lower()}",
+                        "HBM / footprint", "SSDs (flash bandwidth)",
+                        f"{m.label}: the fastest strategy on this machine (named in each "
+                        "cell) and its margin over the next", cbar="margin", notes=names))
+
+        def text(x: float, d: int, key: str = key) -> str:
+            margin, name, per_usd = wins[(key, x, d)]
+            out = f"{name.replace(chr(10), '; ')} " \
+                f"({margin if isinstance(margin, str) else pct(margin)})"
+            return out + (f"; HBM-only {pct(per_usd)} per $" if per_usd is not None
+                          else "")
+        body = [[r, *[text(x, d) for d in devices]] for r, x in zip(rows, ratios,
+                                                                     strict=True)]
+        sections.append(f"## {key}: the fastest strategy on this machine (its margin in "
+                        "time over the next), and the throughput per dollar of HBM-only "
+                        "over it\n\n" + md_table(["HBM / footprint", *cols], body))
     intro = ("TM-Training's gain over the best prior system (of "
              f"{', '.join(BASELINES)}) that runs in each cell; positive: TM-Training "
              f"wins. Columns: SSDs of the 990 PRO class ({ssd:.3g} GB/s each: a long read's "
