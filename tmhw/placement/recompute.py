@@ -40,7 +40,8 @@ import math
 from dataclasses import dataclass
 from typing import ClassVar
 
-from tmhw.placement.base import PlanContext, Policy, drop_moves, input_mask, persistent_mask
+from tmhw.placement.base import PlanContext, Policy
+from tmhw.placement.simple import everything_resident
 from tmhw.placement.table import PlacementTable
 from tmhw.sim.errors import ConfigError
 
@@ -83,8 +84,4 @@ class Recompute(Policy):
         return [("none", 2), ("selective", 2), ("layer", 2), *every]
 
     def plan(self, ctx: PlanContext) -> PlacementTable:
-        wl = ctx.workload
-        initial = persistent_mask(wl) | input_mask(wl)
-        t = PlacementTable(self.name, len(wl.ops), initial, drop_moves(wl))
-        t.index()
-        return t
+        return everything_resident(self.name, ctx)

@@ -105,16 +105,22 @@ class LruEviction(Policy):
         return out
 
 
+def everything_resident(policy: str, ctx: PlanContext) -> PlacementTable:
+    """The table of a policy that keeps every tensor in HBM: the model state and the
+    mini-batch resident from the start, each other tensor freed after its last use."""
+    wl = ctx.workload
+    initial = persistent_mask(wl) | input_mask(wl)
+    t = PlacementTable(policy, len(wl.ops), initial, drop_moves(wl))
+    t.index()
+    return t
+
+
 class HbmOnly(Policy):
     name = "hbm-only"
     whole_footprint = True
 
     def plan(self, ctx: PlanContext) -> PlacementTable:
-        wl = ctx.workload
-        initial = persistent_mask(wl) | input_mask(wl)
-        t = PlacementTable(self.name, len(wl.ops), initial, drop_moves(wl))
-        t.index()
-        return t
+        return everything_resident(self.name, ctx)
 
 
 class Demand(LruEviction):
