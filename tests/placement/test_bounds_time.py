@@ -16,6 +16,7 @@ import pytest
 from tmhw.config import PAPER, QUICK, with_overrides
 from tmhw.placement.bounds import ratios, time_bound_ps, traffic_bound
 from tmhw.placement.gaps import GapPlan
+from tmhw.placement.registry import POLICIES
 from tmhw.sim.units import S
 from tmhw.system import System
 
@@ -204,7 +205,7 @@ def test_the_npu_alone_bound_is_the_hbm_only_machines_shortest_warm_iteration() 
         assert tiered["npu_ps"] == min(warm)
 
 
-@pytest.mark.parametrize("policy", ["hbm-only", "demand", "tm-training", "sentinel"])
+@pytest.mark.parametrize("policy", sorted(POLICIES))
 def test_at_hbm_ratio_one_every_policy_sits_exactly_on_the_time_bound(policy: str) -> None:
     """With HBM holding the whole footprint nothing moves between the tiers, every
     policy runs the hbm-only machine's iterations, and the bound is the NPU alone from

@@ -105,6 +105,13 @@ class LruEviction(Policy):
         return out
 
 
+def fits_whole(ctx: PlanContext) -> bool:
+    """Whether HBM holds the iteration's footprint (its peak live bytes): nothing has
+    to leave it."""
+    wl = ctx.workload
+    return -(-wl.peak_live_bytes() // wl.page_size) <= ctx.capacity_pages
+
+
 def everything_resident(policy: str, ctx: PlanContext) -> PlacementTable:
     """The table of a policy that keeps every tensor in HBM: the model state and the
     mini-batch resident from the start, each other tensor freed after its last use."""
