@@ -78,6 +78,15 @@ class Gemm:
 PRECISIONS = ("fp8", "bf16", "fp16", "fp32")
 
 
+def array_passes(n: int, precision: str, cfg: NpuConfig) -> int:
+    """``n`` bf16 MACs' (or cycles') worth of the arrays at ``precision``: fp8 runs
+    ``cfg.fp8_speedup`` times as many per cycle (rounded up), fp32 takes
+    ``cfg.fp32_passes`` bf16 passes."""
+    if precision == "fp8":
+        return -(-n // cfg.fp8_speedup)
+    return n * cfg.fp32_passes if precision == "fp32" else n
+
+
 @dataclass(frozen=True, slots=True)
 class ComputeTask:
     """One op for the NPU. ``vector_elems * vector_ops_per_elem`` element operations run on
@@ -192,12 +201,7 @@ def plan_task(task: ComputeTask, cfg: NpuConfig) -> ComputePlan:
             sram = tr.sram_ifmap_reads + tr.sram_filter_reads + tr.sram_ofmap_writes
             spad += (sram * task.dtype_bytes + tr.read_bytes + tr.write_bytes) * copies
         # GEMMs of one op run one after another, each spread over all cores
-        cyc = max(core_cycles)
-        if task.precision == "fp8":
-            cyc = -(-cyc // cfg.fp8_speedup)
-        elif task.precision == "fp32":
-            cyc *= cfg.fp32_passes
-        matrix += cyc
+        matrix += array_passes(max(core_cycles), task.precision, cfg)
     vector_ops = task.vector_elems * task.vector_ops_per_elem
     lanes = cfg.vector_elems_per_cycle * cfg.cores
     vector = int(-(-vector_ops // lanes)) if vector_ops > 0 else 0
@@ -302,19 +306,18 @@ class NPU(Component):
 
         self.ops.add()
         self.macs.add(p.macs)
-        self.mac_slots.add(-(-p.macs // self.cfg.fp8_speedup) if task.precision == "fp8"
-                           else p.macs * (self.cfg.fp32_passes
-                                          if task.precision == "fp32" else 1))
+        slots = array_passes(p.macs, task.precision, self.cfg)
+        self.mac_slots.add(slots)
         self.compute_ps_total.add(p.compute_ps)
         self.stall_ps_total.add(stall)
         self.hbm_read_bytes.add(reads)
         self.hbm_write_bytes.add(writes)
         assert self.energy is not None
+        # an fp8 MAC costs its own energy; an fp32 MAC one bf16 MAC per pass
         if task.precision == "fp8":
             self.energy.add("mac_fp8", p.macs)
         else:
-            self.energy.add("mac", p.macs * (self.cfg.fp32_passes
-                                             if task.precision == "fp32" else 1))
+            self.energy.add("mac", slots)
         self.energy.add("spad_byte", p.spad_bytes)
         self.energy.add("vector_op", p.vector_ops)
         self.energy.add_busy(end - start)

@@ -70,8 +70,8 @@ def configured_workload(cfg: SystemConfig) -> Workload:
 
 def transformer_layers(wl: Workload) -> int:
     """The transformer layers of ``wl`` (ops of layers named ``l<i>``), 0 for none."""
-    return len({op.layer.split(".", 1)[0] for op in wl.ops
-                if re.fullmatch(r"l\d+", op.layer.split(".", 1)[0])})
+    heads = {op.layer.split(".", 1)[0] for op in wl.ops}
+    return sum(1 for h in heads if re.fullmatch(r"l\d+", h))
 
 
 def rebuilt_workload(cfg: SystemConfig, wl: Workload, policy: Policy,
@@ -81,10 +81,14 @@ def rebuilt_workload(cfg: SystemConfig, wl: Workload, policy: Policy,
     policy that keeps everything in HBM (``Policy.recompute_fits_hbm``), whose peak live
     bytes and every op's operands fit ``cap_pages``, ``DoesNotFit`` naming the least
     peak reached when none does; for one that offloads, the first."""
-    if not policy.recompute_fits_hbm:
-        mode, every = candidates[0]
+    def built(mode: str, every: int) -> Workload:
+        if mode == cfg.workload.recompute == "none":
+            return wl
         return configured_workload(dataclasses.replace(cfg, workload=dataclasses.replace(
             cfg.workload, recompute=mode, recompute_every=every)))
+
+    if not policy.recompute_fits_hbm:
+        return built(*candidates[0])
     cap = cap_pages * wl.page_size
     # weights, their gradients, master copies and optimizer state do not change with
     # recomputation: where they alone exceed HBM, nothing recomputed fits
@@ -96,11 +100,7 @@ def rebuilt_workload(cfg: SystemConfig, wl: Workload, policy: Policy,
                          "recomputation does not shrink it")
     least: tuple[int, str] | None = None
     for mode, every in candidates:
-        if mode == cfg.workload.recompute == "none":
-            cand = wl
-        else:
-            cand = configured_workload(dataclasses.replace(cfg, workload=dataclasses.replace(
-                cfg.workload, recompute=mode, recompute_every=every)))
+        cand = built(mode, every)
         peak = cand.peak_live_bytes()
         what = mode if mode != "every-k" else f"every-k (k = {every})"
         if least is None or peak < least[0]:

@@ -114,8 +114,8 @@ class Executor(Component):
         # the workload's precision (``workload.precision``): fp8 GEMMs read one byte an
         # operand, fp32 ops four; bf16 and fp16 the NPU's own operand width
         precision = wl.meta.get("precision", "bf16")
-        width = {"fp32": 4, "fp8": 1 if op.gemms else self.cfg.npu.dtype_bytes}.get(
-            precision, self.cfg.npu.dtype_bytes)
+        width = 4 if precision == "fp32" else 1 if precision == "fp8" and op.gemms \
+            else self.cfg.npu.dtype_bytes
         return ComputeTask(
             name=op.name,
             gemms=tuple(Gemm(g.m, g.n, g.k, g.count) for g in op.gemms),
@@ -223,7 +223,7 @@ class Executor(Component):
                 # auto: the device's slow drift is skipped, not simulated; the warm-up
                 # ends where the iterations repeat on a device that no longer drifts,
                 # or where only the measured iterations still fit (not converged)
-                drifting = self._skip_drift(it)[1]
+                drifting = self._skip_drift(it)
                 period = 0 if drifting else self._period(it, time_ps=int(self.env.now) - start)
                 if period or it + 1 + run.iterations >= run.max_iterations:
                     warm = it + 1
@@ -267,37 +267,37 @@ class Executor(Component):
             yield self.env.all_of(left)
         self.metrics.settle_traffic(self.dma.bytes_by_origin, carried)
 
-    def _skip_drift(self, it: int) -> tuple[int, bool]:
+    def _skip_drift(self, it: int) -> bool:
         """Skip the flash tier's slow drift (``Drifting``: an SSD's SLC cache filling
         over many iterations) after iteration ``it``. Where a quantity has moved by more
         than ``run.steady_tolerance`` of the work done in each of the last two warm
         iterations, in the same direction, it drifts; the run then moves it, at the
         last iteration's rate, as many whole iterations as leave one more before it
         reaches its bound (full or empty), so the change of regime is simulated, and
-        counts them (``Metrics.skipped_iterations``). Returns (iterations skipped,
-        whether it still drifts)."""
+        counts them (``Metrics.skipped_iterations``). Returns whether it still
+        drifts."""
         flash = self.pager.flash
         if not isinstance(flash, Drifting):
-            return 0, False
+            return False
         value, bound, work = flash.drift()
         self._drift.append((value, work))
         if not len(value) or it < 3:
-            return 0, False
+            return False
         tol = self.cfg.run.steady_tolerance
         (v1, w1), (v0, w0) = self._drift[-2], self._drift[-3]
         g, g0 = value - v1, v1 - v0
         moving = (np.abs(g) > tol * np.maximum(work - w1, 1)) & \
             (np.abs(g0) > tol * np.maximum(w1 - w0, 1)) & (np.sign(g) == np.sign(g0))
         if not moving.any():
-            return 0, False
+            return False
         room = np.where(g > 0, bound - value, value)[moving]
         k = int(np.floor(room / np.abs(g[moving])).min()) - 1
         if k < 1:
-            return 0, True
+            return True
         flash.advance_drift(np.where(moving, k * g, 0.0))
         self._drift[-1] = (flash.drift()[0], work)
         self.metrics.skipped_iterations += k
-        return k, True
+        return True
 
     def _period(self, it: int, *, time_ps: int) -> int:
         """The shortest period ``p`` over which iteration ``it`` (just ended, lasting

@@ -124,13 +124,21 @@ def _symbols(model: Any) -> list[str]:
     return out
 
 
-def check(path: str, batch: int | None, seq: int | None, layers: int | None) -> None:
-    """Readable ONNX, no depth to set, ``--seq`` given where the graph has a second
-    symbolic dimension; a fixed batch or sequence cannot be changed."""
+def _no_layers(path: str, layers: int | None) -> None:
     if layers is not None:
         raise ConfigError("layers", layers, f"leave it out: {Path(path).name} is an ONNX "
                           "graph, whose layers are fixed")
-    syms = _symbols(_load(path))
+
+
+def check(path: str, batch: int | None, seq: int | None, layers: int | None) -> None:
+    """Readable ONNX, no depth to set, ``--seq`` given where the graph has a second
+    symbolic dimension; a fixed batch or sequence cannot be changed."""
+    _no_layers(path, layers)
+    _check_shape(path, _symbols(_load(path)), batch, seq)
+
+
+def _check_shape(path: str, syms: list[str], batch: int | None, seq: int | None) -> None:
+    """``check``'s rules on the graph's symbolic input dimensions ``syms``."""
     if len(syms) > 2:
         raise ConfigError("model", path, "an ONNX graph with at most two symbolic input "
                           f"dimensions (batch, sequence); it has {', '.join(syms)}")
@@ -170,9 +178,9 @@ def from_onnx(path: str | Path, batch: int | None = None, seq: int | None = None
               page_size: int = 4096, optimizer: str = "adam") -> Workload:
     """A training iteration of the ONNX forward graph at ``path`` (module docstring)."""
     path = str(path)
-    check(path, batch, seq, None)
     model = _load(path)
     syms = _symbols(model)
+    _check_shape(path, syms, batch, seq)
     values = dict(zip(syms, (batch or 1, seq or 0), strict=False))
     bsz = batch or 1
     check_arguments(bsz, page_size, optimizer)
@@ -291,7 +299,7 @@ def from_onnx(path: str | Path, batch: int | None = None, seq: int | None = None
 
 def build(path: str, *, batch: int | None, seq: int | None, layers: int | None,
           page_size: int, optimizer: str) -> Workload:
-    """``from_onnx`` under the sources' signature (``tmhw.workload.sources``)."""
-    if layers is not None:
-        check(path, batch, seq, layers)
+    """``from_onnx`` under the sources' signature (``tmhw.workload.sources``, which has
+    made ``check``: no ``layers``)."""
+    _no_layers(path, layers)
     return from_onnx(path, batch, seq, page_size=page_size, optimizer=optimizer)
