@@ -142,9 +142,11 @@ class WorkloadConfig:
     master copy, everything in fp32), ``recompute`` "none" ("layer": each layer's input
     kept and the rest recomputed before its backward; "selective": Korthikanti et al.'s
     attention scores, softmax and dropout only; "every-k": the input of every
-    ``recompute_every``-th layer kept), ``micro_batches`` 1 (gradient accumulation: the
-    forward and backward run that many times on ``batch / micro_batches`` samples, one
-    optimizer step an iteration; ``batch`` must be given and divisible).
+    ``recompute_every``-th layer kept; "ops": the forward ops ``recompute_ops`` names,
+    a per-tensor choice as the ``capuchin`` policy makes), ``micro_batches`` 1
+    (gradient accumulation: the forward and backward run that many times on
+    ``batch / micro_batches`` samples, one optimizer step an iteration; ``batch`` must
+    be given and divisible).
     ``onnx_unknown`` "error": an ONNX op the NPU model does not map is refused;
     "memory": it runs as an element-wise op (``tmhw.workload.onnxgraph``)."""
 
@@ -160,6 +162,7 @@ class WorkloadConfig:
     precision: str = "bf16"
     recompute: str = "none"
     recompute_every: int = 2
+    recompute_ops: tuple[str, ...] = ()
     micro_batches: int = 1
     onnx_unknown: str = "error"
 
@@ -189,6 +192,14 @@ class WorkloadConfig:
         if isinstance(self.recompute_every, bool) or not isinstance(
                 self.recompute_every, int) or self.recompute_every < 1:
             raise ConfigError("recompute_every", self.recompute_every, "an integer >= 1")
+        ops = self.recompute_ops
+        if not isinstance(ops, (tuple, list)) or not all(isinstance(o, str) for o in ops):
+            raise ConfigError("recompute_ops", ops, "a list of forward op names")
+        object.__setattr__(self, "recompute_ops", tuple(ops))
+        if (self.recompute == "ops") != bool(ops):
+            raise ConfigError("recompute_ops", list(ops),
+                              "a non-empty list with workload.recompute = \"ops\", "
+                              "else empty")
         from tmhw.workload.onnxgraph import UNKNOWN
         if self.onnx_unknown not in UNKNOWN:
             raise ConfigError("onnx_unknown", self.onnx_unknown,

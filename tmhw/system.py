@@ -33,7 +33,7 @@ from tmhw.placement.base import (
 from tmhw.placement.bounds import ratios
 from tmhw.placement.table import PlacementTable
 from tmhw.report import VERSION, rollup, shape
-from tmhw.run.loop import Executor
+from tmhw.run.loop import Executor, op_task
 from tmhw.sim import tomlio
 from tmhw.sim.component import Component
 from tmhw.sim.env import Environment
@@ -65,7 +65,7 @@ def configured_workload(cfg: SystemConfig) -> Workload:
                           page_size=wc.page_size, optimizer=wc.optimizer,
                           transforms=Transforms(wc.precision, wc.recompute,
                                                 wc.recompute_every, wc.micro_batches,
-                                                wc.onnx_unknown))
+                                                wc.onnx_unknown, wc.recompute_ops))
 
 
 def transformer_layers(wl: Workload) -> int:
@@ -117,6 +117,43 @@ def rebuilt_workload(cfg: SystemConfig, wl: Workload, policy: Policy,
                      f"{least[0] / 2**20:.1f} MiB")
 
 
+def streamed_ops(wl: Workload, policy: Policy, cap_pages: int) -> np.ndarray:
+    """Per op, whether ``policy`` runs it streamed through HBM (``streamable``)."""
+    if policy.streams and policy.splits:
+        return streamable(wl, cap_pages)
+    return np.zeros(len(wl.ops), dtype=bool)
+
+
+def plan_context(cfg: SystemConfig, wl: Workload, cap_pages: int, dur: np.ndarray,
+                 streamed: np.ndarray) -> PlanContext:
+    """What a policy plans ``wl`` from: the stall-free profile of op times ``dur`` (ps)
+    and the sustained flash rates each way, capped by the link."""
+    ends = np.cumsum(dur)
+    fetch_bw = min(cfg.flash.read_bandwidth_bound(), cfg.link_bytes_per_s)
+    wb_bw = min(cfg.flash.write_bandwidth_bound(), cfg.link_bytes_per_s)
+    return PlanContext(wl, cap_pages, ends - dur, ends, fetch_bw, wb_bw,
+                       cfg.policy.lookahead_ops, cfg.run.seed, streamed)
+
+
+def chosen_workload(cfg: SystemConfig, wl: Workload, policy: Policy,
+                    cap_pages: int) -> Workload:
+    """The iteration with the forward ops ``policy`` chooses to recompute
+    (``Policy.choose_recompute``) from a stall-free profile of ``wl`` on the NPU model,
+    or ``wl`` itself when it chooses none."""
+    env = Environment()
+    root = Component(env, "profile")
+    npu = NPU(env, "npu", root, cfg.npu,
+              DramTarget(env, "hbm", root, cfg.hbm, model=cfg.run.hbm_model))
+    dur = np.array([npu.compute_ps(op_task(cfg, wl, op, cap_pages)) for op in wl.ops],
+                   dtype=np.int64)
+    ops = policy.choose_recompute(plan_context(cfg, wl, cap_pages, dur,
+                                               streamed_ops(wl, policy, cap_pages)))
+    if not ops:
+        return wl
+    return configured_workload(dataclasses.replace(cfg, workload=dataclasses.replace(
+        cfg.workload, recompute="ops", recompute_ops=tuple(ops))))
+
+
 def check_flash_tier(cfg: SystemConfig, nbytes: int) -> None:
     """Refuse a workload of ``nbytes`` (its pages) that the flash tier cannot hold: every
     page has a home on flash, whatever the policy keeps in HBM."""
@@ -155,14 +192,15 @@ class System:
             cap_pages = max(1, int(math.floor(cfg.policy.hbm_ratio * footprint_pages)))
         self.capacity_pages = cap_pages
         candidates = self.policy.recompute_candidates(transformer_layers(wl))
+        if (candidates or self.policy.chooses_recompute) and not self._zoo_workload:
+            raise TmhwError(f"policy.name: {self.policy.name} rebuilds the workload "
+                            "from the config; it cannot run a workload given to System")
         if candidates:
-            if not self._zoo_workload:
-                raise TmhwError(f"policy.name: {self.policy.name} rebuilds the workload "
-                                "from the config; it cannot run a workload given to System")
             self.workload = wl = rebuilt_workload(cfg, wl, self.policy, candidates,
                                                   cap_pages)
-        self.streamed = streamable(wl, cap_pages) if (
-            self.policy.streams and self.policy.splits) else np.zeros(len(wl.ops), dtype=bool)
+        if self.policy.chooses_recompute:
+            self.workload = wl = chosen_workload(cfg, wl, self.policy, cap_pages)
+        self.streamed = streamed_ops(wl, self.policy, cap_pages)
         check_fits(wl, cap_pages, self.policy.name, self.streamed)
         check_flash_tier(cfg, wl.npages * ps)
 
@@ -191,11 +229,7 @@ class System:
         ends = np.cumsum(dur)
         self.profile_start = ends - dur
         self.profile_end = ends
-        fetch_bw = min(cfg.flash.read_bandwidth_bound(), cfg.link_bytes_per_s)
-        wb_bw = min(cfg.flash.write_bandwidth_bound(), cfg.link_bytes_per_s)
-        self.ctx = PlanContext(wl, cap_pages, self.profile_start, self.profile_end,
-                               fetch_bw, wb_bw, cfg.policy.lookahead_ops, cfg.run.seed,
-                               self.streamed)
+        self.ctx = plan_context(cfg, wl, cap_pages, dur, self.streamed)
         self.table: PlacementTable = self.policy.plan(self.ctx)
         self.first_table_rows = self.table.rows
         self.first_table_bytes = self.table.size_bytes()
@@ -237,7 +271,8 @@ class System:
                  "seed": cfg.run.seed, "hbm_model": cfg.run.hbm_model}
         # a rebuilt workload (``Policy.recompute_candidates``) is not the one the config
         # names
-        built = self.workload.meta.get("recompute", "none")
+        built = (self.workload.meta.get("recompute", "none"),
+                 self.workload.meta.get("recompute_ops", ""))
         return repr([cfg.workload, built, *(named[p] if p in named else getattr(cfg, p)
                                             for p in parts)])
 

@@ -131,7 +131,7 @@ def test_an_unregistered_policys_table_is_an_unknown_key_listing_the_tables() ->
                                           r"valid keys: hbm_ratio, lookahead_ops, name, tune, or "
                                           r"a policy's table \(demand, tm_training, "
                                           r"flatflash, sentinel, autotm, ssdtrain, "
-                                          r"zero_infinity, recompute\)$"):
+                                          r"zero_infinity, recompute, capuchin\)$"):
         C.with_overrides(C.QUICK, ["policy.toy_pager.fault_chunk_pages=8"])
     with pytest.raises(ConfigError, match=r"^policy\.hbm-only = .*: unknown key"):
         C.with_overrides(C.QUICK, ["policy.hbm-only.x=1"])

@@ -16,11 +16,11 @@ from tmhw.placement.registry import POLICIES
 #: 51.4 ms over its third and fourth, then 48.3 +- 0.1)
 CELL = ["workload.model=bert-base", "workload.seq=128", "workload.batch=8",
         "run.warmup_iterations=4"]
-#: where each policy fits on that cell (FlashNeuron, SSDTrain and recomputation keep the
-#: model state in HBM, so they need nearly all of it)
+#: where each policy fits on that cell (FlashNeuron, SSDTrain, Capuchin and recomputation
+#: keep the model state in HBM, so they need nearly all of it)
 WHERE = {p: ["workload.layers=2", "policy.hbm_ratio=0.5"] for p in POLICIES}
 WHERE.update({p: ["workload.layers=12", "policy.hbm_ratio=0.9"]
-              for p in ("flashneuron", "ssdtrain", "recompute")})
+              for p in ("flashneuron", "ssdtrain", "recompute", "capuchin")})
 
 
 def run(policy: str, measured: int) -> dict[str, Any]:

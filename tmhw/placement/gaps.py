@@ -36,6 +36,7 @@ Pure: no SimPy.
 from __future__ import annotations
 
 import heapq
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -351,6 +352,26 @@ def saved_activations(gp: GapPlan) -> list[tuple[int, int, int, int, int]]:
         out.append((fwd[0], t, gi, e, bwd[0]))
     out.sort()
     return out
+
+
+def activations_do_not_fit(name: str, gp: GapPlan, occ: np.ndarray) -> DoesNotFit:
+    """The error of an activation offloader (``name``) that keeps weights, gradients
+    and optimizer state in HBM and finds the occupancy ``occ`` over the capacity with
+    every activation it can offload offloaded: the op, its need, and the least ratio."""
+    wl = gp.wl
+    i = int(occ.argmax())
+    need = int(occ.max())
+    foot = -(-wl.peak_live_bytes() // gp.ps)
+    ratio = math.ceil(1000 * need / max(1, foot)) / 1000
+    # the ratio is of the configured iteration's footprint, which a recomputed one
+    # (``workload.recompute``) does not have: its least ratio is not known here
+    fits_from = f"; {name} fits from policy.hbm_ratio = {ratio:g}" \
+        if wl.meta.get("recompute", "none") == "none" else ""
+    return DoesNotFit(
+        f"policy.hbm_ratio: {name} keeps weights, gradients and optimizer state in "
+        f"HBM; with every activation it can offload offloaded, op {wl.ops[i].name} "
+        f"needs {need * gp.ps / MiB:.1f} MiB but HBM holds {gp.cap * gp.ps / MiB:.1f} "
+        f"MiB{fits_from}")
 
 
 # -- checking a table ---------------------------------------------------------------------

@@ -22,5 +22,6 @@ POLICIES: dict[str, str] = {
     "ssdtrain": "tmhw.placement.ssdtrain:SSDTrain",
     "zero-infinity": "tmhw.placement.zero_infinity:ZeroInfinity",
     "recompute": "tmhw.placement.recompute:Recompute",
+    "capuchin": "tmhw.placement.capuchin:Capuchin",
     "tm-recompute": "tmhw.placement.tm_training:TMRecompute",
 }

@@ -53,17 +53,15 @@ Pure: no SimPy.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
 
 from tmhw.placement.base import PlanContext, Policy
-from tmhw.placement.gaps import GapPlan, finish, saved_activations
+from tmhw.placement.gaps import GapPlan, activations_do_not_fit, finish, saved_activations
 from tmhw.placement.simple import everything_resident, fits_whole
 from tmhw.placement.table import PlacementTable
-from tmhw.sim.errors import ConfigError, DoesNotFit
-from tmhw.sim.units import MiB
+from tmhw.sim.errors import ConfigError
 from tmhw.workload.graph import Phase
 
 #: (tensor, its gap from last forward use to first backward use, the op it leaves
@@ -118,7 +116,7 @@ class SSDTrain(Policy):
             if occ.max() <= gp.cap:
                 break
         else:
-            raise self._does_not_fit(gp, occ)
+            raise activations_do_not_fit(self.name, gp, occ)
         offloaded = [c for layer in layers[:chosen] for c in layer]
         return finish(gp, self.name, {
             "offload_layers": float(len(layers)), "offloaded_layers": float(chosen),
@@ -157,18 +155,6 @@ class SSDTrain(Policy):
             if stream > fwd_end:
                 return k
         return len(layers)
-
-    def _does_not_fit(self, gp: GapPlan, occ: np.ndarray) -> DoesNotFit:
-        wl = gp.wl
-        i = int(occ.argmax())
-        need = int(occ.max())
-        foot = -(-wl.peak_live_bytes() // gp.ps)
-        ratio = math.ceil(1000 * need / max(1, foot)) / 1000
-        return DoesNotFit(
-            f"policy.hbm_ratio: ssdtrain keeps weights, gradients and optimizer state in "
-            f"HBM; with every activation it can offload offloaded, op {wl.ops[i].name} "
-            f"needs {need * gp.ps / MiB:.1f} MiB but HBM holds {gp.cap * gp.ps / MiB:.1f} "
-            f"MiB; ssdtrain fits from policy.hbm_ratio = {ratio:g}")
 
 
 def block_runs(gp: GapPlan) -> tuple[np.ndarray, np.ndarray]:

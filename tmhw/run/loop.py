@@ -106,22 +106,10 @@ class Executor(Component):
 
     # -- construction helpers ------------------------------------------------------------
     def _task(self, op: Op, capacity_pages: int | None = None) -> ComputeTask:
-        """``op`` for the NPU, its HBM address (its first operand's) wrapped at
-        ``capacity_pages`` (default this executor's HBM)."""
-        wl = self.workload
+        """``op`` for the NPU (``op_task``) on this executor's HBM, or on one of
+        ``capacity_pages``."""
         cap = self.capacity_pages if capacity_pages is None else capacity_pages
-        addr = wl.tensors[op.reads[0]].page_start * wl.page_size if op.reads else 0
-        # the workload's precision (``workload.precision``): fp8 GEMMs read one byte an
-        # operand, fp32 ops four; bf16 and fp16 the NPU's own operand width
-        precision = wl.meta.get("precision", "bf16")
-        width = 4 if precision == "fp32" else 1 if precision == "fp8" and op.gemms \
-            else self.cfg.npu.dtype_bytes
-        return ComputeTask(
-            name=op.name,
-            gemms=tuple(Gemm(g.m, g.n, g.k, g.count) for g in op.gemms),
-            vector_elems=op.vector_elems, vector_ops_per_elem=op.vector_ops_per_elem,
-            dtype_bytes=width, hbm_address=addr % max(1, cap * wl.page_size),
-            precision=precision)
+        return op_task(self.cfg, self.workload, op, cap)
 
     def tasks_at(self, capacity_pages: int) -> list[ComputeTask]:
         """Every op's task as on a machine with ``capacity_pages`` of HBM."""
@@ -537,3 +525,20 @@ class Executor(Component):
 
     def _report(self) -> dict[str, Any]:
         return self.metrics.report()
+
+
+def op_task(cfg: SystemConfig, wl: Workload, op: Op, capacity_pages: int) -> ComputeTask:
+    """``op`` of ``wl`` for the NPU, its HBM address (its first operand's) wrapped at
+    ``capacity_pages``."""
+    addr = wl.tensors[op.reads[0]].page_start * wl.page_size if op.reads else 0
+    # the workload's precision (``workload.precision``): fp8 GEMMs read one byte an
+    # operand, fp32 ops four; bf16 and fp16 the NPU's own operand width
+    precision = wl.meta.get("precision", "bf16")
+    width = 4 if precision == "fp32" else 1 if precision == "fp8" and op.gemms \
+        else cfg.npu.dtype_bytes
+    return ComputeTask(
+        name=op.name,
+        gemms=tuple(Gemm(g.m, g.n, g.k, g.count) for g in op.gemms),
+        vector_elems=op.vector_elems, vector_ops_per_elem=op.vector_ops_per_elem,
+        dtype_bytes=width, hbm_address=addr % max(1, capacity_pages * wl.page_size),
+        precision=precision)

@@ -47,10 +47,10 @@ RATIOS, QUICK_RATIOS = (0.25, 0.375, 0.5), (0.25, 0.5)
 PRESETS = {"paper": "990 PRO", "paper-pm1743": "PM1743", "paper-slc": "SLC"}
 QUICK_PRESETS = ("paper-pm1743",)
 DEVICES, QUICK_DEVICES = (1, 2), (1,)
-#: the offloading rivals (recomputation, which moves nothing, and TM-Training's own
-#: hybrid with it are compared in the headline and the regime map)
+#: the offloading rivals (recomputation, which moves nothing, and the hybrids with it,
+#: Capuchin's and TM-Training's, are compared in the headline and the regime map)
 RIVALS = ("demand", "demand-belady", "sentinel", "autotm", "flatflash", "flashneuron",
-          *(p for p in PRACTICAL if p not in ("recompute", "tm-recompute")))
+          *(p for p in PRACTICAL if p not in ("recompute", "capuchin", "tm-recompute")))
 QUICK_RIVALS = ("demand", "autotm")
 #: measured iterations, after a warm-up that ends where the iterations repeat
 #: (``run.warmup_iterations = "auto"``: TM-Training's monitor has judged its trials, every

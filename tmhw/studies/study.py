@@ -20,14 +20,15 @@ import tmhw.sweeps as SW
 #: Every policy, TM-Training first (the subject), the baselines, then the references:
 #: demand paging, its oracle (Belady's eviction) and HBM-only.
 POLICIES = ("tm-training", "flatflash", "flashneuron", "sentinel", "autotm", "ssdtrain",
-            "zero-infinity", "recompute", "tm-recompute", "demand", "demand-belady",
-            "hbm-only")
+            "zero-infinity", "recompute", "capuchin", "tm-recompute", "demand",
+            "demand-belady", "hbm-only")
 #: The prior systems the paper compares against (its "prior work").
 BASELINES = ("flatflash", "flashneuron", "sentinel", "autotm")
 #: What practitioners deploy today, which the paper predates: SSDTrain's activation
-#: offload, DeepSpeed's ZeRO-Infinity, recomputation (nothing offloaded), and
-#: TM-Training with the recomputation that runs fastest (the hybrid).
-PRACTICAL = ("ssdtrain", "zero-infinity", "recompute", "tm-recompute")
+#: offload, DeepSpeed's ZeRO-Infinity, recomputation (nothing offloaded), Capuchin's
+#: per-tensor swap or recompute, and TM-Training with the recomputation that runs
+#: fastest (the hybrid).
+PRACTICAL = ("ssdtrain", "zero-infinity", "recompute", "capuchin", "tm-recompute")
 #: The AutoTM ILP's branch-and-bound node budget in quick studies: a budget of work, so
 #: that the result never depends on the machine's load.
 QUICK_ILP_NODES = 500

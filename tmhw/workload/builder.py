@@ -102,8 +102,10 @@ PRECISIONS = {"fp8": (2, True), "bf16": (2, True), "fp16": (2, True), "fp32": (4
 #: layer recomputed before its backward: Chen et al. 2016, as Megatron's full
 #: recomputation); "selective" (Korthikanti et al., MLSys 2023, Sec. 5: only the
 #: attention's scores, softmax and its dropout recomputed); "every-k" (the input of
-#: every ``recompute_every``-th layer kept, the k layers between recomputed together).
-RECOMPUTE = ("none", "layer", "selective", "every-k")
+#: every ``recompute_every``-th layer kept, the k layers between recomputed together);
+#: "ops" (the forward ops ``recompute_ops`` names recomputed, each run of consecutive
+#: ones within a block together: a per-tensor choice, as the ``capuchin`` policy makes).
+RECOMPUTE = ("none", "layer", "selective", "every-k", "ops")
 #: the ops selective recomputation re-runs, by the suffix of their name (zoo and hf
 #: transformer layers)
 SELECTIVE = (".scores", ".softmax", ".attn_drop")
@@ -124,6 +126,8 @@ class Transforms:
     #: how a graph source maps an op it does not know: "error", or "memory" (an
     #: element-wise op; ``tmhw.workload.onnxgraph``)
     onnx_unknown: str = "error"
+    #: with ``recompute`` "ops": the names of the forward ops to recompute
+    recompute_ops: tuple[str, ...] = ()
 
 
 #: the transforms of the build under way (None: the defaults)
@@ -476,13 +480,17 @@ class WorkloadBuilder:
                       self.params, {"optimizer": self.optimizer,
                                     "precision": self.transforms.precision,
                                     "recompute": self._recompute_label(),
-                                    "micro_batches": str(micro)})
+                                    "micro_batches": str(micro),
+                                    "recompute_ops": ",".join(
+                                        self.transforms.recompute_ops)})
         wl.check()
         return wl
 
     def _recompute_label(self) -> str:
         """``workload.recompute`` as the report names it: every-k with its k."""
         t = self.transforms
+        if t.recompute == "ops":
+            return f"ops-{len(t.recompute_ops)}"
         return f"every-{t.recompute_every}" if t.recompute == "every-k" else t.recompute
 
     def _group(self, op: Op) -> str | None:
@@ -499,6 +507,31 @@ class WorkloadBuilder:
             return f"l{int(head[1:]) // self.transforms.recompute_every}"
         return head
 
+    def _op_groups(self) -> dict[str, list[Op]]:
+        """``recompute`` "ops": the named forward ops (``recompute_ops``) in runs of
+        consecutive forward ops of one block (``l3`` of ``l3.ff1``), each run recomputed
+        together so that it reads its own recomputed outputs. An unknown or non-forward
+        name is refused."""
+        names = set(self.transforms.recompute_ops)
+        fwd = [op for op in self.ops if op.phase == Phase.FORWARD]
+        known = {op.name for op in fwd if op.layer != "loss"}
+        if unknown := sorted(names - known):
+            example = ", ".join(sorted(known)[:3])
+            raise ConfigError("workload.recompute_ops", unknown[0],
+                              f"names of forward ops of {self.name} (e.g. {example}; "
+                              "tmhw workload show --json lists them in op_list)")
+        groups: dict[str, list[Op]] = {}
+        run, prev = 0, ""
+        for op in fwd:
+            head = op.layer.split(".", 1)[0]
+            if op.name not in names:
+                prev = ""
+                continue
+            if head != prev:
+                run, prev = run + 1, head
+            groups.setdefault(f"{head}#{run}", []).append(op)
+        return groups
+
     def _recompute(self) -> None:
         """Recomputation (``Transforms.recompute``): per group, the forward ops run again
         just before the first backward op that reads what they wrote, into copies of
@@ -507,10 +540,13 @@ class WorkloadBuilder:
         input. The recomputed ops are real ops of the backward, timed and counted."""
         if self.transforms.recompute == "none":
             return
-        groups: dict[str, list[Op]] = {}
-        for op in self.ops:
-            if op.phase == Phase.FORWARD and (g := self._group(op)) is not None:
-                groups.setdefault(g, []).append(op)
+        if self.transforms.recompute == "ops":
+            groups = self._op_groups()
+        else:
+            groups = {}
+            for op in self.ops:
+                if op.phase == Phase.FORWARD and (g := self._group(op)) is not None:
+                    groups.setdefault(g, []).append(op)
         copy: dict[int, int] = {}
         before: dict[int, list[Op]] = {}       # backward op index -> recompute ops
         for ops in groups.values():
