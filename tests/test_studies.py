@@ -32,7 +32,7 @@ TINY = studies.Model("ResNet-18", "resnet18 b4 sgd-momentum 1MiB pages",
                                       page_size=1 << 20))
 SCENARIOS = ("paper_headline", "capacity_sweep", "flash_sensitivity", "ablation",
              "energy_breakdown", "endurance", "timeline", "regime_map", "robustness",
-             "llm_scaling")
+             "llm_scaling", "hybrid")
 
 
 @pytest.fixture

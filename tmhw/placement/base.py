@@ -159,8 +159,6 @@ class Policy:
     #: Where ``recompute_candidates`` names any, the recomputed iteration must fit HBM
     #: whole (the ``recompute`` rival), else the policy offloads what does not.
     recompute_fits_hbm: ClassVar[bool] = False
-    #: The policy picks the ops to recompute from a profile (``choose_recompute``).
-    chooses_recompute: ClassVar[bool] = False
     #: The values ``policy.tune`` tries for each of ``Params``' fields that the policy's
     #: authors tune on the machine (``tmhw.tune``); empty: nothing to tune. Each range
     #: is documented with its field.
@@ -215,6 +213,12 @@ class Policy:
         (``recompute_fits_hbm``; ``tmhw.placement.recompute``); none: the configured
         iteration."""
         return []
+
+    @property
+    def chooses_recompute(self) -> bool:
+        """Whether the policy picks the ops to recompute from a profile
+        (``choose_recompute``): none by default."""
+        return False
 
     def choose_recompute(self, ctx: PlanContext) -> tuple[str, ...]:
         """The forward ops to recompute, chosen per tensor from ``ctx``, a profile of the

@@ -96,10 +96,12 @@ class Capuchin(Policy):
     Params = CapuchinParams
     section = "capuchin"
     params: CapuchinParams
-    chooses_recompute = True
+    @property
+    def chooses_recompute(self) -> bool:
+        return self.params.recompute
 
     def choose_recompute(self, ctx: PlanContext) -> tuple[str, ...]:
-        if not self.params.recompute or fits_whole(ctx):
+        if fits_whole(ctx):
             return ()
         # the first that fits: with recomputation, else swaps alone (a recomputation's
         # inputs are held from its run on, which can raise the backward's peak), else

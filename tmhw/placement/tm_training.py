@@ -87,13 +87,14 @@ import numpy as np
 
 from tmhw.placement.base import Feedback, PlanContext, Policy, drop_moves, input_mask
 from tmhw.placement.bounds import traffic_bound
+from tmhw.placement.capuchin import Capuchin
 from tmhw.placement.gaps import GapPlan, estimate_stall_ps, predict_starts, table_profile
 from tmhw.placement.table import Action, Move, PlacementTable
 from tmhw.sim.errors import ConfigError
 from tmhw.sim.units import S
 
 #: ``policy.tm_training.recompute``
-TM_RECOMPUTE = ("none", "selective", "layer")
+TM_RECOMPUTE = ("none", "selective", "layer", "tensors")
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TMTrainingParams:
@@ -124,9 +125,12 @@ class TMTrainingParams:
     ``recompute`` "none": TM-Training with recomputation, at the capacity the ratio gives
     the model without it (``tmhw.placement.recompute``, whose modes these are):
     "selective" or "layer" re-runs that much of the forward in the backward and plans
-    the rest of the iteration's moves as usual; the policy ``tm-recompute`` tries each
-    (``policy.tune``) and keeps the fastest. A coarse hybrid: one recomputation for the
-    whole model, not a choice per tensor."""
+    the rest of the iteration's moves as usual; "tensors" recomputes the forward ops
+    Capuchin's cost rule picks per tensor (``tmhw.placement.capuchin``: where a swap
+    would add more time than re-running the tensor's producer, it is recomputed) and
+    plans the moves of everything else, so that each tensor is kept, moved or
+    recomputed. The policy ``tm-recompute`` tries each (``policy.tune``) and keeps the
+    fastest."""
 
     split: bool = True
     monitor: bool = True
@@ -435,7 +439,15 @@ class TMTraining(Policy):
     def recompute_candidates(self, layers: int) -> list[tuple[str, int]]:
         """The recomputation to run (``TMTrainingParams.recompute``), if any."""
         r = self.params.recompute
-        return [] if r == "none" else [(r, 2)]
+        return [] if r in ("none", "tensors") else [(r, 2)]
+
+    @property
+    def chooses_recompute(self) -> bool:
+        return self.params.recompute == "tensors"
+
+    def choose_recompute(self, ctx: PlanContext) -> tuple[str, ...]:
+        """With ``recompute`` "tensors": the ops Capuchin's cost rule recomputes."""
+        return Capuchin().choose_recompute(ctx)
 
     @property
     def settled(self) -> bool:
@@ -518,8 +530,9 @@ class TMTraining(Policy):
 
 class TMRecompute(TMTraining):
     """TM-Training with the recomputation that runs fastest: ``policy.tune`` tries none,
-    selective and per-layer recomputation (``TMTrainingParams.recompute``), each at the
-    capacity the ratio gives the model without recomputation, and keeps the fastest."""
+    selective, per-layer and per-tensor recomputation (``TMTrainingParams.recompute``),
+    each at the capacity the ratio gives the model without recomputation, and keeps the
+    fastest."""
 
     name = "tm-recompute"
     tunables = {"recompute": TM_RECOMPUTE}
