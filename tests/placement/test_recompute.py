@@ -115,3 +115,18 @@ def test_with_fast_flash_the_hybrid_recomputes_nothing() -> None:
     assert hy["workload"]["recompute"] == "none"
     trials = {t["recompute"]: t["iteration_time_ps"] for t in hy["policy"]["tuning"]["trials"]}
     assert trials["tensors"] == trials["none"] < trials["selective"] < trials["layer"]
+
+
+def test_with_free_recomputation_the_hybrid_moves_no_activation() -> None:
+    """On an NPU 10^4 times faster (``npu.freq_mhz``: every MAC and vector op free, only
+    streaming operands from HBM left), recomputing costs less than any move: the
+    per-tensor hybrid recomputes and moves nothing at all between the tiers, where
+    TM-Training alone moves gigabytes."""
+    fast = "npu.freq_mhz=10000000"
+    hy = run("tm-recompute", 0.5, "policy.tune=true", fast)
+    tm = run("tm-training", 0.5, fast)
+    tensors = run("tm-training", 0.5, 'policy.tm_training.recompute="tensors"', fast)
+    assert tensors["workload"]["recompute"].startswith("ops-")
+    assert tensors["steady"]["traffic_bytes"]["inter_tier"] == 0
+    assert hy["steady"]["traffic_bytes"]["inter_tier"] == 0
+    assert tm["steady"]["traffic_bytes"]["inter_tier"] > 2**30
