@@ -26,7 +26,8 @@ the busiest) bound one batch, not a steady state: a program may run on into the 
 iteration while another die takes that iteration's, so an iteration that programs
 fewer pages than the dies' planes can be shorter than one tPROG (TM-Training on a
 one-layer GPT-2 of width 64, seq 64, batch 1 at 87.5% HBM on the quick preset writes 68
-KiB an iteration and runs in 96 us, against the 150 us of one SLC program). Garbage collection, erases, channel and link time only add to it.
+KiB an iteration and runs in 96 us, against the 150 us of one SLC program). Garbage
+collection, erases, channel and link time only add to it.
 
 **A steady state with an SLC cache.** Over iterations that repeat, the cache holds as
 much at the end of one as at its start, so every page programmed in SLC mode is also

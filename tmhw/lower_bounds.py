@@ -16,9 +16,10 @@ from a record of what they depend on (``BoundsInput``), not from the system itse
     batch, drained (``flash.batch``: in a steady state each iteration's writes are
     programmed within an iteration on average; the write buffer only moves programs in
     time), less the slowest page program (the batch's last may run on into the next
-    iteration while other dies take its writes), and the reads over the SSDs' links. A read need not reach the NAND (the
-    write buffer may still hold the page: on one channel, TM-Training serves 149 MB of
-    its 1.8 GB of reads per iteration so), so the NAND is not charged for reads;
+    iteration while other dies take its writes), and the reads over the SSDs' links.
+    A read need not reach the NAND (the write buffer may still hold the page: on one
+    channel, TM-Training serves 149 MB of its 1.8 GB of reads per iteration so), so
+    the NAND is not charged for reads;
   - the dies' time for the least NAND work (``die_ps``, ``flash.work.die_work_ps``): the
     fewest pages any policy reads from the NAND arrays, with the SSDs' write buffers and
     read caches counted as extra fast capacity (at most what they hold at once is
