@@ -14,8 +14,8 @@ time lower bound is the NPU's compute from those where it is flash or the link.
 The practitioner's question beside it: per cell, which strategy trains fastest on this
 machine, among recomputation alone (the ``recompute`` policy: nothing offloaded), the
 best offloading policy (TM-Training, the prior systems, SSDTrain, ZeRO-Infinity), and
-TM-Training with recomputation (``policy.tm_training.recompute`` selective or per
-layer, the faster); the winners' map gives the winner and its margin over the next. The
+TM-Training with recomputation (``policy.tm_training.recompute`` selective, per
+layer or per tensor, the fastest); the winners' map gives the winner and its margin over the next. The
 machine whose HBM holds the footprint is the other answer, at its own price: the table
 gives its throughput per dollar of memory and NPU (``samples_per_s_per_usd``) over the
 winner's.
@@ -52,12 +52,13 @@ POLICIES = ("tm-training", *BASELINES)
 #: every run of a cell: (policy, TM-Training's recomputation or "") beyond ``POLICIES``
 OFFLOAD = ("tm-training", *BASELINES, "ssdtrain", "zero-infinity")
 RUNS = (*((p, "") for p in OFFLOAD), ("recompute", ""), ("tm-training", "selective"),
-        ("tm-training", "layer"))
+        ("tm-training", "layer"), ("tm-training", "tensors"))
 #: the strategies of the winners' map, each the best of its runs (HBM-only is a run of
 #: its own per model and SSD count)
 STRATEGIES = {"recompute": (("recompute", ""),),
               "offload": tuple((p, "") for p in OFFLOAD),
-              "TM + recompute": (("tm-training", "selective"), ("tm-training", "layer"))}
+              "TM + recompute": (("tm-training", "selective"), ("tm-training", "layer"),
+                                 ("tm-training", "tensors"))}
 #: strategies within this fraction of the fastest's time tie with it
 TIE = 0.001
 NO_BASELINE = "no prior system fits"
