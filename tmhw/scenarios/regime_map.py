@@ -15,10 +15,10 @@ The practitioner's question beside it: per cell, which strategy trains fastest o
 machine, among recomputation alone (the ``recompute`` policy: nothing offloaded), the
 best offloading policy (TM-Training, the prior systems, SSDTrain, ZeRO-Infinity), and
 TM-Training with recomputation (``policy.tm_training.recompute`` selective, per
-layer or per tensor, the fastest); the winners' map gives the winner and its margin over the next. The
-machine whose HBM holds the footprint is the other answer, at its own price: the table
-gives its throughput per dollar of memory and NPU (``samples_per_s_per_usd``) over the
-winner's.
+layer or per tensor, the fastest); the winners' map gives the winner and its margin
+over the next. The machine whose HBM holds the footprint is the other answer, at its
+own price: the table gives its throughput per dollar of memory and NPU
+(``samples_per_s_per_usd``) over the winner's.
 
     tmhw scenario regime_map [--quick] [--out DIR] [--set a.b=v ...]
 """
