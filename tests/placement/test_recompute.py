@@ -130,3 +130,18 @@ def test_with_free_recomputation_the_hybrid_moves_no_activation() -> None:
     assert tensors["steady"]["traffic_bytes"]["inter_tier"] == 0
     assert hy["steady"]["traffic_bytes"]["inter_tier"] == 0
     assert tm["steady"]["traffic_bytes"]["inter_tier"] > 2**30
+
+
+def test_a_reactive_pager_streams_an_op_larger_than_hbm_too() -> None:
+    """Streaming is the executor's: at 25% HBM the loss (823 MB of logits and their
+    gradient, more than HBM) runs tile by tile under the demand pagers and FlatFlash as
+    under TM-Training (before, they did not fit there); a static plan that holds every
+    operand whole (Sentinel) still does not, and says which op."""
+    for policy in ("demand", "demand-belady", "flatflash"):
+        rep = run(policy, 0.25)
+        assert rep["steady"]["streamed_bytes"] >= 823_410_688
+        assert rep["run_total"]["hbm_peak_occupancy_bytes"] \
+            <= rep["policy"]["hbm_capacity_bytes"]
+        assert rep["bounds"]["time_ratio"] >= 1 and rep["bounds"]["traffic_ratio"] >= 1
+    with pytest.raises(DoesNotFit, match="op loss needs .* under sentinel"):
+        run("sentinel", 0.25)

@@ -152,7 +152,11 @@ class Policy:
 
     name: ClassVar[str] = ""
     reactive: ClassVar[bool] = False
-    #: runs element-wise ops larger than HBM streamed (data splitting within an op)
+    #: runs element-wise ops larger than HBM streamed (data splitting within an op): the
+    #: executor's mechanism, which any policy whose table does not plan those ops' operands
+    #: can use (TM-Training's planner and the reactive pagers); a static plan that holds
+    #: every operand of every op whole (the prior systems' gap plans, recomputation) does
+    #: not fit where an op's operands exceed HBM, and says so
     streams: ClassVar[bool] = False
     #: HBM holds the whole footprint regardless of the requested ratio.
     whole_footprint: ClassVar[bool] = False

@@ -107,6 +107,8 @@ class FlatFlash(LruEviction):
 
     name = "flatflash"
     reactive = True
+    #: a reactive pager: an op larger than HBM runs tile by tile (the executor's streaming)
+    streams = True
     Params = FlatFlashParams
     section = "flatflash"
     params: FlatFlashParams

@@ -133,6 +133,9 @@ class HbmOnly(Policy):
 class Demand(LruEviction):
     name = "demand"
     reactive = True
+    #: a pager faults operands in as an op needs them, so an op larger than HBM runs
+    #: tile by tile like any other (the executor's streaming)
+    streams = True
     Params = DemandParams
     section = "demand"
     params: DemandParams
