@@ -1,10 +1,11 @@
-"""Property test of the policies that rebuild the iteration with recomputation
-(``recompute``, ``capuchin``, TM-Training with each recomputation): they cannot run
-the hand-built graphs of ``tests/test_executor.py``, so they run small models the
-workload sources build (a GPT-2 of random width, depth and vocabulary from a Hugging
-Face config; ResNet-18), at random capacities and SSD counts. In every run that fits:
-HBM never over its capacity, every operand of the computing op resident, the books
-balanced and no page lost, the bytes between the tiers conserved, and each recompute op
+"""Property test of the rivals practitioners deploy (``ssdtrain``, ``zero-infinity``,
+``recompute``, ``capuchin``, TM-Training with each recomputation). Those that rebuild the
+iteration with recomputation cannot run the hand-built graphs of
+``tests/test_executor.py``, so all of them run small models the workload sources build
+(a GPT-2 of random width, depth and vocabulary from a Hugging Face config; ResNet-18),
+at random capacities and SSD counts. In every run that fits: HBM never over its
+capacity, every operand of the computing op resident, the books balanced and no page
+lost, the bytes between the tiers conserved, no bound beaten, and each recompute op
 equal to the forward op it replays in GEMMs, vector work and bytes written."""
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from tmhw.system import System
 from tmhw.workload.graph import Phase, Workload
 
 #: (policy, its recomputation parameter)
-POLICIES = (("recompute", ""), ("capuchin", ""),
+POLICIES = (("ssdtrain", ""), ("zero-infinity", ""), ("recompute", ""), ("capuchin", ""),
             ("tm-training", 'policy.tm_training.recompute="selective"'),
             ("tm-training", 'policy.tm_training.recompute="layer"'),
             ("tm-training", 'policy.tm_training.recompute="tensors"'))
@@ -79,11 +80,11 @@ def watch_operands(s: System) -> None:
     s.executor.npu.execute = watched  # type: ignore[method-assign]
 
 
-@settings(max_examples=10, deadline=None, suppress_health_check=[
+@settings(max_examples=14, deadline=None, suppress_health_check=[
     HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(data=st.data(), policy=st.sampled_from(POLICIES), ratio=st.floats(0.2, 1.0),
        devices=st.sampled_from([1, 2, 4]))
-def test_a_recomputing_policy_keeps_the_machines_invariants(
+def test_a_practical_rival_keeps_the_machines_invariants(
         tmp_path: Path, data: st.DataObject, policy: tuple[str, str], ratio: float,
         devices: int) -> None:
     name, extra = policy
@@ -103,4 +104,6 @@ def test_a_recomputing_policy_keeps_the_machines_invariants(
     dma, fl = sysr["dma"], sysr["flash"]
     assert (fl["bytes_read"], fl["bytes_written"]) == (
         dma["fetch_bytes"] + dma["inplace_bytes"], dma["writeback_bytes"])
-    assert rep["bounds"]["time_ratio"] >= 1 and rep["bounds"]["traffic_ratio"] >= 1
+    # no traffic ratio where the bound is no bytes (the footprint fits)
+    traffic = rep["bounds"]["traffic_ratio"]
+    assert rep["bounds"]["time_ratio"] >= 1 and (traffic is None or traffic >= 1)
