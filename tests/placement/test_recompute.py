@@ -145,3 +145,16 @@ def test_a_reactive_pager_streams_an_op_larger_than_hbm_too() -> None:
         assert rep["bounds"]["time_ratio"] >= 1 and rep["bounds"]["traffic_ratio"] >= 1
     with pytest.raises(DoesNotFit, match="op loss needs .* under sentinel"):
         run("sentinel", 0.25)
+
+
+def test_a_streamed_op_evicts_its_own_pages_outside_the_tile() -> None:
+    """The demand pager faults in the Adam state of Llama 3.2 1B's embeddings (1066 MiB
+    an update op, more than 1/8 of the footprint) and holds it; when that op runs
+    streamed and nothing else is left to evict, its own pages outside the current tile
+    leave (before: "cannot free 2728 pages for op embed.tokens.adam.0")."""
+    rep = tmhw.simulate("paper", ["workload.model=hf:llama-3.2-1b", "workload.batch=1",
+                                  "workload.seq=512", "workload.layers=2",
+                                  "workload.recompute=layer", "run.iterations=1",
+                                  "policy.name=demand", "policy.hbm_ratio=0.125"]).to_dict()
+    assert rep["steady"]["streamed_bytes"] > 0
+    assert rep["run_total"]["hbm_peak_occupancy_bytes"] <= rep["policy"]["hbm_capacity_bytes"]

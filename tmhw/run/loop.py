@@ -478,7 +478,7 @@ class Executor(Component):
             sl = {t: (p0 + (p1 - p0) * k // k_tiles, p0 + (p1 - p0) * (k + 1) // k_tiles)
                   for t, (p0, p1) in ((t, self.ranges[t]) for t in op.tensors)}
             need = sum(res.count_missing(a, b) for a, b in sl.values())
-            yield from pager.wait_for_room(need, op.index)
+            yield from pager.wait_for_room(need, op.index, sl)
             now = int(env.now)
             reqs = []
             for t, (a, b) in sl.items():

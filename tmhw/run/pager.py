@@ -394,8 +394,14 @@ class Pager(PageBook):
             self.release_clean(p0, p1, now)
 
     # -- eviction ------------------------------------------------------------------------
-    def wait_for_room(self, need: int, op_index: int) -> Generator[simpy.Event, Any, None]:
-        """Until ``need`` pages are free: evict now, then wait for write-backs to drain."""
+    def wait_for_room(self, need: int, op_index: int,
+                      tile: dict[int, tuple[int, int]] | None = None,
+                      ) -> Generator[simpy.Event, Any, None]:
+        """Until ``need`` pages are free: evict now, then wait for write-backs to drain.
+        ``tile``: the op runs streamed and needs only these page ranges of its tensors;
+        where nothing else is left to evict, its own pages outside them leave too (a
+        pager that faulted them in earlier holds them: the demand pager on the Adam
+        update of Llama 3.2 1B's embeddings at 1/8 HBM)."""
         res = self.res
         while res.free_pages(int(self.env.now)) < need:
             now = int(self.env.now)
@@ -403,6 +409,9 @@ class Pager(PageBook):
             if res.free_pages(now) >= need:
                 break
             t = res.next_free_time()
+            if t is None and tile is not None and self.make_room(
+                    need - res.free_pages(now), now, op_index, tile) > 0:
+                continue
             if t is None:
                 raise DoesNotFit(f"policy.hbm_ratio: cannot free {need} pages for op "
                                  f"{self.workload.ops[op_index].name}; HBM holds only the "
@@ -410,10 +419,13 @@ class Pager(PageBook):
             yield self.env.timeout(max(0, t - now))
         self.dma.kick()
 
-    def make_room(self, need: int, now: int, protect_op: int) -> int:
+    def make_room(self, need: int, now: int, protect_op: int,
+                  tile: dict[int, tuple[int, int]] | None = None) -> int:
         """Free at least ``need`` pages (now, or when their write-back has left HBM),
         never from the tensors of ``protect_op``: first the write-backs already in
-        flight or queued, then in the policy's order (module docstring)."""
+        flight or queued, then in the policy's order (module docstring). With ``tile``
+        (a streamed op's page ranges now in use), only from ``protect_op``'s own tensors,
+        outside those ranges."""
         res, wl = self.res, self.workload
         assert self.table is not None
         # Pages already on their way out count toward the need: evicting more would
@@ -428,8 +440,14 @@ class Pager(PageBook):
         # a stream of faults does not call back once per page, and a dirty batch is
         # written with multi-plane programs (``dma.writeback_chunk_bytes``).
         need = max(need, self.dma.wb_chunk_pages)
+        own = list(wl.ops[protect_op].tensors)
         held_count = res.held_by_owner.copy()
-        held_count[list(wl.ops[protect_op].tensors)] = 0
+        if tile is None:
+            held_count[own] = 0
+        else:
+            mine = np.zeros_like(held_count)
+            mine[own] = held_count[own]
+            held_count = mine
         held_t = np.flatnonzero(held_count)
         if len(held_t) == 0:
             return 0
@@ -441,16 +459,24 @@ class Pager(PageBook):
             if freed >= need:
                 break
             p0, p1 = self.ranges[int(t)]
-            held = np.flatnonzero(res.in_hbm[p0:p1]) + p0
-            take = held[-(need - freed):]
-            a, b = int(take[0]), int(take[-1]) + 1
-            dirty = res.live[a:b] & ~res.in_flash[a:b] & res.in_hbm[a:b]
-            if dirty.any():
-                if self.dead(int(t), protect_op):
-                    self.totals.dead_writeback_bytes += \
-                        int(np.count_nonzero(dirty)) * wl.page_size
-                self.dma.writeback_now(a, b, now, self.iteration, self.names[t])
-            else:
-                self.release_when_ready(a, b, now)
-            freed += len(take)
+            # the pages in use stay: the runs above and below a streamed op's tile
+            runs = [(p0, p1)] if tile is None or int(t) not in tile else \
+                [(tile[int(t)][1], p1), (p0, tile[int(t)][0])]
+            for lo, hi in runs:
+                if freed >= need:
+                    break
+                held = np.flatnonzero(res.in_hbm[lo:hi]) + lo
+                if not len(held):
+                    continue
+                take = held[-(need - freed):]
+                a, b = int(take[0]), int(take[-1]) + 1
+                dirty = res.live[a:b] & ~res.in_flash[a:b] & res.in_hbm[a:b]
+                if dirty.any():
+                    if self.dead(int(t), protect_op):
+                        self.totals.dead_writeback_bytes += \
+                            int(np.count_nonzero(dirty)) * wl.page_size
+                    self.dma.writeback_now(a, b, now, self.iteration, self.names[t])
+                else:
+                    self.release_when_ready(a, b, now)
+                freed += len(take)
         return freed
