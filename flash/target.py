@@ -337,6 +337,11 @@ class FlashTarget(Component):
                 np.array([d.slc.cap for d in devs], dtype=np.float64),
                 np.array([d.slc.written_pages for d in devs], dtype=np.float64))
 
+    def regime(self) -> np.ndarray:
+        """Each device's host pages written straight to TLC past a full SLC cache."""
+        return np.array([d.slc.direct_pages for d in self.devices if d.slc],
+                        dtype=np.float64)
+
     def advance_drift(self, pages: np.ndarray) -> None:
         """Move each device's SLC cache (in ``drift``'s order) by ``pages``, as writes
         and folds that are not simulated would (``SlcCache.advance``)."""

@@ -365,7 +365,7 @@ class PolicyConfig:
 
 #: The most iterations a run may ask for: a bound on the work of one run, checked before
 #: anything is built (a steady iteration replays one table, so its figures settle
-#: within a few; TM-Training's monitor needs about ten warm-up iterations).
+#: within a few; TM-Training's monitor needs up to about fourteen warm-up iterations).
 MAX_ITERATIONS = 10_000
 #: The longest period ``warmup_iterations = "auto"`` looks for (``RunConfig``).
 MAX_PERIOD = 4
@@ -378,9 +378,9 @@ class RunConfig:
     The report's headline figures are the steady state: the mean over the iterations
     after the first ``warmup_iterations`` (default 1: the first iteration starts every
     policy from the same cold placement, see ``tmhw.run.pager``). A policy may change
-    its table between warm-up iterations only (TM-Training's timing monitor needs about
-    ten: ``iterations=12, warmup_iterations=10``); the measured iterations replay one
-    table. With no iteration after the warm-up, the headline is the mean over all
+    its table between warm-up iterations only (TM-Training's timing monitor needs up to
+    fourteen; ``warmup_iterations = "auto"`` waits for it); the measured iterations
+    replay one table. With no iteration after the warm-up, the headline is the mean over all
     iterations and the report says ``steady_state: false``. ``iterations`` 2: one
     warm-up, one measured.
 
@@ -393,7 +393,7 @@ class RunConfig:
     periods (so ``iterations`` counts measured iterations, not all of them). A run that
     finds none by ``max_iterations`` in all measures its last ``iterations`` and
     says it did not converge (``measurement.converged``, a warning, every study table).
-    ``max_iterations`` 32: beyond TM-Training's monitor (about 12) with room for a
+    ``max_iterations`` 32: beyond TM-Training's monitor (up to 14) with room for a
     period of 4 (an estimate). ``steady_tolerance`` 0.005: iterations that differ by
     less than 0.5% repeat (the figures a study compares differ by 1% and more)."""
 

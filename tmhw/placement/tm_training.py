@@ -58,14 +58,17 @@ is known. The planner works on the shared gap model (``tmhw.placement.gaps``):
    write-backs the DMA engine booked only because a fetch was already waiting for their
    space. Whether a write-back should go early or late, and whether an op should start
    on a streamed tensor, depends on how busy the dies are, which only the run shows
-   (the ablation measures both ways on the quick preset). So once the stall has settled,
-   the monitor tries, one iteration each: eager write-backs for the tensors whose lazy
+   (the ablation measures both ways on the quick preset). Whether moving fewer, larger
+   tensors for the same bytes is faster, and whether cleans help or only add programs
+   under the reads, depends on the device too. So once the stall has settled, the
+   monitor tries, two iterations each: the plan re-made preferring large tensors
+   (``prefer_large``); no cleans; eager write-backs for the tensors whose lazy
    write-back a fetch waited for; eager write-backs for all; no streaming; and, for each
    stalled op, more of its late tensors' heads kept resident (``alpha`` raised by the
    pages that arrived late) where the plan's occupancy has room. A trial is kept if
-   the stall fell, undone otherwise (``TMTraining``), so the monitor needs about ten
-   iterations; its trials are the warm-up of a run that sets
-   ``run.warmup_iterations`` to match. The warm-up iteration, which
+   the stall fell, undone otherwise (``TMTraining``), so the monitor needs up to
+   fourteen iterations; its trials are the warm-up of a run with
+   ``run.warmup_iterations = "auto"``, which waits for it. The warm-up iteration, which
    starts from the common initial placement, is not a measure.
 
 The plan's own peak occupancy (``notes.planned_peak_pages``), counting prefetches from
@@ -81,7 +84,7 @@ HBM, not its whole working set (data splitting at the scale of one op; off with
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -130,7 +133,10 @@ class TMTrainingParams:
     PM1743s 184.1 against 166.4 ms (AutoTM 170.7; 212 tensors moved against 81, the
     same bytes), T5 6 layers s256 b16 at 0.375 on two PM1743s 135.2 against 123.6; but
     BERT-large at 1/8 on one 990 PRO 7941 against 8295 ms, where the link, not the
-    dies, sets the time. So ``policy.tune`` tries 0 and 2 (``TMTraining.tunables``).
+    dies, sets the time. Which is faster depends on the device, so the timing monitor
+    measures it: its first trial re-plans with ``large_trial`` (2) and keeps that plan
+    where the stall falls (``TRIALS``); ``large_trial`` 0 skips the trial, and a
+    ``prefer_large`` above 0 fixes the exponent.
 
     ``recompute`` "none": TM-Training with recomputation, at the capacity the ratio gives
     the model without it (``tmhw.placement.recompute``, whose modes these are):
@@ -151,6 +157,7 @@ class TMTrainingParams:
     prefetch_reserve: float = 0.0
     plan_rounds: int = 1
     prefer_large: float = 0.0
+    large_trial: float = 2.0
     recompute: str = "none"
 
     def __post_init__(self) -> None:
@@ -164,6 +171,9 @@ class TMTrainingParams:
         if isinstance(self.prefer_large, bool) or not isinstance(
                 self.prefer_large, (int, float)) or not 0.0 <= self.prefer_large <= 4.0:
             raise ConfigError("prefer_large", self.prefer_large, "a number in [0, 4]")
+        if isinstance(self.large_trial, bool) or not isinstance(
+                self.large_trial, (int, float)) or not 0.0 <= self.large_trial <= 4.0:
+            raise ConfigError("large_trial", self.large_trial, "a number in [0, 4]")
         if not (0.0 <= self.prefetch_reserve < 1.0):
             raise ConfigError("prefetch_reserve", self.prefetch_reserve,
                               "a fraction in [0, 1)")
@@ -171,11 +181,13 @@ class TMTrainingParams:
 
 @dataclass(frozen=True, slots=True)
 class Snapshot:
-    """What the monitor may change: pages out per gap, eager tensors, streaming."""
+    """What the monitor may change: pages out per gap, eager tensors, streaming, and the
+    planner's settings (cleans, the preference for large tensors)."""
 
     x: np.ndarray
     eager: frozenset[int]
     stream: bool
+    p: TMTrainingParams
 
 
 class Planner:
@@ -365,16 +377,32 @@ class Planner:
 
     # -- timing monitor ------------------------------------------------------------------
     def snapshot(self) -> Snapshot:
-        return Snapshot(self.x.copy(), frozenset(self.eager), self.stream)
+        return Snapshot(self.x.copy(), frozenset(self.eager), self.stream, self.p)
 
     def restore(self, snap: Snapshot) -> None:
         self.x, self.eager, self.stream = snap.x.copy(), set(snap.eager), snap.stream
+        self.p = snap.p
         self.schedule()
 
     def trial(self, name: str, fb: Feedback) -> int:
         """Apply one of the monitor's trials (module docstring, step 5). Returns the
         number of tensors or gaps it changed (0: not applicable)."""
         p = self.p
+        if name == "prefer-large":
+            if p.prefer_large or not p.large_trial:
+                return 0
+            old = self.x.copy()
+            self.p = replace(p, prefer_large=p.large_trial)
+            self.plan()
+            changed = int(np.count_nonzero(self.x != old))
+            if not changed:
+                self.p = p
+            return changed
+        if name == "no-cleans":
+            cleans = len(self.cleans())
+            if cleans:
+                self.p = replace(p, clean=False)
+            return cleans
         if name == "late-writebacks-eager":
             new = set(fb.late_writebacks) - self.eager if p.writeback_schedule else set()
             self.eager |= new
@@ -423,7 +451,8 @@ class Planner:
 
 
 #: the monitor's trials, in order (``Planner.trial``)
-TRIALS = ("late-writebacks-eager", "all-writebacks-eager", "no-streaming", "keep-heads")
+TRIALS = ("prefer-large", "no-cleans", "late-writebacks-eager", "all-writebacks-eager",
+          "no-streaming", "keep-heads")
 
 
 class TMTraining(Policy):
@@ -434,17 +463,16 @@ class TMTraining(Policy):
     steady state), then tries each of ``TRIALS`` in turn, judging it on the second
     iteration after the change (the first is a transient for the same reason), keeping
     it if the stall fell by more than 0.5% and undoing it otherwise; then the plan is
-    final. With the default two iterations it has no time to act: give it
-    ``run.iterations`` of about 12 and ``run.warmup_iterations`` of 10."""
+    final. With a fixed warm-up of one iteration it has no time to act: give it
+    ``run.warmup_iterations = "auto"``, which runs until it has judged every trial."""
 
     name = "tm-training"
     streams = True
     Params = TMTrainingParams
     section = "tm_training"
     params: TMTrainingParams
-    #: ``policy.tune``: the planner's preference for large tensors, off or squared
-    #: (``TMTrainingParams.prefer_large``)
-    tunables = {"prefer_large": (0.0, 2.0)}
+    #: nothing for ``policy.tune`` to try: the timing monitor measures its trials (the
+    #: preference for large tensors among them) within the run
     tunes_plan_only = True
 
     def __init__(self, params: TMTrainingParams | None = None) -> None:
@@ -513,6 +541,11 @@ class TMTraining(Policy):
             # The warm-up moved the machine from the common start: not a measure.
             return table
         if not fb.device_steady:
+            if self._judging:
+                # The trial moved the device's mix of regimes (more or fewer writes past
+                # a full SLC cache): judge it once that has settled.
+                self._settling = True
+                return table
             # The device still drifts (an SSD's SLC cache filling): nothing measured
             # now judges the plan. Start again, from the plan, once it stops.
             return self._restart(table)

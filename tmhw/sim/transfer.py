@@ -73,6 +73,14 @@ class Drifting(Protocol):
         work would."""
         ...
 
+    def regime(self) -> np.ndarray:
+        """Per drifting quantity, the work done so far in the regime its bound leads to
+        (pages written past a full SLC cache, straight to TLC), in ``drift``'s unit.
+        Near the bound the two regimes mix, and the mix settles over iterations (TLC
+        writes leave less idle time to fold in, so more writes go to TLC): the run
+        counts iterations as repeating only where this work per iteration repeats too."""
+        ...
+
 
 @runtime_checkable
 class MemoryTarget(Protocol):
