@@ -68,7 +68,7 @@ class ExecutorMachine(RuleBasedStateMachine):
         lo = (ws + 1) / foot
         ratio = min(1.0, lo + frac * (1.0 - lo))
         cfg = with_overrides(PAPER, [f'policy.name="{policy}"', f"policy.hbm_ratio={ratio}",
-                                     f"run.iterations={iterations}",
+                                     f"run.iterations={iterations}", "run.warmup_iterations=1",
                                      f"dma.chunk_bytes={chunk_kib * 1024}"])
         try:
             self.system = System(cfg, workload=wl)

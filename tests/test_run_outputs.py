@@ -60,8 +60,9 @@ def test_the_folder_name_is_a_function_of_the_whole_config() -> None:
 
 
 def test_summary_figures_are_per_steady_iteration(tmp_path: Path, tmhw: Callable) -> None:
-    two = tmhw(*SMALL, "--iterations", "2", "--out", str(tmp_path / "two"))
-    three = tmhw(*SMALL, "--iterations", "3", "--out", str(tmp_path / "three"))
+    warm = ("--set", "run.warmup_iterations=1")
+    two = tmhw(*SMALL, "--iterations", "2", *warm, "--out", str(tmp_path / "two"))
+    three = tmhw(*SMALL, "--iterations", "3", *warm, "--out", str(tmp_path / "three"))
     assert two.rc == 0 and three.rc == 0
     assert "iteration 0 warm-up, iteration 1 steady state" in two.out
     assert "iteration 0 warm-up, iterations 1-2 steady state" in three.out

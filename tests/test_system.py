@@ -149,7 +149,7 @@ def test_report_has_every_figure_and_they_agree(name: str, runs: Callable[[str],
     # (``steady.energy_pj`` is per measured iteration)
     m = rep["measurement"]
     iters = m["measured_iterations"]
-    assert iters == m["iterations"] - m["warmup_iterations"] == 1 and m["steady_state"]
+    assert iters == m["iterations"] - m["warmup_iterations"] >= 1 and m["steady_state"]
     warm = rep["warmup"]["energy_pj"]
     for comp in ("npu", "hbm", "flash", "dma"):
         assert _subtree_energy(rep["run_total"]["system"][comp]) - warm[comp] == \

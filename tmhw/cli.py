@@ -113,9 +113,9 @@ def add_config_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--policy", help=f"placement policy: {', '.join(POLICIES)}")
     p.add_argument("--hbm-ratio", type=float, help="HBM capacity / footprint, in (0, 1]")
     p.add_argument("--iterations", type=int,
-                   help="training iterations to simulate, warm-up included "
-                        "(run.iterations; the figures are the mean of those after "
-                        "run.warmup_iterations)")
+                   help="training iterations measured after the warm-up the run "
+                        "finds (run.iterations; with a forced run.warmup_iterations, "
+                        "all iterations, warm-up included)")
     p.add_argument("--seed", type=int, help="seed of every random choice (run.seed); "
                    "the same config and seed give the same report")
     p.add_argument("--no-split", action="store_true", help="TM-Training without splitting")
@@ -125,8 +125,6 @@ def add_config_args(p: argparse.ArgumentParser) -> None:
                    help="TM-Training: demand fetch on the table")
     p.add_argument("--no-wb-schedule", action="store_true",
                    help="TM-Training: every write-back due at once (eager)")
-    p.add_argument("--no-clean", action="store_true",
-                   help="TM-Training: dirty data written back only when evicted")
 
 
 #: the table the ``--no-*`` switches set (TM-Training's parameters)
@@ -221,7 +219,7 @@ def config_from_args(args: argparse.Namespace) -> Any:
             sets.append(f"{key}={json.dumps(v)}")
     switches = [(flag, key) for flag, key in (
         ("no_split", "split"), ("no_monitor", "monitor"), ("no_prefetch", "prefetch"),
-        ("no_wb_schedule", "writeback_schedule"), ("no_clean", "clean"))
+        ("no_wb_schedule", "writeback_schedule"))
         if getattr(args, flag, False)]
     sets += [f"policy.{TM_TRAINING}.{key}=false" for _, key in switches]
     out = C.with_overrides(cfg, sets)

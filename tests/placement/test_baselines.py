@@ -286,7 +286,7 @@ def run_system(wl: Workload, name: str,
     """A System on ``wl``, two iterations; returns the report, the system and every DMA
     request it made (the table's, the faults', the evictions')."""
     cfg = with_overrides(PAPER, [f"policy.name={name}", f"policy.hbm_ratio={ratio}",
-                                 "run.iterations=2"])
+                                 "run.iterations=2", "run.warmup_iterations=1"])
     sysm = System(cfg, workload=wl)
     reqs: list[DmaRequest] = []
     submit, wb_now = sysm.dma.submit, sysm.dma._writeback
@@ -349,7 +349,7 @@ def test_run_stays_within_capacity_and_moves_what_was_asked(
 
 # -- the command line ---------------------------------------------------------------------
 BERT = ["run", "--model", "bert-base", "--batch", "8", "--seq", "128", "--hbm-ratio",
-        "0.25", "--iterations", "2", "--quiet"]
+        "0.25", "--iterations", "2", "--set", "run.warmup_iterations=1", "--quiet"]
 
 
 @pytest.mark.parametrize("name", ["sentinel", "autotm"])

@@ -194,8 +194,10 @@ def test_the_npu_alone_bound_is_the_hbm_only_machines_shortest_warm_iteration() 
     from tmhw import config as C
     from tmhw.system import System
 
+    from tmhw.lower_bounds import WARM_PASSES
+
     base = ['workload.model="resnet18"', "workload.batch=2",
-            "run.iterations=4", "run.warmup_iterations=1"]
+            f"run.iterations={WARM_PASSES + 1}", "run.warmup_iterations=1"]
     hbm = System(C.with_overrides(C.PAPER, [*base, 'policy.name="hbm-only"'])).run()
     first, *warm = (it["time_ps"] for it in hbm["per_iteration"])
     assert first not in warm
@@ -206,12 +208,15 @@ def test_the_npu_alone_bound_is_the_hbm_only_machines_shortest_warm_iteration() 
 
 
 @pytest.mark.parametrize("policy", sorted(POLICIES))
-def test_at_hbm_ratio_one_every_policy_sits_exactly_on_the_time_bound(policy: str) -> None:
+def test_at_hbm_ratio_one_every_policy_sits_on_the_time_bound(policy: str) -> None:
     """With HBM holding the whole footprint nothing moves between the tiers, every
     policy runs the hbm-only machine's iterations, and the bound is the NPU alone from
-    a warm HBM: time_ratio is exactly 1 (a bound from a cold start gave 0.999996)."""
+    a warm HBM, its shortest warm pass: time_ratio is 1 to within where refresh falls
+    in the measured iterations, 31 ppb here (a bound from a cold start gave 0.999996,
+    under 1; the shortest of three warm passes gave exactly 1.0 on this cell but sat
+    0.02% over an iteration another cell ran, ``lower_bounds.npu_alone_ps``)."""
     rep = System(with_overrides(QUICK, [f'policy.name="{policy}"', "policy.hbm_ratio=1",
                                         "workload.layers=2", "run.iterations=3",
                                         "run.warmup_iterations=1"])).run()
     assert rep["steady"]["traffic_bytes"]["inter_tier"] == 0
-    assert rep["bounds"]["time_ratio"] == 1.0
+    assert 1.0 <= rep["bounds"]["time_ratio"] <= 1.0 + 1e-7

@@ -34,6 +34,7 @@ def mlp(widths: list[int], batch: int, residual: bool) -> Workload:
 def system(wl: Workload, ratio: float, *sets: str, iterations: int = 3) -> System:
     cfg = C.with_overrides(C.PAPER, [f"policy.hbm_ratio={ratio}",
                                      f"run.iterations={iterations}",
+                                     "run.warmup_iterations=1",
                                      'policy.name="tm-training"', *sets])
     return System(cfg, workload=wl, record_dma_order=True)
 
@@ -51,7 +52,7 @@ workloads = st.builds(
 )
 MODES = ["", *(f"policy.tm_training.{k}" for k in (
     "split=false", "prefetch=false", "monitor=false", "writeback_schedule=false",
-    "plan_rounds=3", "clean=false"))]
+    "plan_rounds=3", "large_trial=0"))]
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -133,43 +134,16 @@ def test_no_write_back_of_overwritten_data_and_no_prefetch_into_a_pure_write() -
     assert any(m.dead for m in rows[Action.DROP])
 
 
-def test_a_clean_is_released_at_the_last_write_before_the_eviction_it_saves() -> None:
-    """Every clean (a write-back that keeps its pages resident) is released at the end
-    of an op that writes the tensor, covers the pages of a later eviction of it, and no
-    op writes the tensor in between (cyclically: a weight's clean is released at its
-    optimizer update for its eviction after the next forward pass)."""
-    cfg = C.with_overrides(C.QUICK, ["policy.hbm_ratio=0.125"])
-    s = System(cfg)
-    wl, n = s.workload, len(s.workload.ops)
-    writes = [sorted(i for i, w in u if w) for u in wl.uses()]
-    cleans = [m for m in s.table.moves if m.action == Action.WRITEBACK and m.keep]
-    evictions = [m for m in s.table.moves if m.action == Action.WRITEBACK and not m.keep]
-    assert len(cleans) == s.table.notes["cleans"] > 0
-    weights = 0
-    for c in cleans:
-        assert c.tensor in wl.ops[c.issue_op].writes
-        ev = [m for m in evictions if m.tensor == c.tensor and (m.p0, m.p1) == (c.p0, c.p1)]
-        assert ev, wl.tensors[c.tensor].name
-        # the eviction the clean saves: the first after it, cyclically
-        e = min(ev, key=lambda m: (m.issue_op - c.issue_op) % n).issue_op
-        span = (e - c.issue_op) % n
-        assert 0 < span and not any(0 < (w - c.issue_op) % n <= span
-                                    for w in writes[c.tensor]), wl.tensors[c.tensor].name
-        weights += wl.tensors[c.tensor].kind == Kind.WEIGHT and e < c.issue_op
-    assert weights > 0
-
-
 @pytest.mark.timeout(120)
 def test_tm_training_is_not_slower_than_sentinel_where_eviction_time_write_backs_lost(
 ) -> None:
     """A static plan that knows the future must not lose to a reactive one. GPT-2 small
-    (seq 128, batch 4, 12 layers) at 12.5% HBM on the paper preset, the default run
-    (one warm-up iteration, one measured): with every dirty tensor written back only at
-    its eviction, the weights the optimizer updated were written back after their
-    forward use, in a forward pass bound by write-backs while the flash's reads sat
-    idle, and TM-Training took 291.3 ms against Sentinel's 289.8 (``tmhw run --preset
-    paper --model gpt2-small --seq 128 --batch 4 --layers 12 --policy P --hbm-ratio
-    0.125 --no-clean``); cleaned at their update, 282.6 ms, moving the same bytes."""
+    (seq 128, batch 4, 12 layers) at 12.5% HBM on the paper preset, in the steady state
+    the default run finds (the drive's SLC cache full): TM-Training 569.8 ms against
+    Sentinel's 604.2 (``tmhw run --preset paper --model gpt2-small --seq 128 --batch 4
+    --layers 12 --policy P --hbm-ratio 0.125``). With one warm-up iteration, at SLC
+    speed, TM-Training took 325.0 ms against 316.4 once its cleans had gone (the writes
+    they moved earlier mattered only while the cache had room)."""
     sets = ['workload.model="gpt2-small"', "workload.seq=128", "workload.batch=4",
             "workload.layers=12", "policy.hbm_ratio=0.125"]
     reps = {p: System(C.with_overrides(C.PAPER, [*sets, f'policy.name="{p}"'])).run()
@@ -177,22 +151,6 @@ def test_tm_training_is_not_slower_than_sentinel_where_eviction_time_write_backs
     tm, sentinel = reps["tm-training"], reps["sentinel"]
     assert tm["steady"]["emergency_evictions"] == 0
     assert tm["steady"]["iteration_time_ps"] <= sentinel["steady"]["iteration_time_ps"]
-
-
-def test_cleans_change_when_dirty_data_is_written_never_how_much() -> None:
-    """Every iteration moves the same bytes each way with cleans as without: a clean
-    the write direction had no time for is dropped when its eviction comes, and one
-    released for the iteration after the last is not counted in the last. BERT-large
-    (seq 512, batch 8, 6 layers) at 12.5%: its optimizer keeps the write direction busy,
-    so the weights' cleans wait until their eviction (2911.0 MiB written back in the
-    measured iteration either way; counting the last iteration's cleans in it gave
-    2989.1)."""
-    sets = ['workload.model="bert-large"', "workload.seq=512", "workload.batch=8",
-            "workload.layers=6", "policy.hbm_ratio=0.125"]
-    moved = [[(it["flash_to_hbm_bytes"], it["hbm_to_flash_bytes"])
-              for it in System(C.with_overrides(C.PAPER, [*sets, f"policy.tm_training.clean={c}"]))
-              .run()["per_iteration"]] for c in ("false", "true")]
-    assert moved[0] == moved[1]
 
 
 def test_splitting_keeps_heads_resident_and_streams_tails() -> None:

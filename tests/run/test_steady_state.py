@@ -53,7 +53,8 @@ def test_a_run_that_does_not_repeat_says_so_and_measures_its_last_iterations() -
 
 
 def test_a_given_warm_up_is_not_a_verdict() -> None:
-    rep = tmhw.simulate("quick", ["workload.layers=3", "run.iterations=2"]).to_dict()
+    rep = tmhw.simulate("quick", ["workload.layers=3", "run.iterations=2",
+                                  "run.warmup_iterations=1"]).to_dict()
     assert rep["measurement"]["converged"] is None and rep["measurement"]["period"] == 0
 
 
@@ -80,7 +81,8 @@ def test_a_sweep_row_says_whether_its_run_converged() -> None:
                                 "policy.name": ["demand"]}})
     by_tol = {float(r["run.steady_tolerance"]): r["converged"] for r in rows}
     assert by_tol == {0.005: "true", 1e-12: "false"}
-    given = tmhw.sweep({"preset": "quick", "base": {"workload.layers": 3},
+    given = tmhw.sweep({"preset": "quick", "base": {"workload.layers": 3,
+                                                    "run.warmup_iterations": 1},
                         "grid": {"policy.name": ["demand"]}})
     assert given[0]["converged"] == ""
 

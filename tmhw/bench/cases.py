@@ -234,7 +234,7 @@ def _e2e_sets(model: str, batch: int, seq: int, layers: int | None,
     depth = [] if layers is None else [f"workload.layers={layers}"]
     return [f'workload.model="{model}"', f"workload.batch={batch}", f"workload.seq={seq}",
             *depth, f'policy.name="{policy}"', "policy.hbm_ratio=0.125",
-            "run.iterations=1"]
+            "run.iterations=1", "run.warmup_iterations=1"]
 
 
 def case_e2e_bert(small: bool, policy: str, **_: Any) -> Measure:

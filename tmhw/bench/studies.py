@@ -95,6 +95,7 @@ def dask_points(small: bool) -> list[dict[str, Any]]:
                            "workload.seq": 512, "workload.layers": 12})
     return [SW.make_point("paper", {**base, "policy.name": "tm-training",
                                     "policy.hbm_ratio": 0.125, "run.iterations": 2,
+                                    "run.warmup_iterations": 1,
                                     "run.seed": seed}, {"seed": seed})
             for seed in range(DASK_POINTS)]
 

@@ -33,21 +33,14 @@ is known. The planner works on the shared gap model (``tmhw.placement.gaps``):
    little: on the quick preset at 25% the lazy order saves 0.2% of the stall on a
    32-channel device and 0.07% on one without suspend, and costs 0.17% at 12.5% on
    the paper's device (measured over 12 iterations, 10 of them warm-up).
-   What matters is *when* the bytes are written. Dirty data is final at its last write,
-   not at its eviction, so the first eviction after a write that ops read in between
-   is preceded by a **clean** (``Move.keep``) released at the end of that write: the
-   pages go to flash and stay resident, and the eviction later frees them at once.
-   A weight the optimizer updates and the next forward pass reads is the case that
-   counts: written back at its eviction after the forward use, every layer's weights
-   would join the activations' write-backs in the forward pass, which is write-bound
-   (HBM is full and only write-backs free it) while the flash's reads sit idle; cleaned
-   at its update, it is written during the optimizer's reads. The DMA engine books a
-   clean only when no write-back waits (``tmhw.dma``), and none is planned where the
-   span from the write to the eviction in the profile is shorter than writing the pages
-   takes (it could only run ahead of that eviction's own write-back). The bytes are
-   the same. GPT-2 small (seq 128, batch 4) at 12.5% on the paper preset: the forward
-   pass from 31.5 to 17.3 ms, the iteration 291.3 -> 282.6 ms (Sentinel: 289.8 ms).
-   ``policy.tm_training.clean`` off writes dirty data back only at its eviction.
+   Writing dirty data back early, right after its last write and keeping it resident
+   (a "clean", so that its eviction later frees space at once), was a mechanism here
+   until it was measured in a steady state that was found: over 14 cells (6 models,
+   every SSD preset, 1 to 4 devices) it lowered the time in none, and cost up to 0.8%
+   (ResNet-50 at 12.5% on the paper preset: 483.3 against 479.4 ms). It helped only
+   in the first iterations of a drive whose SLC cache was not yet full (GPT-2 small
+   s128 b4 at 12.5%: 311.7 against 325.0 ms, but 571.1 against 569.8 in the steady
+   state), so it went.
 4. **Data splitting at run time.** A prefetch is a stream: its op starts when the head
    is complete and consumes the tensor tile by tile, so a tail page ``f`` of the way into
    the tensor is needed ``f`` of the way through the op (the executor measures this on
@@ -59,15 +52,14 @@ is known. The planner works on the shared gap model (``tmhw.placement.gaps``):
    space. Whether a write-back should go early or late, and whether an op should start
    on a streamed tensor, depends on how busy the dies are, which only the run shows
    (the ablation measures both ways on the quick preset). Whether moving fewer, larger
-   tensors for the same bytes is faster, and whether cleans help or only add programs
-   under the reads, depends on the device too. So once the stall has settled, the
-   monitor tries, two iterations each: the plan re-made preferring large tensors
-   (``prefer_large``); no cleans; eager write-backs for the tensors whose lazy
+   tensors for the same bytes is faster depends on the device too. So once the stall
+   has settled, the monitor tries, two iterations each: the plan re-made preferring
+   large tensors (``prefer_large``); eager write-backs for the tensors whose lazy
    write-back a fetch waited for; eager write-backs for all; no streaming; and, for each
    stalled op, more of its late tensors' heads kept resident (``alpha`` raised by the
    pages that arrived late) where the plan's occupancy has room. A trial is kept if
    the stall fell, undone otherwise (``TMTraining``), so the monitor needs up to
-   fourteen iterations; its trials are the warm-up of a run with
+   twelve iterations; its trials are the warm-up of a run with
    ``run.warmup_iterations = "auto"``, which waits for it. The warm-up iteration, which
    starts from the common initial placement, is not a measure.
 
@@ -94,7 +86,6 @@ from tmhw.placement.capuchin import Capuchin
 from tmhw.placement.gaps import GapPlan, estimate_stall_ps, predict_starts, table_profile
 from tmhw.placement.table import Action, Move, PlacementTable
 from tmhw.sim.errors import ConfigError
-from tmhw.sim.units import S
 
 #: ``policy.tm_training.recompute``
 TM_RECOMPUTE = ("none", "selective", "layer", "tensors")
@@ -103,7 +94,7 @@ TM_RECOMPUTE = ("none", "selective", "layer", "tensors")
 class TMTrainingParams:
     """``[policy.tm_training]``: TM-Training's mechanisms and the planner's settings.
 
-    ``split``, ``monitor``, ``prefetch``, ``writeback_schedule`` and ``clean`` switch
+    ``split``, ``monitor``, ``prefetch`` and ``writeback_schedule`` switch
     TM-Training's mechanisms off for ablation:
 
     - ``split`` off: no tensor keeps a head resident over a gap (a partial eviction
@@ -111,9 +102,7 @@ class TMTrainingParams:
     - ``monitor`` off: the table of the first iteration is replayed unchanged;
     - ``prefetch`` off: nothing is fetched before the op that reads it (faults);
     - ``writeback_schedule`` off: every write-back is due as soon as it is released
-      (eager, in release order) instead of when the plan needs its space;
-    - ``clean`` off: dirty data is written back only when it is evicted, never earlier
-      as a clean that keeps it resident.
+      (eager, in release order) instead of when the plan needs its space.
 
     ``monitor_gain`` 1.0: the fraction of a measured stall the timing monitor converts
     into pages kept resident next iteration (1.0: the whole shortfall at once).
@@ -152,7 +141,6 @@ class TMTrainingParams:
     monitor: bool = True
     prefetch: bool = True
     writeback_schedule: bool = True
-    clean: bool = True
     monitor_gain: float = 1.0
     prefetch_reserve: float = 0.0
     plan_rounds: int = 1
@@ -182,7 +170,7 @@ class TMTrainingParams:
 @dataclass(frozen=True, slots=True)
 class Snapshot:
     """What the monitor may change: pages out per gap, eager tensors, streaming, and the
-    planner's settings (cleans, the preference for large tensors)."""
+    planner's settings (the preference for large tensors)."""
 
     x: np.ndarray
     eager: frozenset[int]
@@ -288,39 +276,6 @@ class Planner:
             self.need[gi] = a + 1 + int(over[0]) if len(over) else max(a + 1, end - 1)
         self.occ = occ
 
-    def cleans(self) -> dict[int, int]:
-        """{gap: op} for the write-backs that can go early as cleans (module docstring,
-        step 3): the first eviction after a write that some op reads before it, cleaned
-        at the end of that write (an unrolled op, negative in the previous iteration)."""
-        if not self.p.clean:
-            return {}
-        gp, n = self.gp, self.n
-        out: dict[int, int] = {}
-        for t, gis in enumerate(gp.of_tensor):
-            writes = [i for i, w in gp.uses[t] if w]
-            if not writes or not gis:
-                continue
-            ev = [gi for gi in gis if self.x[gi] > 0 and not self.pure[gi]]
-            for gi in ev:
-                a = int(gp.ga[gi])
-                w = max([i for i in writes if i <= a], default=writes[-1] - n)
-                if w == a:
-                    continue
-                # too short a span to write it before the eviction: a clean would only
-                # run ahead of that eviction's write-back
-                span = int(gp.end2[a]) - int(gp.end2[w % n]) + (gp.iter_ps if w < 0 else 0)
-                if span < self._wb_ps(int(self.x[gi])):
-                    continue
-                # written back by an earlier eviction since that write (or at it)
-                if any(w <= int(gp.ga[gj]) - k * n < a for gj in ev for k in (0, 1)):
-                    continue
-                out[gi] = w
-        return out
-
-    def _wb_ps(self, pages: int) -> int:
-        """Time to write ``pages`` back at the sustained write bandwidth."""
-        return -(-pages * self.gp.ps * S // max(1, int(self.ctx.writeback_bytes_per_s)))
-
     def table(self) -> PlacementTable:
         wl, n, gp = self.wl, self.n, self.gp
         initial = input_mask(wl)
@@ -329,7 +284,6 @@ class Planner:
                 initial[t.page_start:t.page_end] = True
         moves = drop_moves(wl)
         s2, e2 = gp.start2, gp.end2
-        cleans = self.cleans()
         for gi in np.flatnonzero(self.x > 0):
             g = gp.gaps[gi]
             t = wl.tensors[g.tensor]
@@ -341,12 +295,6 @@ class Planner:
             need = int(self.need[gi]) if g.tensor not in self.eager else g.a + 1
             moves.append(Move(Action.WRITEBACK, g.tensor, p0, p1, g.a, need % n,
                               int(e2[g.a]), int(s2[need])))
-            w = cleans.get(int(gi))
-            if w is not None:
-                # due before the eviction it saves (an op of the next iteration when
-                # the clean is released at or after it, as for a weight's update)
-                moves.append(Move(Action.WRITEBACK, g.tensor, p0, p1, w % n, (g.a + 1) % n,
-                                  int(e2[w % n]), int(s2[g.a + 1]), keep=True))
             r = int(self.release[gi])
             moves.append(Move(Action.PREFETCH, g.tensor, p0, p1, r % n, g.b % n,
                               int(s2[r]), int(s2[g.b]), stream=self.stream))
@@ -364,7 +312,6 @@ class Planner:
                        for gi in np.flatnonzero(split_gaps)}
         table.notes = {
             "evicted_gaps": float(np.count_nonzero((self.x > 0) & ~self.pure)),
-            "cleans": float(len(cleans)),
             "dead_drops": float(np.count_nonzero((self.x > 0) & self.pure)),
             "split_gaps": float(np.count_nonzero(split_gaps)),
             "planned_peak_pages": float(peak),
@@ -398,11 +345,6 @@ class Planner:
             if not changed:
                 self.p = p
             return changed
-        if name == "no-cleans":
-            cleans = len(self.cleans())
-            if cleans:
-                self.p = replace(p, clean=False)
-            return cleans
         if name == "late-writebacks-eager":
             new = set(fb.late_writebacks) - self.eager if p.writeback_schedule else set()
             self.eager |= new
@@ -451,8 +393,8 @@ class Planner:
 
 
 #: the monitor's trials, in order (``Planner.trial``)
-TRIALS = ("prefer-large", "no-cleans", "late-writebacks-eager", "all-writebacks-eager",
-          "no-streaming", "keep-heads")
+TRIALS = ("prefer-large", "late-writebacks-eager", "all-writebacks-eager", "no-streaming",
+          "keep-heads")
 
 
 class TMTraining(Policy):

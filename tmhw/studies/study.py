@@ -116,8 +116,10 @@ class Study:
         # Full studies compare rivals at their best (``tmhw.tune``) in a steady state that
         # is found (``run.warmup_iterations = "auto"``: ``run.iterations`` then counts
         # the measured iterations); quick ones at their defaults, with AutoTM's ILP held
-        # to a small budget, after the given warm-up.
-        mode: dict[str, Any] = {"policy.autotm.ilp_node_limit": QUICK_ILP_NODES} \
+        # to a small budget, over one iteration (a forced warm-up of one: a smoke test
+        # of the study, not its steady state).
+        mode: dict[str, Any] = {"policy.autotm.ilp_node_limit": QUICK_ILP_NODES,
+                                "run.warmup_iterations": 1} \
             if self.quick else {"policy.tune": True, "run.warmup_iterations": "auto"}
         overrides = {"run.iterations": self.iterations, **mode, **base, **self.user_sets,
                      **swept}
