@@ -192,9 +192,8 @@ def test_the_npu_alone_bound_is_the_hbm_only_machines_shortest_warm_iteration() 
     to the next). The same addresses, so the same per-op times whatever the tiered
     capacity."""
     from tmhw import config as C
-    from tmhw.system import System
-
     from tmhw.lower_bounds import WARM_PASSES
+    from tmhw.system import System
 
     base = ['workload.model="resnet18"', "workload.batch=2",
             f"run.iterations={WARM_PASSES + 1}", "run.warmup_iterations=1"]

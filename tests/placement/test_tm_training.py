@@ -15,7 +15,7 @@ from tmhw.placement.table import Action
 from tmhw.placement.tm_training import Planner
 from tmhw.system import System
 from tmhw.workload.builder import WorkloadBuilder
-from tmhw.workload.graph import Kind, Workload
+from tmhw.workload.graph import Workload
 
 
 def mlp(widths: list[int], batch: int, residual: bool) -> Workload:
