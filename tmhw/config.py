@@ -397,13 +397,15 @@ class RunConfig:
     periods (so ``iterations`` counts measured iterations, not all of them). A run that
     finds none by ``max_iterations`` in all measures its last ``iterations`` and
     says it did not converge (``measurement.converged``, a warning, every study table).
-    ``max_iterations`` 32: beyond TM-Training's monitor (up to 12) with room for a
-    period of 4 (an estimate). ``steady_tolerance`` 0.005: iterations that differ by
+    ``max_iterations`` 48: beyond TM-Training's monitor on a drive whose SLC cache
+    fills during the warm-up (the quick preset, 6 layers at 75% HBM: the cache's cliff,
+    a trial undone because the drive drifted while it was judged, then five trials,
+    converge after 32 iterations), with room for a period of 4 (an estimate). ``steady_tolerance`` 0.005: iterations that differ by
     less than 0.5% repeat (the figures a study compares differ by 1% and more)."""
 
     iterations: int = 2
     warmup_iterations: int | Literal["auto"] = "auto"
-    max_iterations: int = 32
+    max_iterations: int = 48
     steady_tolerance: float = 0.005
     seed: int = 0
     hbm_model: str = "fast"

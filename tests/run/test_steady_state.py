@@ -62,7 +62,7 @@ def test_a_given_warm_up_is_not_a_verdict() -> None:
     (['run.warmup_iterations="soon"'], "run.warmup_iterations"),
     (["run.warmup_iterations=-1"], "run.warmup_iterations"),
     (["run.max_iterations=1"], "run.max_iterations"),
-    (['run.warmup_iterations="auto"', "run.iterations=32"], "run.iterations"),
+    (['run.warmup_iterations="auto"', "run.iterations=48"], "run.iterations"),
     (["run.steady_tolerance=0"], "run.steady_tolerance"),
     (["run.steady_tolerance=0.5"], "run.steady_tolerance"),
 ])

@@ -426,6 +426,8 @@ class TMTraining(Policy):
         self._judging = False
         self._settling = False
         self._converged = False
+        #: a trial was undone because the device drifted while it was judged
+        self._undone = False
 
     def recompute_candidates(self, layers: int) -> list[tuple[str, int]]:
         """The recomputation to run (``TMTrainingParams.recompute``), if any."""
@@ -483,13 +485,17 @@ class TMTraining(Policy):
             # The warm-up moved the machine from the common start: not a measure.
             return table
         if not fb.device_steady:
+            # The device drifts (an SSD's SLC cache filling, or its mix of SLC and TLC
+            # writes settling once full): nothing measured now judges the plan, and a
+            # base measured before judges no trial after. Undo the trial and start
+            # again, from the plan, once it stops. If it drifts again while the same
+            # trial is judged, the trial itself moved the mix: judge it once that has
+            # settled.
             if self._judging:
-                # The trial moved the device's mix of regimes (more or fewer writes past
-                # a full SLC cache): judge it once that has settled.
-                self._settling = True
-                return table
-            # The device still drifts (an SSD's SLC cache filling): nothing measured
-            # now judges the plan. Start again, from the plan, once it stops.
+                if self._undone:
+                    self._settling = True
+                    return table
+                self._undone = True
             return self._restart(table)
         stall = int(fb.stall_ps.sum())
         if self._base is None:
