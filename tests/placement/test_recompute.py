@@ -14,7 +14,7 @@ from tmhw.sim.errors import ConfigError, DoesNotFit
 #: activations dominate: GPT-2 small, 4 layers, seq 1024, batch 8 (footprint 5.2 GiB of
 #: which the model state is 0.7)
 CELL = ["workload.model=gpt2-small", "workload.layers=4", "workload.seq=1024",
-        "workload.batch=8", "run.iterations=3"]
+        "workload.batch=8", "run.iterations=3", "run.warmup_iterations=1"]
 
 
 def run(policy: str, ratio: float, *sets: str) -> dict[str, Any]:
