@@ -401,7 +401,8 @@ class RunConfig:
     fills during the warm-up (the quick preset, 6 layers at 75% HBM: the cache's cliff,
     a trial undone because the drive drifted while it was judged, then five trials,
     converge after 32 iterations), with room for a period of 4 (an estimate).
-    ``steady_tolerance`` 0.005: iterations that differ by less than 0.5% repeat (the figures a study compares differ by 1% and more)."""
+    ``steady_tolerance`` 0.005: iterations that differ by less than 0.5% repeat (the
+    figures a study compares differ by 1% and more)."""
 
     iterations: int = 2
     warmup_iterations: int | Literal["auto"] = "auto"
