@@ -125,7 +125,9 @@ class TMTrainingParams:
     dies, sets the time. Which is faster depends on the device, so the timing monitor
     measures it: its first trial re-plans with ``large_trial`` (2) and keeps that plan
     where the stall falls (``TRIALS``); ``large_trial`` 0 skips the trial, and a
-    ``prefer_large`` above 0 fixes the exponent.
+    ``prefer_large`` above 0 fixes the exponent. ``policy.tune`` also runs 0 and 2
+    whole (``TMTraining.tunables``): a plan switched mid-run is judged on a drive laid
+    out for the old one.
 
     ``recompute`` "none": TM-Training with recomputation, at the capacity the ratio gives
     the model without it (``tmhw.placement.recompute``, whose modes these are):
@@ -417,8 +419,13 @@ class TMTraining(Policy):
     Params = TMTrainingParams
     section = "tm_training"
     params: TMTrainingParams
-    #: nothing for ``policy.tune`` to try: the timing monitor measures its trials (the
-    #: preference for large tensors among them) within the run
+    #: ``policy.tune``: the planner's preference for large tensors, off or squared. The
+    #: monitor tries it within a run too (``TRIALS``), but a plan switched mid-run finds
+    #: the drive laid out for the old one: T5 6 layers s256 b16 at 3/8 on one PM1743
+    #: ran 254 ms for two iterations after the switch and was undone, where a run
+    #: planned that way from the start runs 230.5 against 244.5. A whole run per
+    #: setting decides where studies tune (``TMTrainingParams.prefer_large``).
+    tunables = {"prefer_large": (0.0, 2.0)}
     tunes_plan_only = True
 
     def __init__(self, params: TMTrainingParams | None = None) -> None:
