@@ -131,8 +131,10 @@ def plan_context(cfg: SystemConfig, wl: Workload, cap_pages: int, dur: np.ndarra
     ends = np.cumsum(dur)
     fetch_bw = min(cfg.flash.read_bandwidth_bound(), cfg.link_bytes_per_s)
     wb_bw = min(cfg.flash.write_bandwidth_bound(), cfg.link_bytes_per_s)
+    fc = cfg.flash
+    dram = fc.devices * (fc.write_buffer_bytes + fc.read_cache_bytes) // wl.page_size
     return PlanContext(wl, cap_pages, ends - dur, ends, fetch_bw, wb_bw,
-                       cfg.policy.lookahead_ops, cfg.run.seed, streamed)
+                       cfg.policy.lookahead_ops, cfg.run.seed, streamed, dram)
 
 
 def chosen_workload(cfg: SystemConfig, wl: Workload, policy: Policy,

@@ -20,8 +20,10 @@ cells, and the larger budgets plan the same table; a policy that knows its plan 
 (``Policy.plan_is_final``: AutoTM's solver proved it optimal) is not even planned again.
 
 A trial that does not fit its HBM is recorded as such and skipped; if none fits, the run
-does not fit. A policy with nothing to tune (TM-Training tunes itself in the run with its
-timing monitor; the demand pagers and FlashNeuron have no free parameter) runs once.
+does not fit. A policy with nothing to tune (the demand pagers and FlashNeuron have no
+free parameter) runs once. TM-Training's timing monitor tunes it within a run; what a
+mid-run change cannot judge (the plan's preferences, ``TMTraining.tunables``) is tuned
+here.
 """
 
 from __future__ import annotations

@@ -52,7 +52,10 @@ workloads = st.builds(
 )
 MODES = ["", *(f"policy.tm_training.{k}" for k in (
     "split=false", "prefetch=false", "monitor=false", "writeback_schedule=false",
-    "plan_rounds=3", "large_trial=0"))]
+    "plan_rounds=3", "large_trial=0", "buffer_reuse=10"))]
+#: drives whose DRAM holds a fraction of these MLPs' footprint, so that ``buffer_reuse``
+#: changes which gaps the plan evicts
+SMALL_DRAM = ["flash.write_buffer_bytes=1048576", "flash.read_cache_bytes=262144"]
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -84,19 +87,22 @@ def test_tm_training_respects_capacity_residency_deadlines_and_conserves_bytes(
     assert all(other is None or key <= other for key, other in log)
 
 
-@settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(wl=workloads, ratio=st.floats(0.2, 0.9))
-@example(wl=mlp([256, 512, 512, 256], 64, False), ratio=0.8984375)
-def test_plan_moves_exactly_the_traffic_bound_in_steady_state(wl: Workload,
-                                                               ratio: float) -> None:
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(wl=workloads, ratio=st.floats(0.2, 0.9), reuse=st.sampled_from([1.0, 10.0]))
+@example(wl=mlp([256, 512, 512, 256], 64, False), ratio=0.8984375, reuse=1.0)
+def test_plan_moves_exactly_the_traffic_bound_in_steady_state(wl: Workload, ratio: float,
+                                                               reuse: float) -> None:
     """The plan's evictions are the bound's: a steady-state iteration moves the fewest
     bytes any policy can (no emergency eviction adds to them). Two warm-up iterations:
     when the first, from the common initial placement, ends with an emergency eviction,
     the second faults those pages back (an MLP 256-512-512-256 at batch 64 and 89.8%
-    HBM: 2.08 MB fetched in the second iteration, the bound's 0.24 MB from the third)."""
+    HBM: 2.08 MB fetched in the second iteration, the bound's 0.24 MB from the third).
+    A preference for data the drives' DRAM still holds (``buffer_reuse``) chooses among
+    the fewest-bytes plans: it never moves more."""
     if not fits(wl, ratio):
         return
-    rep = system(wl, ratio, "policy.tm_training.monitor=false", "run.warmup_iterations=2").run()
+    rep = system(wl, ratio, "policy.tm_training.monitor=false", "run.warmup_iterations=2",
+                 f"policy.tm_training.buffer_reuse={reuse}", *SMALL_DRAM).run()
     assert rep["steady"]["emergency_evictions"] == 0
     assert rep["steady"]["traffic_bytes"]["inter_tier"] == rep["bounds"]["traffic_bytes"]
 
@@ -267,3 +273,27 @@ def test_a_plan_over_capacity_is_reported_and_warned_not_rescued_silently() -> N
     s.table.notes["plan_overflow_pages"] = 7.0
     rep = s.run()
     assert any("plan_overflow_pages" in w and "7 pages" in w for w in rep["warnings"])
+
+
+def test_buffer_reuse_evicts_what_the_drives_dram_still_holds_and_nothing_without_it() -> None:
+    """``buffer_reuse`` prefers, among the fewest-bytes plans, the gaps a plan with the
+    drives' DRAM as more HBM keeps: with it, more of the evicted pages are such gaps'
+    and the bytes are the same; on drives with no DRAM it has nothing to prefer, so the
+    table is the default one."""
+    wl = mlp([2048, 2048, 2048, 2048, 2048, 2048], 1024, True)
+    from tmhw.placement.bounds import traffic_bound
+
+    def planner(reuse: float, *dram: str) -> Planner:
+        s = system(wl, 0.4, f"policy.tm_training.buffer_reuse={reuse}", *dram)
+        p = Planner(s.ctx, s.policy.params)
+        p.plan()
+        return p
+
+    base, reuse = planner(1.0, *SMALL_DRAM), planner(10.0, *SMALL_DRAM)
+    assert base.ctx.device_dram_pages > 0
+    kept = traffic_bound(base.gp, base.cap + base.ctx.device_dram_pages,
+                         prefer=np.ones(len(base.gp.gaps))).evicted_pages < base.pages
+    assert int(reuse.x.sum()) == int(base.x.sum())
+    assert int(reuse.x[kept].sum()) > int(base.x[kept].sum())
+    none = ["flash.write_buffer_bytes=0", "flash.read_cache_bytes=0"]
+    assert planner(10.0, *none).table().digest() == planner(1.0, *none).table().digest()

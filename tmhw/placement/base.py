@@ -46,6 +46,10 @@ class PlanContext:
     seed: int = 0
     #: per op: run streamed through a window of HBM (``streamable``), or None
     streamed: np.ndarray | None = None
+    #: what the SSDs' controller DRAM holds at once (every device's write buffer and
+    #: read cache), in the workload's pages: a page read back while it is still there
+    #: costs the link but no NAND read
+    device_dram_pages: int = 0
 
     @property
     def page_size(self) -> int:
