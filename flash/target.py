@@ -428,6 +428,7 @@ def compile_kernels() -> None:
     dev.transport(Transfer(Op.READ, 64 * MiB, 2 * MiB), 0)  # not in the write buffer
     dev.channels.start_time(0, 0)
     dev.channels.prune(0)
+    dev.devices[0].report(1)  # the dies' work queued past the end (``busy_after``)
     # one page each way (``program_page``, ``read_page``), the dies' grouping called
     # from Python (a lane's row grown), and the old copies' unmapping (``drop_old``, of
     # ``FTL._unmap`` and a long write's ``_unmap_run``) on its own: a long write is 2 GiB

@@ -109,6 +109,17 @@ def _now_slot(ops: Rec, head: int, slot: int) -> tuple[int, int]:
 
 
 @njit_noref
+def _busy_after(ops: Rec, head: int, tail: int, t: int) -> int:
+    """``Dies.busy_after`` over slots ``head`` to ``tail`` of one lane."""
+    after = 0
+    for slot in range(head, tail):
+        start, end = _now_slot(ops, head, slot)
+        if end > max(start, t):
+            after += end - max(start, t)
+    return after
+
+
+@njit_noref
 def _record(par: Rec, rec: Rec, lane: int, start: int, end: int) -> int:
     """Append span (``start``, ``end``) of lane ``lane`` when recording; its row, or -1."""
     if rec.shape[0] == 0:
@@ -520,12 +531,8 @@ class DieLanes:
         write buffer handed the die before ``t`` that end after it (the host saw their
         writes complete when the buffer took them)."""
         lanes, ops, _, _ = self.state
-        head, tail = int(lanes[lane]["head"]), int(lanes[lane]["tail"])
-        after = 0
-        for slot in range(head, tail):
-            start, end = _now_slot(ops, head, slot)
-            after += max(0, int(end) - max(int(start), t))
-        return after
+        return int(_busy_after(ops, int(lanes[lane]["head"]), int(lanes[lane]["tail"]),
+                               t))
 
     def report(self, lane: int, elapsed: int) -> dict[str, float | int]:
         """Busy time and utilization within ``elapsed`` (work queued to run after it,
