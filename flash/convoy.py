@@ -35,6 +35,7 @@ import simpy
 
 from flash.scheduler import TimingBase
 from flash.ssd import Ssd
+from tmhw.sim.env import call_after
 
 
 class _Read:
@@ -102,7 +103,7 @@ class ConvoyArbiter:
             self._step(ch)
 
     def _after(self, delay: int, fn: Callable[[Any], None]) -> None:
-        self.env.timeout(delay).callbacks.append(fn)
+        call_after(self.env, delay, fn)
 
     def _step(self, ch: int) -> None:
         """Channel ``ch``, if idle: its oldest waiting data-out, else a command to the
@@ -226,8 +227,7 @@ class EventReads:
               ev: simpy.Event) -> None:
         end = self.ssd.read_done(t0, start, x_end, nbytes, wire_bytes)
         self.holding -= 1
-        self.env.timeout(end - int(self.env.now)).callbacks.append(
-            lambda _: self._complete(ev, end))
+        call_after(self.env, end - int(self.env.now), lambda _: self._complete(ev, end))
 
     def _complete(self, ev: simpy.Event, end: int) -> None:
         """The read completes (now, at ``end``): the NVMe queue takes the next waiting

@@ -1,9 +1,16 @@
 """The simulation environment: SimPy's, counting the events it processes (for the
-event-economy budgets and ``tmhw bench``)."""
+event-economy budgets and ``tmhw bench``), and a call scheduled without an event object
+of its own (``call_after``)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from heapq import heappop
+from typing import Any
+
 import simpy
+from simpy.core import EmptySchedule, StopSimulation
+from simpy.events import NORMAL, EventPriority
 
 
 class Environment(simpy.Environment):
@@ -14,8 +21,44 @@ class Environment(simpy.Environment):
         self.events = 0
 
     def step(self) -> None:
-        # A step on an empty queue processes nothing (it raises EmptySchedule to end
-        # ``run()``): do not count it.
-        if self._queue:
-            self.events += 1
-        super().step()
+        """SimPy's ``step``, counting the event: a step on an empty queue processes
+        nothing (it raises EmptySchedule to end ``run()``) and is not counted. The
+        common case, an event that succeeded, runs its callbacks here; any other goes
+        through SimPy's own handling (a failure)."""
+        queue = self._queue
+        if not queue:
+            raise EmptySchedule
+        self.events += 1
+        event = queue[0][3]
+        if event._ok is not True:
+            super().step()
+            return
+        self._now = heappop(queue)[0]
+        callbacks, event.callbacks = event.callbacks, None  # type: ignore[assignment]
+        for i, callback in enumerate(callbacks):
+            try:
+                callback(event)
+            except StopSimulation:
+                # as SimPy does: the rest of the callbacks run when the run resumes
+                event.callbacks = callbacks[i + 1:]
+                self.schedule(event, EventPriority(-1))
+                raise
+
+
+class _Call:
+    """A bare scheduled callback: what SimPy's ``step`` reads of an event that
+    succeeded, and nothing else."""
+
+    __slots__ = ("callbacks", "_ok", "_value")
+
+    def __init__(self, fn: Callable[[Any], None]) -> None:
+        self.callbacks: list[Callable[[Any], None]] | None = [fn]
+        self._ok = True
+        self._value = None
+
+
+def call_after(env: simpy.Environment, delay: int, fn: Callable[[Any], None]) -> None:
+    """Call ``fn`` ``delay`` from now, in the order a ``Timeout`` of the same delay
+    would fire (the same priority, the next event id), without building one: the
+    event-driven device models schedule several such calls per request."""
+    env.schedule(_Call(fn), NORMAL, delay)  # type: ignore[arg-type]
