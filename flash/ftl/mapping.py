@@ -210,6 +210,22 @@ class SparseL2P:
             m = segi == si
             self._set_seg(si, lpns[m], vals[m])
 
+    def set_pieces(self, lpns: I64, ppns: I64, pieces: I64) -> None:
+        """``set`` of each piece ``(a, k)`` of ``pieces`` (rows: ``lpns[a:a + k]`` to
+        ``ppns[a:a + k]``) in turn; where every page of them is in a dense segment, in
+        one step (the same end state: ``set`` writes a dense segment's pages into its
+        row whatever path it takes)."""
+        if pieces.shape[0] > 1 and self.dense_segs:
+            a, k = pieces[:, 0], pieces[:, 1]
+            idx = np.arange(int(k.sum()), dtype=np.int64) + np.repeat(a - (np.cumsum(k) - k), k)
+            lp = lpns[idx]
+            rows = self.seg_row[lp >> SEG_BITS]
+            if bool((rows >= 0).all()):
+                self.pool[rows, lp & (SEG - 1)] = ppns[idx]
+                return
+        for a0, k0 in pieces.tolist():
+            self.set(lpns[a0:a0 + k0], ppns[a0:a0 + k0])
+
     def set_run(self, lo: int, vals: I64) -> None:
         """``set`` of the run [lo, lo + len(vals)), longer than ``DENSE_AT // 4``: every
         segment it touches is made dense, and written by slices."""

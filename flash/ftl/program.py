@@ -123,8 +123,9 @@ class Programmer:
                 if got == FITS_PLACED and fit.any():
                     sel = np.repeat(fit, groups[2])
                     l2p.set(lpns[sel], out[sel])
-                for a, k in pieces[:2 * cursor.item(C_PIECES)].reshape(-1, 2).tolist():
-                    l2p.set(lpns[a:a + k], out[a:a + k])
+                if cursor.item(C_PIECES):
+                    l2p.set_pieces(lpns, out,
+                                   pieces[:2 * cursor.item(C_PIECES)].reshape(-1, 2))
             cursor[C_PIECES] = 0
             if got == FINISHED:
                 return out

@@ -15,6 +15,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 
 from flash import PRESETS
 from flash.ftl import BAD, FTL, FULL, I64, stripe_planes
+from flash.ftl.mapping import SEG_BITS
 from tmhw.sim import TmhwError
 from tmhw.sim.units import GiB
 
@@ -330,6 +331,40 @@ def test_l2p_set_of_a_few_pages_a_segment_ends_as_page_by_page_set1() -> None:
         assert all(np.array_equal(x, y) for x, y in zip(a.segs, b.segs, strict=True)
                    if x is not None)
     assert seen_sparse and a.dense_segs == len(a.segs) and a.nbytes() == b.nbytes()
+
+
+def test_l2p_set_of_pieces_ends_as_set_of_each_piece_in_turn() -> None:
+    """``SparseL2P.set_pieces`` (the placement's pieces, at once where every page is in
+    a dense segment) leaves the map as ``set`` of each piece in turn, whether the
+    segments are dense, sparse or mixed."""
+    ftl_a, ftl_b = FTL(small()), FTL(small())
+    for f in (ftl_a, ftl_b):
+        f.precondition(0.2)
+    a, b = ftl_a.l2p, ftl_b.l2p
+    rng = np.random.default_rng(5)
+    n_lpn = ftl_a.n_lpn
+    at_once = 0
+    for k in range(400):
+        n = int(rng.choice([2, 8, 70, 300]))
+        lpns = rng.permutation(n_lpn)[:n].astype(np.int64)
+        if k % 2:
+            lpns = np.sort(lpns)
+        ppns = rng.integers(0, 10**6, n).astype(np.int64)
+        cuts = np.unique(rng.integers(1, n, int(rng.integers(1, 6))))
+        starts = np.concatenate(([0], cuts))
+        pieces = np.stack((starts, np.diff(np.append(starts, n))), axis=1).astype(np.int64)
+        dense_before = a.dense_segs
+        all_dense = bool((a.seg_row[lpns >> SEG_BITS] >= 0).all()) if dense_before else False
+        at_once += all_dense
+        a.set_pieces(lpns, ppns, pieces)
+        for p0, k0 in pieces.tolist():
+            b.set(lpns[p0:p0 + k0], ppns[p0:p0 + k0])
+        assert a.sparse.as_dict() == b.sparse.as_dict(), k
+        assert a.sparse_per_seg.tolist() == b.sparse_per_seg.tolist()
+        assert [s is None for s in a.segs] == [s is None for s in b.segs]
+        assert all(np.array_equal(x, y) for x, y in zip(a.segs, b.segs, strict=True)
+                   if x is not None)
+    assert at_once > 0
 
 
 @pytest.mark.parametrize("seed", [0, 1])
