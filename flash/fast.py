@@ -71,6 +71,8 @@ class FastModel(TimingBase):
         self.device = device
         self.lanes_per_device = self.lane1 - self.lane0
         self._res = np.zeros((3, self.former.devices), dtype=np.int64)
+        #: one-time arguments of the kernels, reused (``_time``)
+        self._tbuf = (np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64))
 
     # -- lanes -------------------------------------------------------------------------
     def lanes(self) -> Lanes:
@@ -123,7 +125,7 @@ class FastModel(TimingBase):
         rows): per device of the lanes' array, its read commands, the start of its
         first data-out and the end of its last (-1: no page there). The result is
         overwritten by the next call."""
-        e = _times(earliest)
+        e = self._time(earliest, 0)
         nb = np.ascontiguousarray(nb, dtype=np.int64)
         if self.dies.record:
             self.dies.reserve_records(2 * ppns.size)
@@ -175,7 +177,7 @@ class FastModel(TimingBase):
         growth of the rows): per device of the lanes' array, its program commands, its
         lanes that joined a waiting program and the end of its last program (-1: no page
         there). The result is overwritten by the next call."""
-        f, le = _times(first_in), _times(l_end)
+        f, le = self._time(first_in, 0), self._time(l_end, 1)
         if self.dies.record:
             self.dies.reserve_records(ppns.size)
         while True:
@@ -184,6 +186,15 @@ class FastModel(TimingBase):
             if not why:
                 return self._res
             self.grow(why, ppns)
+
+    def _time(self, t: int | I64, slot: int) -> I64:
+        """A kernel's time argument: one time for all devices (in a buffer of this
+        model's, ``slot`` 0 or 1, valid until the next call), or one per device."""
+        if isinstance(t, int):
+            buf = self._tbuf[slot]
+            buf[0] = t
+            return buf
+        return np.ascontiguousarray(t, dtype=np.int64)
 
     # -- garbage collection ------------------------------------------------------------
     def gc(self, job: GcJob, earliest: int) -> int:
@@ -246,13 +257,6 @@ class FastModel(TimingBase):
         for _ in erases:
             end = self.dies.work1(lane, earliest, cfg.t_bers, erase=True)
         return end
-
-
-def _times(t: int | I64) -> I64:
-    """A kernel's time argument: one time for all devices, or one per device."""
-    if isinstance(t, int):
-        return np.array([t], dtype=np.int64)
-    return np.ascontiguousarray(t, dtype=np.int64)
 
 
 class FastArray:
