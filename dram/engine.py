@@ -585,3 +585,36 @@ def serve_many(state: tuple[Any, Any, Any, Any], writes: Any, addresses: Any, nb
         else:
             ends[i] = earliest[i]
         starts[i] = totals.start
+
+
+@njit
+def serve_op(state: tuple[Any, Any, Any, Any], r_chunks: Any, w_chunks: Any, c_chunks: Any,
+             r_addr: int, w_addr: int, start: int) -> int:
+    """An NPU op's chunked reads, compute and writes (``npu.core.NPU.execute``, whose
+    loop this is, chunk for chunk), every chunk a stream booked by ``serve``: chunk
+    ``i + 1`` is read once chunk ``i - 1`` has computed (its buffer free), chunk ``i``
+    computes once it is read and chunk ``i - 1`` has computed, and its output is written
+    as it ends. Returns the op's end: its last write's or its last compute's."""
+    n = r_chunks.size
+    fetched = start
+    if r_chunks[0]:
+        fetched = serve(state, False, r_addr, r_chunks[0], True, start)
+        r_addr += r_chunks[0]
+    done_prev = start
+    end = start
+    for i in range(n):
+        begin = fetched if fetched > done_prev else done_prev
+        done = begin + c_chunks[i]
+        if i + 1 < n:
+            if r_chunks[i + 1]:
+                fetched = serve(state, False, r_addr, r_chunks[i + 1], True, done_prev)
+                r_addr += r_chunks[i + 1]
+            else:
+                fetched = done_prev
+        if w_chunks[i]:
+            wend = serve(state, True, w_addr, w_chunks[i], True, done)
+            w_addr += w_chunks[i]
+            if wend > end:
+                end = wend
+        done_prev = done
+    return end if end > done_prev else done_prev

@@ -43,6 +43,8 @@ def compile_kernels() -> None:
     m = FastModel(PRESETS["hbm2"])
     for i in range(3):
         m.serve(i == 1, i << 20, 1 << 20, Pattern.STREAM, 10_000_000)
+    m.serve_op(np.array([64, 0], dtype=np.int64), np.array([0, 64], dtype=np.int64),
+               np.array([10, 10], dtype=np.int64), 0, 64, 20_000_000)
     m.serve_many(np.array([False, True]), np.array([0, 64], dtype=np.int64),
                  np.array([64, 64], dtype=np.int64), np.array([True, False]),
                  np.zeros(2, dtype=np.int64))
@@ -68,6 +70,16 @@ class FastModel:
             return earliest
         end: int = engine.serve(self._args, write, address, nbytes,
                                 pattern is Pattern.STREAM, earliest)
+        return end
+
+    def serve_op(self, r_chunks: npt.NDArray[np.int64], w_chunks: npt.NDArray[np.int64],
+                 c_chunks: npt.NDArray[np.int64], r_addr: int, w_addr: int,
+                 start: int) -> int:
+        """An NPU op's chunked stream reads, compute and writes in one compiled call,
+        as its ``serve`` calls one after another would book them
+        (``engine.serve_op``); the op's end, ps."""
+        end: int = engine.serve_op(self._args, r_chunks, w_chunks, c_chunks, r_addr, w_addr,
+                                   start)
         return end
 
     def serve_many(self, writes: npt.NDArray[np.bool_], addresses: npt.NDArray[np.int64],

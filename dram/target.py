@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
+import numpy as np
+import numpy.typing as npt
 import simpy
 
 from dram.config import HBM2, DramConfig
@@ -86,6 +88,17 @@ class DramTarget(Component):
         if self.tracer.enabled:
             self.tracer.span(self._lane, earliest, end, t.op.value, None)
         return end
+
+    def serve_op(self, r_chunks: npt.NDArray[np.int64], w_chunks: npt.NDArray[np.int64],
+                 c_chunks: npt.NDArray[np.int64], r_addr: int, w_addr: int,
+                 start: int) -> int | None:
+        """An NPU op's chunked reads, compute and writes (``npu.core.NPU.execute``) in
+        one compiled call (``dram.engine.serve_op``), as that many ``transport`` calls
+        would book them; None where the calls must be made one by one: the detailed
+        model, or a trace that draws each transfer."""
+        if not isinstance(self.impl, FastModel) or self.tracer.enabled:
+            return None
+        return self.impl.serve_op(r_chunks, w_chunks, c_chunks, r_addr, w_addr, start)
 
     def peak_bandwidth(self) -> float:
         """Theoretical peak of all units, bytes/s."""

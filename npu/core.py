@@ -36,11 +36,13 @@ from collections.abc import Generator
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import simpy
 
 import npu.dataflow as df
 from npu.config import NpuConfig
 from tmhw.sim import (
+    ChunkedOps,
     Component,
     Counter,
     EnergyMeter,
@@ -243,6 +245,10 @@ class NPU(Component):
         self.hbm_read_bytes = Counter()
         self.hbm_write_bytes = Counter()
         self._plans: dict[ComputeTask, ComputePlan] = {}
+        #: the HBM books an op's chunks in one call (``ChunkedOps``), with per task its
+        #: chunks' read, write and compute sizes as arrays (``execute``)
+        self._serve_op = hbm.serve_op if isinstance(hbm, ChunkedOps) else None
+        self._chunk_arrays: dict[ComputeTask, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
 
     def _elaborate(self) -> None:
         if not isinstance(self.hbm, MemoryTarget):
@@ -287,20 +293,31 @@ class NPU(Component):
             r_addr += r_chunks[i]
             return t
 
-        fetched = fetch(0, start)
-        done_prev = start  # when chunk i-1 finished computing (its buffer is then free)
-        end = start
-        for i in range(n):
-            begin = fetched if fetched > done_prev else done_prev
-            done = begin + c_chunks[i]
-            if i + 1 < n:
-                fetched = fetch(i + 1, done_prev)
-            if w_chunks[i]:
-                wend = hbm.transport(Transfer(Op.WRITE, w_addr, w_chunks[i], tag=tag), done)
-                w_addr += w_chunks[i]
-                end = wend if wend > end else end
-            done_prev = done
-        end = max(end, done_prev)
+        fused = None
+        if self._serve_op is not None:  # the loop below in one compiled call
+            arrays = self._chunk_arrays.get(task)
+            if arrays is None:
+                arrays = (np.array(r_chunks, dtype=np.int64), np.array(w_chunks, dtype=np.int64),
+                          np.array(c_chunks, dtype=np.int64))
+                self._chunk_arrays[task] = arrays
+            fused = self._serve_op(arrays[0], arrays[1], arrays[2], r_addr, w_addr, start)
+        if fused is not None:
+            end = fused
+        else:
+            fetched = fetch(0, start)
+            done_prev = start  # when chunk i-1 finished computing (its buffer is free)
+            end = start
+            for i in range(n):
+                begin = fetched if fetched > done_prev else done_prev
+                done = begin + c_chunks[i]
+                if i + 1 < n:
+                    fetched = fetch(i + 1, done_prev)
+                if w_chunks[i]:
+                    wend = hbm.transport(Transfer(Op.WRITE, w_addr, w_chunks[i], tag=tag), done)
+                    w_addr += w_chunks[i]
+                    end = wend if wend > end else end
+                done_prev = done
+            end = max(end, done_prev)
         self.timeline.reserve(start, end - start, task.name)
         stall = (end - start) - p.compute_ps
 

@@ -10,6 +10,8 @@ from typing import Any
 import pytest
 
 from tmhw import bench
+from tmhw.bench.cases import E2E_TARGET_S
+from tmhw.bench.peers import exponent
 from tmhw.placement.base import policy_class
 from tmhw.sim.errors import TmhwError
 
@@ -88,6 +90,18 @@ def test_e2e_tm_training_moves_at_least_half_a_mib_per_event(case: str) -> None:
     m = bench.run_case(case, small=True, policy="tm-training")
     assert m["extra"]["policy"] == "tm-training"
     _budget(m)
+    # its wall-clock target is a figure, the kernels' load counted in
+    x = m["extra"]
+    assert x["target_s"] == E2E_TARGET_S[case]
+    assert x["wall_with_kernels_s"] == m["wall_s"] + x["kernels_s"]
+    assert x["within_target"] == (x["wall_with_kernels_s"] < x["target_s"])
+
+
+def test_growth_exponent_is_the_slope_on_logarithms() -> None:
+    """``e2e-depth`` and ``e2e-scaling`` fit wall time (and RSS) as c * x^k."""
+    assert exponent([64, 256, 1024], [2.0, 8.0, 32.0]) == pytest.approx(1.0)
+    assert exponent([1, 2, 4], [3.0, 12.0, 48.0]) == pytest.approx(2.0)
+    assert exponent([64, 256, 1024], [10.0, 10.0, 10.0]) == pytest.approx(0.0, abs=1e-12)
 
 
 def test_e2e_scaling_events_grow_no_faster_than_batch() -> None:

@@ -28,7 +28,7 @@ from tmhw.sim.errors import TmhwError
 STUDIES = ("paper_headline", "regime_map", "robustness", "capacity_sweep", "flash_sensitivity",
            "ablation", "energy_breakdown", "endurance", "timeline", "llm_scaling", "hybrid")
 #: wall-clock targets of the study cases (issue-level: a full study in minutes), seconds
-STUDY_TARGETS = {"paper_headline": 300.0, "regime_map": 1200.0}
+STUDY_TARGETS = {"paper_headline": 60.0, "regime_map": 300.0}
 #: the longest any one point of a study may take (so that no point dominates a study)
 POINT_TARGET_S = 60.0
 STUDY_WORKERS = 2

@@ -34,12 +34,14 @@ from tmhw.bench.cases import (
     case_npu_resnet50,
     case_zoo_build,
 )
+from tmhw.bench.peers import case_e2e_depth, case_flash_mqsim
 from tmhw.bench.studies import STUDIES, case_dask, case_study
 from tmhw.sim.errors import TmhwError
 
-CASES = ("kernel", "flash-fast", "flash-detailed", "hbm-fast", "hbm-detailed", "npu-cycles",
-         "e2e-bert", "e2e-gpt", "e2e-llama", "e2e-scaling", "npu-resnet50", "zoo-build", "hbm-8gib",
-         "dram-bench", "dask-speedup", *(f"study-{n}" for n in STUDIES))
+CASES = ("kernel", "flash-fast", "flash-detailed", "flash-mqsim", "hbm-fast", "hbm-detailed",
+         "npu-cycles", "e2e-bert", "e2e-gpt", "e2e-llama", "e2e-scaling", "e2e-depth",
+         "npu-resnet50", "zoo-build", "hbm-8gib", "dram-bench", "dask-speedup",
+         *(f"study-{n}" for n in STUDIES))
 
 
 def _timeit(fn: Callable[[], Measure], repeat: int) -> Measure:
@@ -60,6 +62,7 @@ RUNNERS: dict[str, Callable[..., Measure]] = {
     "kernel": case_kernel,
     "flash-fast": lambda small, **kw: case_flash(small, "fast", **kw),
     "flash-detailed": lambda small, **kw: case_flash(small, "detailed", **kw),
+    "flash-mqsim": case_flash_mqsim,
     "hbm-fast": lambda small, **kw: case_hbm(small, "fast", **kw),
     "hbm-detailed": lambda small, **kw: case_hbm(small, "detailed", **kw),
     "npu-cycles": case_npu,
@@ -67,6 +70,7 @@ RUNNERS: dict[str, Callable[..., Measure]] = {
     "e2e-gpt": case_e2e_gpt,
     "e2e-llama": case_e2e_llama,
     "e2e-scaling": case_e2e_scaling,
+    "e2e-depth": case_e2e_depth,
     "npu-resnet50": case_npu_resnet50,
     "zoo-build": case_zoo_build,
     "hbm-8gib": case_hbm_8gib,

@@ -11,12 +11,12 @@ from tmhw.sim.pages import small_pages
 from tmhw.sim.stats import Counter, Level, Tally
 from tmhw.sim.timeline import Timeline
 from tmhw.sim.trace import NULL_TRACER, NullTracer, Tracer
-from tmhw.sim.transfer import MemoryTarget, Op, Pattern, Transfer
+from tmhw.sim.transfer import ChunkedOps, MemoryTarget, Op, Pattern, Transfer
 
 __all__ = [
-    "Component", "ConfigError", "Counter", "ElaborationError", "EnergyMeter", "EnergyTable",
-    "Environment", "Level", "MemoryTarget", "NULL_TRACER", "NullTracer", "Op", "Pattern", "Tally",
-    "Timeline", "TmhwError", "Tracer", "Transfer",
+    "ChunkedOps", "Component", "ConfigError", "Counter", "ElaborationError", "EnergyMeter",
+    "EnergyTable", "Environment", "Level", "MemoryTarget", "NULL_TRACER", "NullTracer", "Op",
+    "Pattern", "Tally", "Timeline", "TmhwError", "Tracer", "Transfer",
 ]
 
 small_pages()

@@ -15,6 +15,7 @@ from enum import Enum
 from typing import Protocol, runtime_checkable
 
 import numpy as np
+import numpy.typing as npt
 
 
 class Op(Enum):
@@ -80,6 +81,17 @@ class Drifting(Protocol):
         writes leave less idle time to fold in, so more writes go to TLC): the run
         counts iterations as repeating only where this work per iteration repeats too."""
         ...
+
+
+@runtime_checkable
+class ChunkedOps(Protocol):
+    """A memory tier that can book an NPU op's chunked reads, compute and writes in one
+    call (``npu.core.NPU.execute``'s loop): returns the op's end, or None where it must
+    be booked transfer by transfer (a trace drawing each, a command-level model)."""
+
+    def serve_op(self, r_chunks: npt.NDArray[np.int64], w_chunks: npt.NDArray[np.int64],
+                 c_chunks: npt.NDArray[np.int64], r_addr: int, w_addr: int,
+                 start: int) -> int | None: ...
 
 
 @runtime_checkable
