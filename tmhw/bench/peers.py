@@ -10,7 +10,8 @@ process is the measure: against MQSim on the same device workloads, and a model'
   rate and ratio to MQSim's (above 1: faster), against ``FLASH_TARGET_RATIO``. At
   small size there is no MQSim figure to hold them to (``within_target`` None).
 - ``e2e-depth``: one ``tmhw.simulate`` of GPT-2 medium at seq 1024, batch 8, 12.5% HBM,
-  TM-Training, 2 iterations after a warm-up of one, at 64, 256 and 1024 layers (small:
+  TM-Training, two 990 PRO-like SSDs (its 2.5 TB at 1024 layers do not fit one), 2
+  iterations after a warm-up of one, at 64, 256 and 1024 layers (small:
   8, 16 and 32), each its own process, timed from its start (imports and the kernels'
   load included) with its peak RSS; ``extra`` has both per depth and their exponents in
   the depth (least squares on the logarithms; 1 is linear), against a wall and an RSS
@@ -111,7 +112,7 @@ def depth_sets(layers: int) -> list[str]:
     """The overrides of an ``e2e-depth`` point."""
     return ['workload.model="gpt2-medium"', f"workload.layers={layers}", "workload.seq=1024",
             "workload.batch=8", 'policy.name="tm-training"', "policy.hbm_ratio=0.125",
-            "run.iterations=2", "run.warmup_iterations=1"]
+            "flash.devices=2", "run.iterations=2", "run.warmup_iterations=1"]
 
 
 def case_e2e_depth(small: bool, **_: Any) -> Measure:
