@@ -160,7 +160,7 @@ def test_an_op_waits_for_the_part_of_a_cold_operand_a_promotion_booked_while_it_
     cfg = with_overrides(PAPER, ['workload.model="gpt3-block"', "workload.seq=16",
                                  "workload.batch=1", "workload.layers=1",
                                  'policy.name="flatflash"', "policy.hbm_ratio=0.25",
-                                 "run.iterations=1"])
+                                 "run.iterations=1", "run.warmup_iterations=1"])
     s = System(cfg)
     rep = s.run()
     assert s.executor.totals.promotions > 0 and s.executor.totals.inplace_reads > 0
