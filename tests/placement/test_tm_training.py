@@ -297,3 +297,42 @@ def test_buffer_reuse_evicts_what_the_drives_dram_still_holds_and_nothing_withou
     assert int(reuse.x[kept].sum()) > int(base.x[kept].sum())
     none = ["flash.write_buffer_bytes=0", "flash.read_cache_bytes=0"]
     assert planner(10.0, *none).table().digest() == planner(1.0, *none).table().digest()
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(wl=workloads, ratio=st.floats(0.2, 0.9), look=st.sampled_from([0, 1, 3]))
+def test_schedule_by_slices_is_the_schedule_by_folded_op_indices(
+        wl: Workload, ratio: float, look: int) -> None:
+    """``Planner.schedule`` walks each gap's window as at most two slices of the folded
+    ops; it places every release and write-back deadline, and leaves the occupancy, as
+    indexing ``np.arange(lo, hi) % n`` (its first form, O(gaps x span) index arrays)."""
+    if not fits(wl, ratio):
+        return
+    s = system(wl, ratio, f"policy.lookahead_ops={look}")
+    p = Planner(s.ctx, s.policy.params)
+    p.plan()
+    gp, n, cap = p.gp, p.n, p.cap
+
+    def ops(lo: int, hi: int) -> np.ndarray:
+        return np.arange(lo, hi) % n
+
+    occ = np.asarray(gp._base, dtype=np.int64).copy()
+    ev = np.flatnonzero(p.x > 0)
+    for gi in ev:
+        occ[ops(int(gp.ga[gi]) + 1, int(gp.gb[gi]))] -= p.x[gi]
+    release = np.zeros_like(p.release)
+    for gi in sorted((g for g in ev if not p.pure[g]),
+                     key=lambda g: (int(gp.gb[g]), int(gp.ga[g]))):
+        a, b, k = int(gp.ga[gi]), int(gp.gb[gi]), int(p.x[gi])
+        lo = a + 1 if not look else max(a + 1, b - look)
+        over = np.flatnonzero(occ[ops(lo, b)] + k > cap)
+        release[gi] = lo + int(over[-1]) + 1 if len(over) else lo
+        occ[ops(int(release[gi]), b)] += k
+    for gi in ev:
+        a, b, k = int(gp.ga[gi]), int(gp.gb[gi]), int(p.x[gi])
+        end = int(release[gi]) if not p.pure[gi] else b
+        over = np.flatnonzero(occ[ops(a + 1, end)] + k > cap)
+        need = a + 1 + int(over[0]) if len(over) else max(a + 1, end - 1)
+        assert p.need[gi] == need
+        assert p.pure[gi] or p.release[gi] == release[gi]
+    assert np.array_equal(p.occ, occ)

@@ -277,24 +277,25 @@ class Planner:
         cap, gp = self.cap, self.gp
         occ = np.asarray(gp._base, dtype=np.int64).copy()
         ev = np.flatnonzero(self.x > 0)
-        for gi in ev:
-            occ[self._ops(int(gp.ga[gi]) + 1, int(gp.gb[gi]))] -= self.x[gi]
+        ga, gb, x = gp.ga.tolist(), gp.gb.tolist(), self.x.tolist()
+        for gi in ev.tolist():
+            _add(occ, ga[gi] + 1, gb[gi], -x[gi])
         look = self.ctx.lookahead_ops
-        fetched = [gi for gi in ev if not self.pure[gi]]
-        for gi in sorted(fetched, key=lambda g: (int(gp.gb[g]), int(gp.ga[g]))):
-            a, b, k = int(gp.ga[gi]), int(gp.gb[gi]), int(self.x[gi])
+        fetched = ev[~self.pure[ev]]
+        # by (next use, last use), ties in gap order (a stable sort)
+        for gi in fetched[np.lexsort((gp.ga[fetched], gp.gb[fetched]))].tolist():
+            a, b, k = ga[gi], gb[gi], x[gi]
             lo = a + 1 if not look else max(a + 1, b - look)
-            win = occ[self._ops(lo, b)] + k
-            over = np.flatnonzero(win > cap)
-            r = lo + int(over[-1]) + 1 if len(over) else lo
+            over = _window_over(occ, lo, b, cap - k, True)
+            r = over + 1 if over >= 0 else lo
             self.release[gi] = r
-            occ[self._ops(r, b)] += k
-        for gi in ev:
-            a, b, k = int(gp.ga[gi]), int(gp.gb[gi]), int(self.x[gi])
-            end = int(self.release[gi]) if not self.pure[gi] else b
-            win = occ[self._ops(a + 1, end)] + k
-            over = np.flatnonzero(win > cap)
-            self.need[gi] = a + 1 + int(over[0]) if len(over) else max(a + 1, end - 1)
+            _add(occ, r, b, k)
+        release, pure = self.release.tolist(), self.pure.tolist()
+        for gi in ev.tolist():
+            a, b, k = ga[gi], gb[gi], x[gi]
+            end = release[gi] if not pure[gi] else b
+            first = _window_over(occ, a + 1, end, cap - k, False)
+            self.need[gi] = first if first >= 0 else max(a + 1, end - 1)
         self.occ = occ
 
     def table(self) -> PlacementTable:
@@ -584,3 +585,40 @@ class TMRecompute(TMTraining):
     tunables = {"recompute": TM_RECOMPUTE}
     #: the recomputation changes the workload, so every trial runs
     tunes_plan_only = False
+
+
+
+def _add(occ: np.ndarray, lo: int, hi: int, k: int) -> None:
+    """``occ`` (per folded op) plus ``k`` over the unrolled ops [lo, hi), each folded op
+    once (as ``occ[np.arange(lo, hi) % n] += k`` adds it)."""
+    n = len(occ)
+    if hi <= lo:
+        return
+    if hi - lo >= n:
+        occ += k
+        return
+    a, b = lo % n, (hi - 1) % n + 1
+    if a < b:
+        occ[a:b] += k
+    else:
+        occ[a:] += k
+        occ[:b] += k
+
+
+def _window_over(occ: np.ndarray, lo: int, hi: int, limit: int, last: bool) -> int:
+    """The first (or ``last``) unrolled op in [lo, hi) whose occupancy is over
+    ``limit``, or -1; slices of ``occ``, not an index array, where the window is at
+    most an iteration long."""
+    n = len(occ)
+    if hi <= lo:
+        return -1
+    if hi - lo > n:
+        over = np.flatnonzero(occ[np.arange(lo, hi) % n] > limit)
+        return -1 if not len(over) else lo + int(over[-1] if last else over[0])
+    a, b = lo % n, (hi - 1) % n + 1
+    parts = [(lo, occ[a:b])] if a < b else [(lo, occ[a:]), (lo + n - a, occ[:b])]
+    for start, part in (reversed(parts) if last else parts):
+        over = np.flatnonzero(part > limit)
+        if len(over):
+            return start + int(over[-1] if last else over[0])
+    return -1
