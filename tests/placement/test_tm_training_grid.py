@@ -2,10 +2,10 @@
 cut to its first 6 layers (half the suite's time; the full 12 are ``tmhw bench``'s and
 the scenarios') at HBM ratios 0.125 and 0.5 (the suite's share of the grid over 0.125-0.75 that
 ``tmhw run`` reproduces cell by cell), on the paper's flash device and on one with 32
-channels behind 16 PCIe lanes, TM-Training's steady-state iteration (the default run:
-one warm-up iteration, one measured) takes no longer than that of demand paging, demand
-paging with Belady's eviction, Sentinel, AutoTM and FlatFlash, and moves at most 1.10
-times the traffic bound.
+channels behind 16 PCIe lanes, TM-Training's steady-state iteration (the default run: a
+warm-up that ends where the iterations repeat, then two measured) takes no longer than
+that of demand paging, demand paging with Belady's eviction, Sentinel, AutoTM and
+FlatFlash, and moves at most 1.10 times the traffic bound.
 
 Reproduce one cell with ``tmhw run --preset quick --policy P --hbm-ratio R --set
 workload.layers=6`` (add ``--set flash.channels=32 --set flash.pcie_lanes=16`` for the
