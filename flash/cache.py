@@ -30,7 +30,7 @@ only. Pure: no SimPy.
 
 from __future__ import annotations
 
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Iterable, Sequence
 
 import numpy as np
@@ -221,24 +221,21 @@ class DataCache:
         if lru and self._cached_in(lpns):
             cached = self._cached(lpns)
             if cached:
-                ones: list[tuple[int, int]] = []
-                for lpn in sorted(cached):
-                    if held and mask[lpn - lo]:
-                        continue  # the buffer holds it
-                    lru.move_to_end(lpn)
-                    self.cache_read_hits += 1
-                    ones.append((lpn, lpn + 1))
-                if ones:
-                    held = sorted(held + ones)
-        if len(held) < 2:
-            return held
-        merged = [held[0]]
-        for a, b in held[1:]:
-            if a == merged[-1][1]:
-                merged[-1] = (merged[-1][0], b)
-            else:
-                merged.append((a, b))
-        return merged
+                cached.sort()
+                if held:  # the buffer holds these: not read-cache hits
+                    at = np.array(cached, dtype=np.int64) - lo
+                    at = at[~mask[at]]
+                    cached = (at + lo).tolist()
+                if cached:
+                    # each hit becomes the most recently used, in page order
+                    deque(map(lru.move_to_end, cached), maxlen=0)
+                    self.cache_read_hits += len(cached)
+                    if not held:
+                        return _runs_of(cached)
+                    mask[at] = True
+                    edges = np.flatnonzero(np.diff(mask, prepend=False, append=False)) + lo
+                    return list(zip(edges[::2].tolist(), edges[1::2].tolist(), strict=True))
+        return held
 
     def filled(self, lpns: Iterable[int]) -> None:
         """Pages read from NAND for the host now stay in the read cache."""
@@ -247,25 +244,47 @@ class DataCache:
             return
         lru = self._lru
         blocks = self._lru_blocks
+        to_end, get = lru.move_to_end, blocks.get
         for lpn in lpns:
             if lpn in lru:
-                lru.move_to_end(lpn)
+                to_end(lpn)
             else:
                 lru[lpn] = None
                 k = lpn >> _LRU_BITS
-                pages = blocks.get(k)
+                pages = get(k)
                 if pages is None:
                     blocks[k] = {lpn}
                 else:
                     pages.add(lpn)
-        while len(lru) > cap:
-            self._lru_gone(lru.popitem(last=False)[0])
+        over = len(lru) - cap
+        if over > 0:  # the least recently used leave (``_lru_gone`` of each, inline)
+            pop = lru.popitem
+            for _ in range(over):
+                lpn = pop(last=False)[0]
+                k = lpn >> _LRU_BITS
+                pages = blocks[k]
+                pages.discard(lpn)
+                if not pages:
+                    del blocks[k]
 
     def holds(self, lpn: int, now: int) -> str:
         """Where DRAM holds ``lpn`` at ``now``: "buffer", "cache" or "" (not at all)."""
         if buffer_holds(self._pages.table, self._pages.meta, lpn, now):
             return "buffer"
         return "cache" if lpn in self._lru else ""
+
+
+def _runs_of(pages: list[int]) -> list[tuple[int, int]]:
+    """Sorted distinct ``pages`` as maximal runs [a, b)."""
+    runs: list[tuple[int, int]] = []
+    a = b = pages[0]
+    for p in pages:
+        if p != b:
+            runs.append((a, b))
+            a = p
+        b = p + 1
+    runs.append((a, b))
+    return runs
 
 
 # -- the write buffer's rules ----------------------------------------------------------

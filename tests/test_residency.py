@@ -118,4 +118,9 @@ def test_held_counts_per_group_and_ready_times_follow_every_hold_and_release(
         owner = np.searchsorted(starts, np.flatnonzero(held), side="right") - 1
         assert res.held_by_owner.tolist() == np.bincount(owner, minlength=6).tolist()
         assert np.array_equal(res.in_hbm, held) and res.held == int(held.sum())
+        # the latest ready time over the held pages of a run (0: none held)
+        lo, hi = a // 2, min(n, b + 150)
+        part = held[lo:hi]
+        assert res.held_ready_time(lo, hi) == (int(ready[lo:hi][part].max())
+                                               if part.any() else 0)
     assert np.array_equal(res.ready_of(slice(None))[held], ready[held])

@@ -124,6 +124,20 @@ def _times_max(ready: Arrays3, start: int, stop: int) -> int:
 
 
 @njit_noref
+def _held_times_max(held: Arrays3, ready: Arrays3, start: int, stop: int) -> int:
+    """The latest ready time of the pages of [start, stop) that HBM holds (0: none)."""
+    in_hbm = held[0]
+    ready_ix, _, times = ready
+    latest = 0
+    for page in range(start, stop):
+        if in_hbm[page]:
+            time = times[ready_ix[page]]
+            if time > latest:
+                latest = time
+    return int(latest)
+
+
+@njit_noref
 def _ready_max(ready: Arrays3, start: int, stop: int) -> int:
     """``Residency.ready_time`` of [start, stop) (stop > start): the blocks it covers whole by
     their maxima, the pages at its two ends one by one."""
@@ -211,6 +225,7 @@ def compile_kernels() -> None:
     res.set_ready(slice(2, 4), 3)
     res.release(slice(2, 290), 6)
     res.ready_time(0, 2)
+    res.held_ready_time(0, 300)
 
 
 class CapacityError(RuntimeError):
@@ -484,6 +499,16 @@ class Residency:
         if stop <= start:
             return 0
         out: int = _ready_max(self._ready, start, stop)
+        return out
+
+    def held_ready_time(self, start: int, stop: int) -> int:
+        """When the pages of [start, stop) that HBM holds are all complete (0: it holds
+        none of them); one pass, no temporaries."""
+        if stop <= start:
+            return 0
+        if start < 0 or stop > self.npages:
+            raise IndexError(f"residency: pages [{start}, {stop}) outside [0, {self.npages})")
+        out: int = _held_times_max(self._held, self._ready, start, stop)
         return out
 
     def check(self) -> None:

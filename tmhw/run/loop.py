@@ -416,9 +416,7 @@ class Executor(Component):
         res, out = self.res, 0
         for t in tensors:
             p0, p1 = self.ranges[t]
-            held = res.in_hbm[p0:p1]
-            if held.any():
-                out = max(out, int(res.ready_of(slice(p0, p1))[held].max()))
+            out = max(out, res.held_ready_time(p0, p1))
         return out
 
     def _ready(self, op: Op, tails: dict[int, Move],
@@ -458,8 +456,7 @@ class Executor(Component):
         for t in op.tensors:
             p0, p1 = self.ranges[t]
             if cold and t in cold:
-                held = res.in_hbm[p0:p1]
-                if held.any() and res.ready_of(slice(p0, p1))[held].max() > now:
+                if res.held_ready_time(p0, p1) > now:
                     raise AssertionError(f"op {op.name} starts before the resident part "
                                          f"of {self.workload.tensors[t].name} has arrived")
                 continue
