@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from collections import OrderedDict, deque
 from collections.abc import Iterable, Sequence
+from itertools import islice
 
 import numpy as np
 import numpy.typing as npt
@@ -52,6 +53,8 @@ Buffer = tuple[I64, I64, I64, I64]
 
 #: log2 of the pages per block of the read cache's sets (``DataCache._lru_blocks``)
 _LRU_BITS = 9
+#: ``filled`` takes at least this many distinct pages at once, fewer one at a time
+_LRU_AT_ONCE = 64
 
 
 class DataCache:
@@ -238,33 +241,79 @@ class DataCache:
         return held
 
     def filled(self, lpns: Iterable[int]) -> None:
-        """Pages read from NAND for the host now stay in the read cache."""
+        """Pages read from NAND for the host now stay in the read cache: each becomes
+        the most recently used, in the order given, then the least recently used leave
+        down to the capacity. Many distinct pages are taken at once, with the same end
+        state as one at a time: the pages the cache held before and not now, in their
+        order, then these in theirs."""
         cap = self.read_pages
         if cap == 0:
             return
+        pages = list(lpns)
+        fresh = dict.fromkeys(pages)
+        lru = self._lru
+        if len(pages) < _LRU_AT_ONCE or len(fresh) != len(pages):
+            self._filled_each(pages)
+        elif len(pages) >= cap:
+            # every page held before, and all but the last ``cap`` of these, would leave
+            lru.clear()
+            self._lru_blocks.clear()
+            last = pages[len(pages) - cap:]
+            lru.update(dict.fromkeys(last))
+            self._blocks_update(last, add=True)
+            return
+        else:
+            again = lru.keys() & fresh.keys()
+            if again:
+                deque(map(lru.__delitem__, again), maxlen=0)
+            lru.update(fresh)
+            self._blocks_update(fresh.keys() - again if again else pages, add=True)
+        over = len(lru) - cap
+        if over > 0:  # the least recently used leave
+            gone = list(islice(lru, over))
+            deque(map(lru.__delitem__, gone), maxlen=0)
+            self._blocks_update(gone, add=False)
+
+    def _filled_each(self, pages: list[int]) -> None:
+        """``filled`` one page at a time, without the evictions."""
         lru = self._lru
         blocks = self._lru_blocks
         to_end, get = lru.move_to_end, blocks.get
-        for lpn in lpns:
+        for lpn in pages:
             if lpn in lru:
                 to_end(lpn)
             else:
                 lru[lpn] = None
                 k = lpn >> _LRU_BITS
-                pages = get(k)
-                if pages is None:
+                held = get(k)
+                if held is None:
                     blocks[k] = {lpn}
                 else:
-                    pages.add(lpn)
-        over = len(lru) - cap
-        if over > 0:  # the least recently used leave (``_lru_gone`` of each, inline)
-            pop = lru.popitem
-            for _ in range(over):
-                lpn = pop(last=False)[0]
-                k = lpn >> _LRU_BITS
-                pages = blocks[k]
-                pages.discard(lpn)
-                if not pages:
+                    held.add(lpn)
+
+    def _blocks_update(self, pages: Iterable[int], *, add: bool) -> None:
+        """``pages`` into (``add``) or out of their blocks' sets (an emptied set leaves)."""
+        arr = np.fromiter(pages, dtype=np.int64)
+        if not arr.size:
+            return
+        blk = arr >> _LRU_BITS
+        order = np.argsort(blk, kind="stable")
+        arr, blk = arr[order], blk[order]
+        cuts = np.flatnonzero(blk[1:] != blk[:-1]) + 1
+        blocks = self._lru_blocks
+        for a, b in zip([0, *cuts.tolist()], [*cuts.tolist(), arr.size], strict=True):
+            k = int(blk[a])
+            part = arr[a:b].tolist()
+            if add:
+                held = blocks.get(k)
+                if held is None:
+                    blocks[k] = set(part)
+                else:
+                    held.update(part)
+            else:
+                held = blocks[k]
+                held.difference_update(part)
+                if not held:
                     del blocks[k]
 
     def holds(self, lpn: int, now: int) -> str:

@@ -171,3 +171,42 @@ def _drive(steps: list[tuple[str, int, int, int, int]]) -> None:
         for k in cache._lru:
             blocks.setdefault(k >> cache_mod._LRU_BITS, set()).add(k)
         assert cache._lru_blocks == blocks
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 3_000), st.integers(1, 400), st.booleans()),
+                min_size=1, max_size=30))
+def test_read_cache_fills_many_pages_as_one_at_a_time(
+        runs: list[tuple[int, int, bool]]) -> None:
+    """``DataCache.filled`` of runs of pages, up to several times the read cache's
+    capacity (taken at once from 64 pages, at most the last ``capacity`` of a longer
+    one), ends in the state one page at a time gives: the least recently used order,
+    its blocks' sets, and what a later read finds there (runs and hits)."""
+    from collections import OrderedDict
+
+    from flash.cache import _LRU_BITS
+
+    cap = 150
+    cache = DataCache(0, cap)
+    ref: OrderedDict[int, None] = OrderedDict()
+    for lo, n, look in runs:
+        pages = list(range(lo, lo + n))
+        cache.filled(iter(pages))
+        for p in pages:
+            ref[p] = None
+            ref.move_to_end(p)
+        while len(ref) > cap:
+            ref.popitem(last=False)
+        assert list(cache._lru) == list(ref)
+        blocks: dict[int, set[int]] = {}
+        for p in ref:
+            blocks.setdefault(p >> _LRU_BITS, set()).add(p)
+        assert cache._lru_blocks == blocks
+        if look:  # a read of a range: the pages held, as runs; hits become most recent
+            a, b = max(0, lo - 50), lo + 50
+            hits = sorted(p for p in ref if a <= p < b)
+            got = cache.held_runs(range(a, b), 0)
+            assert [p for r0, r1 in got for p in range(r0, r1)] == hits
+            for p in hits:
+                ref.move_to_end(p)
+            assert list(cache._lru) == list(ref)
