@@ -199,9 +199,14 @@ class DataCache:
         """Drop the read-cache copies of ``lpns`` (they were rewritten or trimmed)."""
         lru = self._lru
         if lru and self._cached_in(lpns):
-            for lpn in self._cached(lpns):
-                del lru[lpn]
-                self._lru_gone(lpn)
+            cached = self._cached(lpns)
+            if len(cached) < _LRU_AT_ONCE:
+                for lpn in cached:
+                    del lru[lpn]
+                    self._lru_gone(lpn)
+            else:  # at once: out of the order, then out of their blocks' sets
+                deque(map(lru.__delitem__, cached), maxlen=0)
+                self._blocks_update(cached, add=False)
 
     def held_runs(self, lpns: range, now: int) -> list[tuple[int, int]]:
         """The pages of ``lpns`` (consecutive) DRAM holds (write buffer or read cache),

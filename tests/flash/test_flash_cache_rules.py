@@ -181,7 +181,8 @@ def test_read_cache_fills_many_pages_as_one_at_a_time(
     """``DataCache.filled`` of runs of pages, up to several times the read cache's
     capacity (taken at once from 64 pages, at most the last ``capacity`` of a longer
     one), ends in the state one page at a time gives: the least recently used order,
-    its blocks' sets, and what a later read finds there (runs and hits)."""
+    its blocks' sets, and what a later read finds there (runs and hits); so does
+    ``invalidate`` of many pages at once."""
     from collections import OrderedDict
 
     from flash.cache import _LRU_BITS
@@ -202,6 +203,14 @@ def test_read_cache_fills_many_pages_as_one_at_a_time(
         for p in ref:
             blocks.setdefault(p >> _LRU_BITS, set()).add(p)
         assert cache._lru_blocks == blocks
+        if not look and n > 100:  # a rewrite of part of a run drops its cached pages
+            a, b = lo + n // 4, lo + n
+            cache.invalidate(range(a, b))
+            for p in [p for p in ref if a <= p < b]:
+                del ref[p]
+            assert list(cache._lru) == list(ref)
+            assert {p for s in cache._lru_blocks.values() for p in s} == set(ref)
+            assert all(cache._lru_blocks.values())
         if look:  # a read of a range: the pages held, as runs; hits become most recent
             a, b = max(0, lo - 50), lo + 50
             hits = sorted(p for p in ref if a <= p < b)
