@@ -224,8 +224,7 @@ class DataCache:
             hits = int(held_pages(self._pages.table, self._pages.meta, lo, now, mask))
             if hits:
                 self.buffer_read_hits += hits
-                edges = np.flatnonzero(np.diff(mask, prepend=False, append=False)) + lo
-                held = list(zip(edges[::2].tolist(), edges[1::2].tolist(), strict=True))
+                held = _mask_runs(mask, lo)
         if lru and self._cached_in(lpns):
             cached = self._cached(lpns)
             if cached:
@@ -241,8 +240,7 @@ class DataCache:
                     if not held:
                         return _runs_of(cached)
                     mask[at] = True
-                    edges = np.flatnonzero(np.diff(mask, prepend=False, append=False)) + lo
-                    return list(zip(edges[::2].tolist(), edges[1::2].tolist(), strict=True))
+                    return _mask_runs(mask, lo)
         return held
 
     def filled(self, lpns: Iterable[int]) -> None:
@@ -255,9 +253,9 @@ class DataCache:
         if cap == 0:
             return
         pages = list(lpns)
-        fresh = dict.fromkeys(pages)
         lru = self._lru
-        if len(pages) < _LRU_AT_ONCE or len(fresh) != len(pages):
+        fresh = dict.fromkeys(pages) if len(pages) >= _LRU_AT_ONCE else {}
+        if len(fresh) != len(pages):  # few pages, or a page twice: one at a time
             self._filled_each(pages)
         elif len(pages) >= cap:
             # every page held before, and all but the last ``cap`` of these, would leave
@@ -326,6 +324,12 @@ class DataCache:
         if buffer_holds(self._pages.table, self._pages.meta, lpn, now):
             return "buffer"
         return "cache" if lpn in self._lru else ""
+
+
+def _mask_runs(mask: npt.NDArray[np.bool_], lo: int) -> list[tuple[int, int]]:
+    """The set entries of ``mask`` (page ``lo + i`` at ``i``) as maximal runs [a, b)."""
+    edges = np.flatnonzero(np.diff(mask, prepend=False, append=False)) + lo
+    return list(zip(edges[::2].tolist(), edges[1::2].tolist(), strict=True))
 
 
 def _runs_of(pages: list[int]) -> list[tuple[int, int]]:

@@ -405,7 +405,7 @@ class Planner:
                 keep = min(want, room, int(self.x[gi]))
                 if keep <= 0:
                     continue
-                self.occ[self._ops(a + 1, r)] += keep
+                _add(self.occ, a + 1, r, keep)
                 self.x[gi] -= keep
                 late -= keep * gp.ps / bw * 1e12
                 changed += 1
