@@ -23,7 +23,11 @@ $(DEVSTAMP): pyproject.toml | $(BIN)/python
 # Compiled kernels (numba) go into their on-disk cache (in the user's cache directory:
 # tmhw/sim/jit.py) once, before any run needs them: a cold compile takes several
 # seconds, a cached load a fraction of one.
-KERNELS := $(BIN)/python -c "import tmhw.system; tmhw.system.compile_kernels()"
+# The package's bytecode too: an editable install leaves none, and where
+# PYTHONDONTWRITEBYTECODE is set every process would compile every module it imports
+# (0.1-0.2 s a command) instead of reading it.
+KERNELS := $(BIN)/python -m compileall -q tmhw npu dram flash scenarios && \
+	$(BIN)/python -c "import tmhw.system; tmhw.system.compile_kernels()"
 
 run: $(STAMP)
 	$(KERNELS)

@@ -195,6 +195,12 @@ class FlashTarget(Component):
             self.tracer.span(self.path, earliest, end, t.op.value, {"bytes": t.nbytes})
         return end
 
+    @property
+    def reads_by_events(self) -> bool:
+        """Whether ``request`` serves a read by events (``compat = "mqsim"``) rather than
+        booking it at once through ``transport``."""
+        return self._events is not None
+
     def request(self, t: Transfer) -> simpy.Event:
         """Serve ``t`` from now, as an event that succeeds at its completion with that
         time. A read under ``compat = "mqsim"`` is served by events on each device it

@@ -134,3 +134,25 @@ def test_energy_is_counted_once_however_often_the_target_is_finalized() -> None:
     assert first["nand_read"] == pytest.approx(4 * cfg.read_page_pj())
     assert first["channel_byte"] == pytest.approx(4 * cfg.page_size * 32.0)
     assert first["active"] == pytest.approx(end * cfg.energy.controller_mw * 1e-3)
+
+
+@pytest.mark.parametrize("model,compat", [("fast", ""), ("detailed", ""),
+                                          ("detailed", "mqsim")])
+@settings(max_examples=12, deadline=None)
+@given(pattern=st.sampled_from(["seqwrite", "randwrite", "randread", "mix"]),
+       qd=st.integers(1, 24), count=st.integers(1, 300),
+       size=st.sampled_from([4 * KiB, 16 * KiB, 256 * KiB]))
+def test_the_bench_loop_without_events_runs_as_its_workers_would(
+        model: str, compat: str, pattern: str, qd: int, count: int, size: int) -> None:
+    """``run_bench`` on its own environment issues requests without events where the
+    device books them at once; it gives what ``qd`` worker processes give, request for
+    request (ties in issue order, as their timeouts fire)."""
+    cfg = CFG if not compat else small(blocks_per_plane=32, pages_per_block=8,
+                                       over_provisioning=0.2, compat=compat)
+    kw: dict[str, Any] = dict(pattern=pattern, size=size, qd=qd, count=count,
+                              precondition=0.9, model=model)
+    env = CountingEnv()
+    by_events = run_bench(cfg, env=env, **kw)
+    assert env.scheduled >= count
+    loop = run_bench(cfg, **kw)
+    assert repr(loop) == repr(by_events)
