@@ -245,10 +245,13 @@ class NPU(Component):
         self.hbm_read_bytes = Counter()
         self.hbm_write_bytes = Counter()
         self._plans: dict[ComputeTask, ComputePlan] = {}
-        #: the HBM books an op's chunks in one call (``ChunkedOps``), with per task its
-        #: chunks' read, write and compute sizes as arrays (``execute``)
+        #: the HBM books an op's chunks in one call (``ChunkedOps``)
         self._serve_op = hbm.serve_op if isinstance(hbm, ChunkedOps) else None
-        self._chunk_arrays: dict[ComputeTask, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        #: per task: its plan, its chunks' read, write and compute sizes (``execute``),
+        #: its MAC slots, and the chunks as arrays
+        self._chunks: dict[ComputeTask, tuple[ComputePlan, tuple[int, ...], tuple[int, ...],
+                                              tuple[int, ...], int,
+                                              tuple[np.ndarray, np.ndarray, np.ndarray]]] = {}
 
     def _elaborate(self) -> None:
         if not isinstance(self.hbm, MemoryTarget):
@@ -272,15 +275,25 @@ class NPU(Component):
         """Run ``task``: overlap chunked operand fetches with compute, stall on HBM; yields
         one timeout to the op's end and returns a ``ComputeResult``."""
         cfg = self.cfg
-        p = self.plan(task)
+        # one lookup of the task (hashing a task hashes all its fields)
+        known = self._chunks.get(task)
+        if known is None:
+            p = self.plan(task)
+            reads, writes = p.hbm_read_bytes, p.hbm_write_bytes
+            half = cfg.cores * (cfg.ifmap_spad_bytes + cfg.filter_spad_bytes) // 2
+            n = max(1, min(cfg.max_transfers_per_op, -(-reads // half)))
+            r_split = df.split_even(reads, n) if reads >= n else (reads,) + (0,) * (n - 1)
+            w_split = df.split_even(writes, n) if writes >= n else (0,) * (n - 1) + (writes,)
+            c_split = (df.split_even(p.compute_ps, n) if p.compute_ps >= n
+                       else (0,) * (n - 1) + (p.compute_ps,))
+            known = (p, r_split, w_split, c_split, array_passes(p.macs, task.precision, cfg),
+                     (np.array(r_split, dtype=np.int64), np.array(w_split, dtype=np.int64),
+                      np.array(c_split, dtype=np.int64)))
+            self._chunks[task] = known
+        p, r_chunks, w_chunks, c_chunks, slots, arrays = known
         start = self.timeline.start_time(self.now)
         reads, writes = p.hbm_read_bytes, p.hbm_write_bytes
-        half = cfg.cores * (cfg.ifmap_spad_bytes + cfg.filter_spad_bytes) // 2
-        n = max(1, min(cfg.max_transfers_per_op, -(-reads // half)))
-        r_chunks = df.split_even(reads, n) if reads >= n else (reads,) + (0,) * (n - 1)
-        w_chunks = df.split_even(writes, n) if writes >= n else (0,) * (n - 1) + (writes,)
-        c_chunks = (df.split_even(p.compute_ps, n) if p.compute_ps >= n
-                    else (0,) * (n - 1) + (p.compute_ps,))
+        n = len(r_chunks)
         hbm, tag = self.hbm, task.name
         r_addr = task.hbm_address
         w_addr = task.hbm_address + reads
@@ -295,11 +308,6 @@ class NPU(Component):
 
         fused = None
         if self._serve_op is not None:  # the loop below in one compiled call
-            arrays = self._chunk_arrays.get(task)
-            if arrays is None:
-                arrays = (np.array(r_chunks, dtype=np.int64), np.array(w_chunks, dtype=np.int64),
-                          np.array(c_chunks, dtype=np.int64))
-                self._chunk_arrays[task] = arrays
             fused = self._serve_op(arrays[0], arrays[1], arrays[2], r_addr, w_addr, start)
         if fused is not None:
             end = fused
@@ -323,7 +331,6 @@ class NPU(Component):
 
         self.ops.add()
         self.macs.add(p.macs)
-        slots = array_passes(p.macs, task.precision, self.cfg)
         self.mac_slots.add(slots)
         self.compute_ps_total.add(p.compute_ps)
         self.stall_ps_total.add(stall)
