@@ -274,6 +274,16 @@ class NPU(Component):
     def execute(self, task: ComputeTask) -> Generator[simpy.Event, Any, ComputeResult]:
         """Run ``task``: overlap chunked operand fetches with compute, stall on HBM; yields
         one timeout to the op's end and returns a ``ComputeResult``."""
+        result = self.book(task, int(self.now))
+        yield self.env.timeout(result.end - self.now)
+        return result
+
+    def book(self, task: ComputeTask, now: int) -> ComputeResult:
+        """``execute`` of ``task`` from ``now`` without the wait: its chunks booked on
+        the NPU's timeline and the HBM, its counters and energy added, and its result
+        (its ``end`` is when ``execute`` would return). For a caller that runs ops back
+        to back with nothing else on the HBM (the bounds' NPU-alone passes), with no
+        event per op."""
         cfg = self.cfg
         # one lookup of the task (hashing a task hashes all its fields)
         known = self._chunks.get(task)
@@ -291,7 +301,7 @@ class NPU(Component):
                       np.array(c_split, dtype=np.int64)))
             self._chunks[task] = known
         p, r_chunks, w_chunks, c_chunks, slots, arrays = known
-        start = self.timeline.start_time(self.now)
+        start = self.timeline.start_time(now)
         reads, writes = p.hbm_read_bytes, p.hbm_write_bytes
         n = len(r_chunks)
         hbm, tag = self.hbm, task.name
@@ -347,8 +357,6 @@ class NPU(Component):
         self.energy.add_busy(end - start)
         self.tracer.span(self.path, start, end, task.name,
                          {"stall_ps": stall, "macs": p.macs})
-
-        yield self.env.timeout(end - self.now)
         return ComputeResult(name=task.name, start=start, end=end, compute_ps=p.compute_ps,
                              stall_ps=stall, hbm_read_bytes=reads, hbm_write_bytes=writes,
                              macs=p.macs, vector_ops=p.vector_ops, cycles=p.cycles)
