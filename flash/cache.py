@@ -30,14 +30,13 @@ only. Pure: no SimPy.
 
 from __future__ import annotations
 
-from collections import OrderedDict, deque
 from collections.abc import Iterable, Sequence
-from itertools import islice
 
 import numpy as np
 import numpy.typing as npt
 
 from flash.intmap import MASK, IntMap, im_find, im_put, im_remove
+from flash.runlru import RunLru
 from tmhw.sim.jit import njit_noref
 
 I64 = npt.NDArray[np.int64]
@@ -51,10 +50,8 @@ SEQ, COUNT, USED = range(3)
 #: and meta)
 Buffer = tuple[I64, I64, I64, I64]
 
-#: log2 of the pages per block of the read cache's sets (``DataCache._lru_blocks``)
+#: log2 of the pages per block of ``DataCache.first_cached``'s test
 _LRU_BITS = 9
-#: ``filled`` takes at least this many distinct pages at once, fewer one at a time
-_LRU_AT_ONCE = 64
 
 
 class DataCache:
@@ -72,11 +69,8 @@ class DataCache:
         self._pages = IntMap()
         #: what the kernels take (made again when the ring or the map grows, ``_room``)
         self._buf: Buffer = (self._heap, self._fmeta, self._pages.table, self._pages.meta)
-        self._lru: OrderedDict[int, None] = OrderedDict()
-        #: per block of ``2 ** _LRU_BITS`` pages, the pages of it the read cache holds
-        #: (none: not a key), so that a read or write looks up the few it holds of its
-        #: blocks, not each of its pages
-        self._lru_blocks: dict[int, set[int]] = {}
+        #: the read cache's pages, least recently used first, as runs
+        self._lru = RunLru()
         self.write_hits = 0       # pages acknowledged from the buffer
         self.write_waits = 0      # writes that waited for buffer space
         self.buffer_read_hits = 0  # pages read from the write buffer
@@ -147,16 +141,22 @@ class DataCache:
         self.write_hits += n
         if self._lru:
             for lpn in lpns.tolist():
-                self.invalidate(range(lpn, lpn + 1))
+                self._lru.remove(lpn, lpn + 1)
 
     def first_cached(self, lpns: Sequence[int]) -> int:
         """The first of ``lpns`` whose block of ``2 ** _LRU_BITS`` pages the read cache
         holds a page of (``len(lpns)``: none; then ``invalidate`` of each is no work):
         the read cache's one test of whether it may hold a page."""
-        blocks = self._lru_blocks
-        if blocks:
+        lru = self._lru
+        if lru:
+            seen: dict[int, bool] = {}
             for k, p in enumerate(lpns):
-                if p >> _LRU_BITS in blocks:
+                block = p >> _LRU_BITS
+                held = seen.get(block)
+                if held is None:
+                    held = seen[block] = lru.overlaps(block << _LRU_BITS,
+                                                      (block + 1) << _LRU_BITS)
+                if held:
                     return k
         return len(lpns)
 
@@ -172,41 +172,10 @@ class DataCache:
         return k
 
     # -- the read cache ------------------------------------------------------------------
-    def _cached_in(self, lpns: range) -> bool:
-        """Whether the read cache may hold a page of ``lpns``: ``first_cached`` of the
-        first page of each block of ``2 ** _LRU_BITS`` pages they touch (a few dict
-        lookups, where the pages' own lookups are one per page)."""
-        one_a_block = range(lpns.start >> _LRU_BITS << _LRU_BITS, lpns.stop, 1 << _LRU_BITS)
-        return self.first_cached(one_a_block) < len(one_a_block)
-
-    def _cached(self, lpns: range) -> list[int]:
-        """The pages of ``lpns`` the read cache holds, in no order: those of their
-        blocks' sets within ``lpns``."""
-        blocks = self._lru_blocks
-        lo, hi = lpns.start, lpns.stop
-        return [p for k in range(lo >> _LRU_BITS, ((hi - 1) >> _LRU_BITS) + 1)
-                for p in blocks.get(k, ()) if lo <= p < hi]
-
-    def _lru_gone(self, lpn: int) -> None:
-        """``lpn`` left the read cache: out of its block's set."""
-        k = lpn >> _LRU_BITS
-        pages = self._lru_blocks[k]
-        pages.discard(lpn)
-        if not pages:
-            del self._lru_blocks[k]
-
     def invalidate(self, lpns: range) -> None:
         """Drop the read-cache copies of ``lpns`` (they were rewritten or trimmed)."""
-        lru = self._lru
-        if lru and self._cached_in(lpns):
-            cached = self._cached(lpns)
-            if len(cached) < _LRU_AT_ONCE:
-                for lpn in cached:
-                    del lru[lpn]
-                    self._lru_gone(lpn)
-            else:  # at once: out of the order, then out of their blocks' sets
-                deque(map(lru.__delitem__, cached), maxlen=0)
-                self._blocks_update(cached, add=False)
+        if self._lru:
+            self._lru.remove(lpns.start, lpns.stop)
 
     def held_runs(self, lpns: range, now: int) -> list[tuple[int, int]]:
         """The pages of ``lpns`` (consecutive) DRAM holds (write buffer or read cache),
@@ -225,105 +194,51 @@ class DataCache:
             if hits:
                 self.buffer_read_hits += hits
                 held = _mask_runs(mask, lo)
-        if lru and self._cached_in(lpns):
-            cached = self._cached(lpns)
+        if lru:
+            cached = lru.runs_in(lo, hi)
+            if cached and held:  # the buffer holds these: not read-cache hits
+                hit = np.zeros(hi - lo, dtype=np.bool_)
+                for a, b in cached:
+                    hit[a - lo:b - lo] = True
+                hit &= ~mask
+                cached = _mask_runs(hit, lo)
             if cached:
-                cached.sort()
-                if held:  # the buffer holds these: not read-cache hits
-                    at = np.array(cached, dtype=np.int64) - lo
-                    at = at[~mask[at]]
-                    cached = (at + lo).tolist()
-                if cached:
-                    # each hit becomes the most recently used, in page order
-                    deque(map(lru.move_to_end, cached), maxlen=0)
-                    self.cache_read_hits += len(cached)
-                    if not held:
-                        return _runs_of(cached)
-                    mask[at] = True
-                    return _mask_runs(mask, lo)
+                # each hit becomes the most recently used, in page order
+                for a, b in cached:
+                    lru.push(a, b)
+                self.cache_read_hits += sum(b - a for a, b in cached)
+                if not held:
+                    return _joined(cached)
+                mask |= hit
+                return _mask_runs(mask, lo)
         return held
 
     def filled(self, lpns: Iterable[int]) -> None:
         """Pages read from NAND for the host now stay in the read cache: each becomes
         the most recently used, in the order given, then the least recently used leave
-        down to the capacity. Many distinct pages are taken at once, with the same end
-        state as one at a time: the pages the cache held before and not now, in their
-        order, then these in theirs."""
-        cap = self.read_pages
-        if cap == 0:
-            return
-        pages = list(lpns)
-        lru = self._lru
-        fresh = dict.fromkeys(pages) if len(pages) >= _LRU_AT_ONCE else {}
-        if len(fresh) != len(pages):  # few pages, or a page twice: one at a time
-            self._filled_each(pages)
-        elif len(pages) >= cap:
-            # every page held before, and all but the last ``cap`` of these, would leave
-            lru.clear()
-            self._lru_blocks.clear()
-            last = pages[len(pages) - cap:]
-            lru.update(dict.fromkeys(last))
-            self._blocks_update(last, add=True)
-            return
-        else:
-            again = lru.keys() & fresh.keys()
-            if again:
-                deque(map(lru.__delitem__, again), maxlen=0)
-            lru.update(fresh)
-            self._blocks_update(fresh.keys() - again if again else pages, add=True)
-        over = len(lru) - cap
-        if over > 0:  # the least recently used leave
-            gone = list(islice(lru, over))
-            deque(map(lru.__delitem__, gone), maxlen=0)
-            self._blocks_update(gone, add=False)
+        down to the capacity."""
+        if self.read_pages:
+            self._lru.push_pages(lpns)
+            self._lru.trim(self.read_pages)
 
-    def _filled_each(self, pages: list[int]) -> None:
-        """``filled`` one page at a time, without the evictions."""
-        lru = self._lru
-        blocks = self._lru_blocks
-        to_end, get = lru.move_to_end, blocks.get
-        for lpn in pages:
-            if lpn in lru:
-                to_end(lpn)
-            else:
-                lru[lpn] = None
-                k = lpn >> _LRU_BITS
-                held = get(k)
-                if held is None:
-                    blocks[k] = {lpn}
-                else:
-                    held.add(lpn)
-
-    def _blocks_update(self, pages: Iterable[int], *, add: bool) -> None:
-        """``pages`` into (``add``) or out of their blocks' sets (an emptied set leaves)."""
-        arr = np.fromiter(pages, dtype=np.int64)
-        if not arr.size:
-            return
-        blk = arr >> _LRU_BITS
-        order = np.argsort(blk, kind="stable")
-        arr, blk = arr[order], blk[order]
-        cuts = np.flatnonzero(blk[1:] != blk[:-1]) + 1
-        blocks = self._lru_blocks
-        for a, b in zip([0, *cuts.tolist()], [*cuts.tolist(), arr.size], strict=True):
-            k = int(blk[a])
-            part = arr[a:b].tolist()
-            if add:
-                held = blocks.get(k)
-                if held is None:
-                    blocks[k] = set(part)
-                else:
-                    held.update(part)
-            else:
-                held = blocks[k]
-                held.difference_update(part)
-                if not held:
-                    del blocks[k]
+    def filled_runs(self, runs: Iterable[tuple[int, int]]) -> None:
+        """``filled`` of the pages of ``runs`` [a, b), run after run, each in ascending
+        order."""
+        if self.read_pages:
+            lru = self._lru
+            for a, b in runs:
+                lru.push(a, b)
+            lru.trim(self.read_pages)
 
     def holds(self, lpn: int, now: int) -> str:
         """Where DRAM holds ``lpn`` at ``now``: "buffer", "cache" or "" (not at all)."""
         if buffer_holds(self._pages.table, self._pages.meta, lpn, now):
             return "buffer"
         return "cache" if lpn in self._lru else ""
+
+    def cached_pages(self) -> list[int]:
+        """The read cache's pages, least recently used first."""
+        return list(self._lru)
 
 
 def _mask_runs(mask: npt.NDArray[np.bool_], lo: int) -> list[tuple[int, int]]:
@@ -332,17 +247,15 @@ def _mask_runs(mask: npt.NDArray[np.bool_], lo: int) -> list[tuple[int, int]]:
     return list(zip(edges[::2].tolist(), edges[1::2].tolist(), strict=True))
 
 
-def _runs_of(pages: list[int]) -> list[tuple[int, int]]:
-    """Sorted distinct ``pages`` as maximal runs [a, b)."""
-    runs: list[tuple[int, int]] = []
-    a = b = pages[0]
-    for p in pages:
-        if p != b:
-            runs.append((a, b))
-            a = p
-        b = p + 1
-    runs.append((a, b))
-    return runs
+def _joined(runs: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Runs in page order with those that meet joined (maximal runs)."""
+    out = [runs[0]]
+    for a, b in runs[1:]:
+        if a == out[-1][1]:
+            out[-1] = (out[-1][0], b)
+        else:
+            out.append((a, b))
+    return out
 
 
 # -- the write buffer's rules ----------------------------------------------------------

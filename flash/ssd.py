@@ -35,7 +35,6 @@ not modelled). Not a component: ``flash.target.FlashTarget`` owns one per device
 
 from __future__ import annotations
 
-from itertools import chain
 from typing import Any, Protocol
 
 import numpy as np
@@ -172,7 +171,7 @@ class Ssd:
             return t0, start, t0, None, _NONE
         if wire_bytes and self.cache.read_pages:
             # in place: the controller serves lines from DRAM, so the page stays
-            self.cache.filled(chain.from_iterable(range(a, b) for a, b in miss))
+            self.cache.filled_runs(miss)
         elif self.cache.read_pages and (address % page or (address + nbytes) % page):
             # the read cache keeps the NAND pages the host read only part of (only
             # the first and the last page of a read can be partial, and only if the

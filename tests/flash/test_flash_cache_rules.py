@@ -166,11 +166,7 @@ def _drive(steps: list[tuple[str, int, int, int, int]]) -> None:
         assert cache.buffered_map() == pages.b
         assert [cache.write_hits, cache.write_waits, cache.buffer_read_hits,
                 cache.cache_read_hits] == pages.hits
-        assert list(cache._lru) == list(pages.lru)
-        blocks: dict[int, set[int]] = {}
-        for k in cache._lru:
-            blocks.setdefault(k >> cache_mod._LRU_BITS, set()).add(k)
-        assert cache._lru_blocks == blocks
+        assert cache.cached_pages() == list(pages.lru)
 
 
 @settings(max_examples=40, deadline=None)
@@ -185,8 +181,6 @@ def test_read_cache_fills_many_pages_as_one_at_a_time(
     ``invalidate`` of many pages at once."""
     from collections import OrderedDict
 
-    from flash.cache import _LRU_BITS
-
     cap = 150
     cache = DataCache(0, cap)
     ref: OrderedDict[int, None] = OrderedDict()
@@ -198,19 +192,13 @@ def test_read_cache_fills_many_pages_as_one_at_a_time(
             ref.move_to_end(p)
         while len(ref) > cap:
             ref.popitem(last=False)
-        assert list(cache._lru) == list(ref)
-        blocks: dict[int, set[int]] = {}
-        for p in ref:
-            blocks.setdefault(p >> _LRU_BITS, set()).add(p)
-        assert cache._lru_blocks == blocks
+        assert cache.cached_pages() == list(ref)
         if not look and n > 100:  # a rewrite of part of a run drops its cached pages
             a, b = lo + n // 4, lo + n
             cache.invalidate(range(a, b))
             for p in [p for p in ref if a <= p < b]:
                 del ref[p]
-            assert list(cache._lru) == list(ref)
-            assert {p for s in cache._lru_blocks.values() for p in s} == set(ref)
-            assert all(cache._lru_blocks.values())
+            assert cache.cached_pages() == list(ref)
         if look:  # a read of a range: the pages held, as runs; hits become most recent
             a, b = max(0, lo - 50), lo + 50
             hits = sorted(p for p in ref if a <= p < b)
@@ -218,4 +206,4 @@ def test_read_cache_fills_many_pages_as_one_at_a_time(
             assert [p for r0, r1 in got for p in range(r0, r1)] == hits
             for p in hits:
                 ref.move_to_end(p)
-            assert list(cache._lru) == list(ref)
+            assert cache.cached_pages() == list(ref)

@@ -54,7 +54,7 @@ def _state(d: Ssd) -> dict[str, Any]:
         + [list(ftl.free_count), sorted(ftl.low_planes), ftl.seq, ftl.host_pages,
            ftl.mapping.p2l(0).tolist()],
         "cache": (cache.writes(), cache.used_pages, cache.buffered_map(),
-                  list(cache._lru), dict(cache._lru_blocks),
+                  cache.cached_pages(),
                   cache.write_hits, cache.write_waits, cache.buffer_read_hits,
                   cache.cache_read_hits),
         "queue": sorted(host._open),
