@@ -31,6 +31,7 @@ import simpy
 from flash.config import FlashConfig
 from flash.target import FlashTarget
 from tmhw.sim import Op, Pattern, TmhwError, Transfer
+from tmhw.sim.env import Environment
 from tmhw.sim.progress import progress as bar
 from tmhw.sim.units import US, S
 
@@ -56,7 +57,7 @@ def run_bench(cfg: FlashConfig, *, pattern: str, size: int, qd: int, count: int,
     if count < 1:
         raise TmhwError(f"count: {count} must be >= 1")
     own_env = env is None
-    env = env or simpy.Environment()
+    env = env or Environment()
     dev = target or FlashTarget(env, "flash", None, cfg, model=model,
                                 precondition=precondition, seed=seed, age=age)
     rng = np.random.default_rng(seed)

@@ -79,12 +79,19 @@ def case_kernel(small: bool, events: int | None = None, **_: Any) -> Measure:
             "throughput": env.events / wall if wall else 0.0, "unit": "events/s"}
 
 
+#: each kernel set's first load in this process, in seconds (``_load_kernels``)
+_LOADED: dict[Callable[[], None], float] = {}
+
+
 def _load_kernels(compile_kernels: Callable[[], None]) -> float:
     """Seconds of numba's import and the kernels' load from its cache: once a process,
-    like the modules' imports, not a cost of the run timed after it (``kernels_s``)."""
-    t0 = time.perf_counter()
-    compile_kernels()
-    return time.perf_counter() - t0
+    like the modules' imports, not a cost of the run timed after it (``kernels_s``); a
+    repeat in the same process reports the first load's."""
+    if compile_kernels not in _LOADED:
+        t0 = time.perf_counter()
+        compile_kernels()
+        _LOADED[compile_kernels] = time.perf_counter() - t0
+    return _LOADED[compile_kernels]
 
 
 def case_flash(small: bool, model: str, **_: Any) -> Measure:
@@ -209,10 +216,13 @@ def case_npu(small: bool, **_: Any) -> Measure:
 
 def _e2e_one(sets: list[str]) -> Measure:
     from tmhw import config as C
+    from tmhw.lower_bounds import MEMO
     from tmhw.system import System, compile_kernels
 
     cfg = C.with_overrides(C.PAPER, sets)
     kernels = _load_kernels(compile_kernels)
+    # every repeat computes its bounds, as a user's run does (a process keeps them)
+    MEMO.clear()
     t0 = time.perf_counter()
     system = System(cfg)
     rep = system.run()
