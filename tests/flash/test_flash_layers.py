@@ -2,7 +2,8 @@
 the one that owns it (host side first: target, the event-driven reads of a device
 (convoy) and the batches of one-page commands (pages), ssd, then cache and host, the
 timing models, the FTL and the scheduler, phy, the booking kernels (engine), the
-sparse tables (intmap) and the read cache's order (runlru)). No module reads or writes another object's private names."""
+sparse tables (intmap) and the read cache's order (runlru)). No module reads or writes
+another object's private names."""
 
 from __future__ import annotations
 
