@@ -221,14 +221,34 @@ def _count_run(held: Arrays3, start: int, stop: int,
 
 
 @njit_noref
-def _release_run(held: Arrays3, start: int, stop: int) -> int:
-    """``Residency.release``'s change of the flags and group counts for the pages
-    [start, stop): how many were held."""
-    in_hbm, starts, _ = held
+def _count_held(in_hbm: np.ndarray, words: np.ndarray, start: int, stop: int) -> int:
+    """How many of the pages [start, stop) HBM holds: the pages up to a word boundary
+    one by one, then eight flags a word (its bytes, each 0 or 1, summed by three
+    shifts and adds into its low byte), then the rest one by one."""
     count = 0
-    for page in range(start, stop):
+    head = min(stop, (start + 7) & ~7)
+    for page in range(start, head):
         if in_hbm[page]:
             count += 1
+    tail = max(head, stop & ~7)
+    for w in range(head >> 3, tail >> 3):
+        x = words[w]
+        x += x >> np.uint64(32)
+        x += x >> np.uint64(16)
+        x += x >> np.uint64(8)
+        count += int(x & np.uint64(0xFF))
+    for page in range(tail, stop):
+        if in_hbm[page]:
+            count += 1
+    return count
+
+
+@njit_noref
+def _release_run(held: Arrays3, words: np.ndarray, start: int, stop: int) -> int:
+    """``Residency.release``'s change of the flags and group counts for the pages
+    [start, stop): how many were held. ``words``: the flags as 64-bit words."""
+    in_hbm, starts, _ = held
+    count = _count_held(in_hbm, words, start, stop)
     if count and starts.size:
         _count_run(held, start, stop, True, count, -1)
     in_hbm[start:stop] = False
@@ -236,17 +256,14 @@ def _release_run(held: Arrays3, start: int, stop: int) -> int:
 
 
 @njit_noref
-def _hold_run(held: Arrays3,
+def _hold_run(held: Arrays3, words: np.ndarray,
               ready: Arrays3, start: int, stop: int, free: int,
               idx: int, time: int) -> int:
     """``Residency.hold`` of the pages [start, stop) (stop > start) with ``free`` pages
     free, ready at ``time`` (``times[idx]``): the pages newly held, or -1 - that number
-    (nothing changed) if more than ``free``."""
+    (nothing changed) if more than ``free``. ``words``: the flags as 64-bit words."""
     in_hbm, starts, _ = held
-    new = 0
-    for page in range(start, stop):
-        if not in_hbm[page]:
-            new += 1
+    new = stop - start - _count_held(in_hbm, words, start, stop)
     if new > free:
         return -1 - new
     if new and starts.size:
@@ -451,7 +468,8 @@ class Residency:
                 self.settle(now)
                 free = self.capacity - self.occupied_pages
                 idx = self._time_index(ready)  # may grow the times: before the call
-                new = _hold_run(self._held, self._ready, start, stop, free, idx, ready)
+                new = _hold_run(self._held, self._hbm_words, self._ready, start, stop, free, idx,
+                                 ready)
                 if new < 0:
                     raise CapacityError(f"{-1 - new} pages over {free} free")
                 self.held += new
@@ -475,7 +493,8 @@ class Residency:
         pages = self._pages(pages)
         if isinstance(pages, slice):
             start, stop = pages.start, pages.stop
-            count = _release_run(self._held, start, stop) if stop > start else 0
+            count = (_release_run(self._held, self._hbm_words, start, stop) if stop > start
+                     else 0)
             if count == 0:
                 return 0
         else:
