@@ -124,3 +124,27 @@ def test_held_counts_per_group_and_ready_times_follow_every_hold_and_release(
         assert res.held_ready_time(lo, hi) == (int(ready[lo:hi][part].max())
                                                if part.any() else 0)
     assert np.array_equal(res.ready_of(slice(None))[held], ready[held])
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.booleans(), st.integers(0, 499), st.integers(1, 90)),
+                min_size=1, max_size=25),
+       st.integers(0, 499), st.integers(0, 200), st.integers(1, 120))
+def test_last_held_is_the_span_of_the_last_k_pages_held(
+        steps: list[tuple[bool, int, int]], lo: int, length: int, k: int) -> None:
+    """``Residency.last_held``: from the ``k``-th last held page of a run (the first, if
+    fewer are held) to the last held one, and how many those are, as from the held
+    pages' indices; runs of eight unheld pages are skipped a word at a time."""
+    n = 500
+    res = Residency(n, n, PAGE)
+    for hold, a, ln in steps:
+        b = min(n, a + ln)
+        if hold:
+            res.hold(slice(a, b), 1, 0)
+        else:
+            res.release(slice(a, b), 0)
+    hi = min(n, lo + length)
+    held = np.flatnonzero(res.in_hbm[lo:hi]) + lo
+    take = held[-k:]
+    want = (int(take[0]), int(take[-1]) + 1, len(take)) if len(take) else (0, 0, 0)
+    assert res.last_held(lo, hi, k) == want

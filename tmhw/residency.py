@@ -244,6 +244,31 @@ def _count_held(in_hbm: np.ndarray, words: np.ndarray, start: int, stop: int) ->
 
 
 @njit_noref
+def _last_held(in_hbm: np.ndarray, words: np.ndarray, start: int, stop: int,
+               k: int) -> tuple[int, int, int]:
+    """``Residency.last_held``: scanned from ``stop`` down, a word of eight pages none
+    of which is held at a time."""
+    a = b = -1
+    count = 0
+    page = stop
+    while page > start:
+        if not page & 7 and page - 8 >= start and words[(page >> 3) - 1] == 0:
+            page -= 8
+            continue
+        page -= 1
+        if in_hbm[page]:
+            if b < 0:
+                b = page + 1
+            a = page
+            count += 1
+            if count == k:
+                break
+    if b < 0:
+        return 0, 0, 0
+    return a, b, count
+
+
+@njit_noref
 def _release_run(held: Arrays3, words: np.ndarray, start: int, stop: int) -> int:
     """``Residency.release``'s change of the flags and group counts for the pages
     [start, stop): how many were held. ``words``: the flags as 64-bit words."""
@@ -282,6 +307,7 @@ def compile_kernels() -> None:
     res.release(slice(2, 290), 6)
     res.ready_time(0, 2)
     res.held_ready_time(0, 300)
+    res.last_held(0, 300, 5)
 
 
 class CapacityError(RuntimeError):
@@ -454,6 +480,13 @@ class Residency:
             return 0, []
         pages = self.missing(start, stop)
         return len(pages), runs(pages)
+
+    def last_held(self, start: int, stop: int, k: int) -> tuple[int, int, int]:
+        """The span [a, b) of pages [start, stop) from the ``k``-th last page HBM holds
+        (the first it holds, if it holds fewer) to the last it holds, included, and how
+        many held pages it has (at most ``k``); (0, 0, 0) if it holds none. ``k`` >= 1."""
+        a, b, n = _last_held(self.in_hbm, self._hbm_words, start, stop, k)
+        return int(a), int(b), int(n)
 
     def count_missing(self, start: int, stop: int) -> int:
         return int(stop - start - np.count_nonzero(self.in_hbm[start:stop]))

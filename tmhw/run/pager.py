@@ -465,11 +465,10 @@ class Pager(PageBook):
             for lo, hi in runs:
                 if freed >= need:
                     break
-                held = np.flatnonzero(res.in_hbm[lo:hi]) + lo
-                if not len(held):
+                # the last ``need - freed`` pages of the run HBM holds
+                a, b, taken = res.last_held(lo, hi, need - freed)
+                if not taken:
                     continue
-                take = held[-(need - freed):]
-                a, b = int(take[0]), int(take[-1]) + 1
                 dirty = res.live[a:b] & ~res.in_flash[a:b] & res.in_hbm[a:b]
                 if dirty.any():
                     if self.dead(int(t), protect_op):
@@ -478,5 +477,5 @@ class Pager(PageBook):
                     self.dma.writeback_now(a, b, now, self.iteration, self.names[t])
                 else:
                     self.release_when_ready(a, b, now)
-                freed += len(take)
+                freed += taken
         return freed
