@@ -590,7 +590,7 @@ def serve_many(state: tuple[Any, Any, Any, Any], writes: Any, addresses: Any, nb
 @njit
 def serve_op(state: tuple[Any, Any, Any, Any], r_chunks: Any, w_chunks: Any, c_chunks: Any,
              r_addr: int, w_addr: int, start: int) -> int:
-    """An NPU op's chunked reads, compute and writes (``npu.core.NPU.execute``, whose
+    """An NPU op's chunked reads, compute and writes (``npu.core.NPU.book``, whose
     loop this is, chunk for chunk), every chunk a stream booked by ``serve``: chunk
     ``i + 1`` is read once chunk ``i - 1`` has computed (its buffer free), chunk ``i``
     computes once it is read and chunk ``i - 1`` has computed, and its output is written

@@ -92,7 +92,7 @@ class DramTarget(Component):
     def serve_op(self, r_chunks: npt.NDArray[np.int64], w_chunks: npt.NDArray[np.int64],
                  c_chunks: npt.NDArray[np.int64], r_addr: int, w_addr: int,
                  start: int) -> int | None:
-        """An NPU op's chunked reads, compute and writes (``npu.core.NPU.execute``) in
+        """An NPU op's chunked reads, compute and writes (``npu.core.NPU.book``) in
         one compiled call (``dram.engine.serve_op``), as that many ``transport`` calls
         would book them; None where the calls must be made one by one: the detailed
         model, or a trace that draws each transfer."""

@@ -208,7 +208,7 @@ class DataCache:
                     lru.push(a, b)
                 self.cache_read_hits += sum(b - a for a, b in cached)
                 if not held:
-                    return _joined(cached)
+                    return cached
                 mask |= hit
                 return _mask_runs(mask, lo)
         return held
@@ -245,17 +245,6 @@ def _mask_runs(mask: npt.NDArray[np.bool_], lo: int) -> list[tuple[int, int]]:
     """The set entries of ``mask`` (page ``lo + i`` at ``i``) as maximal runs [a, b)."""
     edges = np.flatnonzero(np.diff(mask, prepend=False, append=False)) + lo
     return list(zip(edges[::2].tolist(), edges[1::2].tolist(), strict=True))
-
-
-def _joined(runs: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    """Runs in page order with those that meet joined (maximal runs)."""
-    out = [runs[0]]
-    for a, b in runs[1:]:
-        if a == out[-1][1]:
-            out[-1] = (out[-1][0], b)
-        else:
-            out.append((a, b))
-    return out
 
 
 # -- the write buffer's rules ----------------------------------------------------------

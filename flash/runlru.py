@@ -81,22 +81,22 @@ class RunLru:
         return i >= 0 and self._hi[self._at[starts[i]]] > lo
 
     def runs_in(self, lo: int, hi: int) -> list[tuple[int, int]]:
-        """The held pages of [lo, hi) as runs in page order (not always maximal: two
-        segments may meet)."""
+        """The held pages of [lo, hi) as maximal runs in page order (segments that meet
+        joined)."""
         starts, at, his = self._starts, self._at, self._hi
         i = max(0, bisect_right(starts, lo) - 1)
-        out = []
+        out: list[tuple[int, int]] = []
         while i < len(starts) and starts[i] < hi:
-            a, b = starts[i], his[at[starts[i]]]
-            if b > lo:
-                out.append((max(a, lo), min(b, hi)))
+            a, b = max(starts[i], lo), min(his[at[starts[i]]], hi)
+            if b > a:
+                if out and out[-1][1] == a:
+                    out[-1] = (out[-1][0], b)
+                else:
+                    out.append((a, b))
             i += 1
         return out
 
     # -- changes ---------------------------------------------------------------------
-    def clear(self) -> None:
-        self.__init__()  # type: ignore[misc]
-
     def remove(self, lo: int, hi: int) -> int:
         """Pages [lo, hi) leave; how many were held."""
         if hi <= lo or not self._size:

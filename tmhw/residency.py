@@ -124,6 +124,29 @@ def _times_max(ready: Arrays3, start: int, stop: int) -> int:
 
 
 @njit_noref
+def _count_held(in_hbm: np.ndarray, words: np.ndarray, start: int, stop: int) -> int:
+    """How many of the pages [start, stop) HBM holds: the pages up to a word boundary
+    one by one, then eight flags a word (its bytes, each 0 or 1, summed by three
+    shifts and adds into its low byte), then the rest one by one."""
+    count = 0
+    head = min(stop, (start + 7) & ~7)
+    for page in range(start, head):
+        if in_hbm[page]:
+            count += 1
+    tail = max(head, stop & ~7)
+    for w in range(head >> 3, tail >> 3):
+        x = words[w]
+        x += x >> np.uint64(32)
+        x += x >> np.uint64(16)
+        x += x >> np.uint64(8)
+        count += int(x & np.uint64(0xFF))
+    for page in range(tail, stop):
+        if in_hbm[page]:
+            count += 1
+    return count
+
+
+@njit_noref
 def _held_pages_max(in_hbm: np.ndarray, ready: Arrays3, start: int, stop: int,
                     latest: int) -> int:
     """The latest of ``latest`` and the ready times of the held pages of [start, stop)."""
@@ -136,17 +159,14 @@ def _held_pages_max(in_hbm: np.ndarray, ready: Arrays3, start: int, stop: int,
     return latest
 
 
-#: eight held flags in one 64-bit word (a numpy bool is one byte, 0 or 1)
-_ALL_HELD = 0x0101010101010101
-
-
 @njit_noref
 def _held_times_max(held: Arrays3, ready: Arrays3, words: np.ndarray, start: int,
                     stop: int) -> int:
     """The latest ready time of the pages of [start, stop) that HBM holds (0: none): a
     block of ``READY_BLOCK`` pages all held by its maximum, one none of whose pages is
-    held skipped (each tested a word of eight flags at a time), the others page by
-    page. ``words``: the held flags as 64-bit words."""
+    held skipped (its held pages counted a word of eight flags at a time,
+    ``_count_held``), the others page by page. ``words``: the held flags as 64-bit
+    words."""
     in_hbm = held[0]
     block_max = ready[1]
     size = READY_BLOCK
@@ -155,24 +175,14 @@ def _held_times_max(held: Arrays3, ready: Arrays3, words: np.ndarray, start: int
     if first_whole >= end_whole:
         return int(_held_pages_max(in_hbm, ready, start, stop, 0))
     latest = _held_pages_max(in_hbm, ready, start, first_whole * size, 0)
-    per_block = size // 8
-    full = np.uint64(_ALL_HELD)
     for block in range(first_whole, end_whole):
-        w0 = block * per_block
-        every = True
-        some = False
-        for w in range(w0, w0 + per_block):
-            x = words[w]
-            if x != full:
-                every = False
-            if x != 0:
-                some = True
-        if every:
+        lo = block * size
+        count = _count_held(in_hbm, words, lo, lo + size)
+        if count == size:
             if block_max[block] > latest:
                 latest = block_max[block]
-        elif some:
-            latest = _held_pages_max(in_hbm, ready, block * size, (block + 1) * size,
-                                     latest)
+        elif count:
+            latest = _held_pages_max(in_hbm, ready, lo, lo + size, latest)
     return int(_held_pages_max(in_hbm, ready, end_whole * size, stop, latest))
 
 
@@ -218,29 +228,6 @@ def _count_run(held: Arrays3, start: int, stop: int,
             group += 1
         if in_hbm[page] == flag:
             held_by_owner[group] += sign
-
-
-@njit_noref
-def _count_held(in_hbm: np.ndarray, words: np.ndarray, start: int, stop: int) -> int:
-    """How many of the pages [start, stop) HBM holds: the pages up to a word boundary
-    one by one, then eight flags a word (its bytes, each 0 or 1, summed by three
-    shifts and adds into its low byte), then the rest one by one."""
-    count = 0
-    head = min(stop, (start + 7) & ~7)
-    for page in range(start, head):
-        if in_hbm[page]:
-            count += 1
-    tail = max(head, stop & ~7)
-    for w in range(head >> 3, tail >> 3):
-        x = words[w]
-        x += x >> np.uint64(32)
-        x += x >> np.uint64(16)
-        x += x >> np.uint64(8)
-        count += int(x & np.uint64(0xFF))
-    for page in range(tail, stop):
-        if in_hbm[page]:
-            count += 1
-    return count
 
 
 @njit_noref

@@ -86,7 +86,7 @@ class Drifting(Protocol):
 @runtime_checkable
 class ChunkedOps(Protocol):
     """A memory tier that can book an NPU op's chunked reads, compute and writes in one
-    call (``npu.core.NPU.execute``'s loop): returns the op's end, or None where it must
+    call (``npu.core.NPU.book``'s loop): returns the op's end, or None where it must
     be booked transfer by transfer (a trace drawing each, a command-level model)."""
 
     def serve_op(self, r_chunks: npt.NDArray[np.int64], w_chunks: npt.NDArray[np.int64],
