@@ -44,6 +44,18 @@ def test_importing_the_system_does_not_import_numba() -> None:
     assert out.stdout.strip() == "False"
 
 
+def test_loading_the_flash_kernels_does_not_import_scipy_and_leaves_it_importable() -> None:
+    # numba's array functions look for scipy's BLAS at import; the kernels' load
+    # imports them without that look (0.08 s of a process that never loads scipy),
+    # and scipy.linalg imports as usual afterwards
+    code = ("import sys; from flash.target import compile_kernels; compile_kernels(); "
+            "print('scipy.linalg' in sys.modules, 'numba.np.arraymath' in sys.modules); "
+            "import scipy.linalg.cython_blas; print('scipy.linalg' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.split() == ["False", "True", "True"]
+
+
 def test_a_kernel_calling_a_kernel_runs_compiled_and_is_rebound() -> None:
     a = np.arange(1, 6, dtype=np.int64)
     out = np.zeros(5, dtype=np.int64)

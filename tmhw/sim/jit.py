@@ -165,6 +165,7 @@ def _load() -> None:
     import numba
     from numba.core import config
 
+    _skip_blas_probe()
     global _CACHE
     if not _CACHE:
         _CACHE = str(cache_dir(getattr(config, "CACHE_DIR", "")))
@@ -182,6 +183,30 @@ def _load() -> None:
         for name, v in list(d.items()):
             if id(v) in ours and v is ours[id(v)]:
                 d[name] = ours[id(v)].dispatcher
+
+
+#: numba's module whose import looks for scipy's BLAS, and the module it imports to look
+BLAS_PROBE = ("numba.np.arraymath", "scipy.linalg.cython_blas")
+
+
+def _skip_blas_probe() -> None:
+    """Import numba's array functions (which numba's first kernel load imports) without
+    their look for a BLAS: at import ``numba.np.arraymath`` imports
+    ``scipy.linalg.cython_blas`` to learn whether ``np.dot`` and ``np.linalg`` can be
+    compiled, and scipy.linalg's import is about 0.08 s of a process that would
+    otherwise never load scipy (``tmhw flash bench``: a sixth of a short run's
+    start-up). No kernel here calls BLAS; one that did would fail to compile, naming
+    scipy. The module is blocked for that one import only (a ``None`` in
+    ``sys.modules``), so scipy.linalg imports as usual afterwards; where scipy's BLAS is
+    loaded already, numba finds it as it would."""
+    numba_mod, blas = BLAS_PROBE
+    if numba_mod in sys.modules or blas in sys.modules:
+        return
+    sys.modules[blas] = None  # type: ignore[assignment]  # its import raises ImportError
+    try:
+        __import__(numba_mod)
+    finally:
+        del sys.modules[blas]
 
 
 def njit(fn: F) -> F:
