@@ -24,7 +24,8 @@ import numpy.typing as npt
 
 from flash.config import FlashConfig
 from flash.ftl.blocks import ACTIVE, FULL, BlockManager
-from flash.intmap import IntMap, im_get_many, im_pop_range
+from flash.intmap import LIVE, IntMap, im_get, im_get_many, im_pop, im_pop_range, im_put
+from tmhw.sim.jit import njit
 
 SEG_BITS = 12
 SEG = 1 << SEG_BITS
@@ -52,6 +53,167 @@ def stripe_planes(cfg: FlashConfig) -> I64:
              + digits["D"]) * cfg.planes_per_die + digits["P"])
 
 
+#: the L2P as its kernels take it: the dict's table and meta, the per-segment dict
+#: counts, each segment's row in the pool (-1: not dense) and the pool's rows
+L2pArrays = tuple[I64, I64, npt.NDArray[np.int32], I64, npt.NDArray[np.signedinteger]]
+
+#: a sparse segment given at least this many pages in one ``set`` turns dense at once
+#: (``SparseL2P._set_seg``); a run longer than it makes every segment it touches dense
+SET_AT_ONCE = (SEG // 16) // 4
+
+
+@njit
+def l2p_get(l2p: L2pArrays,
+            pre: tuple[I64, int, int], lpns: I64, out: I64) -> None:
+    """``SparseL2P.get`` compiled: ``out[j]``, the physical page of ``lpns[j]`` (-1:
+    unmapped), from its dense segment's row, or else its entry in the dict, or else
+    the preconditioned closed form (page ``lpn // U`` of its plane, below ``n_pre``).
+    ``l2p``: the dict's table and meta, the per-segment dict counts, each segment's
+    row (-1: not dense) and the rows; ``pre``: each stripe position's plane's first
+    ppn, the stripe (planes) and ``n_pre``."""
+    table, meta, per_seg, seg_row, rows = l2p
+    plane_base, U, n_pre = pre
+    for j in range(lpns.size):
+        lpn = lpns[j]
+        si = lpn >> SEG_BITS
+        row = seg_row[si]
+        if row >= 0:
+            out[j] = rows[row, lpn & (SEG - 1)]
+            continue
+        if per_seg[si]:
+            v = im_get(table, meta, lpn, -2)
+            if v != -2:
+                out[j] = v
+                continue
+        out[j] = plane_base[lpn % U] + lpn // U if lpn < n_pre else -1
+
+
+@njit
+def _densify_seg(l2p: L2pArrays,
+                 pre: tuple[I64, int, int], n_lpn: int, dense: I64, si: int) -> int:
+    """``SparseL2P._densify`` of sparse segment ``si`` compiled: the next row of the
+    pool (``dense[0]``, the segments made dense so far, advanced) filled from the
+    closed form (-1 past ``n_pre`` and past the last logical page) and the dict's
+    entries of the segment, which leave the dict. Returns the row."""
+    table, meta, per_seg, seg_row, rows = l2p
+    plane_base, U, n_pre = pre
+    row = dense[0]
+    dense[0] = row + 1
+    lo = si << SEG_BITS
+    hi = min(lo + SEG, n_lpn)
+    for lpn in range(lo, lo + SEG):
+        rows[row, lpn - lo] = (plane_base[lpn % U] + lpn // U
+                               if lpn < n_pre and lpn < hi else -1)
+    if per_seg[si]:
+        for lpn in range(lo, hi):
+            v = im_pop(table, meta, lpn, -2)
+            if v != -2:
+                rows[row, lpn - lo] = v
+        per_seg[si] = 0
+    seg_row[si] = row
+    return int(row)
+
+
+@njit
+def l2p_set_pieces(l2p: L2pArrays,
+                   pre: tuple[I64, int, int], n_lpn: int, dense: I64,
+                   lpns: I64, vals: I64, pieces: I64, made: I64) -> int:
+    """``SparseL2P.set`` of each piece ``(a, k)`` of ``pieces`` (``lpns[a:a + k]`` to
+    ``vals[a:a + k]``) in turn, compiled. A piece that is a run of more than
+    ``SET_AT_ONCE`` pages makes every segment it touches dense and writes its rows.
+    Any other piece goes segment by segment, in ascending order, each segment taking
+    its pages in the piece's order (``SparseL2P._set_seg``): a dense segment writes
+    them into its row; a sparse one given fewer than ``SET_AT_ONCE`` takes them into
+    the dict (room reserved) and turns dense once the dict holds ``DENSE_AT`` of its
+    pages; given more, it turns dense first. The segments made dense go into ``made``
+    in turn; returns how many. Where the dict may lack room for the pages it could
+    take (those of pieces that are not runs, in segments not dense), nothing is done
+    and the result is -1 - that count: the caller reserves it and calls again."""
+    table, meta, per_seg, seg_row, rows = l2p
+    # per piece: -1 a run, else its pages in segments not dense
+    sparse = np.empty(pieces.shape[0], dtype=np.int64)
+    may_put = 0
+    for p in range(pieces.shape[0]):
+        a = pieces[p, 0]
+        k = pieces[p, 1]
+        run = k > SET_AT_ONCE and lpns[a + k - 1] - lpns[a] == k - 1
+        if run:
+            for j in range(a + 1, a + k):
+                if lpns[j] != lpns[j - 1] + 1:
+                    run = False
+                    break
+        sparse[p] = -1
+        if not run:
+            count = 0
+            for j in range(a, a + k):
+                if seg_row[lpns[j] >> SEG_BITS] < 0:
+                    count += 1
+            sparse[p] = count
+            may_put += count
+    if 2 * (meta[LIVE] + may_put) > table.shape[0]:
+        return -1 - may_put
+    nmade = 0
+    for p in range(pieces.shape[0]):
+        a = pieces[p, 0]
+        k = pieces[p, 1]
+        if k == 0:
+            continue
+        if sparse[p] == 0:  # every page in a dense segment
+            for j in range(a, a + k):
+                lpn = lpns[j]
+                rows[seg_row[lpn >> SEG_BITS], lpn & (SEG - 1)] = vals[j]
+            continue
+        if sparse[p] < 0:
+            for j in range(a, a + k):
+                lpn = lpns[j]
+                si = lpn >> SEG_BITS
+                row = seg_row[si]
+                if row < 0:
+                    row = _densify_seg(l2p, pre, n_lpn, dense, si)
+                    made[nmade] = si
+                    nmade += 1
+                rows[row, lpn & (SEG - 1)] = vals[j]
+            continue
+        ordered = True
+        for j in range(a + 1, a + k):
+            if lpns[j] >> SEG_BITS < lpns[j - 1] >> SEG_BITS:
+                ordered = False
+                break
+        if ordered:
+            order = np.arange(a, a + k)
+        else:
+            order = np.argsort(lpns[a:a + k] >> SEG_BITS, kind="mergesort") + a
+        i = 0
+        while i < k:
+            si = lpns[order[i]] >> SEG_BITS
+            e = i + 1
+            while e < k and lpns[order[e]] >> SEG_BITS == si:
+                e += 1
+            row = seg_row[si]
+            if row < 0 and e - i < SET_AT_ONCE:
+                added = 0
+                for t in range(i, e):
+                    added += im_put(table, meta, lpns[order[t]], vals[order[t]])
+                if added:
+                    count = per_seg[si] + added
+                    if count >= SEG // 16:
+                        _densify_seg(l2p, pre, n_lpn, dense, si)
+                        made[nmade] = si
+                        nmade += 1
+                    else:
+                        per_seg[si] = count
+            else:
+                if row < 0:
+                    row = _densify_seg(l2p, pre, n_lpn, dense, si)
+                    made[nmade] = si
+                    nmade += 1
+                for t in range(i, e):
+                    lpn = lpns[order[t]]
+                    rows[row, lpn & (SEG - 1)] = vals[order[t]]
+            i = e
+    return nmade
+
+
 class SparseL2P:
     """Logical-to-physical map: a closed form for the preconditioned range, an ``IntMap`` of
     overrides where writes are sparse, and dense 4096-entry numpy segments where they
@@ -66,7 +228,13 @@ class SparseL2P:
     from the start, allocated and never filled: the operating system gives a row
     memory when it is first written, so the pool costs what its dense rows take, and
     it never has to be grown and copied (growing it by half, a training run's L2P
-    copied itself 17 times, 0.35 s of a GPT-3 run)."""
+    copied itself 17 times, 0.35 s of a GPT-3 run).
+
+    ``set`` and ``set_pieces`` (a placement's pieces, a collection's relocations, the
+    old copies unmapped) and ``get`` of scattered pages are one compiled call each
+    (``l2p_set_pieces``, ``l2p_get``), not numpy steps per segment: the aging of the
+    validation's PM1743 at 128 blocks a plane (``FTL.age``: every preconditioned page
+    rewritten once at random, through its collections) 17.3 -> 9.4 s."""
 
     DENSE_AT = SEG // 16
 
@@ -78,9 +246,18 @@ class SparseL2P:
         #: one-page writes updates it in its compiled call)
         self.sparse = IntMap()
         self.sparse_per_seg = np.zeros(len(self.segs), dtype=np.int32)
-        self.dense_segs = 0  # segments made dense so far
+        #: the segments made dense so far (an array: the kernels advance it)
+        self._dense = np.zeros(1, dtype=np.int64)
+        #: ``set``'s one piece, and the kernel's list of the segments it made dense
+        self._pieces1 = np.zeros((1, 2), dtype=np.int64)
+        self._made = np.empty(64, dtype=np.int64)
         self.seg_row = np.full(len(self.segs), -1, dtype=np.int64)
         self.pool = np.empty((len(self.segs), SEG), dtype=amap.ppn_dtype)
+
+    @property
+    def dense_segs(self) -> int:
+        """Segments made dense so far (each has the next row of the pool)."""
+        return self._dense.item(0)
 
     def any_written(self) -> bool:
         return bool(self.sparse) or self.dense_segs > 0
@@ -96,23 +273,21 @@ class SparseL2P:
         n = int(lpns.size)
         if n and int(lpns[-1]) - int(lpns[0]) == n - 1 and _ascending(lpns):
             return self.get_run(int(lpns[0]), n)
-        out = self.amap.implicit_l2p(lpns)
-        segi = lpns >> SEG_BITS
-        if self.dense_segs:
-            rows = self.seg_row[segi]
-            dense = rows >= 0
-            if dense.any():
-                out[dense] = self.pool[rows[dense], lpns[dense] & (SEG - 1)]
-                if dense.all():
-                    return out
-        for si in np.unique(segi).tolist():
-            if self.segs[si] is None and self.sparse_per_seg[si]:
-                sp = self.sparse
-                for i in np.flatnonzero(segi == si).tolist():
-                    v = sp.get(int(lpns[i]))
-                    if v is not None:
-                        out[i] = v
+        out = np.empty(n, dtype=np.int64)
+        l2p_get(self._state(), self._pre(), np.ascontiguousarray(lpns, dtype=np.int64), out)
         return out
+
+    def _state(self) -> L2pArrays:
+        """The map as the kernels take it: the dict's table and meta, the per-segment
+        dict counts, each segment's row and the rows."""
+        sp = self.sparse
+        return sp.table, sp.meta, self.sparse_per_seg, self.seg_row, self.pool
+
+    def _pre(self) -> tuple[I64, int, int]:
+        """The closed form as the kernels take it: each stripe position's plane's first
+        ppn, the stripe and the preconditioned pages."""
+        amap = self.amap
+        return amap.plane_base, amap.U, amap.n_pre
 
     def get_run(self, lo: int, n: int) -> I64:
         """``get`` of the contiguous run [lo, lo + n), by segment slices."""
@@ -175,56 +350,35 @@ class SparseL2P:
                 self._densify(si)
 
     def set(self, lpns: I64, ppns: I64 | int) -> None:
-        vals = np.broadcast_to(np.asarray(ppns, dtype=np.int64), lpns.shape)
+        """``lpns`` (distinct) map to ``ppns`` (one value for all, or one each): a run of
+        more than ``SET_AT_ONCE`` pages makes every segment it touches dense; otherwise
+        each segment takes its pages at once (``_set_seg``). Compiled
+        (``l2p_set_pieces``)."""
         n = int(lpns.size)
-        lo = int(lpns[0])
-        # A run only if consecutive: lpns ordered by plane can span n pages end to end
-        # without being in order.
-        if n > self.DENSE_AT // 4 and int(lpns[-1]) - lo == n - 1 and _ascending(lpns):
-            self.set_run(lo, vals)
+        if not n:
             return
-        segi = lpns >> SEG_BITS
-        s0 = int(segi[0])
-        if s0 == int(segi[-1]) and (segi.size < 3 or bool((segi == s0).all())):
-            self._set_seg(s0, lpns, vals)
-            return
-        if self.dense_segs:  # the pages of dense segments in one step, then the rest
-            rows = self.seg_row[segi]
-            dense = rows >= 0
-            if dense.all():
-                self.pool[rows, lpns & (SEG - 1)] = vals
-                return
-            if dense.any():
-                self.pool[rows[dense], lpns[dense] & (SEG - 1)] = vals[dense]
-                rest = ~dense
-                lpns, vals, segi = lpns[rest], vals[rest], segi[rest]
-                n = int(lpns.size)
-        cut = np.flatnonzero(segi[1:] != segi[:-1]) + 1
-        if (segi[cut] > segi[cut - 1]).all():  # ascending segments (one plane's pages):
-            bounds = [0, *cut.tolist(), n]    # each segment a slice
-            for si, a, b in zip(segi[bounds[:-1]].tolist(), bounds[:-1], bounds[1:],
-                                strict=True):
-                self._set_seg(si, lpns[a:b], vals[a:b])
-            return
-        for si in np.unique(segi).tolist():
-            m = segi == si
-            self._set_seg(si, lpns[m], vals[m])
+        self._pieces1[0, 1] = n
+        self.set_pieces(lpns, ppns, self._pieces1)
 
-    def set_pieces(self, lpns: I64, ppns: I64, pieces: I64) -> None:
+    def set_pieces(self, lpns: I64, ppns: I64 | int, pieces: I64) -> None:
         """``set`` of each piece ``(a, k)`` of ``pieces`` (rows: ``lpns[a:a + k]`` to
-        ``ppns[a:a + k]``) in turn; where every page of them is in a dense segment, in
-        one step (the same end state: ``set`` writes a dense segment's pages into its
-        row whatever path it takes)."""
-        if pieces.shape[0] > 1 and self.dense_segs:
-            a, k = pieces[:, 0], pieces[:, 1]
-            idx = np.arange(int(k.sum()), dtype=np.int64) + np.repeat(a - (np.cumsum(k) - k), k)
-            lp = lpns[idx]
-            rows = self.seg_row[lp >> SEG_BITS]
-            if bool((rows >= 0).all()):
-                self.pool[rows, lp & (SEG - 1)] = ppns[idx]
-                return
-        for a0, k0 in pieces.tolist():
-            self.set(lpns[a0:a0 + k0], ppns[a0:a0 + k0])
+        ``ppns[a:a + k]``) in turn, in one compiled call (``l2p_set_pieces``)."""
+        n = int(lpns.size)
+        if isinstance(ppns, int):
+            vals = np.full(n, ppns, dtype=np.int64)
+        else:
+            vals = np.ascontiguousarray(ppns, dtype=np.int64)
+        made = self._made if self._made.size >= n else np.empty(2 * n, dtype=np.int64)
+        self._made = made
+        args = (np.ascontiguousarray(lpns, dtype=np.int64), vals,
+                np.ascontiguousarray(pieces, dtype=np.int64), made)
+        k = l2p_set_pieces(self._state(), self._pre(), self.amap.n_lpn, self._dense, *args)
+        if k < 0:  # room in the dict for the pages it may take, then again
+            self.sparse.reserve(-1 - k)
+            k = l2p_set_pieces(self._state(), self._pre(), self.amap.n_lpn, self._dense,
+                               *args)
+        for si in made[:k].tolist():
+            self.segs[si] = self.pool[self.seg_row.item(si)]
 
     def set_run(self, lo: int, vals: I64) -> None:
         """``set`` of the run [lo, lo + len(vals)), longer than ``DENSE_AT // 4``: every
@@ -311,7 +465,7 @@ class SparseL2P:
             amap = self.amap
             lo = si * SEG
             hi = min(lo + SEG, amap.n_lpn)
-            row = self.dense_segs
+            row = self._dense.item(0)
             seg = self.pool[row]
             if not whole:
                 seg[:] = -1
@@ -328,7 +482,7 @@ class SparseL2P:
                     seg[:hi - lo][held] = vals[held]
                 self.sparse_per_seg[si] = 0
             self.segs[si] = seg
-            self.dense_segs += 1
+            self._dense[0] = row + 1
         return seg
 
     def nbytes(self) -> int:

@@ -367,6 +367,137 @@ def test_l2p_set_of_pieces_ends_as_set_of_each_piece_in_turn() -> None:
     assert at_once > 0
 
 
+class _RefL2P:
+    """The L2P's rule in plain Python (``SparseL2P``): a sparse segment's pages in a dict
+    until it holds ``DENSE_AT`` of them or is given ``DENSE_AT // 4`` at once; a dense
+    segment an array made from the closed form and its dict entries; a run longer than
+    ``DENSE_AT // 4`` makes every segment it touches dense."""
+
+    def __init__(self, n_lpn: int, closed: Callable[[int], int], seg: int,
+                 dense_at: int) -> None:
+        self.n_lpn, self.closed, self.seg, self.dense_at = n_lpn, closed, seg, dense_at
+        self.sparse: dict[int, int] = {}
+        self.per_seg: dict[int, int] = {}
+        self.dense: dict[int, list[int]] = {}
+        self.order: list[int] = []   # segments in the order they turned dense
+
+    def densify(self, si: int) -> list[int]:
+        if si not in self.dense:
+            lo = si * self.seg
+            row = [self.closed(lpn) if lpn < self.n_lpn else -1
+                   for lpn in range(lo, lo + self.seg)]
+            for lpn in range(lo, min(lo + self.seg, self.n_lpn)):
+                if lpn in self.sparse:
+                    row[lpn - lo] = self.sparse.pop(lpn)
+            self.per_seg.pop(si, None)
+            self.dense[si] = row
+            self.order.append(si)
+        return self.dense[si]
+
+    def set(self, lpns: list[int], vals: list[int]) -> None:
+        at_once = self.dense_at // 4
+        self.last_counts: list[int] = []
+        if len(lpns) > at_once and lpns == list(range(lpns[0], lpns[0] + len(lpns))):
+            for lpn, v in zip(lpns, vals, strict=True):
+                self.densify(lpn // self.seg)[lpn % self.seg] = v
+            return
+        for si in sorted({lpn // self.seg for lpn in lpns}):
+            mine = [(lpn, v) for lpn, v in zip(lpns, vals, strict=True)
+                    if lpn // self.seg == si]
+            if si not in self.dense and len(mine) < at_once:
+                new = 0
+                for lpn, v in mine:
+                    new += lpn not in self.sparse
+                    self.sparse[lpn] = v
+                if new:
+                    count = self.per_seg.get(si, 0) + new
+                    self.last_counts.append(count)
+                    if count >= self.dense_at:
+                        self.densify(si)
+                    else:
+                        self.per_seg[si] = count
+            else:
+                row = self.densify(si)
+                for lpn, v in mine:
+                    row[lpn % self.seg] = v
+
+    def get(self, lpn: int) -> int:
+        si = lpn // self.seg
+        if si in self.dense:
+            return self.dense[si][lpn % self.seg]
+        return self.sparse.get(lpn, self.closed(lpn))
+
+
+def test_the_compiled_l2p_set_and_get_follow_the_rule_of_segments() -> None:
+    """``SparseL2P.set`` and ``set_pieces`` (one compiled call) and ``get`` against the
+    rule in plain Python: the dict, its per-segment counts, which segments are dense,
+    their rows in the order they turned dense, and every lookup, over pieces of one to
+    300 pages (runs, sorted and unsorted scatters, a segment's pages at once, one value
+    for all) on a device with a short last segment."""
+    from flash.ftl import SparseL2P
+
+    ftl = FTL(small(blocks_per_plane=256, over_provisioning=0.3))
+    ftl.precondition(0.4)
+    l2p, amap = ftl.l2p, ftl.mapping
+    seg, dense_at = 1 << SEG_BITS, SparseL2P.DENSE_AT
+    n_lpn = ftl.n_lpn
+    assert n_lpn % seg and len(l2p.segs) >= 20   # the last segment is short
+    hot = [0, 5, len(l2p.segs) - 1]
+    ref = _RefL2P(n_lpn, lambda lpn: amap.implicit_l2p1(lpn), seg, dense_at)
+    rng = np.random.default_rng(11)
+    kinds = set()
+    at_threshold = 0
+    for step in range(600):
+        n = int(rng.choice([1, 3, 40, 63, 64, 65, 300]))
+        kind = step % 4
+        if kind == 0 and step % 8 == 0:   # a run of 64 across a sparse segment's start
+            sparse = np.flatnonzero(l2p.seg_row[1:-1] < 0) + 1
+            n = 64
+            lo = int(seg * rng.choice(sparse if sparse.size else [1]) - rng.integers(1, n))
+            lpns = np.arange(lo, lo + n, dtype=np.int64)
+        elif kind == 0:   # a run
+            lo = int(rng.integers(0, n_lpn - n))
+            lpns = np.arange(lo, lo + n, dtype=np.int64)
+        elif kind == 1:   # within one of a few segments, often a page at a time
+            si = int(rng.choice(hot))
+            span = min(seg, n_lpn - si * seg)
+            lpns = si * seg + rng.permutation(span)[:min(n if n > 3 else 1, span)]
+        else:   # scattered, sorted or not
+            lpns = rng.permutation(n_lpn)[:n].astype(np.int64)
+            if kind == 2:
+                lpns = np.sort(lpns)
+        scalar = step % 7 == 0
+        vals = rng.integers(0, 10**6, lpns.size).astype(np.int64)
+        if scalar:
+            vals[:] = -1
+        k = lpns.size
+        cuts = np.unique(rng.integers(1, k, int(rng.integers(0, 4)))) if k > 1 else []
+        starts = np.concatenate(([0], cuts)).astype(np.int64)
+        pieces = np.stack((starts, np.diff(np.append(starts, k))), axis=1)
+        if step % 2:
+            l2p.set_pieces(lpns, -1 if scalar else vals, pieces)
+        else:
+            for a, m in pieces.tolist():
+                l2p.set(lpns[a:a + m], -1 if scalar else vals[a:a + m])
+        for a, m in pieces.tolist():
+            ref.set(lpns[a:a + m].tolist(), vals[a:a + m].tolist())
+        kinds.add((kind, bool(l2p.sparse), l2p.dense_segs))
+        at_threshold += any(c == dense_at for c in ref.last_counts)
+        assert l2p.sparse.as_dict() == ref.sparse, step
+        assert {si: c for si, c in enumerate(l2p.sparse_per_seg.tolist()) if c} == \
+            ref.per_seg
+        assert [si for si, s in enumerate(l2p.segs) if s is not None] == sorted(ref.dense)
+        assert [int(l2p.seg_row[si]) for si in ref.order] == list(range(len(ref.order)))
+        for si, row in ref.dense.items():
+            assert l2p.segs[si] is not None and l2p.segs[si].tolist() == row, (step, si)
+        probe = rng.integers(0, n_lpn, 200).astype(np.int64)
+        assert l2p.get(probe).tolist() == [ref.get(x) for x in probe.tolist()]
+    # steps that found some segments dense and others holding pages in the dict, and
+    # segments whose dict reached DENSE_AT exactly
+    assert any(sp and 0 < dense < len(l2p.segs) for _, sp, dense in kinds)
+    assert at_threshold > 0
+
+
 @pytest.mark.parametrize("seed", [0, 1])
 def test_a_write_of_blocks_per_plane_ends_in_the_state_of_the_plane_by_plane_path(
         seed: int) -> None:
