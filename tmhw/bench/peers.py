@@ -36,8 +36,8 @@ Measure = dict[str, Any]
 #: tmhw's on the 2-core machine (docs/PERFORMANCE.md, "Against MQSim", has the device,
 #: the workloads and every run; MQSim's own runs spread by up to 2x with its start-up's
 #: system time). Keys: pattern, request size, queue depth.
-MQSIM_WALL_S = {("randread", "8KiB", 1): 3.20, ("randread", "8KiB", 64): 2.78,
-                ("seqwrite", "256KiB", 1): 4.26, ("seqwrite", "256KiB", 64): 5.39}
+MQSIM_WALL_S = {("randread", "8KiB", 1): 3.81, ("randread", "8KiB", 64): 3.34,
+                ("seqwrite", "256KiB", 1): 5.47, ("seqwrite", "256KiB", 64): 6.06}
 MQSIM_REQUESTS = 100_000
 #: the least ratio to MQSim's rate each mode is to reach (issue-level targets)
 FLASH_TARGET_RATIO = {"detailed": 1.0, "compat": 1.0, "fast": 2.0}
