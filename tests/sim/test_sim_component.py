@@ -8,6 +8,8 @@ from typing import Any
 
 import pytest
 import simpy
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tmhw.sim import NULL_TRACER, ElaborationError, Tracer
 from tmhw.sim.component import Component
@@ -135,3 +137,75 @@ def test_environment_counts_processed_events() -> None:
     env.run()
     # The process's initialisation, three timeouts, and the process's own end event.
     assert env.events == 5
+
+
+def _trace_run(env: simpy.Environment, delays: list[list[int]], stops: list[int]
+               ) -> list[tuple[str, int, int]]:
+    """Processes waiting ``delays`` each (one fails at its end when its last delay is
+    odd, caught by a watcher), the run cut at each of ``stops`` then to the end: what
+    ran, when, in order."""
+    seen: list[tuple[str, int, int]] = []
+
+    def proc(i: int, ds: list[int]):  # type: ignore[no-untyped-def]
+        for d in ds:
+            yield env.timeout(d)
+            seen.append(("step", i, int(env.now)))
+        if ds and ds[-1] % 2:
+            raise ValueError(i)
+        return i
+
+    def watch(p: simpy.Process, i: int):  # type: ignore[no-untyped-def]
+        try:
+            v = yield p
+            seen.append(("done", v, int(env.now)))
+        except ValueError:
+            seen.append(("failed", i, int(env.now)))
+
+    for i, ds in enumerate(delays):
+        env.process(watch(env.process(proc(i, ds)), i))
+    for t in sorted(set(stops)):
+        if t > env.now:
+            env.run(until=t)
+            seen.append(("stop", t, int(env.now)))
+    end = env.event()
+    env.process(watch(env.process(proc(-1, [max(stops) + 1])), -1))
+    env.timeout(max(stops) + 1).callbacks.append(lambda _: end.succeed(7))
+    seen.append(("until-event", int(env.run(until=end)), int(env.now)))
+    env.run()
+    seen.append(("end", 0, int(env.now)))
+    return seen
+
+
+@given(delays=st.lists(st.lists(st.integers(0, 5), max_size=5), max_size=6),
+       stops=st.lists(st.integers(1, 20), min_size=1, max_size=4))
+@settings(max_examples=60, deadline=None)
+def test_the_counting_environment_runs_as_simpy_does(delays: list[list[int]],
+                                                     stops: list[int]) -> None:
+    """``Environment.run`` (SimPy's loop written out) against ``simpy.Environment.run``:
+    the same events in the same order at the same times, through runs cut at times and
+    at an event, failed processes and a run to the end; and it counts every event."""
+    ours, stepped = Environment(), _SteppedEnvironment()
+    assert _trace_run(ours, delays, stops) == _trace_run(stepped, delays, stops)
+    assert ours.events == stepped.events > 0
+
+
+class _SteppedEnvironment(Environment):
+    """The counting environment run by SimPy's own loop (a ``step`` call per event)."""
+
+    run = simpy.Environment.run
+
+
+@pytest.mark.parametrize("env_type", [Environment, _SteppedEnvironment])
+def test_a_failure_nobody_waits_for_ends_the_run_with_its_error(
+        env_type: type[Environment]) -> None:
+    env = env_type()
+
+    def fail():  # type: ignore[no-untyped-def]
+        yield env.timeout(3)
+        raise ValueError("lost")
+
+    env.process(fail())
+    env.timeout(10)
+    with pytest.raises(ValueError, match="lost"):
+        env.run()
+    assert env.now == 3 and env.events == 3   # its start, its timeout, its end
