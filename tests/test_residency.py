@@ -148,3 +148,32 @@ def test_last_held_is_the_span_of_the_last_k_pages_held(
     take = held[-k:]
     want = (int(take[0]), int(take[-1]) + 1, len(take)) if len(take) else (0, 0, 0)
     assert res.last_held(lo, hi, k) == want
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["hold", "release", "live", "dead", "flash",
+                                           "written"]),
+                          st.integers(0, 499), st.integers(1, 90)),
+                min_size=1, max_size=30),
+       st.integers(0, 499), st.integers(0, 200))
+def test_dirty_and_missing_counts_are_those_of_the_flags(
+        steps: list[tuple[str, int, int]], lo: int, length: int) -> None:
+    """``Residency.dirty_count`` (held, live and newer than flash) and ``count_missing``
+    (not held; eight flags a word) against the same counts over the flags' arrays,
+    after holds, releases and changes of liveness and of the flash copy."""
+    n = 500
+    res = Residency(n, n, PAGE)
+    for what, a, ln in steps:
+        b = min(n, a + ln)
+        if what == "hold":
+            res.hold(slice(a, b), 1, 0)
+        elif what == "release":
+            res.release(slice(a, b), 0)
+        elif what in ("live", "dead"):
+            res.live[a:b] = what == "live"
+        else:
+            res.in_flash[a:b] = what == "flash"
+    hi = min(n, lo + length)
+    dirty = res.in_hbm[lo:hi] & res.live[lo:hi] & ~res.in_flash[lo:hi]
+    assert res.dirty_count(lo, hi) == int(np.count_nonzero(dirty))
+    assert res.count_missing(lo, hi) == (hi - lo) - int(np.count_nonzero(res.in_hbm[lo:hi]))

@@ -528,10 +528,10 @@ class DmaEngine(Component):
         ps = self.page_size
         res = self.res
         now = int(self.env.now)
-        mask = res.in_hbm[c0:c1] & res.live[c0:c1] & ~res.in_flash[c0:c1]
-        if c1 > c0 and np.count_nonzero(mask) == c1 - c0:
+        if c1 > c0 and res.dirty_count(c0, c1) == c1 - c0:
             dirty = [(c0, c1)]  # the usual case: all dirty, so none clean to release
         else:
+            mask = res.in_hbm[c0:c1] & res.live[c0:c1] & ~res.in_flash[c0:c1]
             dirty = runs(np.flatnonzero(mask) + c0)
             if not req.keep:
                 self.pages.release_clean(c0, c1, now)

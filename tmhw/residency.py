@@ -285,6 +285,18 @@ def _hold_run(held: Arrays3, words: np.ndarray,
     return new
 
 
+@njit_noref
+def _dirty_count(in_hbm: np.ndarray, live: np.ndarray, in_flash: np.ndarray, start: int,
+                 stop: int) -> int:
+    """How many of the pages [start, stop) are dirty: held in HBM, live, and newer than
+    any flash copy (``Residency.dirty_count``)."""
+    count = 0
+    for page in range(start, stop):
+        if in_hbm[page] and live[page] and not in_flash[page]:
+            count += 1
+    return count
+
+
 def compile_kernels() -> None:
     """Compile this module's kernels into numba's on-disk cache (``make`` runs this
     before the tests and the default study, through ``tmhw.system.compile_kernels``)."""
@@ -295,6 +307,8 @@ def compile_kernels() -> None:
     res.ready_time(0, 2)
     res.held_ready_time(0, 300)
     res.last_held(0, 300, 5)
+    res.dirty_count(0, 300)
+    res.count_missing(0, 300)
 
 
 class CapacityError(RuntimeError):
@@ -476,7 +490,19 @@ class Residency:
         return int(a), int(b), int(n)
 
     def count_missing(self, start: int, stop: int) -> int:
-        return int(stop - start - np.count_nonzero(self.in_hbm[start:stop]))
+        """How many of the pages [start, stop) HBM does not hold (compiled, eight
+        flags a word: ``_count_held``)."""
+        if stop <= start:
+            return 0
+        return stop - start - int(_count_held(self.in_hbm, self._hbm_words, start, stop))
+
+    def dirty_count(self, start: int, stop: int) -> int:
+        """How many of the pages [start, stop) are dirty: held in HBM, live and newer
+        than any flash copy, so that evicting them needs a write-back (one compiled
+        pass, no temporary masks)."""
+        if stop <= start:
+            return 0
+        return int(_dirty_count(self.in_hbm, self.live, self.in_flash, start, stop))
 
     def hold(self, pages: np.ndarray | slice, ready: int, now: int) -> int:
         """Mark pages held in HBM (allocated or being filled) with their ready times.

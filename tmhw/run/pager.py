@@ -344,7 +344,7 @@ class Pager(PageBook):
         """Queue a clean: the dirty pages of ``m`` go to flash and stay in HBM, so the
         eviction the table releases later frees them at once (``Move.keep``)."""
         res = self.res
-        if not (res.in_hbm[m.p0:m.p1] & res.live[m.p0:m.p1] & ~res.in_flash[m.p0:m.p1]).any():
+        if not res.dirty_count(m.p0, m.p1):
             return
         nxt = m.deadline_op <= op_index
         self.cleaning[m.tensor] = self.dma.submit(DmaRequest(
@@ -370,8 +370,7 @@ class Pager(PageBook):
                                               (p1 - p0) * res.page_size), now)
                 self.totals.trims += 1
         else:
-            dirty = res.in_hbm[p0:p1] & ~res.in_flash[p0:p1] & res.live[p0:p1]
-            if dirty.any():
+            if res.dirty_count(p0, p1):
                 raise AssertionError(f"{self.policy.name}: drop of live dirty pages of "
                                      f"{self.names[tid]}")
         self.release_when_ready(p0, p1, now)
@@ -387,8 +386,7 @@ class Pager(PageBook):
             return
         if wrote:
             self.written(p0, p1)
-        dirty = res.in_hbm[p0:p1] & res.live[p0:p1] & ~res.in_flash[p0:p1]
-        if dirty.any():
+        if res.dirty_count(p0, p1):
             self.dma.writeback_now(p0, p1, now, self.iteration, self.names[t])
         else:
             self.release_clean(p0, p1, now)
@@ -469,11 +467,10 @@ class Pager(PageBook):
                 a, b, taken = res.last_held(lo, hi, need - freed)
                 if not taken:
                     continue
-                dirty = res.live[a:b] & ~res.in_flash[a:b] & res.in_hbm[a:b]
-                if dirty.any():
+                dirty = res.dirty_count(a, b)
+                if dirty:
                     if self.dead(int(t), protect_op):
-                        self.totals.dead_writeback_bytes += \
-                            int(np.count_nonzero(dirty)) * wl.page_size
+                        self.totals.dead_writeback_bytes += dirty * wl.page_size
                     self.dma.writeback_now(a, b, now, self.iteration, self.names[t])
                 else:
                     self.release_when_ready(a, b, now)
