@@ -18,8 +18,8 @@ Each layer does what the per-command path does, for the commands in order:
 - timing: one compiled call (``_read_pages``, ``_write_pages``) books each command's
   NAND read or program (``flash.engine.chunks.read_page``, ``program_page``), its
   transfer on the host link (``flash.host``'s rows of a ``GapBank``), its completion and the
-  controller's active time, and prunes the channels and the link after every 256th
-  command, as ``Ssd._finish`` does.
+  controller's active time, and prunes the channels, the dies' queues and the link after
+  every 256th command, as ``Ssd._finish`` does.
 
 The command a layer does not take goes through the per-command path, from the state
 the batch left, and the batch path resumes after it (for the rest of the batch, if it
@@ -36,7 +36,7 @@ import numpy as np
 import numpy.typing as npt
 
 from flash.engine.chunks import CH_FULL, LANE_FULL, NO_WAIT, Lanes, program_page, read_page
-from flash.engine.dies import lane_full
+from flash.engine.dies import die_prune, lane_full
 from flash.engine.gaps import Meta, gap_book, gap_prune, gap_room
 from flash.fast import FastModel
 from flash.ftl.kernels import L2p, l2p_of
@@ -54,7 +54,7 @@ I64 = npt.NDArray[np.int64]
 #: can take the next command and its time per command (``HostInterface.fetch``)
 BATCH = np.dtype([(name, np.int64) for name in (
     "transfers", "active", "active_until", "cmds", "joined", "unmapped", "stop", "ppn",
-    "t0", "dur", "buffered", "ch0", "ch1", "ppn0", "ctl", "ctl_ps")])
+    "t0", "dur", "buffered", "ch0", "ch1", "ppn0", "ctl", "ctl_ps", "lane0", "lane1")])
 #: ``stop``: a channel's row or a die lane's row (``flash.engine.chunks``), or a link
 #: direction's row is full
 LINK_FULL = 4
@@ -132,7 +132,7 @@ class PageBatch:
         fast = self.fast
         st = np.array([(*ssd.activity(), 0, 0, 0, 0, 0, earliest, dur,
                         cache.write_pages > 0, fast.ch0, fast.ch1, fast.ppn0,
-                        host.ctl_free, host.ctl_ps)], dtype=BATCH)
+                        host.ctl_free, host.ctl_ps, fast.lane0, fast.lane1)], dtype=BATCH)
         if read:
             return self._read(lpns[:n], nbytes, st)
         return self._write(lpns[:n], keys[:n], nbytes, st)
@@ -211,7 +211,7 @@ class PageBatch:
 
 
 @njit_noref
-def _finish(st: npt.NDArray[np.void], end: int, iv: I64, meta: Meta, link: Link) -> None:
+def _finish(st: npt.NDArray[np.void], end: int, lanes: Lanes, link: Link) -> None:
     """``Ssd._finish`` of a transaction of the batch (``st``) complete at ``end`` (its
     NVMe completion is the caller's)."""
     r = st[0]
@@ -219,7 +219,8 @@ def _finish(st: npt.NDArray[np.void], end: int, iv: I64, meta: Meta, link: Link)
     t0 = r["t0"]
     if r["transfers"] % PRUNE_EVERY == 0:
         # bookings that ended before now can no longer be reached
-        gap_prune(iv, meta, t0, r["ch0"], r["ch1"])
+        gap_prune(lanes[1], lanes[2], t0, r["ch0"], r["ch1"])
+        die_prune(lanes[0], r["lane0"], r["lane1"], t0)
         gap_prune(link[0], link[1], t0, 0, 1)
         gap_prune(link[0], link[1], t0, 1, 2)
     if end > r["active_until"]:  # the union of the transactions' lifetimes
@@ -273,7 +274,7 @@ def _read_pages(lanes: Lanes, dev: Device, link: Link, lookup: Lookup, lpns: I64
         if c_end > end:
             end = c_end
         ends[j] = end
-        _finish(st, end, lanes[1], lanes[2], link)
+        _finish(st, end, lanes, link)
     return lpns.size
 
 
@@ -320,5 +321,5 @@ def _write_pages(lanes: Lanes, dev: Device, link: Link, ppns: I64,
         p_ends[j] = e >> 1
         end = l_end if r["buffered"] else e >> 1
         ends[j] = end
-        _finish(st, end, iv, meta, link)
+        _finish(st, end, lanes, link)
     return ppns.size

@@ -199,8 +199,10 @@ class TimingBase:
         """Nothing to start: a model books on demand (no standing process)."""
 
     def prune(self, now: int) -> None:
-        """Forget the device's channel bookings that ended before ``now``."""
+        """Forget the device's channel bookings that ended before ``now``, and its dies'
+        queued ops that ended by then."""
         self.channels.prune(now, self.ch0, self.ch1)
+        self.dies.prune(now, self.lane0, self.lane1)
         if self.waiting is not None:
             self.waiting.prune(now, self.ch0, self.ch1)
 

@@ -154,3 +154,87 @@ def test_reads_move_a_deep_queue_as_op_by_op(ops: list[tuple[int, int]],
             max(end, max(w[1] for w in want))]
     assert recorded.spans is not None
     assert recorded.spans[0][:len(ops)] == [tuple(w) for w in want]
+
+
+deep_step = st.tuples(st.sampled_from(["read", "prog", "prog", "prog", "prog", "work"]),
+                      st.integers(0, 2), st.integers(0, 3000), st.integers(100, 900),
+                      st.integers(0, 15), st.integers(0, 3))
+
+
+def _run_pruned(steps: list[Any], prune: bool, record: bool) -> tuple[Any, ...]:
+    """Ops on three lanes, step ``k`` no earlier than ``k`` x 60 (so queues grow deep,
+    and reads land inside them), the lanes pruned before each step at that time when
+    ``prune``."""
+    d = DieLanes("die", 3, RULE, record=record, planes_per_die=4)
+    ends = []
+    for k, (kind, lane, t, dur, mask, page) in enumerate(steps):
+        floor = 60 * k
+        if prune:
+            d.prune(floor, 0, 3)
+        t = floor + (t if kind == "read" else t // 20)   # programs ready at once
+        if kind == "read":
+            ends.append(d.read1(lane, t, dur))
+        elif kind == "prog":
+            ends.append(d.prog1(lane, t, dur, mask, page))
+        else:
+            ends.append(d.work1(lane, t, 4 * dur, erase=bool(page)))
+    last = 60 * len(steps)
+    lanes = d.state[0]
+    return (ends, d.busy_until.tolist(), d.busy_ps.tolist(), d.count.tolist(),
+            dict(d.suspends), [d.merged_on(i) for i in range(3)],
+            [d.busy_after(i, last) for i in range(3)], d.spans,
+            int((lanes["tail"] - lanes["head"]).max()))
+
+
+@settings(max_examples=120, deadline=None)
+@given(steps=st.lists(deep_step, min_size=20, max_size=90), record=st.booleans())
+def test_pruning_the_ops_that_ended_changes_no_booking(steps: list[Any],
+                                                       record: bool) -> None:
+    """``DieLanes.prune`` at a time no later booking comes before: the same ends, busy
+    times, counts, suspends, merged pages, work queued past the end and recorded spans
+    as without it (the head moves on as a read moves it: every op behind it keeps its
+    times), with at most ``PRUNE_KEEP`` of the ops that ended kept."""
+    want = _run_pruned(steps, prune=False, record=record)
+    got = _run_pruned(steps, prune=True, record=record)
+    assert got[:-1] == want[:-1]
+    assert got[-1] <= want[-1]
+
+
+def test_a_write_stream_keeps_a_short_queue_once_pruned() -> None:
+    """A lane programmed far ahead of time (no read moves its head) keeps every op in
+    its row unless pruned; pruned at the time of each booking, its queue is the ops
+    still to run after that time, and at least ``PRUNE_KEEP``."""
+    from flash.engine.dies import PRUNE_KEEP
+
+    rows = []
+    for prune in (False, True):
+        d = DieLanes("die", 1, RULE)
+        for k in range(2000):
+            if prune:
+                d.prune(100 * k, 0, 1)
+            d.prog1(0, 100 * k, 150)   # 1.5x the rate the lane takes: it falls behind
+        lanes = d.state[0]
+        rows.append(int(lanes["tail"][0] - lanes["head"][0]))
+    # unpruned: every op; pruned: the third queued behind ``now``
+    assert rows[0] == 2000
+    assert PRUNE_KEEP <= rows[1] <= 2000 // 3 + PRUNE_KEEP + 1
+
+
+def test_a_pruned_head_that_a_read_moved_keeps_its_true_times() -> None:
+    """A read moves a lane's queued programs later without rewriting them (only the
+    head's times are true). Pruning past ops that ended must give the new head its true
+    times (``_now_slot`` from the old head), or the ops behind it would run earlier:
+    later reads, programs and the work queued past the end are the same as unpruned."""
+    out = []
+    for prune in (False, True):
+        d = DieLanes("die", 1, SuspendRule(program=False, erase=False, t_program=0,
+                                           t_erase=0, min_remaining=0))
+        ends = [d.prog1(0, 0, 100) for _ in range(20)]   # back to back: 100 .. 2000
+        ends.append(d.read1(0, 0, 300))                  # ahead of the waiting ones
+        if prune:
+            d.prune(900, 0, 1)
+            lanes = d.state[0]
+            assert lanes["head"][0] > 0   # it dropped the ops that ended by 900
+        ends += [d.read1(0, 1000, 50), d.prog1(0, 1100, 100), d.read1(0, 1500, 50)]
+        out.append((ends, d.busy_after(0, 1600), d.busy_until.tolist()))
+    assert out[1] == out[0]
