@@ -321,7 +321,7 @@ class FTL:
         pages leaves the state one setting gives: the same pages enter the segment's
         dict, so it turns dense at the same count, with the same values; a run of at
         most ``DENSE_AT // 4`` pages, ``set_by_segment`` or ``set``, is taken by each
-        segment it touches as ``_set_seg`` takes it)."""
+        segment it touches as ``set`` takes a segment's pages)."""
         lo = int(lpns[0])
         n = int(lpns.size)
         if lo < 0 or lo + n > self.n_lpn:

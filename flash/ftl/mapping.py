@@ -58,7 +58,7 @@ def stripe_planes(cfg: FlashConfig) -> I64:
 L2pArrays = tuple[I64, I64, npt.NDArray[np.int32], I64, npt.NDArray[np.signedinteger]]
 
 #: a sparse segment given at least this many pages in one ``set`` turns dense at once
-#: (``SparseL2P._set_seg``); a run longer than it makes every segment it touches dense
+#: (``l2p_set_pieces``); a run longer than it makes every segment it touches dense
 SET_AT_ONCE = (SEG // 16) // 4
 
 
@@ -122,7 +122,7 @@ def l2p_set_pieces(l2p: L2pArrays,
     ``vals[a:a + k]``) in turn, compiled. A piece that is a run of more than
     ``SET_AT_ONCE`` pages makes every segment it touches dense and writes its rows.
     Any other piece goes segment by segment, in ascending order, each segment taking
-    its pages in the piece's order (``SparseL2P._set_seg``): a dense segment writes
+    its pages in the piece's order: a dense segment writes
     them into its row; a sparse one given fewer than ``SET_AT_ONCE`` takes them into
     the dict (room reserved) and turns dense once the dict holds ``DENSE_AT`` of its
     pages; given more, it turns dense first. The segments made dense go into ``made``
@@ -352,7 +352,7 @@ class SparseL2P:
     def set(self, lpns: I64, ppns: I64 | int) -> None:
         """``lpns`` (distinct) map to ``ppns`` (one value for all, or one each): a run of
         more than ``SET_AT_ONCE`` pages makes every segment it touches dense; otherwise
-        each segment takes its pages at once (``_set_seg``). Compiled
+        each segment takes its pages at once. Compiled
         (``l2p_set_pieces``)."""
         n = int(lpns.size)
         if not n:
@@ -399,17 +399,15 @@ class SparseL2P:
     def set_by_segment(self, lo: int, vals: I64) -> None:
         """``set`` of the pages [lo, lo + len(vals)) given in an order that is not
         ascending (so not as a run): each segment they touch decides by its own count,
-        dense when already dense or given ``DENSE_AT // 4`` pages or more."""
-        hi = lo + int(vals.size)
-        a = lo
-        while a < hi:
-            si = a >> SEG_BITS
-            b = min(hi, (si + 1) << SEG_BITS)
-            if self.segs[si] is None and b - a < self.DENSE_AT // 4:
-                self._set_seg(si, np.arange(a, b, dtype=np.int64), vals[a - lo:b - lo])
-            else:
-                self._densify(si)[a - (si << SEG_BITS):b - (si << SEG_BITS)] = vals[a - lo:b - lo]
-            a = b
+        dense when already dense or given ``DENSE_AT // 4`` pages or more (a piece per
+        segment, ``set_pieces``)."""
+        n = int(vals.size)
+        if not n:
+            return
+        inner = np.arange(((lo >> SEG_BITS) + 1) << SEG_BITS, lo + n, SEG, dtype=np.int64)
+        starts = np.concatenate((np.zeros(1, dtype=np.int64), inner - lo))
+        pieces = np.stack((starts, np.diff(np.append(starts, n))), axis=1)
+        self.set_pieces(np.arange(lo, lo + n, dtype=np.int64), vals, pieces)
 
     def set_each(self, lo: int, vals: I64) -> None:
         """``set1`` of each page of [lo, lo + len(vals)) in turn, at once, segment by
@@ -435,26 +433,6 @@ class SparseL2P:
                 self._densify(si, self._whole(si, a, b))[a - (si << SEG_BITS):
                                                          b - (si << SEG_BITS)] = part
             a = b
-
-    def _set_seg(self, si: int, lpns: I64, vals: I64) -> None:
-        """``set1`` of each of distinct ``lpns`` of segment ``si`` in turn, at once: a
-        sparse segment takes them into the dict and turns dense if that brings it to
-        ``DENSE_AT`` entries (``set1`` would have turned it dense at that entry and put
-        the rest in the array: the same end state)."""
-        seg = self.segs[si]
-        if seg is None and lpns.size < self.DENSE_AT // 4:
-            sp = self.sparse
-            before = len(sp)
-            sp.update(lpns, vals)
-            added = len(sp) - before
-            if added:
-                count = int(self.sparse_per_seg[si]) + added
-                if count >= self.DENSE_AT:
-                    self._densify(si)  # takes the segment's entries, these with them
-                else:
-                    self.sparse_per_seg[si] = count
-            return
-        self._densify(si)[lpns & (SEG - 1)] = vals
 
     def _densify(self, si: int, whole: bool = False) -> npt.NDArray[np.signedinteger]:
         """Segment ``si`` as a dense row, made from the closed form and its dict entries
