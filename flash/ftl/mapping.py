@@ -404,9 +404,18 @@ class SparseL2P:
         n = int(vals.size)
         if not n:
             return
-        inner = np.arange(((lo >> SEG_BITS) + 1) << SEG_BITS, lo + n, SEG, dtype=np.int64)
-        starts = np.concatenate((np.zeros(1, dtype=np.int64), inner - lo))
-        pieces = np.stack((starts, np.diff(np.append(starts, n))), axis=1)
+        first = ((lo >> SEG_BITS) + 1) << SEG_BITS   # the next segment's first page
+        if lo + n <= first:   # one segment: one piece
+            self._pieces1[0, 1] = n
+            pieces = self._pieces1
+        else:
+            starts = np.arange(first - lo - SEG, n, SEG, dtype=np.int64)
+            starts[0] = 0
+            pieces = np.empty((starts.size, 2), dtype=np.int64)
+            pieces[:, 0] = starts
+            pieces[:-1, 1] = SEG
+            pieces[0, 1] = first - lo
+            pieces[-1, 1] = n - starts[-1]
         self.set_pieces(np.arange(lo, lo + n, dtype=np.int64), vals, pieces)
 
     def set_each(self, lo: int, vals: I64) -> None:
