@@ -38,6 +38,7 @@ from flash.ftl.kernels import (
     Blocks,
     L2p,
     drop_old,
+    place_run,
     write_open,
     write_run,
 )
@@ -46,8 +47,12 @@ from flash.ftl.program import Programmer
 from tmhw.sim import TmhwError
 
 __all__ = ["ACTIVE", "BAD", "FREE", "FTL", "FULL", "I64", "SEG", "SEG_BITS", "AddressMap",
-           "BlockManager", "GarbageCollector", "GcJob", "Programmer", "SparseL2P",
-           "stripe_planes"]
+           "BlockManager", "GarbageCollector", "GcJob", "PlacementOnlyError", "Programmer",
+           "SparseL2P", "stripe_planes"]
+
+
+class PlacementOnlyError(TmhwError):
+    """A write that ``FTL.place_only`` cannot place as the whole FTL would."""
 
 
 class FTL:
@@ -101,6 +106,8 @@ class FTL:
         self._one = np.zeros(1, dtype=np.int64)
         self._one_out = (np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64),
                          np.zeros(2, dtype=np.int64))
+        #: ``place_only``: each plane's next ppn (None: writes are mapped)
+        self._placing: I64 | None = None
 
     # -- the layers' scalars -----------------------------------------------------------
     @property
@@ -254,10 +261,71 @@ class FTL:
         self.gc.reset_counters()
         self.blocks.erase_count = 0
 
+    # -- placement only ----------------------------------------------------------------
+    def place_only(self) -> None:
+        """From here on, a write (``write_range``, ``write1``) only places its pages: the
+        ppns it returns are those the whole FTL would give, but the maps, the blocks'
+        valid counts, stamps and states are left as they are. For a device whose writes
+        are timed and then thrown away (``flash.batch``: hundreds of GB of sequential
+        writes, whose maps would cost most of its time and memory).
+
+        It holds while no block is collected: no plane has an erased block to reuse,
+        and none falls under the soft GC threshold. Then each plane opens its blocks
+        in order (``BlockManager.take_free``'s never-used ones), so its pages go to
+        consecutive ppns from its active block's write pointer (``precondition`` fills
+        each plane's blocks in order), whatever they overwrite: invalidating an old copy
+        changes a valid count, not where a page goes. A device's over-provisioning
+        keeps it so for any writes of up to its logical capacity. A write that would
+        collect raises ``PlacementOnlyError`` (the device's state is then undefined),
+        so no answer differs from the whole FTL's; a write of pages in any order or a
+        trim raises too."""
+        b = self.blocks
+        ppb, bpp = self.ppb, self.bpp
+        nxt = np.empty(self.U, dtype=np.int64)
+        for p in range(self.U):
+            if b.free_heap[p] or b.free_count[p] != bpp - b.fresh_next[p]:
+                raise PlacementOnlyError(f"plane {p} has reused blocks")
+            blk = int(b.host_blk[p])
+            if blk >= 0 and blk != p * bpp + b.fresh_next[p] - 1:
+                raise PlacementOnlyError(f"plane {p}'s active block is not its newest")
+            nxt[p] = (blk * ppb + int(b.host_wp[p]) if blk >= 0
+                      else (p * bpp + b.fresh_next[p]) * ppb)
+        self._placing = nxt
+
+    def _place(self, lo: int, hi: int) -> I64:
+        """``place_only``'s placement of the run [lo, hi): each plane's pages of the run
+        in order at its next ppns (page ``i`` of the run is the ``i // U``-th of its
+        stripe position's); the planes' write pointers, fresh blocks and free counts
+        advance as the whole FTL's would."""
+        nxt = self._placing
+        assert nxt is not None
+        if lo < 0 or hi > self.n_lpn:
+            raise TmhwError(f"flash: logical page out of range [0, {self.n_lpn})")
+        U, ppb, bpp = self.U, self.ppb, self.bpp
+        n = hi - lo
+        out = np.empty(n, dtype=np.int64)
+        place_run(lo, self.stripe_plane, nxt, out)
+        b = self.blocks
+        local = nxt - np.arange(U, dtype=np.int64) * (bpp * ppb)  # pages used per plane
+        used = -(-local // ppb)  # blocks opened per plane
+        for p in np.nonzero(used != b.fresh_next)[0].tolist():
+            b.free_count[p] -= int(used[p]) - b.fresh_next[p]
+            b.fresh_next[p] = int(used[p])
+            if b.free_count[p] < b.soft_blocks:
+                raise PlacementOnlyError(f"plane {p} falls under the soft GC threshold")
+        wp = local % ppb
+        b.host_blk[:] = np.where(wp > 0, np.arange(U) * bpp + used - 1, -1)
+        b.host_wp[:] = wp
+        b.seq += n
+        self.host_pages += n
+        return out
+
     # -- host operations ---------------------------------------------------------------
     def write(self, lpns: I64) -> tuple[I64, list[GcJob]]:
         """Write distinct logical pages; returns their new ppns and the GC jobs that had
         to run synchronously (hard threshold) to make room."""
+        if self._placing is not None:
+            raise PlacementOnlyError("write of pages in any order")
         lpns = np.asarray(lpns, dtype=np.int64)
         n = int(lpns.size)
         if ((n > SparseL2P.DENSE_AT // 4 or 1 < n <= self.U)
@@ -270,6 +338,8 @@ class FTL:
     def write_range(self, lo: int, hi: int) -> tuple[I64, list[GcJob]]:
         """``write`` of the logical pages [lo, hi): a run by construction, so none of
         ``write``'s checks that its pages are one."""
+        if self._placing is not None:
+            return self._place(lo, hi), []
         n = hi - lo
         if n >= self.U * self.ppb:
             # at least a block per plane: one vectorised program, where no plane must
@@ -388,6 +458,8 @@ class FTL:
         where its plane must open a block at the hard threshold."""
         if not 0 <= lpn < self.n_lpn:
             raise TmhwError(f"flash: logical page {lpn} out of range [0, {self.n_lpn})")
+        if self._placing is not None:
+            return self._place(lpn, lpn + 1).item(0), []
         jobs: list[GcJob] = []
         one = self._one
         one[0] = lpn
@@ -401,6 +473,8 @@ class FTL:
         the plane above the soft threshold. The ppns of the first ``m`` pages, and
         ``m`` (the next page needs ``write1``: a collection, a page out of range, or a
         target page not erased, which ``write1`` raises)."""
+        if self._placing is not None:
+            raise PlacementOnlyError("write of pages one by one, in any order")
         return self._write_open(lpns, keys, None)
 
     def _write_open(self, lpns: I64, keys: list[int],
@@ -465,6 +539,8 @@ class FTL:
 
     def trim(self, lpns: I64) -> int:
         """Unmap logical pages; returns how many were mapped."""
+        if self._placing is not None:
+            raise PlacementOnlyError("trim")
         lpns = np.asarray(lpns, dtype=np.int64)
         self._check_range(lpns)
         if lpns.size == 0:

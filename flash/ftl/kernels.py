@@ -452,3 +452,30 @@ def write_open(lpns: I64, geo: npt.NDArray[np.void], stripe_plane: I64, l2p: L2p
                     res[1] = 1
     seq[0] = s
     return n
+
+
+@njit_noref
+def place_run(lo: int, stripe_plane: I64, nxt: I64, out: I64) -> None:
+    """``FTL.place_only``'s placement of the run of ``out.size`` pages from ``lo``: page
+    ``i`` at the next ppn of its stripe position's plane plus ``i // U``, its ``i // U``
+    pages of the run before it there (into ``out``); then each plane's next ppn is past
+    its pages of the run."""
+    n = out.size
+    U = stripe_plane.size
+    s0 = lo % U
+    x = s0
+    r = 0
+    for i in range(n):
+        out[i] = nxt[stripe_plane[x]] + r
+        x += 1
+        if x == U:
+            x = 0
+        if x == s0:
+            r += 1
+    q = n // U
+    rem = n - q * U
+    for k in range(U):
+        x = s0 + k
+        if x >= U:
+            x -= U
+        nxt[stripe_plane[x]] += q + (1 if k < rem else 0)
