@@ -106,8 +106,9 @@ class FTL:
         self._one = np.zeros(1, dtype=np.int64)
         self._one_out = (np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64),
                          np.zeros(2, dtype=np.int64))
-        #: ``place_only``: each plane's next ppn (None: writes are mapped)
-        self._placing: I64 | None = None
+        #: ``place_only``: each plane's next ppn and its blocks opened (None: writes
+        #: are mapped)
+        self._placing: tuple[I64, I64] | None = None
 
     # -- the layers' scalars -----------------------------------------------------------
     @property
@@ -290,32 +291,31 @@ class FTL:
                 raise PlacementOnlyError(f"plane {p}'s active block is not its newest")
             nxt[p] = (blk * ppb + int(b.host_wp[p]) if blk >= 0
                       else (p * bpp + b.fresh_next[p]) * ppb)
-        self._placing = nxt
+        # (the blocks opened per plane, then room for the planes a write opens some in)
+        self._placing = (nxt, np.array(b.fresh_next + [0] * self.U, dtype=np.int64))
 
     def _place(self, lo: int, hi: int) -> I64:
         """``place_only``'s placement of the run [lo, hi): each plane's pages of the run
         in order at its next ppns (page ``i`` of the run is the ``i // U``-th of its
         stripe position's); the planes' write pointers, fresh blocks and free counts
         advance as the whole FTL's would."""
-        nxt = self._placing
-        assert nxt is not None
         if lo < 0 or hi > self.n_lpn:
             raise TmhwError(f"flash: logical page out of range [0, {self.n_lpn})")
-        U, ppb, bpp = self.U, self.ppb, self.bpp
+        placing = self._placing
+        assert placing is not None
         n = hi - lo
         out = np.empty(n, dtype=np.int64)
-        place_run(lo, self.stripe_plane, nxt, out)
         b = self.blocks
-        local = nxt - np.arange(U, dtype=np.int64) * (bpp * ppb)  # pages used per plane
-        used = -(-local // ppb)  # blocks opened per plane
-        for p in np.nonzero(used != b.fresh_next)[0].tolist():
-            b.free_count[p] -= int(used[p]) - b.fresh_next[p]
-            b.fresh_next[p] = int(used[p])
-            if b.free_count[p] < b.soft_blocks:
-                raise PlacementOnlyError(f"plane {p} falls under the soft GC threshold")
-        wp = local % ppb
-        b.host_blk[:] = np.where(wp > 0, np.arange(U) * bpp + used - 1, -1)
-        b.host_wp[:] = wp
+        grew = place_run(lo, self.stripe_plane, self.ppb, self.bpp, placing,
+                         (b.host_blk, b.host_wp), out)
+        if grew:
+            used = placing[1]
+            for p in used[self.U:self.U + grew].tolist():
+                blocks = int(used[p])
+                b.free_count[p] -= blocks - b.fresh_next[p]
+                b.fresh_next[p] = blocks
+                if b.free_count[p] < b.soft_blocks:
+                    raise PlacementOnlyError(f"plane {p} falls under the soft GC threshold")
         b.seq += n
         self.host_pages += n
         return out

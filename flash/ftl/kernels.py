@@ -455,11 +455,17 @@ def write_open(lpns: I64, geo: npt.NDArray[np.void], stripe_plane: I64, l2p: L2p
 
 
 @njit_noref
-def place_run(lo: int, stripe_plane: I64, nxt: I64, out: I64) -> None:
+def place_run(lo: int, stripe_plane: I64, ppb: int, bpp: int, placing: tuple[I64, I64],
+              host: tuple[I64, I64], out: I64) -> int:
     """``FTL.place_only``'s placement of the run of ``out.size`` pages from ``lo``: page
     ``i`` at the next ppn of its stripe position's plane plus ``i // U``, its ``i // U``
-    pages of the run before it there (into ``out``); then each plane's next ppn is past
-    its pages of the run."""
+    pages of the run before it there (into ``out``). Then each plane's next ppn is past
+    its pages of the run, its active block and write pointer (``host``) are those of
+    that ppn (none when it starts a block), and ``placing``'s second array holds its
+    blocks opened so far; the planes whose count grew are listed at its end (from
+    index U on), and their number returned."""
+    nxt, used = placing
+    host_blk, host_wp = host
     n = out.size
     U = stripe_plane.size
     s0 = lo % U
@@ -474,8 +480,23 @@ def place_run(lo: int, stripe_plane: I64, nxt: I64, out: I64) -> None:
             r += 1
     q = n // U
     rem = n - q * U
+    grew = 0
     for k in range(U):
         x = s0 + k
         if x >= U:
             x -= U
-        nxt[stripe_plane[x]] += q + (1 if k < rem else 0)
+        plane = stripe_plane[x]
+        c = q + (1 if k < rem else 0)
+        if c == 0:
+            continue
+        nxt[plane] += c
+        local = nxt[plane] - plane * bpp * ppb  # the plane's pages used
+        blocks = (local + ppb - 1) // ppb
+        if blocks != used[plane]:
+            used[plane] = blocks
+            used[U + grew] = plane
+            grew += 1
+        wp = local - (local // ppb) * ppb
+        host_blk[plane] = plane * bpp + blocks - 1 if wp else -1
+        host_wp[plane] = wp
+    return grew
