@@ -618,3 +618,19 @@ def serve_op(state: tuple[Any, Any, Any, Any], r_chunks: Any, w_chunks: Any, c_c
                 end = wend
         done_prev = done
     return end if end > done_prev else done_prev
+
+
+@njit
+def serve_ops(state: tuple[Any, Any, Any, Any], r_chunks: Any, w_chunks: Any, c_chunks: Any,
+              first: Any, r_addrs: Any, w_addrs: Any, now: int, out: Any) -> int:
+    """``serve_op`` of each of several ops in turn, every op starting as the one before
+    ends, from ``now``: op ``j``'s chunks are ``[first[j], first[j + 1])`` of the chunk
+    arrays, its reads from ``r_addrs[j]`` and its writes from ``w_addrs[j]``; its time
+    into ``out[j]``. Returns the last op's end."""
+    for j in range(first.size - 1):
+        lo, hi = first[j], first[j + 1]
+        end = serve_op(state, r_chunks[lo:hi], w_chunks[lo:hi], c_chunks[lo:hi],
+                       r_addrs[j], w_addrs[j], now)
+        out[j] = end - now
+        now = end
+    return now

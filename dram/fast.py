@@ -45,6 +45,10 @@ def compile_kernels() -> None:
         m.serve(i == 1, i << 20, 1 << 20, Pattern.STREAM, 10_000_000)
     m.serve_op(np.array([64, 0], dtype=np.int64), np.array([0, 64], dtype=np.int64),
                np.array([10, 10], dtype=np.int64), 0, 64, 20_000_000)
+    m.serve_ops(np.array([64, 0, 64], dtype=np.int64), np.array([0, 64, 64], dtype=np.int64),
+                np.array([10, 10, 10], dtype=np.int64), np.array([0, 2, 3], dtype=np.int64),
+                np.array([0, 128], dtype=np.int64), np.array([64, 192], dtype=np.int64),
+                30_000_000, np.zeros(2, dtype=np.int64))
     m.serve_many(np.array([False, True]), np.array([0, 64], dtype=np.int64),
                  np.array([64, 64], dtype=np.int64), np.array([True, False]),
                  np.zeros(2, dtype=np.int64))
@@ -80,6 +84,17 @@ class FastModel:
         (``engine.serve_op``); the op's end, ps."""
         end: int = engine.serve_op(self._args, r_chunks, w_chunks, c_chunks, r_addr, w_addr,
                                    start)
+        return end
+
+    def serve_ops(self, r_chunks: npt.NDArray[np.int64], w_chunks: npt.NDArray[np.int64],
+                  c_chunks: npt.NDArray[np.int64], first: npt.NDArray[np.int64],
+                  r_addrs: npt.NDArray[np.int64], w_addrs: npt.NDArray[np.int64], now: int,
+                  out: npt.NDArray[np.int64]) -> int:
+        """``serve_op`` of several ops back to back from ``now``, in one compiled call
+        (``engine.serve_ops``): op ``j``'s chunks ``[first[j], first[j + 1])``, its time
+        into ``out[j]``; the last op's end, ps."""
+        end: int = engine.serve_ops(self._args, r_chunks, w_chunks, c_chunks, first,
+                                    r_addrs, w_addrs, now, out)
         return end
 
     def serve_many(self, writes: npt.NDArray[np.bool_], addresses: npt.NDArray[np.int64],

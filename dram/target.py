@@ -100,6 +100,19 @@ class DramTarget(Component):
             return None
         return self.impl.serve_op(r_chunks, w_chunks, c_chunks, r_addr, w_addr, start)
 
+    def serve_ops(self, r_chunks: npt.NDArray[np.int64], w_chunks: npt.NDArray[np.int64],
+                  c_chunks: npt.NDArray[np.int64], first: npt.NDArray[np.int64],
+                  r_addrs: npt.NDArray[np.int64], w_addrs: npt.NDArray[np.int64], now: int,
+                  out: npt.NDArray[np.int64]) -> int | None:
+        """``serve_op`` of several ops, each starting as the one before ends, from
+        ``now``, in one compiled call (``dram.engine.serve_ops``): op ``j``'s chunks
+        ``[first[j], first[j + 1])`` of the chunk arrays, its time into ``out[j]``; the
+        last op's end, or None (nothing booked) where ``serve_op`` would be."""
+        if not isinstance(self.impl, FastModel) or self.tracer.enabled:
+            return None
+        return self.impl.serve_ops(r_chunks, w_chunks, c_chunks, first, r_addrs, w_addrs,
+                                   now, out)
+
     def peak_bandwidth(self) -> float:
         """Theoretical peak of all units, bytes/s."""
         return self.cfg.peak_bandwidth()

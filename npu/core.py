@@ -32,7 +32,7 @@ every core for the whole run. Defaults and sources: ``npu.config``.
 
 from __future__ import annotations
 
-from collections.abc import Generator
+from collections.abc import Generator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -278,12 +278,11 @@ class NPU(Component):
         yield self.env.timeout(result.end - self.now)
         return result
 
-    def book(self, task: ComputeTask, now: int) -> ComputeResult:
-        """``execute`` of ``task`` from ``now`` without the wait: its chunks booked on
-        the NPU's timeline and the HBM, its counters and energy added, and its result
-        (its ``end`` is when ``execute`` would return). For a caller that runs ops back
-        to back with nothing else on the HBM (the bounds' NPU-alone passes), with no
-        event per op."""
+    def _chunked(self, task: ComputeTask) -> tuple[ComputePlan, tuple[int, ...],
+                                                   tuple[int, ...], tuple[int, ...], int,
+                                                   tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        """``task``'s plan, its chunks' read, write and compute sizes, its MAC slots and
+        the chunks as arrays (memoised)."""
         cfg = self.cfg
         # one lookup of the task (hashing a task hashes all its fields)
         known = self._chunks.get(task)
@@ -300,6 +299,41 @@ class NPU(Component):
                      (np.array(r_split, dtype=np.int64), np.array(w_split, dtype=np.int64),
                       np.array(c_split, dtype=np.int64)))
             self._chunks[task] = known
+        return known
+
+    def back_to_back(self, tasks: Sequence[ComputeTask], passes: int) -> np.ndarray | None:
+        """Each op's time in each of ``passes`` passes over ``tasks``, every op starting
+        as the one before ends from time 0 (``book`` of each in turn, on an NPU and an
+        HBM nothing else uses), in one compiled call of the HBM (``ChunkedOps.serve_ops``):
+        an array of ``passes`` rows. None (nothing booked) where the HBM books op by op.
+        It counts nothing (no counters, energy or timeline): the bounds' NPU-alone passes
+        (``tmhw.lower_bounds.npu_alone_ps``) want the times alone."""
+        hbm = self.hbm
+        if not isinstance(hbm, ChunkedOps) or self.timeline.busy_ps:
+            return None
+        chunks = [self._chunked(t) for t in tasks]
+        first = np.zeros(len(tasks) + 1, dtype=np.int64)
+        first[1:] = np.cumsum([len(k[1]) for k in chunks])
+        r_all, w_all, c_all = (np.concatenate([k[5][i] for k in chunks]) if chunks
+                               else np.zeros(0, dtype=np.int64) for i in range(3))
+        r_addrs = np.array([t.hbm_address for t in tasks], dtype=np.int64)
+        w_addrs = r_addrs + np.array([k[0].hbm_read_bytes for k in chunks], dtype=np.int64)
+        out = np.zeros((passes, len(tasks)), dtype=np.int64)
+        now = 0
+        for k in range(passes):
+            end = hbm.serve_ops(r_all, w_all, c_all, first, r_addrs, w_addrs, now, out[k])
+            if end is None:
+                return None
+            now = end
+        return out
+
+    def book(self, task: ComputeTask, now: int) -> ComputeResult:
+        """``execute`` of ``task`` from ``now`` without the wait: its chunks booked on
+        the NPU's timeline and the HBM, its counters and energy added, and its result
+        (its ``end`` is when ``execute`` would return). For a caller that runs ops back
+        to back with nothing else on the HBM (the bounds' NPU-alone passes), with no
+        event per op."""
+        known = self._chunked(task)
         p, r_chunks, w_chunks, c_chunks, slots, arrays = known
         start = self.timeline.start_time(now)
         reads, writes = p.hbm_read_bytes, p.hbm_write_bytes

@@ -86,12 +86,18 @@ class Drifting(Protocol):
 @runtime_checkable
 class ChunkedOps(Protocol):
     """A memory tier that can book an NPU op's chunked reads, compute and writes in one
-    call (``npu.core.NPU.book``'s loop): returns the op's end, or None where it must
-    be booked transfer by transfer (a trace drawing each, a command-level model)."""
+    call (``npu.core.NPU.book``'s loop), and several ops back to back in one
+    (``serve_ops``): returns the (last) op's end, or None where it must be booked
+    transfer by transfer (a trace drawing each, a command-level model)."""
 
     def serve_op(self, r_chunks: npt.NDArray[np.int64], w_chunks: npt.NDArray[np.int64],
                  c_chunks: npt.NDArray[np.int64], r_addr: int, w_addr: int,
                  start: int) -> int | None: ...
+
+    def serve_ops(self, r_chunks: npt.NDArray[np.int64], w_chunks: npt.NDArray[np.int64],
+                  c_chunks: npt.NDArray[np.int64], first: npt.NDArray[np.int64],
+                  r_addrs: npt.NDArray[np.int64], w_addrs: npt.NDArray[np.int64], now: int,
+                  out: npt.NDArray[np.int64]) -> int | None: ...
 
 
 @runtime_checkable
