@@ -102,6 +102,8 @@ class FTL:
             [(self.n_lpn, m.n_pre, self.U, self.ppb, SEG_BITS, self.l2p.DENSE_AT)],
             dtype=GEOMETRY)
         self._need = np.zeros(self.U + 1, dtype=np.int64)
+        #: the stripe's planes twice over and each plane's stripe position (``write_run``)
+        self._stripes = (m.stripe_plane2, m.plane_stripe)
         #: ``write1``'s page, and its ``write_open``'s ppn, dict page and counts
         self._one = np.zeros(1, dtype=np.int64)
         self._one_out = (np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64),
@@ -330,7 +332,7 @@ class FTL:
         n = int(lpns.size)
         if ((n > SparseL2P.DENSE_AT // 4 or 1 < n <= self.U)
                 and int(lpns[-1]) - int(lpns[0]) == n - 1 and _ascending(lpns)):
-            run = self._write_run(lpns)
+            run = self._write_run(int(lpns[0]), n)
             if run is not None:
                 return run, []
         return self._write_pages(lpns)
@@ -350,12 +352,11 @@ class FTL:
             if long is not None:
                 self.host_pages += n
                 return long, []
-        lpns = np.arange(lo, hi, dtype=np.int64)
         if n > SparseL2P.DENSE_AT // 4 or 1 < n <= self.U:
-            run = self._write_run(lpns)
+            run = self._write_run(lo, n)
             if run is not None:
                 return run, []
-        return self._write_pages(lpns)
+        return self._write_pages(np.arange(lo, hi, dtype=np.int64))
 
     def _write_pages(self, lpns: I64) -> tuple[I64, list[GcJob]]:
         """``write`` page by page into their planes, opening blocks (and collecting)
@@ -379,8 +380,8 @@ class FTL:
         self.host_pages += int(lpns.size)
         return out, jobs
 
-    def _write_run(self, lpns: I64) -> I64 | None:
-        """``write`` of the run ``lpns`` (ascending, consecutive, more than
+    def _write_run(self, lo: int, n: int) -> I64 | None:
+        """``write`` of the run of ``n`` pages from ``lo`` (more than
         ``DENSE_AT // 4`` pages or at most a stripe of two or more) where no plane must
         collect, compiled (``kernels.write_run``): the blocks it must open are opened
         first, in the order the general path opens them. None (nothing done) otherwise.
@@ -392,8 +393,6 @@ class FTL:
         dict, so it turns dense at the same count, with the same values; a run of at
         most ``DENSE_AT // 4`` pages, ``set_by_segment`` or ``set``, is taken by each
         segment it touches as ``set`` takes a segment's pages)."""
-        lo = int(lpns[0])
-        n = int(lpns.size)
         if lo < 0 or lo + n > self.n_lpn:
             raise TmhwError(f"flash: logical page out of range [0, {self.n_lpn})")
         b = self.blocks
@@ -401,18 +400,12 @@ class FTL:
         l2p = self.l2p
         out = np.empty(n, dtype=np.int64)
         opened, need = self._opened, self._need
-
-        def call() -> int:  # (the P2L rows rebound as they grow: read at each call)
-            got: int = write_run(
-                lo, n, self.geo, (m.stripe_plane2, m.plane_stripe), self._l2p_state(),
-                self._block_state(), b.seq, (opened, need, out))
-            return got
-
-        got = call()
+        io = (opened, need, out)
+        got = self._run_kernel(lo, n, io)
         if got == NEEDS_ROWS:
             for blk in need[1:1 + int(need[0])].tolist():
                 m.row(blk)
-            got = call()
+            got = self._run_kernel(lo, n, io)
         if got == NEEDS_BLOCKS:
             planes = need[1:1 + int(need[0])].tolist()
             if any(b.free_count[p] <= b.hard_blocks for p in planes):
@@ -421,7 +414,7 @@ class FTL:
                 blk = b.take_free(p)
                 m.row(blk)
                 opened[p] = blk
-            got = call()
+            got = self._run_kernel(lo, n, io)
             opened[planes] = -1
         if got == NOT_ERASED:
             raise AssertionError("FTL: program to a non-erased page")
@@ -429,7 +422,7 @@ class FTL:
             if n > self.U:
                 old = l2p.get_run(lo, n)
                 if bool((old >= 0).any()):
-                    l2p.set(lpns[old >= 0], -1)
+                    l2p.set(lo + np.flatnonzero(old >= 0), -1)
                 l2p.set_by_segment(lo, out)
             elif n > SparseL2P.DENSE_AT // 4:
                 l2p.set_run(lo, out)  # what ``set`` does with a run this long
@@ -440,6 +433,13 @@ class FTL:
         b.seq += n
         self.host_pages += n
         return out
+
+    def _run_kernel(self, lo: int, n: int, io: tuple[I64, I64, I64]) -> int:
+        """``kernels.write_run`` of the run of ``n`` pages from ``lo`` on the maps and
+        blocks as they are now (the P2L rows are rebound as they grow)."""
+        got: int = write_run(lo, n, self.geo, self._stripes, self._l2p_state(),
+                             self._block_state(), self.blocks.seq, io)
+        return got
 
     def _l2p_state(self) -> L2p:
         """The L2P as the kernels take it (``kernels.L2p``; rebound as it grows)."""

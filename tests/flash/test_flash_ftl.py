@@ -266,7 +266,7 @@ def test_run_writes_end_in_the_state_of_the_plane_by_plane_path(
     cfg = small(channels=4, dies_per_chip=4, planes_per_die=4, blocks_per_plane=32,
                 pages_per_block=ppb, over_provisioning=0.3)
     run, ref = FTL(cfg), FTL(cfg)
-    ref._write_run = lambda lpns: None  # type: ignore[method-assign]
+    ref._write_run = lambda lo, n: None  # type: ignore[method-assign]
     for f in (run, ref):
         f.precondition(0.3)
     rng = np.random.default_rng(seed)
