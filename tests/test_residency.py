@@ -177,3 +177,22 @@ def test_dirty_and_missing_counts_are_those_of_the_flags(
     dirty = res.in_hbm[lo:hi] & res.live[lo:hi] & ~res.in_flash[lo:hi]
     assert res.dirty_count(lo, hi) == int(np.count_nonzero(dirty))
     assert res.count_missing(lo, hi) == (hi - lo) - int(np.count_nonzero(res.in_hbm[lo:hi]))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 499), st.integers(1, 90), st.integers(0, 10**12)),
+                min_size=1, max_size=20),
+       st.integers(0, 498), st.integers(1, 80), st.integers(0, 10**13))
+def test_a_streamed_tails_due_time_is_its_latest_page_plus_the_work_after_it(
+        sets: list[tuple[int, int, int]], lo: int, n: int, dur: int) -> None:
+    """``tail_due``: over the tail's pages, a page's ready time plus the op's work left
+    after it (``(last - page - 1) * dur // (last - first)``), as the executor computed
+    it with numpy over the tail."""
+    res = Residency(600, 600, PAGE)
+    for start, k, t in sets:
+        res.set_ready(slice(start, start + k), t)
+    hi = min(500, lo + n)
+    first, last = max(0, lo - 7), hi + 11
+    pages = np.arange(lo, hi)
+    want = int((res.ready_of(slice(lo, hi)) + ((last - pages - 1) * dur) // (last - first)).max())
+    assert res.tail_due(lo, hi, first, last, dur) == want

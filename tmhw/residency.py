@@ -286,6 +286,19 @@ def _hold_run(held: Arrays3, words: np.ndarray,
 
 
 @njit_noref
+def _tail_due(ready: Arrays3, lo: int, hi: int, first: int, last: int, dur: int) -> int:
+    """``Residency.tail_due`` (hi > lo): one pass over the pages' ready times."""
+    ready_ix, _, times = ready
+    span = last - first
+    due: int = times[ready_ix[lo]] + ((last - lo - 1) * dur) // span
+    for page in range(lo + 1, hi):
+        t = times[ready_ix[page]] + ((last - page - 1) * dur) // span
+        if t > due:
+            due = t
+    return due
+
+
+@njit_noref
 def _dirty_count(in_hbm: np.ndarray, live: np.ndarray, in_flash: np.ndarray, start: int,
                  stop: int) -> int:
     """How many of the pages [start, stop) are dirty: held in HBM, live, and newer than
@@ -309,6 +322,7 @@ def compile_kernels() -> None:
     res.last_held(0, 300, 5)
     res.dirty_count(0, 300)
     res.count_missing(0, 300)
+    res.tail_due(1, 300, 0, 400, 10**9)
 
 
 class CapacityError(RuntimeError):
@@ -411,6 +425,13 @@ class Residency:
         """The time each of ``pages``' HBM copy is (or was last) complete."""
         out: np.ndarray = self._times[self._ready_ix[pages]]
         return out
+
+    def tail_due(self, lo: int, hi: int, first: int, last: int, dur: int) -> int:
+        """When an op of ``dur`` ps that streams the pages [lo, hi) (hi > lo) of its
+        operand [first, last) can end at the earliest: the latest, over those pages, of
+        a page's ready time plus the op's work after it,
+        ``(last - page - 1) * dur // (last - first)`` (one compiled pass)."""
+        return int(_tail_due(self._ready, lo, hi, first, last, dur))
 
     def set_ready(self, pages: np.ndarray | slice, ready: int) -> None:
         """``pages``' HBM copies are complete at ``ready``."""

@@ -440,10 +440,8 @@ class Executor(Component):
                 ready = max(ready, res.ready_time(p0, p1))
                 continue
             ready = max(ready, res.ready_time(p0, m.p0), res.ready_time(m.p1, p1))
-            # Latest (arrival + remaining work) over the tail's pages: vectorised.
-            pages = np.arange(m.p0, m.p1)
-            rest = ((p1 - pages - 1) * dur) // (p1 - p0)
-            tail_due = max(tail_due, int((res.ready_of(slice(m.p0, m.p1)) + rest).max()))
+            # Latest (arrival + remaining work) over the tail's pages
+            tail_due = max(tail_due, res.tail_due(m.p0, m.p1, p0, p1, dur))
             self.totals.streamed_bytes += (m.p1 - m.p0) * self.workload.page_size
         return ready, tail_due
 
