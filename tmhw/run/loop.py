@@ -458,7 +458,7 @@ class Executor(Component):
                     raise AssertionError(f"op {op.name} starts before the resident part "
                                          f"of {self.workload.tensors[t].name} has arrived")
                 continue
-            if p1 > p0 and not res.in_hbm[p0:p1].all():
+            if res.count_missing(p0, p1):
                 raise AssertionError(f"op {op.name} starts without all of "
                                      f"{self.workload.tensors[t].name} in HBM")
             m = tails.get(t)
