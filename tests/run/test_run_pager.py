@@ -9,6 +9,7 @@ import ast
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 import tmhw
 from tmhw.residency import Residency
@@ -105,3 +106,23 @@ def test_dead_data_leaves_flash_and_a_write_makes_flash_stale() -> None:
     book.written(2, 6)
     assert np.array_equal(res.in_flash, [True, True, False, False, False, False, True, True])
     res.check()
+
+
+def test_the_executor_refuses_an_op_whose_operands_hbm_does_not_hold_whole() -> None:
+    """The invariant an op is checked against as it starts: every page of its operands
+    held (the check counts the pages HBM misses)."""
+    from tmhw import config as C
+    from tmhw.system import System
+    system = System(C.with_overrides(C.QUICK, [
+        'workload.model="resnet18"', "workload.batch=1", "workload.page_size=1048576",
+        'policy.name="hbm-only"']))
+    ex, res = system.executor, system.executor.res
+    op = next(o for o in system.workload.ops if o.tensors)
+    pages = [ex.ranges[t] for t in op.tensors]
+    held = sum(res.hold(slice(p0, p1), 0, 0) for p0, p1 in pages if p1 > p0)
+    assert held and not any(res.count_missing(p0, p1) for p0, p1 in pages)
+    ex._check_operands(op, {})
+    p0, p1 = max(pages, key=lambda r: r[1] - r[0])
+    res.release(slice(p1 - 1, p1), 0)
+    with pytest.raises(AssertionError, match="starts without all of"):
+        ex._check_operands(op, {})
