@@ -36,11 +36,11 @@ Measure = dict[str, Any]
 #: tmhw's on the 2-core machine (docs/PERFORMANCE.md, "Against MQSim", has the device,
 #: the workloads and every sitting). MQSim's wall time is mostly the system time of
 #: zeroing its 2 GB of per-page state (0.7 to 4.0 s run to run, against 0.45 s of user
-#: time), so its sittings' medians spread from 3.2 to 4.2 s on random reads at QD1;
-#: these are the fastest sitting's, the hardest to beat. Keys: pattern, request size,
-#: queue depth.
-MQSIM_WALL_S = {("randread", "8KiB", 1): 3.20, ("randread", "8KiB", 64): 2.78,
-                ("seqwrite", "256KiB", 1): 4.26, ("seqwrite", "256KiB", 64): 5.39}
+#: time), so its sittings' medians spread from 2.0 to 4.2 s on random reads at QD1;
+#: these are the fastest sitting's (at 1f15ba8), the hardest to beat. Keys: pattern,
+#: request size, queue depth.
+MQSIM_WALL_S = {("randread", "8KiB", 1): 2.01, ("randread", "8KiB", 64): 2.51,
+                ("seqwrite", "256KiB", 1): 3.60, ("seqwrite", "256KiB", 64): 4.22}
 MQSIM_REQUESTS = 100_000
 #: the least ratio to MQSim's rate each mode is to reach (issue-level targets)
 FLASH_TARGET_RATIO = {"detailed": 1.0, "compat": 1.0, "fast": 2.0}
