@@ -158,8 +158,9 @@ def test_last_held_is_the_span_of_the_last_k_pages_held(
        st.integers(0, 499), st.integers(0, 200))
 def test_dirty_and_missing_counts_are_those_of_the_flags(
         steps: list[tuple[str, int, int]], lo: int, length: int) -> None:
-    """``Residency.dirty_count`` (held, live and newer than flash) and ``count_missing``
-    (not held; eight flags a word) against the same counts over the flags' arrays,
+    """``Residency.dirty_count`` (held, live and newer than flash), ``count_missing``
+    (not held; eight flags a word) and ``missing_runs`` (the runs of pages not held)
+    against the same counts over the flags' arrays,
     after holds, releases and changes of liveness and of the flash copy."""
     n = 500
     res = Residency(n, n, PAGE)
@@ -177,6 +178,12 @@ def test_dirty_and_missing_counts_are_those_of_the_flags(
     dirty = res.in_hbm[lo:hi] & res.live[lo:hi] & ~res.in_flash[lo:hi]
     assert res.dirty_count(lo, hi) == int(np.count_nonzero(dirty))
     assert res.count_missing(lo, hi) == (hi - lo) - int(np.count_nonzero(res.in_hbm[lo:hi]))
+    # the runs of the missing pages, in order, and how many they are
+    gone = np.flatnonzero(~res.in_hbm[lo:hi]) + lo
+    count, runs = res.missing_runs(lo, hi)
+    assert count == len(gone)
+    assert [p for a, b in runs for p in range(a, b)] == gone.tolist()
+    assert all(b0 < a1 for (_, b0), (a1, _) in zip(runs, runs[1:], strict=False))
 
 
 @settings(max_examples=60, deadline=None)

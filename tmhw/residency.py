@@ -495,7 +495,8 @@ class Residency:
     def missing_runs(self, start: int, stop: int) -> tuple[int, list[tuple[int, int]]]:
         """How many pages of [start, stop) HBM does not hold, and their runs in order
         (``runs`` of ``missing``; a chunk is most often all missing or all held)."""
-        held = int(np.count_nonzero(self.in_hbm[start:stop]))
+        held = (int(_count_held(self.in_hbm, self._hbm_words, start, stop)) if stop > start
+                else 0)
         if held == 0:
             return stop - start, [(start, stop)] if stop > start else []
         if held == stop - start:
