@@ -451,6 +451,9 @@ class Executor(Component):
         except a streamed tail (which the op waits for before it ends), or read in
         place (``cold``)."""
         res, now = self.res, int(self.env.now)
+        # the pages HBM holds per tensor (the residency's groups are the tensors; its
+        # ``check`` holds the counts to the flags)
+        held = res.held_by_owner
         for t in op.tensors:
             p0, p1 = self.ranges[t]
             if cold and t in cold:
@@ -458,7 +461,7 @@ class Executor(Component):
                     raise AssertionError(f"op {op.name} starts before the resident part "
                                          f"of {self.workload.tensors[t].name} has arrived")
                 continue
-            if res.count_missing(p0, p1):
+            if held[t] != p1 - p0:
                 raise AssertionError(f"op {op.name} starts without all of "
                                      f"{self.workload.tensors[t].name} in HBM")
             m = tails.get(t)
