@@ -187,19 +187,35 @@ def test_dirty_and_missing_counts_are_those_of_the_flags(
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.tuples(st.integers(0, 499), st.integers(1, 90), st.integers(0, 10**12)),
+@given(st.lists(st.tuples(st.integers(0, 2_999), st.integers(1, 900), st.integers(0, 10**12)),
                 min_size=1, max_size=20),
-       st.integers(0, 498), st.integers(1, 80), st.integers(0, 10**13))
+       st.integers(0, 2_998), st.integers(1, 2_000), st.integers(0, 10**13))
 def test_a_streamed_tails_due_time_is_its_latest_page_plus_the_work_after_it(
         sets: list[tuple[int, int, int]], lo: int, n: int, dur: int) -> None:
     """``tail_due``: over the tail's pages, a page's ready time plus the op's work left
     after it (``(last - page - 1) * dur // (last - first)``), as the executor computed
-    it with numpy over the tail."""
-    res = Residency(600, 600, PAGE)
+    it with numpy over the tail (a tail of several blocks of ``READY_BLOCK`` pages, some
+    skipped whole)."""
+    res = Residency(3_100, 3_100, PAGE)
     for start, k, t in sets:
         res.set_ready(slice(start, start + k), t)
-    hi = min(500, lo + n)
+    hi = min(3_000, lo + n)
     first, last = max(0, lo - 7), hi + 11
     pages = np.arange(lo, hi)
     want = int((res.ready_of(slice(lo, hi)) + ((last - pages - 1) * dur) // (last - first)).max())
     assert res.tail_due(lo, hi, first, last, dur) == want
+
+
+def test_a_tails_due_time_is_exact_where_pages_times_work_pass_64_bits() -> None:
+    """A tail of two million pages under an op of 20 s: a page's pages-after times the
+    op's ps pass 2^63, where numpy's int64 product wraps; the due time is still the
+    exact integer."""
+    n = 2_000_000
+    res = Residency(n, n, PAGE)
+    res.set_ready(slice(0, n), 5)
+    res.set_ready(slice(1_000, 1_300), 9 * 10**12)
+    dur = 20 * 10**12
+    want = max(t + (n - p - 1) * dur // n
+               for p, t in ((0, 5), (1_000, 9 * 10**12)))
+    assert (n - 1) * dur > 2**63
+    assert res.tail_due(0, n, 0, n, dur) == want
