@@ -5,11 +5,12 @@ figures (``extra``: the target and whether it was met), never as test assertions
 tests' verdict does not depend on how busy the machine is.
 
 Each case runs in its own Python process (so its peak RSS is its own) and reports its
-wall time (median of ``--repeat`` runs of the timed part; set-up such as preconditioning
-is timed apart in ``extra``), the SimPy events it processed (``tmhw.sim.env.Environment``
-counts them), the simulated time, peak RSS, a throughput figure of its own and
-``kernel_ratio``: its wall time per event over the bare kernel's, measured in the same
-run (absolute times vary between machines; the ratio much less).
+wall time (the median of ``--repeat`` runs of the timed part, every figure that run's;
+set-up such as preconditioning is timed apart in ``extra``), the SimPy events it
+processed (``tmhw.sim.env.Environment`` counts them), the simulated time, peak RSS, a
+throughput figure of its own and ``kernel_ratio``: its wall time per event over the bare
+kernel's, measured in the same run (absolute times vary between machines; the ratio much
+less).
 
 The cases live in ``cases`` (the bare kernel, each device, the NPU, end-to-end runs)
 and ``studies`` (each scenario, and a sweep on Dask); ``suite`` runs each in a process
