@@ -244,7 +244,7 @@ def split_even(total: int, parts: int) -> tuple[int, ...]:
     """``total`` split into ``min(parts, total)`` near-equal positive integers."""
     p = max(1, min(parts, total))
     q, r = divmod(total, p)
-    return tuple(q + 1 if i < r else q for i in range(p))
+    return (q + 1,) * r + (q,) * (p - r)
 
 
 def split_gemm(m: int, n: int, k: int, parts: int, rows: int, cols: int, dataflow: str,

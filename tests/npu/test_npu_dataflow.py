@@ -15,6 +15,7 @@ from npu.dataflow import (
     gemm_traffic,
     mapping_efficiency,
     multi_array_cycles,
+    split_even,
     split_gemm,
     utilization,
 )
@@ -164,3 +165,12 @@ def test_ws_groups_column_folds_so_a_weight_gradient_gemm_streams_its_input_few_
                      filter_buf=4 * mib, ofmap_buf=4 * mib)
     assert t.psum_write == 0
     assert t.ifmap_read + t.filter_read == 6 * 32 * mib + 96 * mib
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 10**9), st.integers(-2, 200))
+def test_split_even_gives_near_equal_parts_larger_first_that_sum_to_the_total(
+        total: int, parts: int) -> None:
+    got = split_even(total, parts)
+    assert len(got) == max(1, min(parts, total)) and sum(got) == total
+    assert max(got) - min(got) <= 1 and list(got) == sorted(got, reverse=True)
