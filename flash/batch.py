@@ -50,7 +50,7 @@ schedule runs each schedule on a fresh device instead.
 Nothing reads what the batch writes, and no block is collected, so the devices' FTLs
 only place the writes (``FTL.place_only``): the same pages as the whole FTL, without
 its maps, which were most of the batch's time (five schedules of 259 GB, 79 M pages of
-16 KiB, in the GPT-3 stack of ``tmhw bench --case e2e-gpt``: 6.2 s, then 1.2 s).
+16 KiB, in the GPT-3 stack of ``tmhw bench --case e2e-gpt``: 6.2 s, then 1.1 s).
 
 Independent of the rest of the system: this module uses only ``flash`` and
 ``tmhw.sim``.

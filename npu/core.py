@@ -331,8 +331,9 @@ class NPU(Component):
         """``execute`` of ``task`` from ``now`` without the wait: its chunks booked on
         the NPU's timeline and the HBM, its counters and energy added, and its result
         (its ``end`` is when ``execute`` would return). For a caller that runs ops back
-        to back with nothing else on the HBM (the bounds' NPU-alone passes), with no
-        event per op."""
+        to back with nothing else on the HBM, with no event per op (the bounds'
+        NPU-alone passes on the detailed HBM model; ``back_to_back`` books them in one
+        call on the fast one)."""
         known = self._chunked(task)
         p, r_chunks, w_chunks, c_chunks, slots, arrays = known
         start = self.timeline.start_time(now)
