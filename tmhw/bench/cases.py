@@ -24,8 +24,10 @@ training run. Each returns one measurement and runs inside its own process
   e2e-gpt under 12 s, the kernels' load included (``E2E_TARGET_S``).
   Throughput: MiB moved between the tiers per wall second; ``extra`` has events per MiB.
   The wall time starts once the modules are imported and the kernels loaded: numba's
-  import and the kernels' load from its cache (``extra.kernels_s``, about 0.4 s) are
-  once a process, however many runs follow (a sweep's worker pays them once).
+  import and the kernels' load from its cache (``extra.kernels_s``, about 0.6 s: every
+  component's kernels, the detailed models' too, where a run loads those it calls,
+  some 0.15 s fewer) are once a process, however many runs follow (a sweep's worker
+  pays them once).
 - ``npu-resnet50``: the cycles of every ResNet-50 training GEMM (batch 32) on a 128 x 128
   array in each dataflow and convention (972 evaluations), and the 162 ops planned on a
   TPUv4-like core (``npu.bench.bench_resnet50``); target under 1 s each.
