@@ -96,9 +96,10 @@ class DramTarget(Component):
         one compiled call (``dram.engine.serve_op``), as that many ``transport`` calls
         would book them; None where the calls must be made one by one: the detailed
         model, or a trace that draws each transfer."""
-        if not isinstance(self.impl, FastModel) or self.tracer.enabled:
+        impl = self._fused()
+        if impl is None:
             return None
-        return self.impl.serve_op(r_chunks, w_chunks, c_chunks, r_addr, w_addr, start)
+        return impl.serve_op(r_chunks, w_chunks, c_chunks, r_addr, w_addr, start)
 
     def serve_ops(self, r_chunks: npt.NDArray[np.int64], w_chunks: npt.NDArray[np.int64],
                   c_chunks: npt.NDArray[np.int64], first: npt.NDArray[np.int64],
@@ -108,10 +109,17 @@ class DramTarget(Component):
         ``now``, in one compiled call (``dram.engine.serve_ops``): op ``j``'s chunks
         ``[first[j], first[j + 1])`` of the chunk arrays, its time into ``out[j]``; the
         last op's end, or None (nothing booked) where ``serve_op`` would be."""
+        impl = self._fused()
+        if impl is None:
+            return None
+        return impl.serve_ops(r_chunks, w_chunks, c_chunks, first, r_addrs, w_addrs, now, out)
+
+    def _fused(self) -> FastModel | None:
+        """The model that books an op's chunks in one call (``serve_op``, ``serve_ops``):
+        the fast one, where no trace draws each transfer; else None."""
         if not isinstance(self.impl, FastModel) or self.tracer.enabled:
             return None
-        return self.impl.serve_ops(r_chunks, w_chunks, c_chunks, first, r_addrs, w_addrs,
-                                   now, out)
+        return self.impl
 
     def peak_bandwidth(self) -> float:
         """Theoretical peak of all units, bytes/s."""

@@ -62,13 +62,12 @@ from collections.abc import Generator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-import numpy as np
 import simpy
 
 from flash import FlashConfig
 from tmhw.config import DmaConfig, LinkConfig
 from tmhw.dma_chunks import chunk_sizes
-from tmhw.residency import Residency, runs
+from tmhw.residency import Residency
 from tmhw.sim.component import Component
 from tmhw.sim.energy import EnergyMeter, EnergyTable
 from tmhw.sim.errors import TmhwError
@@ -531,8 +530,7 @@ class DmaEngine(Component):
         if c1 > c0 and res.dirty_count(c0, c1) == c1 - c0:
             dirty = [(c0, c1)]  # the usual case: all dirty, so none clean to release
         else:
-            mask = res.in_hbm[c0:c1] & res.live[c0:c1] & ~res.in_flash[c0:c1]
-            dirty = runs(np.flatnonzero(mask) + c0)
+            dirty = res.dirty_runs(c0, c1)
             if not req.keep:
                 self.pages.release_clean(c0, c1, now)
         free_at = end = issue

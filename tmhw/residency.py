@@ -535,6 +535,11 @@ class Residency:
             return 0
         return stop - start - int(_count_held(self.in_hbm, self._hbm_words, start, stop))
 
+    def dirty_runs(self, start: int, stop: int) -> list[tuple[int, int]]:
+        """The dirty pages of [start, stop) (``dirty_count``'s) as runs in page order."""
+        dirty = self.in_hbm[start:stop] & self.live[start:stop] & ~self.in_flash[start:stop]
+        return runs(np.flatnonzero(dirty) + start)
+
     def dirty_count(self, start: int, stop: int) -> int:
         """How many of the pages [start, stop) are dirty: held in HBM, live and newer
         than any flash copy, so that evicting them needs a write-back (one compiled

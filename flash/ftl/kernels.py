@@ -16,7 +16,8 @@ import numpy as np
 import numpy.typing as npt
 
 from flash.ftl.blocks import FULL
-from flash.intmap import im_get, im_put
+from flash.ftl.mapping import l2p_at
+from flash.intmap import im_put
 from tmhw.sim.intmath import div, log2_exact
 from tmhw.sim.jit import njit, njit_noref
 
@@ -370,22 +371,12 @@ def _put(blk: int, wp: int, m: int, at: tuple[int, int, int], lpns: I64, row: Ro
 
 @njit
 def l2p_of(l2p: L2p, geo: npt.NDArray[np.void], lpn: int) -> int:
-    """``SparseL2P.get1`` compiled: the physical page of ``lpn`` (-1 unmapped) from its
-    dense segment's row, or else its entry in the L2P's dict, or else the
-    preconditioned closed form (page ``lpn // U`` of its plane, below ``n_pre``)."""
+    """``SparseL2P.get1`` compiled: the physical page of ``lpn`` (-1 unmapped), by the
+    L2P's lookup rule (``flash.ftl.mapping.l2p_at``) on the map as the FTL's kernels
+    take it."""
     sp, sp_meta, plane_base, seg_row, rows = l2p
     g = geo[0]
-    seg_bits = g["seg_bits"]
-    row = seg_row[lpn >> seg_bits]
-    if row >= 0:
-        return int(rows[row, lpn & ((1 << seg_bits) - 1)])
-    held = im_get(sp, sp_meta, lpn, -2)
-    if held != -2:
-        return int(held)
-    if lpn >= g["n_pre"]:
-        return -1
-    U = g["stripe"]
-    return int(plane_base[lpn % U] + lpn // U)
+    return l2p_at(sp, sp_meta, seg_row, rows, (plane_base, g["stripe"], g["n_pre"]), lpn)
 
 
 @njit

@@ -24,8 +24,8 @@ import numpy.typing as npt
 
 from flash.config import FlashConfig
 from flash.ftl.blocks import ACTIVE, FULL, BlockManager
-from flash.intmap import LIVE, IntMap, im_get, im_get_many, im_pop, im_pop_range, im_put
-from tmhw.sim.jit import njit
+from flash.intmap import LIVE, IntMap, im_get, im_get_many, im_pop, im_put
+from tmhw.sim.jit import njit, njit_noref
 
 SEG_BITS = 12
 SEG = 1 << SEG_BITS
@@ -62,52 +62,62 @@ L2pArrays = tuple[I64, I64, npt.NDArray[np.int32], I64, npt.NDArray[np.signedint
 SET_AT_ONCE = (SEG // 16) // 4
 
 
+@njit_noref
+def l2p_at(table: I64, meta: I64, seg_row: I64, rows: npt.NDArray[np.signedinteger],
+           pre: tuple[I64, int, int], lpn: int, probe: bool = True) -> int:
+    """The physical page of ``lpn`` (-1: unmapped): from its dense segment's row, or else
+    its entry in the dict (``table``, ``meta``; not looked for without ``probe``: the
+    segment has none), or else the preconditioned closed form (page ``lpn // U`` of its
+    plane, below ``n_pre``; ``pre``: each stripe position's plane's first ppn, the stripe
+    and ``n_pre``). The one lookup rule of the L2P's kernels (``l2p_get``,
+    ``flash.ftl.kernels.l2p_of``)."""
+    row = seg_row[lpn >> SEG_BITS]
+    if row >= 0:
+        return int(rows[row, lpn & (SEG - 1)])
+    if probe:
+        v = im_get(table, meta, lpn, -2)
+        if v != -2:
+            return int(v)
+    plane_base, U, n_pre = pre
+    return int(plane_base[lpn % U] + lpn // U) if lpn < n_pre else -1
+
+
 @njit
 def l2p_get(l2p: L2pArrays,
             pre: tuple[I64, int, int], lpns: I64, out: I64) -> None:
-    """``SparseL2P.get`` compiled: ``out[j]``, the physical page of ``lpns[j]`` (-1:
-    unmapped), from its dense segment's row, or else its entry in the dict, or else
-    the preconditioned closed form (page ``lpn // U`` of its plane, below ``n_pre``).
-    ``l2p``: the dict's table and meta, the per-segment dict counts, each segment's
-    row (-1: not dense) and the rows; ``pre``: each stripe position's plane's first
-    ppn, the stripe (planes) and ``n_pre``."""
+    """``SparseL2P.get`` compiled: ``out[j]``, the physical page of ``lpns[j]``
+    (``l2p_at``). ``l2p``: the dict's table and meta, the per-segment dict counts, each
+    segment's row (-1: not dense) and the rows; ``pre``: each stripe position's plane's
+    first ppn, the stripe (planes) and ``n_pre``."""
     table, meta, per_seg, seg_row, rows = l2p
-    plane_base, U, n_pre = pre
     for j in range(lpns.size):
         lpn = lpns[j]
-        si = lpn >> SEG_BITS
-        row = seg_row[si]
-        if row >= 0:
-            out[j] = rows[row, lpn & (SEG - 1)]
-            continue
-        if per_seg[si]:
-            v = im_get(table, meta, lpn, -2)
-            if v != -2:
-                out[j] = v
-                continue
-        out[j] = plane_base[lpn % U] + lpn // U if lpn < n_pre else -1
+        out[j] = l2p_at(table, meta, seg_row, rows, pre, lpn, per_seg[lpn >> SEG_BITS] > 0)
 
 
 @njit
 def _densify_seg(l2p: L2pArrays,
-                 pre: tuple[I64, int, int], n_lpn: int, dense: I64, si: int) -> int:
+                 pre: tuple[I64, int, int], n_lpn: int, dense: I64, si: int,
+                 whole: bool = False) -> int:
     """``SparseL2P._densify`` of sparse segment ``si`` compiled: the next row of the
     pool (``dense[0]``, the segments made dense so far, advanced) filled from the
     closed form (-1 past ``n_pre`` and past the last logical page) and the dict's
-    entries of the segment, which leave the dict. Returns the row."""
+    entries of the segment, which leave the dict. With ``whole`` the caller sets every
+    page of the segment next: only the row past the last logical page is filled, and
+    the dict's entries leave it unread. Returns the row."""
     table, meta, per_seg, seg_row, rows = l2p
     plane_base, U, n_pre = pre
     row = dense[0]
     dense[0] = row + 1
     lo = si << SEG_BITS
     hi = min(lo + SEG, n_lpn)
-    for lpn in range(lo, lo + SEG):
+    for lpn in range(hi if whole else lo, lo + SEG):
         rows[row, lpn - lo] = (plane_base[lpn % U] + lpn // U
                                if lpn < n_pre and lpn < hi else -1)
     if per_seg[si]:
         for lpn in range(lo, hi):
             v = im_pop(table, meta, lpn, -2)
-            if v != -2:
+            if v != -2 and not whole:
                 rows[row, lpn - lo] = v
         per_seg[si] = 0
     seg_row[si] = row
@@ -449,27 +459,9 @@ class SparseL2P:
         the row is not filled (the dict entries still leave the dict)."""
         seg = self.segs[si]
         if seg is None:
-            amap = self.amap
-            lo = si * SEG
-            hi = min(lo + SEG, amap.n_lpn)
-            row = self._dense.item(0)
-            seg = self.pool[row]
-            if not whole:
-                seg[:] = -1
-                seg[: hi - lo] = amap.implicit_run(lo, hi)
-            else:
-                seg[hi - lo:] = -1  # past the last logical page, in a short last segment
-            self.seg_row[si] = row
-            if self.sparse_per_seg[si]:
-                # the segment's dict entries leave the dict
-                vals = np.empty(hi - lo, dtype=np.int64)
-                im_pop_range(self.sparse.table, self.sparse.meta, lo, hi, -2, vals)
-                if not whole:
-                    held = vals != -2
-                    seg[:hi - lo][held] = vals[held]
-                self.sparse_per_seg[si] = 0
-            self.segs[si] = seg
-            self._dense[0] = row + 1
+            row = _densify_seg(self._state(), self._pre(), self.amap.n_lpn, self._dense, si,
+                               whole)
+            seg = self.segs[si] = self.pool[row]
         return seg
 
     def nbytes(self) -> int:
