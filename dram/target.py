@@ -114,6 +114,10 @@ class DramTarget(Component):
             return None
         return impl.serve_ops(r_chunks, w_chunks, c_chunks, first, r_addrs, w_addrs, now, out)
 
+    def books_ops_at_once(self) -> bool:
+        """Whether ``serve_op`` and ``serve_ops`` book in one compiled call (``_fused``)."""
+        return self._fused() is not None
+
     def _fused(self) -> FastModel | None:
         """The model that books an op's chunks in one call (``serve_op``, ``serve_ops``):
         the fast one, where no trace draws each transfer; else None."""

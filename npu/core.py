@@ -301,6 +301,13 @@ class NPU(Component):
             self._chunks[task] = known
         return known
 
+    def books_ops_at_once(self) -> bool:
+        """Whether ``back_to_back`` books (in one compiled call of the HBM a pass,
+        which lets go of Python's lock while it runs) rather than returning None."""
+        hbm = self.hbm
+        return (isinstance(hbm, ChunkedOps) and hbm.books_ops_at_once()
+                and not self.timeline.busy_ps)
+
     def back_to_back(self, tasks: Sequence[ComputeTask], passes: int) -> np.ndarray | None:
         """Each op's time in each of ``passes`` passes over ``tasks``, every op starting
         as the one before ends from time 0 (``book`` of each in turn, on an NPU and an

@@ -21,7 +21,7 @@ from dram import DramTarget
 from flash import FlashTarget
 from npu import NPU
 from tmhw.config import SystemConfig
-from tmhw.lower_bounds import BoundsInput, iteration_bounds
+from tmhw.lower_bounds import BoundsInput, iteration_bounds, start_bounds
 from tmhw.placement.base import (
     PlanContext,
     Policy,
@@ -283,8 +283,10 @@ class System:
 
         The bounds come first: they do not depend on the run, and their solvers'
         memory (the traffic LP and the flash drain's batch) is then given back before
-        the run's per-page state fills in, instead of piling on top of it."""
-        bounds = self.bounds()
+        the run's per-page state fills in, instead of piling on top of it; the NPU-alone
+        passes alone run on beside the run, on a thread of their own
+        (``tmhw.lower_bounds.start_bounds``)."""
+        bounds = start_bounds(self.bounds_input())
         self.root.elaborate()
         self.root.start()
         assert self.executor.done is not None
@@ -295,7 +297,7 @@ class System:
         self.table = self.executor.table or self.table
         if self.tracer.enabled:
             self.trace_resources()
-        return build_report(self, bounds)
+        return build_report(self, bounds())
 
     def trace_resources(self) -> None:
         """Add to the trace the bookings of the resources that serve its lanes (kept

@@ -206,6 +206,65 @@ def test_the_npu_alone_bound_is_the_hbm_only_machines_shortest_warm_iteration() 
         assert tiered["npu_ps"] == min(warm)
 
 
+@pytest.mark.parametrize("hbm_model", ["fast", "detailed"])
+def test_the_npu_alone_passes_give_the_same_times_on_a_thread_of_their_own(
+        hbm_model: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run's NPU-alone passes run beside it on a thread of their own
+    (``lower_bounds.start_bounds``) where the HBM books a pass in one compiled call
+    (the fast model), on a machine of their own: the same per-op times as on the
+    caller's thread while the caller books ops on another machine meanwhile. The
+    detailed model books op by op in Python, so its passes stay on the caller's
+    thread."""
+    import threading
+
+    from tmhw import config as C
+    from tmhw import lower_bounds
+
+    system = System(C.with_overrides(C.PAPER, [
+        'workload.model="resnet18"', "workload.batch=2", f'run.hbm_model="{hbm_model}"']))
+    inp = system.bounds_input()
+    threads: list[str] = []
+    passes = lower_bounds.NPU.back_to_back
+
+    def spy(self: Any, tasks: Any, n: int) -> Any:
+        threads.append(threading.current_thread().name)
+        return passes(self, tasks, n)
+
+    monkeypatch.setattr(lower_bounds.NPU, "back_to_back", spy)
+    here = lower_bounds.npu_alone_ps(inp)
+    wait = lower_bounds.npu_alone_later(inp, background=True)
+    # the caller meanwhile books the same ops on the run's own NPU
+    for task in inp.tasks_at(inp.capacity_pages):
+        system.npu.book(task, 0)
+    beside = wait()
+    assert np.array_equal(here, beside)
+    assert len(threads) == 2
+    assert (threads[1] == "tmhw-npu-alone") == (hbm_model == "fast")
+
+
+def test_numba_loads_on_the_callers_thread_before_the_passes_start_on_theirs() -> None:
+    """numba's import hides scipy's BLAS from every thread while it runs
+    (``tmhw.sim.jit._skip_blas_probe``); a run's first kernel call on the passes' thread
+    once met the run's own import of scipy for its LPs (a sweep's point failed with
+    "import of scipy.linalg.cython_blas halted"). So, in a fresh process, every kernel's
+    dispatcher is made before the thread starts, and scipy imports beside it."""
+    import subprocess
+    import sys
+
+    code = ("from tmhw import config as C, lower_bounds\n"
+            "from tmhw.sim import jit\n"
+            "from tmhw.system import System\n"
+            "s = System(C.with_overrides(C.QUICK, []))\n"
+            "loaded = any(k.dispatcher is not None for k in jit._KERNELS)\n"
+            "wait = lower_bounds.npu_alone_later(s.bounds_input(), background=True)\n"
+            "ready = all(k.dispatcher is not None for k in jit._KERNELS)\n"
+            "import scipy.optimize\n"
+            "print(loaded, ready, wait().size == len(s.workload.ops))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.split() == ["False", "True", "True"]
+
+
 @pytest.mark.parametrize("policy", sorted(POLICIES))
 def test_at_hbm_ratio_one_every_policy_sits_on_the_time_bound(policy: str) -> None:
     """With HBM holding the whole footprint nothing moves between the tiers, every

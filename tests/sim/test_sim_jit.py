@@ -2,9 +2,9 @@
 import; that call rebinds each module global bound to a kernel to its compiled
 dispatcher, so a kernel that calls another runs compiled, and later calls from Python
 reach the dispatcher with no wrapper between. A kernel without reference counts cannot
-allocate; the cache folder is one per version of the kernels' files, in the user's cache
-directory, never in the package, and a version's folder another checkout may be using is
-not removed."""
+allocate; ``load_seconds`` times what a process loads; the cache folder is one per
+version of the kernels' files, in the user's cache directory, never in the package, and
+a version's folder another checkout may be using is not removed."""
 
 from __future__ import annotations
 
@@ -54,6 +54,29 @@ def test_loading_the_flash_kernels_does_not_import_scipy_and_leaves_it_importabl
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)
     assert out.stdout.split() == ["False", "True", "True"]
+
+
+def test_load_seconds_counts_the_first_call_of_each_kernel_and_nothing_else() -> None:
+    # a fresh process: nothing before the first kernel call; numba's import and the
+    # first kernel's load at it; a second kernel's load at its own first call; a
+    # kernel's later calls, and Python around them, never
+    code = ("import time\n"
+            "from tmhw.sim import jit\n"
+            "from tmhw.residency import Residency\n"
+            "import numpy as np\n"
+            "r = Residency(64, 64, 4096)\n"
+            "a = jit.load_seconds()\n"
+            "r.count_missing(0, 64)\n"
+            "b = jit.load_seconds()\n"
+            "r.count_missing(0, 64)\n"
+            "time.sleep(0.05)\n"
+            "c = jit.load_seconds()\n"
+            "r.dirty_count(0, 64)\n"
+            "d = jit.load_seconds()\n"
+            "print(a == 0.0, b > 0.0, c == b, d > c)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.split() == ["True"] * 4
 
 
 def test_a_kernel_calling_a_kernel_runs_compiled_and_is_rebound() -> None:

@@ -57,6 +57,7 @@ import hashlib
 import os
 import shutil
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -72,6 +73,13 @@ _KERNELS: list[_Kernel] = []
 PACKAGES = ("tmhw", "flash", "dram", "npu")
 #: the cache folder, once chosen (``cache_dir``)
 _CACHE = ""
+#: seconds ``_load`` took (numba's import and the dispatchers), and the timer of the
+#: kernels' loads and compiles it installs (``load_seconds``)
+_LOAD_S = 0.0
+_LOADS: Any = None
+#: held while ``_load`` runs (a bound's passes may call their first kernel on a thread
+#: of their own: ``tmhw.lower_bounds``)
+_LOADING = threading.Lock()
 #: version folders always kept in the user's cache directory: the most recently used
 KEEP_VERSIONS = 8
 #: a version folder used within this many seconds is kept whatever its rank (in use)
@@ -92,7 +100,9 @@ class _Kernel:
 
     def __call__(self, *args: Any) -> Any:
         if self.dispatcher is None:
-            _load()
+            with _LOADING:  # one thread loads; another that called meanwhile waits
+                if self.dispatcher is None:
+                    _load()
         return self.dispatcher(*args)
 
 
@@ -158,12 +168,39 @@ def prune(own: Path, keep: str, now: float | None = None) -> list[Path]:
     return gone
 
 
+def load() -> None:
+    """Load numba and make the kernels' dispatchers now, on this thread, as the first
+    call of a kernel would. A caller about to call kernels first from another thread
+    calls this before starting it: while numba imports, ``_skip_blas_probe`` hides
+    scipy's BLAS from every thread, and an import of scipy on another thread meanwhile
+    fails."""
+    with _LOADING:
+        if any(k.dispatcher is None for k in _KERNELS):
+            _load()
+
+
+def load_seconds() -> float:
+    """Seconds this process has spent on its kernels so far: numba's import and the
+    dispatchers' making (at the first call of any kernel), and each kernel's load from
+    the cache or compile (at its first call; numba's compiler lock, timed by
+    ``numba.core.event``). 0 before the first call. What a run loads is what it calls,
+    so a benchmark subtracts this from a run's wall time and reports it apart."""
+    loads = _LOADS
+    return _LOAD_S + (loads.duration if loads is not None and loads.done else 0.0)
+
+
 def _load() -> None:
     """Compile-on-call dispatchers for every kernel, bound in place of the kernels in
     every loaded module's globals (their own and those that imported them), so that
     compiled callers see compiled callees."""
+    global _LOAD_S, _LOADS
+    t0 = time.perf_counter()
     import numba
-    from numba.core import config
+    from numba.core import config, event
+
+    if _LOADS is None:
+        _LOADS = event.TimingListener()  # type: ignore[no-untyped-call]
+        event.register("numba:compiler_lock", _LOADS)  # type: ignore[no-untyped-call]
 
     _skip_blas_probe()
     global _CACHE
@@ -183,6 +220,7 @@ def _load() -> None:
         for name, v in list(d.items()):
             if id(v) in ours and v is ours[id(v)]:
                 d[name] = ours[id(v)].dispatcher
+    _LOAD_S += time.perf_counter() - t0
 
 
 #: numba's module whose import looks for scipy's BLAS, and the module it imports to look

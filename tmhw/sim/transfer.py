@@ -99,6 +99,10 @@ class ChunkedOps(Protocol):
                   r_addrs: npt.NDArray[np.int64], w_addrs: npt.NDArray[np.int64], now: int,
                   out: npt.NDArray[np.int64]) -> int | None: ...
 
+    def books_ops_at_once(self) -> bool:
+        """Whether ``serve_op`` and ``serve_ops`` book (rather than return None)."""
+        ...
+
 
 @runtime_checkable
 class MemoryTarget(Protocol):
