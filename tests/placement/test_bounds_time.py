@@ -206,22 +206,22 @@ def test_the_npu_alone_bound_is_the_hbm_only_machines_shortest_warm_iteration() 
         assert tiered["npu_ps"] == min(warm)
 
 
-@pytest.mark.parametrize("hbm_model", ["fast", "detailed"])
+@pytest.mark.parametrize("at_once", [True, False])
 def test_the_npu_alone_passes_give_the_same_times_on_a_thread_of_their_own(
-        hbm_model: str, monkeypatch: pytest.MonkeyPatch) -> None:
+        at_once: bool, monkeypatch: pytest.MonkeyPatch) -> None:
     """A run's NPU-alone passes run beside it on a thread of their own
     (``lower_bounds.start_bounds``) where the HBM books a pass in one compiled call
-    (the fast model), on a machine of their own: the same per-op times as on the
-    caller's thread while the caller books ops on another machine meanwhile. The
-    detailed model books op by op in Python, so its passes stay on the caller's
-    thread."""
+    (``NPU.books_ops_at_once``: the fast model), on a machine of their own: the same
+    per-op times as on the caller's thread while the caller books ops on another
+    machine meanwhile. Where it books op by op in Python (the detailed model), the
+    passes stay on the caller's thread."""
     import threading
 
     from tmhw import config as C
     from tmhw import lower_bounds
 
-    system = System(C.with_overrides(C.PAPER, [
-        'workload.model="resnet18"', "workload.batch=2", f'run.hbm_model="{hbm_model}"']))
+    system = System(C.with_overrides(C.PAPER, ['workload.model="resnet18"',
+                                               "workload.batch=2"]))
     inp = system.bounds_input()
     threads: list[str] = []
     passes = lower_bounds.NPU.back_to_back
@@ -232,14 +232,32 @@ def test_the_npu_alone_passes_give_the_same_times_on_a_thread_of_their_own(
 
     monkeypatch.setattr(lower_bounds.NPU, "back_to_back", spy)
     here = lower_bounds.npu_alone_ps(inp)
+    if not at_once:
+        monkeypatch.setattr(lower_bounds.NPU, "books_ops_at_once", lambda self: False)
     wait = lower_bounds.npu_alone_later(inp, background=True)
     # the caller meanwhile books the same ops on the run's own NPU
     for task in inp.tasks_at(inp.capacity_pages):
         system.npu.book(task, 0)
     beside = wait()
     assert np.array_equal(here, beside)
-    assert len(threads) == 2
-    assert (threads[1] == "tmhw-npu-alone") == (hbm_model == "fast")
+    assert threads[0] == threading.current_thread().name
+    assert (threads[1] == "tmhw-npu-alone") == at_once
+
+
+@pytest.mark.parametrize("model", ["fast", "detailed"])
+def test_an_npu_books_its_ops_at_once_on_the_fast_hbm_only(model: str) -> None:
+    """Only the fast HBM books an op's chunks in one compiled call (``serve_ops``); the
+    detailed one, transfer by transfer."""
+    from dram import PRESETS, DramTarget
+    from npu import NPU
+    from tmhw import config as C
+    from tmhw.sim.component import Component
+    from tmhw.sim.env import Environment
+
+    env = Environment()
+    root = Component(env, "m")
+    hbm = DramTarget(env, "hbm", root, PRESETS["hbm2"], model=model)
+    assert NPU(env, "npu", root, C.PAPER.npu, hbm).books_ops_at_once() == (model == "fast")
 
 
 def test_numba_loads_on_the_callers_thread_before_the_passes_start_on_theirs() -> None:
