@@ -301,6 +301,14 @@ class NPU(Component):
             self._chunks[task] = known
         return known
 
+    def prepare(self, tasks: Sequence[ComputeTask]) -> None:
+        """Plan and chunk each of ``tasks`` now (memoised, as ``book`` and
+        ``back_to_back`` would at their first use), so that those then book alone: the
+        bounds' NPU-alone passes do this Python work on the caller's thread, and only
+        the compiled booking on a thread of their own."""
+        for t in tasks:
+            self._chunked(t)
+
     def books_ops_at_once(self) -> bool:
         """Whether ``back_to_back`` books (in one compiled call of the HBM a pass,
         which lets go of Python's lock while it runs) rather than returning None."""

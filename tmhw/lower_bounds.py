@@ -244,8 +244,11 @@ def npu_alone_later(inp: BoundsInput, background: bool) -> Callable[[], np.ndarr
         best = passes()
         return lambda: best
     # numba loads here, not on the thread: its import hides scipy's BLAS from every
-    # thread while it runs, and this one goes on to import scipy for the LPs
+    # thread while it runs, and this one goes on to import scipy for the LPs; and the
+    # ops are planned here, so that the thread's Python does not take turns with the
+    # run's on Python's lock
     jit.load()
+    npu.prepare(tasks)
     got: list[np.ndarray] = []
     failed: list[BaseException] = []
 
