@@ -38,6 +38,7 @@ import numpy.typing as npt
 from flash.intmap import MASK, IntMap, im_find, im_put, im_remove
 from flash.runlru import RunLru
 from tmhw.sim.jit import njit_noref
+from tmhw.sim.rowheap import row_pop, row_push
 
 I64 = npt.NDArray[np.int64]
 #: ``DataCache._fmeta``: the writes buffered so far (each one's arrival number), the
@@ -160,6 +161,11 @@ class DataCache:
                     return k
         return len(lpns)
 
+    def holds_nothing(self) -> bool:
+        """Neither the write buffer nor the read cache holds a page (``held_runs`` finds
+        nothing at any time until a write or a partial read)."""
+        return not self._pages and not self._lru
+
     def first_held(self, lpns: list[int], now: int) -> int:
         """``held_runs`` of each one-page range of ``lpns`` in turn at ``now``, for as
         long as DRAM holds none of them: the buffered copies of those pages whose
@@ -249,21 +255,6 @@ def _mask_runs(mask: npt.NDArray[np.bool_], lo: int) -> list[tuple[int, int]]:
 
 # -- the write buffer's rules ----------------------------------------------------------
 @njit_noref
-def _before(heap: I64, i: int, j: int) -> bool:
-    """Row ``i`` of the heap leaves before row ``j``: its (program end, arrival) is less."""
-    return bool(heap[i, 0] < heap[j, 0]
-                or (heap[i, 0] == heap[j, 0] and heap[i, 1] < heap[j, 1]))
-
-
-@njit_noref
-def _swap(heap: I64, i: int, j: int) -> None:
-    for c in range(4):
-        v = heap[i, c]
-        heap[i, c] = heap[j, c]
-        heap[j, c] = v
-
-
-@njit_noref
 def _buffer(buf: Buffer, lo: int, hi: int, end: int) -> None:
     """A write of pages [lo, hi) whose programs end by ``end`` enters the buffer: a row
     into the heap (room made), and each page's newest copy ends at ``end`` (room
@@ -274,11 +265,8 @@ def _buffer(buf: Buffer, lo: int, hi: int, end: int) -> None:
     heap[i, 1] = fmeta[SEQ]
     heap[i, 2] = lo
     heap[i, 3] = hi
-    while i and _before(heap, i, (i - 1) >> 1):  # up to its place
-        _swap(heap, i, (i - 1) >> 1)
-        i = (i - 1) >> 1
+    fmeta[COUNT] = row_push(heap, i)  # (ordered on (end, arrival))
     fmeta[SEQ] += 1
-    fmeta[COUNT] += 1
     fmeta[USED] += hi - lo
     for p in range(lo, hi):
         im_put(table, meta, p, end)
@@ -291,21 +279,7 @@ def _release(buf: Buffer) -> int:
     it, whose program ends later, is still there. When its programs ended."""
     heap, fmeta, table, meta = buf
     end, lo, hi = heap[0, 0], heap[0, 2], heap[0, 3]
-    n = fmeta[COUNT] - 1
-    for c in range(4):  # the last row to the top, then down to its place
-        heap[0, c] = heap[n, c]
-    i = 0
-    while True:
-        k = 2 * i + 1
-        if k >= n:
-            break
-        if k + 1 < n and _before(heap, k + 1, k):
-            k += 1
-        if not _before(heap, k, i):
-            break
-        _swap(heap, i, k)
-        i = k
-    fmeta[COUNT] = n
+    fmeta[COUNT] = row_pop(heap, fmeta[COUNT])
     fmeta[USED] -= hi - lo
     for p in range(lo, hi):
         i = im_find(table, meta[MASK], p)

@@ -104,6 +104,15 @@ class HostInterface:
         # queue, which may hold up to ``depth`` commands
         deque(map(heapq.heappush, repeat(self._open, len(ends)), ends), maxlen=0)
 
+    def queue(self) -> list[int]:
+        """The completion times of the commands the NVMe queue keeps, as a heap (the
+        list itself: a compiled loop takes it and gives it back, ``set_queue``)."""
+        return self._open
+
+    def set_queue(self, ends: list[int]) -> None:
+        """The NVMe queue's commands as a compiled loop left them (a heap)."""
+        self._open = ends
+
     def held(self, now: int) -> int:
         """Commands the device holds at ``now``, of those whose completion is known."""
         q = self._open

@@ -21,6 +21,12 @@ Each layer does what the per-command path does, for the commands in order:
   controller's active time, and prunes the channels, the dies' queues and the link after
   every 256th command, as ``Ssd._finish`` does.
 
+The flash bench's closed loop of whole-page reads (``ReadLoop``) is this path with a
+time per command: each read goes out when the earliest of the loop's outstanding reads
+completes, and the NVMe queue's waits and bounded memory of completions are booked in
+the kernel too (``_nvme_fetch``, ``_nvme_done``), so a loop of any length is one call
+per step of the bench's progress bar.
+
 The command a layer does not take goes through the per-command path, from the state
 the batch left, and the batch path resumes after it (for the rest of the batch, if it
 takes none of them). Only the fast model on die lanes (not ``compat = "mqsim"``: no
@@ -42,6 +48,7 @@ from flash.fast import FastModel
 from flash.ftl.kernels import L2p, l2p_of
 from flash.ssd import Ssd
 from tmhw.sim.jit import njit, njit_noref
+from tmhw.sim.rowheap import row_pop, row_push
 
 I64 = npt.NDArray[np.int64]
 #: a batch's record (one, handed to its kernel and changed by it): the device's
@@ -58,6 +65,12 @@ BATCH = np.dtype([(name, np.int64) for name in (
 #: ``stop``: a channel's row or a die lane's row (``flash.engine.chunks``), or a link
 #: direction's row is full
 LINK_FULL = 4
+#: a closed loop's state (``ReadLoop``): its queue depth, the requests outstanding (rows
+#: of its ``work`` heap), the commands in the NVMe queue (``HostInterface``'s, as a heap
+#: in ``queue``) and its depth, the commands that waited for it, and the time the last
+#: request went out
+LOOP = np.dtype([(name, np.int64) for name in ("qd", "nw", "nq", "depth", "waits",
+                                               "now")])
 #: bookings between prunes of the channels and the link (``Ssd._finish``)
 PRUNE_EVERY = 256
 #: the fast model's records the page kernels take (``FastModel.geo``, ``cmds``, ``cell``)
@@ -99,6 +112,18 @@ class PageBatch:
                 return ends + [f(a, nbytes, earliest) for a in addresses[len(ends):]]
             ends += more
         return ends
+
+    def read_loop(self, addresses: I64, nbytes: int, qd: int) -> ReadLoop | None:
+        """The flash bench's closed loop of reads of ``nbytes`` at ``addresses`` at queue
+        depth ``qd``, compiled (``ReadLoop``); None where it would book otherwise than
+        ``Ssd.read``: off this path, a read not of one whole page, or a page the
+        controller's DRAM holds."""
+        ssd = self.ssd
+        page = ssd.page
+        if (not self.on or nbytes != page or ssd.host.read_ps(nbytes) <= 0
+                or not ssd.cache.holds_nothing() or (addresses % page).any()):
+            return None
+        return ReadLoop(self, addresses // page, qd)
 
     def _batch(self, read: bool, addresses: list[int], nbytes: int,
                earliest: int) -> list[int]:
@@ -155,7 +180,7 @@ class PageBatch:
                                 ends, k))
             if k == n:
                 break
-            self._grow(st[0])
+            self.grow(st[0])
         out: list[int] = ends.tolist()
         transfers, active, active_until, _, _, unmapped = st.item()[:6]
         ssd.host.ctl_free = int(st[0]["ctl"])
@@ -187,7 +212,7 @@ class PageBatch:
                                  p_ends, k))
             if k == n:
                 break
-            self._grow(st[0])
+            self.grow(st[0])
         transfers, active, active_until, cmds = st.item()[:4]
         ssd.host.ctl_free = int(st[0]["ctl"])
         c = ssd.c
@@ -202,12 +227,76 @@ class PageBatch:
         ssd.finished_many((transfers, active, active_until), out)
         return out
 
-    def _grow(self, r: np.void) -> None:
+    def grow(self, r: np.void) -> None:
         """More room where a kernel stopped (``stop``), for the page it stopped at."""
         if r["stop"] == LINK_FULL:
             self.ssd.host.links.grow()
         else:
             self.fast.grow(int(r["stop"]), np.array([r["ppn"]], dtype=np.int64))
+
+
+class ReadLoop:
+    """The flash bench's closed loop of whole-page reads at queue depth ``qd``
+    (``flash.bench``) on the batch path: each request goes out when the earliest of the
+    ``qd`` outstanding completes, booked as ``Ssd.read`` books it, the requests from
+    one to the next in a compiled call (``_read_loop``; another after each growth of
+    the rows). ``run`` books them up to a request, ``finish`` gives the device's state
+    back and the time the last completed. Made by ``PageBatch.read_loop``, only where
+    every read is a whole page and the controller's DRAM holds none (so none will be)."""
+
+    def __init__(self, batch: PageBatch, lpns: I64, qd: int) -> None:
+        self.batch = batch
+        ssd, fast = batch.ssd, batch.fast
+        host = ssd.host
+        self.lpns = lpns
+        self.k = 0
+        self.st = np.array([(*ssd.activity(), 0, 0, 0, 0, 0, 0, host.read_ps(ssd.page), 0,
+                             fast.ch0, fast.ch1, fast.ppn0, host.ctl_free, host.ctl_ps,
+                             fast.lane0, fast.lane1)], dtype=BATCH)
+        q = host.queue()
+        depth = host.depth
+        self.loop = np.array([(qd, 0, len(q), depth, host.queue_waits, 0)], dtype=LOOP)
+        self.work = np.zeros((qd, 2), dtype=np.int64)
+        self.queue = np.zeros((max(2 * depth, len(q)) + 1, 1), dtype=np.int64)
+        self.queue[:len(q), 0] = q  # (a heap as it stands)
+
+    def run(self, upto: int, lat: I64, done: I64) -> None:
+        """Book the requests up to ``upto`` (their latencies into ``lat``, their
+        completions into ``done``)."""
+        b = self.batch
+        ssd, fast = b.ssd, b.fast
+        ftl = ssd.ftl
+        sp = ftl.l2p.sparse
+        seg_row, pool = ftl.l2p.arrays()
+        lookup: Lookup = ((sp.table, sp.meta, ftl.mapping.plane_base, seg_row, pool),
+                          ftl.geo)
+        while self.k < upto:
+            lanes = (fast.dies.state, *fast.channels.arrays(), *NO_WAIT)
+            self.k = int(_read_loop(lanes, b.dev, ssd.host.links.arrays(), lookup,
+                                    self.lpns, self.st, self.loop, self.work, self.queue,
+                                    lat, done, self.k, upto))
+            if self.k < upto:
+                b.grow(self.st[0])
+
+    def finish(self) -> int:
+        """The requests booked so far counted on the device, its NVMe queue and
+        controller as the loop left them; when the last request completed."""
+        ssd = self.batch.ssd
+        n = self.k
+        transfers, active, active_until, _, _, unmapped = self.st.item()[:6]
+        host = ssd.host
+        qd, nw, nq, _, waits, now = self.loop.item()
+        host.set_queue(self.queue[:nq, 0].tolist())
+        host.queue_waits = waits
+        host.ctl_free = int(self.st[0]["ctl"])
+        c = ssd.c
+        c.unmapped_reads += unmapped
+        c.read_cmds += n
+        c.host_pages_read += n
+        c.channel_bytes += n * ssd.page
+        ssd.bytes_read += n * ssd.page
+        ssd.finished_many((transfers, active, active_until), [])  # (the queue is set)
+        return max(now, int(self.work[:nw, 0].max())) if nw else now
 
 
 @njit_noref
@@ -323,3 +412,98 @@ def _write_pages(lanes: Lanes, dev: Device, link: Link, ppns: I64,
         ends[j] = end
         _finish(st, end, lanes, link)
     return ppns.size
+
+
+@njit_noref
+def _nvme_fetch(queue: I64, lp: np.void, t: int) -> int:
+    """``HostInterface._slot``: when the device takes a command submitted at ``t``, its
+    NVMe queue (``lp``'s ``nq`` commands in ``queue``) holding fewer than ``depth``."""
+    depth = lp["depth"]
+    if lp["nq"] < depth:
+        return t
+    while lp["nq"] and queue[0, 0] <= t:
+        lp["nq"] = row_pop(queue, lp["nq"])
+    if lp["nq"] < depth:
+        return t
+    lp["waits"] += 1
+    t = queue[0, 0]
+    lp["nq"] = row_pop(queue, lp["nq"])
+    return t
+
+
+@njit
+def _nvme_done(queue: I64, lp: np.void, end: int) -> None:
+    """``HostInterface.done``: the command completes at ``end``; past twice the depth,
+    the queue keeps the ``depth`` latest (sorted, a heap as it stands)."""
+    queue[lp["nq"], 0] = end
+    lp["nq"] = row_push(queue, lp["nq"])
+    depth = lp["depth"]
+    if lp["nq"] > 2 * depth:
+        keep = np.sort(queue[:lp["nq"], 0])[lp["nq"] - depth:]
+        queue[:depth, 0] = keep
+        lp["nq"] = depth
+
+
+@njit
+def _read_loop(lanes: Lanes, dev: Device, link: Link, lookup: Lookup, lpns: I64,
+               st: npt.NDArray[np.void], loop: npt.NDArray[np.void], work: I64,
+               queue: I64, lat: I64, done: I64, k: int, upto: int) -> int:
+    """The flash bench's closed loop (``flash.bench``) of whole-page reads of ``lpns``
+    from ``k`` to ``upto``: request ``j`` goes out when the earliest of the ``qd``
+    outstanding completes (``work``, a heap of (completion, request); ties in issue
+    order), the NVMe queue (``queue``) and the controller take it (``_nvme_fetch``,
+    ``_taken``), then as ``_read_pages``: its page, its read, its data on the link's
+    read direction and ``_finish``, and its completion into the NVMe queue
+    (``_nvme_done``); its latency into ``lat``, its completion into ``done``. Where it
+    stopped: ``upto``, or a request whose channel or link row is full (why and its page
+    in ``st``; nothing of it booked, the loop as it was)."""
+    geo, cmds, cell = dev
+    liv, lmeta = link
+    l2p, fgeo = lookup
+    plane_base = l2p[2]
+    U = fgeo[0]["stripe"]
+    g = geo[0]
+    r = st[0]
+    lp = loop[0]
+    dur, ppn0, ctl_ps = r["dur"], r["ppn0"], r["ctl_ps"]
+    x = cmds[1]["rsetup"] + g["page_data"]
+    per_ch = g["ppp"] * g["planes"] * g["dies_per_lane"] * g["lanes_per_channel"]
+    for j in range(k, upto):
+        lpn = lpns[j]
+        ppn = l2p_of(l2p, fgeo, lpn)
+        unmapped = ppn < 0
+        if unmapped:  # never written
+            ppn = plane_base[lpn % U] + lpn // U
+        ppn += ppn0
+        r["ppn"] = ppn
+        # (read_page's one refusal, checked first so that nothing is taken before it)
+        if not gap_room(lanes[1], lanes[2], ppn // per_ch):
+            r["stop"] = CH_FULL
+            return j
+        if not gap_room(liv, lmeta, 0):
+            r["stop"] = LINK_FULL
+            return j
+        now = lp["now"]
+        if lp["nw"] == lp["qd"]:  # a worker's request completed: it issues the next
+            now = work[0, 0]
+            lp["nw"] = row_pop(work, lp["nw"])
+        t = _nvme_fetch(queue, lp, now)
+        if ctl_ps:
+            if r["ctl"] > t:
+                t = r["ctl"]
+            r["ctl"] = t + ctl_ps
+        r["t0"] = t
+        c_end = read_page(lanes, geo, cmds, cell, ppn, t, x)
+        r["unmapped"] += unmapped
+        end = gap_book(liv, lmeta, 0, c_end - x, dur)
+        if c_end > end:
+            end = c_end
+        _nvme_done(queue, lp, end)
+        _finish(st, end, lanes, link)
+        lat[j] = end - now
+        done[j] = end
+        work[lp["nw"], 0] = end
+        work[lp["nw"], 1] = j
+        lp["nw"] = row_push(work, lp["nw"])
+        lp["now"] = now
+    return upto

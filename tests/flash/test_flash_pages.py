@@ -13,7 +13,7 @@ import dataclasses
 from typing import Any
 
 import numpy as np
-from flash_devices import small
+from flash_devices import device_state, small
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -38,34 +38,6 @@ def _pair(cfg: FlashConfig) -> tuple[Ssd, Ssd]:
 def _serve(d: Ssd, read: bool, addrs: list[int], nbytes: int, now: int) -> list[int]:
     assert d.fast is not None
     return PageBatch(d, d.fast).serve(read, addrs, nbytes, now)
-
-
-def _state(d: Ssd) -> dict[str, Any]:
-    """Everything a later command or the report can see, as plain values."""
-    ftl, cache, host, m = d.ftl, d.cache, d.host, d.model
-    iv, meta = m.channels.arrays()
-    liv, lmeta = host.links.arrays()
-    lanes = m.dies.state
-    return {
-        "report": d.report(10**12),
-        "l2p": ftl.lookup(np.arange(ftl.n_lpn, dtype=np.int64)).tolist(),
-        "ftl": [a.tolist() for a in (ftl.valid, ftl.stamp, ftl.state,
-                                     ftl.blocks.host_blk, ftl.blocks.host_wp)]
-        + [list(ftl.free_count), sorted(ftl.low_planes), ftl.seq, ftl.host_pages,
-           ftl.mapping.p2l(0).tolist()],
-        "cache": (cache.writes(), cache.used_pages, cache.buffered_map(),
-                  cache.cached_pages(),
-                  cache.write_hits, cache.write_waits, cache.buffer_read_hits,
-                  cache.cache_read_hits),
-        "queue": sorted(host._open),
-        "links": [liv[:, i, :lmeta[0, i]].tolist() for i in range(2)] + [lmeta.tolist()],
-        "channels": [iv[:, i, :meta[0, i]].tolist() for i in range(meta.shape[1])]
-        + [meta.tolist()],
-        "dies": [a.tolist() if isinstance(a, np.ndarray) else a for a in lanes],
-        "merged": m.dies.merged,
-        "ssd": (*d.activity(), d.bytes_read, d.bytes_written,
-                dataclasses.astuple(d.c) if dataclasses.is_dataclass(d.c) else vars(d.c)),
-    }
 
 
 def _light(d: Ssd) -> tuple[Any, ...]:
@@ -98,7 +70,7 @@ def _run(cfg: FlashConfig, plan: list[tuple[bool, list[int], int, int]],
         want = [f(a, nbytes, now) for a in addrs]
         assert got == want
         assert _light(batched) == _light(single)
-    assert _state(batched) == _state(single)
+    assert device_state(batched) == device_state(single)
 
 
 @settings(max_examples=60, deadline=None)

@@ -1,0 +1,98 @@
+"""The flash bench's compiled closed loop of reads (``flash.pages.ReadLoop``) books
+exactly what the loop of ``transport`` calls books (``flash.bench._closed_loop``):
+the same figures and every request's latency, and the device in the same state, through
+an NVMe queue shorter than the loop's depth, a controller's command rate, rows that grow
+and pages never written; and it declines the reads it would book otherwise."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+import pytest
+from flash_devices import device_state, small
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from flash import FlashConfig
+from flash.bench import run_bench
+from flash.target import FlashTarget
+from tmhw.sim import Op, Pattern, Transfer
+from tmhw.sim.env import Environment
+
+#: 2 channels x 2 dies x 2 planes x 32 blocks x 8 pages (as ``test_flash_pages``)
+_SHRUNK: dict[str, Any] = dict(blocks_per_plane=32, pages_per_block=8,
+                               over_provisioning=0.2)
+
+
+def _bench(cfg: FlashConfig, compiled: bool, monkeypatch: pytest.MonkeyPatch,
+           **kw: Any) -> tuple[dict[str, Any], FlashTarget]:
+    target = FlashTarget(Environment(), "flash", None, cfg, model="fast",
+                         precondition=0.5, seed=1, age=0.0)
+    with monkeypatch.context() as m:
+        if not compiled:
+            m.setattr(FlashTarget, "read_loop", lambda *a: None)
+        else:  # (the loop must take these reads, or the test compares nothing)
+            m.setattr(FlashTarget, "read_loop", _taken)
+        out = run_bench(cfg, model="fast", target=target, **kw)
+    return out, target
+
+
+def _taken(self: FlashTarget, addresses: Any, nbytes: int, qd: int) -> Any:
+    loop = _READ_LOOP(self, addresses, nbytes, qd)
+    assert loop is not None
+    return loop
+
+
+_READ_LOOP = FlashTarget.read_loop
+
+
+@settings(max_examples=25, deadline=None)
+@given(name=st.sampled_from(["990pro", "mqsim-default", "pm1743"]),
+       pattern=st.sampled_from(["randread", "seqread"]),
+       qd=st.integers(1, 70), count=st.integers(1, 600),
+       depth=st.sampled_from([1, 3, 8, 1024]),
+       iops=st.sampled_from([0, 300_000, 2_500_000]))
+def test_compiled_loop_books_what_transport_books(name: str, pattern: str, qd: int,
+                                                  count: int, depth: int, iops: int,
+                                                  ) -> None:
+    cfg = dataclasses.replace(small(name, nvme_queue_depth=depth, **_SHRUNK), controller_iops=iops)
+    mp = pytest.MonkeyPatch()
+    kw = dict(pattern=pattern, size=cfg.page_size, qd=qd, count=count, seed=2)
+    got, a = _bench(cfg, True, mp, **kw)
+    want, b = _bench(cfg, False, mp, **kw)
+    assert got == want
+    assert a.transfers == b.transfers
+    assert device_state(a.devices[0]) == device_state(b.devices[0])
+
+
+def test_deep_queue_waits_and_forgets_as_transport_does(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Thousands of requests through a 2-command NVMe queue at depth 16: commands wait
+    for it, and it forgets completions past twice its depth."""
+    cfg = dataclasses.replace(small(nvme_queue_depth=2, **_SHRUNK), controller_iops=1_000_000)
+    kw = dict(pattern="randread", size=cfg.page_size, qd=16, count=3000, seed=5)
+    got, a = _bench(cfg, True, monkeypatch, **kw)
+    want, b = _bench(cfg, False, monkeypatch, **kw)
+    assert a.devices[0].host.queue_waits > 1000
+    assert got == want
+    assert device_state(a.devices[0]) == device_state(b.devices[0])
+
+
+def test_loop_declines_what_it_would_book_otherwise() -> None:
+    cfg = small(**_SHRUNK)
+    page = cfg.page_size
+    t = FlashTarget(Environment(), "flash", None, cfg, model="fast", precondition=0.5,
+                    seed=1, age=0.0)
+    whole = np.arange(4, dtype=np.int64) * page
+    assert t.read_loop(whole, page, 4) is not None
+    assert t.read_loop(whole + 512, page, 4) is None    # not page-aligned
+    assert t.read_loop(whole, page // 2, 4) is None     # part of a page
+    assert t.read_loop(whole, 2 * page, 4) is None      # two pages
+    t.transport(Transfer(Op.WRITE, 0, page, Pattern.RANDOM), 0)
+    assert t.read_loop(whole, page, 4) is None          # the buffer holds a page
+    striped = FlashTarget(Environment(), "flash", None,
+                          small(devices=2, stripe_bytes=page, **_SHRUNK), model="fast",
+                          precondition=0.5, seed=1, age=0.0)
+    assert striped.read_loop(whole, page, 4) is None    # several devices
