@@ -18,9 +18,9 @@ timeout (the target books its work without events), except reads under
 ``flash.compat = "mqsim"``, which MQSim's arbitration serves by events
 (``FlashTarget.request``, ``flash.convoy``). On the bench's own device the loop needs
 no events: requests are booked by ``transport`` in the order the workers would issue
-them, and where every request reads one whole page on the fast model's batch path
-(``flash.pages``), the whole loop is compiled (``FlashTarget.read_loop``), the same
-bookings at about a microsecond a request.
+them, and where every request reads one whole page, or writes whole pages through no
+buffer, on the fast model's batch path (``flash.pages``), the whole loop is compiled
+(``FlashTarget.closed_loop``), the same bookings at a few microseconds a request.
 """
 
 from __future__ import annotations
@@ -87,7 +87,8 @@ def run_bench(cfg: FlashConfig, *, pattern: str, size: int, qd: int, count: int,
         # Every request is booked by ``transport`` alone: the closed loop needs no
         # event loop. Each request is issued when a slot's last one completes, in the
         # order the workers' timeouts would fire (completion time, then issue order).
-        loop = dev.read_loop(offsets, size, qd) if bool(is_read.all()) else None
+        same = bool(is_read.all()) or not bool(is_read.any())
+        loop = dev.closed_loop(bool(is_read[0]), offsets, size, qd) if same else None
         if loop is not None:  # the same loop compiled, a bar's step at a time
             with shown:
                 for k in range(step, count + step, step):

@@ -21,11 +21,13 @@ Each layer does what the per-command path does, for the commands in order:
   controller's active time, and prunes the channels, the dies' queues and the link after
   every 256th command, as ``Ssd._finish`` does.
 
-The flash bench's closed loop of whole-page reads (``ReadLoop``) is this path with a
-time per command: each read goes out when the earliest of the loop's outstanding reads
-completes, and the NVMe queue's waits and bounded memory of completions are booked in
-the kernel too (``_nvme_fetch``, ``_nvme_done``), so a loop of any length is one call
-per step of the bench's progress bar.
+The flash bench's closed loops (``ReadLoop``: whole-page reads; ``WriteLoop``: writes
+of whole pages through no buffer, placed by the FTL's run kernel and programmed as one
+chunk each) are this path with a time per command: each request goes out when the
+earliest of the loop's outstanding ones completes, and the NVMe queue's waits and
+bounded memory of completions are booked in the kernel too (``_nvme_fetch``,
+``_nvme_done``), so a loop of any length is one call per step of the bench's progress
+bar, plus one per request the kernel hands back (a write the run kernel declines).
 
 The command a layer does not take goes through the per-command path, from the state
 the batch left, and the batch path resumes after it (for the rest of the batch, if it
@@ -41,11 +43,19 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from flash.engine.chunks import CH_FULL, LANE_FULL, NO_WAIT, Lanes, program_page, read_page
+from flash.engine.chunks import (
+    CH_FULL,
+    LANE_FULL,
+    NO_WAIT,
+    Lanes,
+    program_chunk,
+    program_page,
+    read_page,
+)
 from flash.engine.dies import die_prune, lane_full
 from flash.engine.gaps import Meta, gap_book, gap_prune, gap_room
 from flash.fast import FastModel
-from flash.ftl.kernels import L2p, l2p_of
+from flash.ftl.kernels import DONE, PLACED, Blocks, L2p, l2p_of, write_run
 from flash.ssd import Ssd
 from tmhw.sim.jit import njit, njit_noref
 from tmhw.sim.rowheap import row_pop, row_push
@@ -65,12 +75,22 @@ BATCH = np.dtype([(name, np.int64) for name in (
 #: ``stop``: a channel's row or a die lane's row (``flash.engine.chunks``), or a link
 #: direction's row is full
 LINK_FULL = 4
-#: a closed loop's state (``ReadLoop``): its queue depth, the requests outstanding (rows
-#: of its ``work`` heap), the commands in the NVMe queue (``HostInterface``'s, as a heap
-#: in ``queue``) and its depth, the commands that waited for it, and the time the last
-#: request went out
-LOOP = np.dtype([(name, np.int64) for name in ("qd", "nw", "nq", "depth", "waits",
-                                               "now")])
+#: a closed loop's state (``ClosedLoop``): its queue depth, the requests outstanding
+#: (rows of its ``work`` heap), the commands in the NVMe queue (``HostInterface``'s, as
+#: a heap in ``queue``) and its depth, the commands that waited for it, and the time the
+#: last request went out; for writes, how far the next request has got (``PLACED``,
+#: ``SENT``), when it went out and its data's first and last time on the link, the FTL's
+#: write sequence and the runs the FTL's run kernel wrote since the loop's last ``_load``
+LOOP = np.dtype([(name, np.int64) for name in (
+    "qd", "nw", "nq", "depth", "waits", "now", "pend", "req_now", "t_in", "t_end", "seq",
+    "runs")])
+#: a write's progress in ``_write_loop`` (0: not begun): its pages placed, then it went
+#: out and its data crossed the link
+PLACED_, SENT = 1, 2
+#: ``stop`` of ``_write_loop`` besides the rows': the run kernel placed the pages and
+#: left their map to the caller (``FTL.map_placed``), or declined (``Ssd.write`` serves
+#: the request)
+MAP_PLACED, BY_COMMAND = 5, 6
 #: bookings between prunes of the channels and the link (``Ssd._finish``)
 PRUNE_EVERY = 256
 #: the fast model's records the page kernels take (``FastModel.geo``, ``cmds``, ``cell``)
@@ -124,6 +144,20 @@ class PageBatch:
                 or not ssd.cache.holds_nothing() or (addresses % page).any()):
             return None
         return ReadLoop(self, addresses // page, qd)
+
+    def write_loop(self, addresses: I64, nbytes: int, qd: int) -> WriteLoop | None:
+        """The flash bench's closed loop of writes of ``nbytes`` at ``addresses`` at
+        queue depth ``qd``, compiled (``WriteLoop``); None where it would book otherwise
+        than ``Ssd.write``: off this path, a write not of whole pages or of a length the
+        FTL does not write by its run kernel first (``FTL.runs_first``), a write buffer
+        or an SLC cache, or a page the controller's DRAM holds."""
+        ssd = self.ssd
+        page = ssd.page
+        if (not self.on or nbytes % page or not ssd.ftl.runs_first(nbytes // page)
+                or ssd.cache.write_pages or ssd.slc or not ssd.cache.holds_nothing()
+                or ssd.host.write_ps(nbytes) <= 0 or (addresses % page).any()):
+            return None
+        return WriteLoop(self, addresses // page, qd, nbytes // page)
 
     def _batch(self, read: bool, addresses: list[int], nbytes: int,
                earliest: int) -> list[int]:
@@ -235,30 +269,83 @@ class PageBatch:
             self.fast.grow(int(r["stop"]), np.array([r["ppn"]], dtype=np.int64))
 
 
-class ReadLoop:
-    """The flash bench's closed loop of whole-page reads at queue depth ``qd``
-    (``flash.bench``) on the batch path: each request goes out when the earliest of the
-    ``qd`` outstanding completes, booked as ``Ssd.read`` books it, the requests from
-    one to the next in a compiled call (``_read_loop``; another after each growth of
-    the rows). ``run`` books them up to a request, ``finish`` gives the device's state
-    back and the time the last completed. Made by ``PageBatch.read_loop``, only where
-    every read is a whole page and the controller's DRAM holds none (so none will be)."""
+class ClosedLoop:
+    """The flash bench's closed loop (``flash.bench``) of one kind of whole-page commands
+    at queue depth ``qd`` on the batch path: each request goes out when the earliest of
+    the ``qd`` outstanding completes, booked as ``Ssd.read`` or ``Ssd.write`` books it,
+    from one request to the next in a compiled call (another after each growth of the
+    rows). ``run`` books them up to a request, ``finish`` gives the device's state back
+    and the time the last completed. While the loop runs, the device's NVMe queue,
+    controller, activity and counters are the loop's arrays (``_load``, ``_sync``)."""
 
-    def __init__(self, batch: PageBatch, lpns: I64, qd: int) -> None:
+    def __init__(self, batch: PageBatch, lpns: I64, qd: int, dur: int) -> None:
         self.batch = batch
-        ssd, fast = batch.ssd, batch.fast
-        host = ssd.host
         self.lpns = lpns
         self.k = 0
-        self.st = np.array([(*ssd.activity(), 0, 0, 0, 0, 0, 0, host.read_ps(ssd.page), 0,
-                             fast.ch0, fast.ch1, fast.ppn0, host.ctl_free, host.ctl_ps,
-                             fast.lane0, fast.lane1)], dtype=BATCH)
-        q = host.queue()
-        depth = host.depth
-        self.loop = np.array([(qd, 0, len(q), depth, host.queue_waits, 0)], dtype=LOOP)
+        self.dur = dur
+        host = batch.ssd.host
+        self.loop = np.zeros(1, dtype=LOOP)
+        self.loop[0]["qd"] = qd
+        self.loop[0]["depth"] = host.depth
         self.work = np.zeros((qd, 2), dtype=np.int64)
-        self.queue = np.zeros((max(2 * depth, len(q)) + 1, 1), dtype=np.int64)
+        self._load()
+
+    def _load(self) -> None:
+        """The device's NVMe queue, controller and activity into the loop's arrays."""
+        ssd, fast = self.batch.ssd, self.batch.fast
+        host = ssd.host
+        self.st = np.array([(*ssd.activity(), 0, 0, 0, 0, 0, 0, self.dur, 0, fast.ch0,
+                             fast.ch1, fast.ppn0, host.ctl_free, host.ctl_ps, fast.lane0,
+                             fast.lane1)], dtype=BATCH)
+        q = host.queue()
+        lp = self.loop[0]
+        lp["nq"], lp["waits"] = len(q), host.queue_waits
+        self.queue = np.zeros((max(2 * host.depth, len(q)) + 1, 1), dtype=np.int64)
         self.queue[:len(q), 0] = q  # (a heap as it stands)
+        self.k0 = self.k
+        self._loaded()
+
+    def _loaded(self) -> None:
+        """What a kind of loop takes from the device besides (``_load``)."""
+
+    def _sync(self) -> None:
+        """The loop's arrays back into the device: the requests booked since
+        ``_load`` counted."""
+        ssd = self.batch.ssd
+        host = ssd.host
+        transfers, active, active_until = self.st.item()[:3]
+        lp = self.loop[0]
+        host.set_queue(self.queue[:int(lp["nq"]), 0].tolist())
+        host.queue_waits = int(lp["waits"])
+        host.ctl_free = int(self.st[0]["ctl"])
+        ssd.finished_many((transfers, active, active_until), [])  # (the queue is set)
+        self._count(self.k - self.k0)
+        self.k0 = self.k
+
+    def run(self, upto: int, lat: I64, done: I64) -> None:
+        """Book the requests up to ``upto`` (their latencies into ``lat``, their
+        completions into ``done``)."""
+        raise NotImplementedError
+
+    def _count(self, n: int) -> None:
+        """The device's counters of ``n`` requests booked by the kernel."""
+        raise NotImplementedError
+
+    def finish(self) -> int:
+        """The requests booked so far counted on the device, its NVMe queue and
+        controller as the loop left them; when the last request completed."""
+        self._sync()
+        _, nw, _, _, _, now = self.loop.item()[:6]
+        return max(now, int(self.work[:nw, 0].max())) if nw else now
+
+
+class ReadLoop(ClosedLoop):
+    """``ClosedLoop`` of reads (``_read_loop``): made by ``PageBatch.read_loop`` only
+    where every read is a whole page and the controller's DRAM holds none (so none
+    will be)."""
+
+    def __init__(self, batch: PageBatch, lpns: I64, qd: int) -> None:
+        super().__init__(batch, lpns, qd, batch.ssd.host.read_ps(batch.ssd.page))
 
     def run(self, upto: int, lat: I64, done: I64) -> None:
         """Book the requests up to ``upto`` (their latencies into ``lat``, their
@@ -278,25 +365,106 @@ class ReadLoop:
             if self.k < upto:
                 b.grow(self.st[0])
 
-    def finish(self) -> int:
-        """The requests booked so far counted on the device, its NVMe queue and
-        controller as the loop left them; when the last request completed."""
+    def _count(self, n: int) -> None:
         ssd = self.batch.ssd
-        n = self.k
-        transfers, active, active_until, _, _, unmapped = self.st.item()[:6]
-        host = ssd.host
-        qd, nw, nq, _, waits, now = self.loop.item()
-        host.set_queue(self.queue[:nq, 0].tolist())
-        host.queue_waits = waits
-        host.ctl_free = int(self.st[0]["ctl"])
         c = ssd.c
-        c.unmapped_reads += unmapped
+        c.unmapped_reads += int(self.st[0]["unmapped"])
+        self.st[0]["unmapped"] = 0
         c.read_cmds += n
         c.host_pages_read += n
         c.channel_bytes += n * ssd.page
         ssd.bytes_read += n * ssd.page
-        ssd.finished_many((transfers, active, active_until), [])  # (the queue is set)
-        return max(now, int(self.work[:nw, 0].max())) if nw else now
+
+
+class WriteLoop(ClosedLoop):
+    """``ClosedLoop`` of writes of ``pages`` whole pages each (``_write_loop``), written
+    through: each request's pages placed by the FTL's run kernel (``kernels.write_run``)
+    and programmed as one chunk (``program_chunk``), as ``Ssd.write`` does where
+    ``FTL.write_range`` takes the run kernel. A request the run kernel declines (a block
+    to open, a collection) is served by ``Ssd.write`` from the state the loop left, and
+    so is every request while a plane is under the soft collection threshold (each is
+    followed by a background collection). Made by ``PageBatch.write_loop`` only where
+    the device has no write buffer, no SLC cache and its DRAM holds nothing."""
+
+    def __init__(self, batch: PageBatch, lpns: I64, qd: int, pages: int) -> None:
+        ssd = batch.ssd
+        super().__init__(batch, lpns, qd, ssd.host.write_ps(pages * ssd.page))
+        self.pages = pages
+        #: a request's ppns from the run kernel, and in the lanes' numbering
+        self.out = np.zeros(pages, dtype=np.int64)
+        self.ppns = np.zeros(pages, dtype=np.int64)
+        self.res = np.zeros((3, batch.fast.former.devices), dtype=np.int64)
+
+    def _loaded(self) -> None:
+        lp = self.loop[0]
+        lp["seq"], lp["runs"] = self.batch.ssd.ftl.blocks.seq, 0
+
+    def run(self, upto: int, lat: I64, done: I64) -> None:
+        """Book the requests up to ``upto`` (their latencies into ``lat``, their
+        completions into ``done``)."""
+        b = self.batch
+        ssd, fast = b.ssd, b.fast
+        ftl = ssd.ftl
+        while self.k < upto:
+            if ftl.low_planes:  # each write is followed by a background collection
+                self._by_command(upto, lat, done)
+                continue
+            lanes = (fast.dies.state, *fast.channels.arrays(), *NO_WAIT)
+            self.k = int(_write_loop(lanes, b.dev, ssd.host.links.arrays(),
+                                     ftl.run_state(), self.lpns, self.out, self.ppns,
+                                     self.res, self.st, self.loop, self.work, self.queue,
+                                     lat, done, fast.device, self.k, upto))
+            if self.k == upto:
+                break
+            stop = int(self.st[0]["stop"])
+            if stop == MAP_PLACED:  # the map of the run placed, then the request goes on
+                ftl.map_placed(int(self.lpns[self.k]), self.out.copy())
+            elif stop == BY_COMMAND:
+                self._by_command(self.k + 1, lat, done)
+            elif stop == LINK_FULL:
+                ssd.host.links.grow()
+            else:
+                fast.grow(stop, self.ppns)
+
+    def _by_command(self, upto: int, lat: I64, done: I64) -> None:
+        """Requests from the next to ``upto`` through ``Ssd.write``, for as long as a
+        plane is under the soft threshold (the first in any case), the loop's state
+        given back first and taken again after."""
+        ssd = self.batch.ssd
+        self._sync()
+        lp = self.loop[0]
+        nbytes = self.pages * ssd.page
+        page = ssd.page
+        while self.k < upto:
+            j = self.k
+            now = int(lp["now"])
+            if lp["nw"] == lp["qd"]:
+                now = int(self.work[0, 0])
+                lp["nw"] = row_pop(self.work, lp["nw"])
+            end = ssd.write(int(self.lpns[j]) * page, nbytes, now)
+            lat[j] = end - now
+            done[j] = end
+            self.work[lp["nw"]] = end, j
+            lp["nw"] = row_push(self.work, lp["nw"])
+            lp["now"] = now
+            self.k += 1
+            if not ssd.ftl.low_planes:
+                break
+        self.k0 = self.k
+        self._load()
+
+    def _count(self, n: int) -> None:
+        ssd = self.batch.ssd
+        lp = self.loop[0]
+        pages = n * self.pages
+        ssd.ftl.count_run(int(lp["runs"]) * self.pages)
+        lp["runs"] = 0
+        c = ssd.c
+        c.pages_programmed += pages
+        c.channel_bytes += pages * ssd.page
+        c.program_cmds += int(self.st[0]["cmds"])
+        self.st[0]["cmds"] = 0
+        ssd.bytes_written += pages * ssd.page
 
 
 @njit_noref
@@ -506,4 +674,85 @@ def _read_loop(lanes: Lanes, dev: Device, link: Link, lookup: Lookup, lpns: I64,
         work[lp["nw"], 1] = j
         lp["nw"] = row_push(work, lp["nw"])
         lp["now"] = now
+    return upto
+
+
+@njit
+def _write_loop(lanes: Lanes, dev: Device, link: Link,
+                run: tuple[npt.NDArray[np.void], tuple[I64, I64], L2p, Blocks, I64, I64],
+                lpns: I64, out: I64, ppns: I64, res: I64, st: npt.NDArray[np.void],
+                loop: npt.NDArray[np.void], work: I64, queue: I64, lat: I64, done: I64,
+                device: int, k: int, upto: int) -> int:
+    """The flash bench's closed loop (``flash.bench``) of writes of ``out.size`` whole
+    pages from each of ``lpns``, from ``k`` to ``upto``, as ``Ssd.write`` books each
+    where the FTL's run kernel takes it and nothing is buffered: its pages placed
+    (``write_run``, on ``run``: ``FTL.run_state``), then it goes out when the earliest
+    of the ``qd`` outstanding completes (``work``), the NVMe queue and the controller
+    take it (``_nvme_fetch``, ``_taken``), its data's ``dur`` on the link's write
+    direction from then, its pages programmed as one chunk from the data's first time
+    on the link to its last (``program_chunk``), and it completes when its programs end
+    (``_nvme_done``, ``_finish``); its latency into ``lat``, its completion into
+    ``done``. Where it stopped: ``upto``, or a request the run kernel placed but did not
+    map (``MAP_PLACED``), declined (``BY_COMMAND``; nothing of it done) or whose link,
+    channel or die lane row is full (why in ``st``; ``pend`` in ``loop`` says how far it
+    got, and the next call goes on from there). ``device``: the device's column of
+    ``res`` (``program_chunk``'s results)."""
+    geo, cmds = dev[0], dev[1]
+    liv, lmeta = link
+    fgeo, stripes, l2p, blocks, opened, need = run
+    r = st[0]
+    lp = loop[0]
+    dur, ppn0, ctl_ps = r["dur"], r["ppn0"], r["ctl_ps"]
+    n = out.size
+    times = np.zeros(2, dtype=np.int64)
+    for j in range(k, upto):
+        if lp["pend"] == 0:
+            if not gap_room(liv, lmeta, 1):  # (checked before anything is done)
+                r["stop"] = LINK_FULL
+                return j
+            got = write_run(lpns[j], n, fgeo, stripes, l2p, blocks, lp["seq"],
+                            (opened, need, out))
+            if got != DONE and got != PLACED:
+                r["stop"] = BY_COMMAND
+                return j
+            lp["seq"] += n
+            lp["runs"] += 1
+            lp["pend"] = PLACED_
+            if got == PLACED:
+                r["stop"] = MAP_PLACED
+                return j
+        if lp["pend"] == PLACED_:
+            now = lp["now"]
+            if lp["nw"] == lp["qd"]:  # a worker's request completed: it issues the next
+                now = work[0, 0]
+                lp["nw"] = row_pop(work, lp["nw"])
+            lp["req_now"] = now
+            t = _nvme_fetch(queue, lp, now)
+            if ctl_ps:
+                if r["ctl"] > t:
+                    t = r["ctl"]
+                r["ctl"] = t + ctl_ps
+            r["t0"] = t
+            l_end = gap_book(liv, lmeta, 1, t, dur)
+            lp["t_in"], lp["t_end"] = l_end - dur, l_end
+            lp["pend"] = SENT
+        for i in range(n):
+            ppns[i] = out[i] + ppn0
+        times[0], times[1] = lp["t_in"], lp["t_end"]
+        why = program_chunk(lanes, geo, cmds, ppns, times[:1], times[1:], res)
+        if why:
+            r["stop"] = why
+            return j
+        r["cmds"] += res[0, device]
+        end = res[2, device]
+        now = lp["req_now"]
+        _nvme_done(queue, lp, end)
+        _finish(st, end, lanes, link)
+        lat[j] = end - now
+        done[j] = end
+        work[lp["nw"], 0] = end
+        work[lp["nw"], 1] = j
+        lp["nw"] = row_push(work, lp["nw"])
+        lp["now"] = now
+        lp["pend"] = 0
     return upto

@@ -41,7 +41,7 @@ from flash.fast import FastArray
 from flash.ftl import FTL
 from flash.ftl.kernels import drop_old, place
 from flash.intmap import IntMap, im_get_many, im_pop_range
-from flash.pages import PageBatch, ReadLoop
+from flash.pages import ClosedLoop, PageBatch
 from flash.ssd import MODELS, Ssd
 from tmhw.sim import Component, EnergyMeter, EnergyTable, Op, Pattern, TmhwError, Transfer
 from tmhw.sim.trace import Tracer
@@ -299,17 +299,20 @@ class FlashTarget(Component):
                 end = e
         return end
 
-    def read_loop(self, addresses: I64, nbytes: int, qd: int) -> ReadLoop | None:
-        """The flash bench's closed loop (``flash.bench``) of reads of ``nbytes`` at each
-        of ``addresses``, ``qd`` outstanding, compiled (``flash.pages.ReadLoop``): what
-        ``transport`` of each read, issued as the loop issues it, would book. None where
-        that path does not take them (several devices, a trace, or
-        ``PageBatch.read_loop``'s cases)."""
+    def closed_loop(self, read: bool, addresses: I64, nbytes: int, qd: int
+                    ) -> ClosedLoop | None:
+        """The flash bench's closed loop (``flash.bench``) of reads (or writes) of
+        ``nbytes`` at each of ``addresses``, ``qd`` outstanding, compiled
+        (``flash.pages.ReadLoop``, ``WriteLoop``): what ``transport`` of each, issued
+        as the loop issues it, would book. None where that path does not take them
+        (several devices, a trace, or ``PageBatch.read_loop``'s and ``write_loop``'s
+        cases)."""
         if (self._pages is None or self.tracer.enabled or not addresses.size
                 or nbytes <= 0 or int(addresses.min()) < 0
                 or int(addresses.max()) + nbytes > self._capacity):
             return None
-        loop = self._pages.read_loop(addresses, nbytes, qd)
+        loop = (self._pages.read_loop(addresses, nbytes, qd) if read
+                else self._pages.write_loop(addresses, nbytes, qd))
         if loop is not None:
             self.transfers += int(addresses.size)
         return loop

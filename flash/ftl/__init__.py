@@ -397,7 +397,6 @@ class FTL:
             raise TmhwError(f"flash: logical page out of range [0, {self.n_lpn})")
         b = self.blocks
         m = self.mapping
-        l2p = self.l2p
         out = np.empty(n, dtype=np.int64)
         opened, need = self._opened, self._need
         io = (opened, need, out)
@@ -419,20 +418,51 @@ class FTL:
         if got == NOT_ERASED:
             raise AssertionError("FTL: program to a non-erased page")
         if got == PLACED:
-            if n > self.U:
-                old = l2p.get_run(lo, n)
-                if bool((old >= 0).any()):
-                    l2p.set(lo + np.flatnonzero(old >= 0), -1)
-                l2p.set_by_segment(lo, out)
-            elif n > SparseL2P.DENSE_AT // 4:
-                l2p.set_run(lo, out)  # what ``set`` does with a run this long
-            else:  # what ``set`` does with a run this short: each segment decides by
-                l2p.set_by_segment(lo, out)  # its own count, the run's part too short
+            self.map_placed(lo, out)
         elif got != DONE:
             return None
-        b.seq += n
-        self.host_pages += n
+        self.count_run(n)
         return out
+
+    def runs_first(self, n: int) -> bool:
+        """Whether ``write_range`` of ``n`` pages tries ``kernels.write_run`` first (and
+        the general path only where it declines): not placement only, less than a
+        block per plane, and more than ``DENSE_AT // 4`` pages or at most a stripe of
+        two or more."""
+        return (self._placing is None and n < self.U * self.ppb
+                and (n > SparseL2P.DENSE_AT // 4 or 1 < n <= self.U))
+
+    def run_state(self) -> tuple[npt.NDArray[np.void], tuple[I64, I64], L2p, Blocks,
+                                 I64, I64]:
+        """``kernels.write_run``'s arguments but the run, the write sequence and the
+        ppns' row, for a kernel that calls it (``flash.pages``): the geometry, the
+        stripe, the L2P and the blocks (rebound as they grow: taken again after any
+        other write), the blocks opened per plane (none between calls) and the needs'
+        row."""
+        return (self.geo, self._stripes, self._l2p_state(), self._block_state(),
+                self._opened, self._need)
+
+    def map_placed(self, lo: int, out: I64) -> None:
+        """The L2P map of a run ``kernels.write_run`` placed at ``out`` from ``lo`` and
+        left to the caller (``PLACED``: a segment of it is not dense), set as ``write``
+        sets it (``_write_run``)."""
+        l2p = self.l2p
+        n = int(out.size)
+        if n > self.U:
+            old = l2p.get_run(lo, n)
+            if bool((old >= 0).any()):
+                l2p.set(lo + np.flatnonzero(old >= 0), -1)
+            l2p.set_by_segment(lo, out)
+        elif n > SparseL2P.DENSE_AT // 4:
+            l2p.set_run(lo, out)  # what ``set`` does with a run this long
+        else:  # what ``set`` does with a run this short: each segment decides by
+            l2p.set_by_segment(lo, out)  # its own count, the run's part too short
+
+    def count_run(self, n: int) -> None:
+        """A run of ``n`` pages written by ``kernels.write_run``: the write sequence and
+        the host's pages advance."""
+        self.blocks.seq += n
+        self.host_pages += n
 
     def _run_kernel(self, lo: int, n: int, io: tuple[I64, I64, I64]) -> int:
         """``kernels.write_run`` of the run of ``n`` pages from ``lo`` on the maps and

@@ -1,8 +1,10 @@
-"""The flash bench's compiled closed loop of reads (``flash.pages.ReadLoop``) books
-exactly what the loop of ``transport`` calls books (``flash.bench._closed_loop``):
+"""The flash bench's compiled closed loops (``flash.pages.ReadLoop``, ``WriteLoop``)
+book exactly what the loop of ``transport`` calls books (``flash.bench._closed_loop``):
 the same figures and every request's latency, and the device in the same state, through
-an NVMe queue shorter than the loop's depth, a controller's command rate, rows that grow
-and pages never written; and it declines the reads it would book otherwise."""
+an NVMe queue shorter than the loop's depth, a controller's command rate, rows that
+grow, pages never written, and for writes the blocks they open, the collections they
+force and the background collections that follow; and they decline what they would
+book otherwise."""
 
 from __future__ import annotations
 
@@ -32,20 +34,20 @@ def _bench(cfg: FlashConfig, compiled: bool, monkeypatch: pytest.MonkeyPatch,
                          precondition=0.5, seed=1, age=0.0)
     with monkeypatch.context() as m:
         if not compiled:
-            m.setattr(FlashTarget, "read_loop", lambda *a: None)
-        else:  # (the loop must take these reads, or the test compares nothing)
-            m.setattr(FlashTarget, "read_loop", _taken)
+            m.setattr(FlashTarget, "closed_loop", lambda *a: None)
+        else:  # (the loop must take these requests, or the test compares nothing)
+            m.setattr(FlashTarget, "closed_loop", _taken)
         out = run_bench(cfg, model="fast", target=target, **kw)
     return out, target
 
 
-def _taken(self: FlashTarget, addresses: Any, nbytes: int, qd: int) -> Any:
-    loop = _READ_LOOP(self, addresses, nbytes, qd)
+def _taken(self: FlashTarget, read: bool, addresses: Any, nbytes: int, qd: int) -> Any:
+    loop = _CLOSED_LOOP(self, read, addresses, nbytes, qd)
     assert loop is not None
     return loop
 
 
-_READ_LOOP = FlashTarget.read_loop
+_CLOSED_LOOP = FlashTarget.closed_loop
 
 
 @settings(max_examples=25, deadline=None)
@@ -80,19 +82,53 @@ def test_deep_queue_waits_and_forgets_as_transport_does(
     assert device_state(a.devices[0]) == device_state(b.devices[0])
 
 
+@settings(max_examples=20, deadline=None)
+@given(name=st.sampled_from(["990pro", "mqsim-default", "pm1743"]),
+       pattern=st.sampled_from(["seqwrite", "randwrite"]),
+       pages=st.sampled_from([2, 3, 4, 8, 72]),
+       qd=st.integers(1, 40), count=st.integers(1, 500),
+       depth=st.sampled_from([1, 3, 1024]),
+       iops=st.sampled_from([0, 2_500_000]))
+def test_compiled_write_loop_books_what_transport_books(
+        name: str, pattern: str, pages: int, qd: int, count: int, depth: int,
+        iops: int) -> None:
+    """Writes through no buffer on a device a few hundred of them fill: blocks open,
+    collections are forced and follow in the background (``Ssd.write`` serves those
+    requests), and segments of the map turn dense. Runs of at most a stripe (8 planes)
+    and runs longer than ``DENSE_AT // 4`` (64) pages, on blocks of 16 pages so that
+    they are less than a block per plane (the lengths the FTL's run kernel takes)."""
+    shrunk = dict(_SHRUNK, pages_per_block=16) if pages > 8 else _SHRUNK
+    cfg = dataclasses.replace(
+        small(name, nvme_queue_depth=depth, write_buffer_bytes=0, read_cache_bytes=0,
+              **shrunk), controller_iops=iops)
+    mp = pytest.MonkeyPatch()
+    kw = dict(pattern=pattern, size=pages * cfg.page_size, qd=qd, count=count, seed=4)
+    got, a = _bench(cfg, True, mp, **kw)
+    want, b = _bench(cfg, False, mp, **kw)
+    assert got == want
+    assert a.transfers == b.transfers
+    assert device_state(a.devices[0]) == device_state(b.devices[0])
+
+
 def test_loop_declines_what_it_would_book_otherwise() -> None:
     cfg = small(**_SHRUNK)
     page = cfg.page_size
     t = FlashTarget(Environment(), "flash", None, cfg, model="fast", precondition=0.5,
                     seed=1, age=0.0)
     whole = np.arange(4, dtype=np.int64) * page
-    assert t.read_loop(whole, page, 4) is not None
-    assert t.read_loop(whole + 512, page, 4) is None    # not page-aligned
-    assert t.read_loop(whole, page // 2, 4) is None     # part of a page
-    assert t.read_loop(whole, 2 * page, 4) is None      # two pages
+    assert t.closed_loop(True, whole, page, 4) is not None
+    assert t.closed_loop(True, whole + 512, page, 4) is None    # not page-aligned
+    assert t.closed_loop(True, whole, page // 2, 4) is None     # part of a page
+    assert t.closed_loop(True, whole, 2 * page, 4) is None      # two pages
+    assert t.closed_loop(False, whole, 2 * page, 4) is None     # a write buffer
     t.transport(Transfer(Op.WRITE, 0, page, Pattern.RANDOM), 0)
-    assert t.read_loop(whole, page, 4) is None          # the buffer holds a page
+    assert t.closed_loop(True, whole, page, 4) is None          # the buffer holds a page
     striped = FlashTarget(Environment(), "flash", None,
                           small(devices=2, stripe_bytes=page, **_SHRUNK), model="fast",
                           precondition=0.5, seed=1, age=0.0)
-    assert striped.read_loop(whole, page, 4) is None    # several devices
+    assert striped.closed_loop(True, whole, page, 4) is None    # several devices
+    through = FlashTarget(Environment(), "flash", None,
+                          small(write_buffer_bytes=0, read_cache_bytes=0, **_SHRUNK),
+                          model="fast", precondition=0.5, seed=1, age=0.0)
+    assert through.closed_loop(False, whole, 2 * page, 4) is not None
+    assert through.closed_loop(False, whole, page, 4) is None   # one page: write1
