@@ -61,7 +61,8 @@ def run_bench(cfg: FlashConfig, *, pattern: str, size: int, qd: int, count: int,
     if count < 1:
         raise TmhwError(f"count: {count} must be >= 1")
     own_env = env is None
-    env = env or Environment()
+    # (a target given alone brings its environment: its events run there)
+    env = env or (target.env if target is not None else Environment())
     dev = target or FlashTarget(env, "flash", None, cfg, model=model,
                                 precondition=precondition, seed=seed, age=age)
     rng = np.random.default_rng(seed)
@@ -83,18 +84,20 @@ def run_bench(cfg: FlashConfig, *, pattern: str, size: int, qd: int, count: int,
     shown = bar(count, f"flash bench {pattern}", "req", disable=not progress)
     step = max(1, min(count // 100, 1 << 14))   # the bar moves every 1% (16 Ki at most)
 
-    if own_env and not (dev.reads_by_events and Op.READ in ops):
-        # Every request is booked by ``transport`` alone: the closed loop needs no
-        # event loop. Each request is issued when a slot's last one completes, in the
-        # order the workers' timeouts would fire (completion time, then issue order).
+    if own_env:
+        # The loop issues each request when a slot's last one completes, in the order
+        # the workers' timeouts (or events) would fire (completion time, then issue
+        # order): compiled where the device's path allows (``FlashTarget.closed_loop``)
         same = bool(is_read.all()) or not bool(is_read.any())
         loop = dev.closed_loop(bool(is_read[0]), offsets, size, qd) if same else None
-        if loop is not None:  # the same loop compiled, a bar's step at a time
+        if loop is not None:  # a bar's step at a time
             with shown:
                 for k in range(step, count + step, step):
                     loop.run(min(k, count), lat, done)
                     shown.update(min(k, count) - (k - step))
             return _figures(dev, count, size, loop.finish(), lat, done)
+    if own_env and not (dev.reads_by_events and Op.READ in ops):
+        # Every request is booked by ``transport`` alone: no event loop needed.
         with shown:
             elapsed = _closed_loop(dev, ops, addr, size, kind, qd, lat, done,
                                    lambda i: shown.update(step) if i % step == 0 else None)

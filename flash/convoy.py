@@ -196,6 +196,13 @@ class EventReads:
         self.holding = 0
         self.backlog: deque[tuple[int, int, int, simpy.Event]] = deque()
 
+    def idle(self) -> bool:
+        """Nothing in flight: no read held, waiting for the queue, queued at a chip,
+        waiting for a channel or on one."""
+        a = self.arbiter
+        return not (self.holding or self.backlog or any(a.queued) or any(a.held)
+                    or any(a.busy) or any(a.waiting))
+
     def read(self, address: int, nbytes: int, wire_bytes: int = 0) -> simpy.Event:
         """Read ``nbytes`` at device-local ``address`` from now."""
         ev = self.env.event()

@@ -26,10 +26,17 @@ import heapq
 from collections import deque
 from itertools import repeat
 
+import numpy as np
+import numpy.typing as npt
+
 from flash.config import FlashConfig
 from flash.engine.gaps import BankLane, GapBank
 from flash.pcie import SKP_FRACTION
+from tmhw.sim.jit import njit, njit_noref
+from tmhw.sim.rowheap import row_pop, row_push
 from tmhw.sim.units import S
+
+I64 = npt.NDArray[np.int64]
 
 
 class HostInterface:
@@ -146,3 +153,37 @@ class HostInterface:
         dur = self.write_ps(nbytes)
         end = self.link_wr.book(earliest, dur)
         return end - dur, end
+
+
+@njit_noref
+def nvme_fetch(queue: I64, lp: np.void, t: int) -> int:
+    """``HostInterface._slot`` compiled: when the device takes a command submitted at
+    ``t``, its NVMe queue (the ``nq`` commands of the record ``lp`` in ``queue``, a
+    heap of one column) holding fewer than ``depth``; a command that waits counts in
+    ``waits``. (The compiled loops of ``flash.pages`` and ``flash.convoy_loop`` carry
+    the queue so.)"""
+    depth = lp["depth"]
+    if lp["nq"] < depth:
+        return t
+    while lp["nq"] and queue[0, 0] <= t:
+        lp["nq"] = row_pop(queue, lp["nq"])
+    if lp["nq"] < depth:
+        return t
+    lp["waits"] += 1
+    t = queue[0, 0]
+    lp["nq"] = row_pop(queue, lp["nq"])
+    return t
+
+
+@njit
+def nvme_done(queue: I64, lp: np.void, end: int) -> None:
+    """``HostInterface.done`` compiled (``nvme_fetch``'s queue): the command completes
+    at ``end``; past twice the depth, the queue keeps the ``depth`` latest (sorted, a
+    heap as it stands)."""
+    queue[lp["nq"], 0] = end
+    lp["nq"] = row_push(queue, lp["nq"])
+    depth = lp["depth"]
+    if lp["nq"] > 2 * depth:
+        keep = np.sort(queue[:lp["nq"], 0])[lp["nq"] - depth:]
+        queue[:depth, 0] = keep
+        lp["nq"] = depth

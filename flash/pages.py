@@ -25,8 +25,8 @@ The flash bench's closed loops (``ReadLoop``: whole-page reads; ``WriteLoop``: w
 of whole pages through no buffer, placed by the FTL's run kernel and programmed as one
 chunk each) are this path with a time per command: each request goes out when the
 earliest of the loop's outstanding ones completes, and the NVMe queue's waits and
-bounded memory of completions are booked in the kernel too (``_nvme_fetch``,
-``_nvme_done``), so a loop of any length is one call per step of the bench's progress
+bounded memory of completions are booked in the kernel too (``nvme_fetch``,
+``nvme_done``), so a loop of any length is one call per step of the bench's progress
 bar, plus one per request the kernel hands back (a write the run kernel declines).
 
 The command a layer does not take goes through the per-command path, from the state
@@ -56,6 +56,7 @@ from flash.engine.dies import die_prune, lane_full
 from flash.engine.gaps import Meta, gap_book, gap_prune, gap_room
 from flash.fast import FastModel
 from flash.ftl.kernels import DONE, PLACED, Blocks, L2p, l2p_of, write_run
+from flash.host import nvme_done, nvme_fetch
 from flash.ssd import Ssd
 from tmhw.sim.jit import njit, njit_noref
 from tmhw.sim.rowheap import row_pop, row_push
@@ -582,36 +583,6 @@ def _write_pages(lanes: Lanes, dev: Device, link: Link, ppns: I64,
     return ppns.size
 
 
-@njit_noref
-def _nvme_fetch(queue: I64, lp: np.void, t: int) -> int:
-    """``HostInterface._slot``: when the device takes a command submitted at ``t``, its
-    NVMe queue (``lp``'s ``nq`` commands in ``queue``) holding fewer than ``depth``."""
-    depth = lp["depth"]
-    if lp["nq"] < depth:
-        return t
-    while lp["nq"] and queue[0, 0] <= t:
-        lp["nq"] = row_pop(queue, lp["nq"])
-    if lp["nq"] < depth:
-        return t
-    lp["waits"] += 1
-    t = queue[0, 0]
-    lp["nq"] = row_pop(queue, lp["nq"])
-    return t
-
-
-@njit
-def _nvme_done(queue: I64, lp: np.void, end: int) -> None:
-    """``HostInterface.done``: the command completes at ``end``; past twice the depth,
-    the queue keeps the ``depth`` latest (sorted, a heap as it stands)."""
-    queue[lp["nq"], 0] = end
-    lp["nq"] = row_push(queue, lp["nq"])
-    depth = lp["depth"]
-    if lp["nq"] > 2 * depth:
-        keep = np.sort(queue[:lp["nq"], 0])[lp["nq"] - depth:]
-        queue[:depth, 0] = keep
-        lp["nq"] = depth
-
-
 @njit
 def _read_loop(lanes: Lanes, dev: Device, link: Link, lookup: Lookup, lpns: I64,
                st: npt.NDArray[np.void], loop: npt.NDArray[np.void], work: I64,
@@ -619,10 +590,10 @@ def _read_loop(lanes: Lanes, dev: Device, link: Link, lookup: Lookup, lpns: I64,
     """The flash bench's closed loop (``flash.bench``) of whole-page reads of ``lpns``
     from ``k`` to ``upto``: request ``j`` goes out when the earliest of the ``qd``
     outstanding completes (``work``, a heap of (completion, request); ties in issue
-    order), the NVMe queue (``queue``) and the controller take it (``_nvme_fetch``,
+    order), the NVMe queue (``queue``) and the controller take it (``nvme_fetch``,
     ``_taken``), then as ``_read_pages``: its page, its read, its data on the link's
     read direction and ``_finish``, and its completion into the NVMe queue
-    (``_nvme_done``); its latency into ``lat``, its completion into ``done``. Where it
+    (``nvme_done``); its latency into ``lat``, its completion into ``done``. Where it
     stopped: ``upto``, or a request whose channel or link row is full (why and its page
     in ``st``; nothing of it booked, the loop as it was)."""
     geo, cmds, cell = dev
@@ -655,7 +626,7 @@ def _read_loop(lanes: Lanes, dev: Device, link: Link, lookup: Lookup, lpns: I64,
         if lp["nw"] == lp["qd"]:  # a worker's request completed: it issues the next
             now = work[0, 0]
             lp["nw"] = row_pop(work, lp["nw"])
-        t = _nvme_fetch(queue, lp, now)
+        t = nvme_fetch(queue, lp, now)
         if ctl_ps:
             if r["ctl"] > t:
                 t = r["ctl"]
@@ -666,7 +637,7 @@ def _read_loop(lanes: Lanes, dev: Device, link: Link, lookup: Lookup, lpns: I64,
         end = gap_book(liv, lmeta, 0, c_end - x, dur)
         if c_end > end:
             end = c_end
-        _nvme_done(queue, lp, end)
+        nvme_done(queue, lp, end)
         _finish(st, end, lanes, link)
         lat[j] = end - now
         done[j] = end
@@ -688,10 +659,10 @@ def _write_loop(lanes: Lanes, dev: Device, link: Link,
     where the FTL's run kernel takes it and nothing is buffered: its pages placed
     (``write_run``, on ``run``: ``FTL.run_state``), then it goes out when the earliest
     of the ``qd`` outstanding completes (``work``), the NVMe queue and the controller
-    take it (``_nvme_fetch``, ``_taken``), its data's ``dur`` on the link's write
+    take it (``nvme_fetch``, ``_taken``), its data's ``dur`` on the link's write
     direction from then, its pages programmed as one chunk from the data's first time
     on the link to its last (``program_chunk``), and it completes when its programs end
-    (``_nvme_done``, ``_finish``); its latency into ``lat``, its completion into
+    (``nvme_done``, ``_finish``); its latency into ``lat``, its completion into
     ``done``. Where it stopped: ``upto``, or a request the run kernel placed but did not
     map (``MAP_PLACED``), declined (``BY_COMMAND``; nothing of it done) or whose link,
     channel or die lane row is full (why in ``st``; ``pend`` in ``loop`` says how far it
@@ -727,7 +698,7 @@ def _write_loop(lanes: Lanes, dev: Device, link: Link,
                 now = work[0, 0]
                 lp["nw"] = row_pop(work, lp["nw"])
             lp["req_now"] = now
-            t = _nvme_fetch(queue, lp, now)
+            t = nvme_fetch(queue, lp, now)
             if ctl_ps:
                 if r["ctl"] > t:
                     t = r["ctl"]
@@ -746,7 +717,7 @@ def _write_loop(lanes: Lanes, dev: Device, link: Link,
         r["cmds"] += res[0, device]
         end = res[2, device]
         now = lp["req_now"]
-        _nvme_done(queue, lp, end)
+        nvme_done(queue, lp, end)
         _finish(st, end, lanes, link)
         lat[j] = end - now
         done[j] = end

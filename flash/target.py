@@ -35,6 +35,7 @@ import simpy
 
 from flash.config import FlashConfig
 from flash.convoy import EventReads
+from flash.convoy_loop import ConvoyLoop
 from flash.engine.dies import DieLanes
 from flash.engine.gaps import BankLane, GapBank
 from flash.fast import FastArray
@@ -300,19 +301,27 @@ class FlashTarget(Component):
         return end
 
     def closed_loop(self, read: bool, addresses: I64, nbytes: int, qd: int
-                    ) -> ClosedLoop | None:
+                    ) -> ClosedLoop | ConvoyLoop | None:
         """The flash bench's closed loop (``flash.bench``) of reads (or writes) of
         ``nbytes`` at each of ``addresses``, ``qd`` outstanding, compiled
-        (``flash.pages.ReadLoop``, ``WriteLoop``): what ``transport`` of each, issued
-        as the loop issues it, would book. None where that path does not take them
-        (several devices, a trace, or ``PageBatch.read_loop``'s and ``write_loop``'s
-        cases)."""
-        if (self._pages is None or self.tracer.enabled or not addresses.size
+        (``flash.pages.ReadLoop``, ``WriteLoop``; under ``compat = "mqsim"``, reads
+        from time 0 by ``flash.convoy_loop``): what ``transport`` of each (``request``
+        under MQSim's rules), issued as the loop issues it, would book. None where
+        that path does not take them (several devices, a trace, or
+        ``PageBatch.read_loop``'s, ``write_loop``'s and ``ConvoyLoop.make``'s cases)."""
+        if (self._one is None or self.tracer.enabled or not addresses.size
                 or nbytes <= 0 or int(addresses.min()) < 0
                 or int(addresses.max()) + nbytes > self._capacity):
             return None
-        loop = (self._pages.read_loop(addresses, nbytes, qd) if read
-                else self._pages.write_loop(addresses, nbytes, qd))
+        loop: ClosedLoop | ConvoyLoop | None = None
+        if self._events is not None:  # reads by events: the events compiled
+            evs = self._events[0]
+            if read and self.env.now == 0 and evs.idle():
+                loop = ConvoyLoop.make(evs.ssd, evs.arbiter.m, evs.arbiter.turn, addresses,
+                                       nbytes, qd)
+        elif self._pages is not None:
+            loop = (self._pages.read_loop(addresses, nbytes, qd) if read
+                    else self._pages.write_loop(addresses, nbytes, qd))
         if loop is not None:
             self.transfers += int(addresses.size)
         return loop

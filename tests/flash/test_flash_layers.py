@@ -1,6 +1,7 @@
 """The flash package's layers import downward only: no cycle, and no layer reaches up to
 the one that owns it (host side first: target, the event-driven reads of a device
-(convoy) and the batches of one-page commands (pages), ssd, then cache and host, the
+(convoy), their compiled closed loop (convoy_loop) and the batches of one-page commands
+(pages), ssd, then cache and host, the
 timing models, the FTL and the scheduler, phy, the booking kernels (engine), the
 sparse tables (intmap) and the read cache's order (runlru)). No module reads or writes
 another object's private names."""
@@ -16,6 +17,7 @@ ROOT = Path(flash.__file__).parent
 
 #: a module may import only modules of a lower rank
 RANK = {"target": 10, "batch": 11, "work": 1, "bench": 11, "cli": 12, "mqsim": 1, "convoy": 9,
+        "convoy_loop": 9,
         "pcie": -1, "datasheets": 12, "slc": 6, "pages": 9,
         "ssd": 8, "cache": 6, "host": 6, "fast": 4, "detailed": 4, "ftl": 3,
         "scheduler": 3, "phy": 2, "engine": 1, "intmap": 1, "runlru": 1, "config": 0}

@@ -29,15 +29,15 @@ _SHRUNK: dict[str, Any] = dict(blocks_per_plane=32, pages_per_block=8,
 
 
 def _bench(cfg: FlashConfig, compiled: bool, monkeypatch: pytest.MonkeyPatch,
-           **kw: Any) -> tuple[dict[str, Any], FlashTarget]:
-    target = FlashTarget(Environment(), "flash", None, cfg, model="fast",
+           model: str = "fast", **kw: Any) -> tuple[dict[str, Any], FlashTarget]:
+    target = FlashTarget(Environment(), "flash", None, cfg, model=model,
                          precondition=0.5, seed=1, age=0.0)
     with monkeypatch.context() as m:
         if not compiled:
             m.setattr(FlashTarget, "closed_loop", lambda *a: None)
         else:  # (the loop must take these requests, or the test compares nothing)
             m.setattr(FlashTarget, "closed_loop", _taken)
-        out = run_bench(cfg, model="fast", target=target, **kw)
+        out = run_bench(cfg, model=model, target=target, **kw)
     return out, target
 
 
@@ -108,6 +108,38 @@ def test_compiled_write_loop_books_what_transport_books(
     assert got == want
     assert a.transfers == b.transfers
     assert device_state(a.devices[0]) == device_state(b.devices[0])
+
+
+@settings(max_examples=25, deadline=None)
+@given(name=st.sampled_from(["990pro", "mqsim-default", "pm1743"]),
+       model=st.sampled_from(["detailed", "fast"]),
+       pattern=st.sampled_from(["randread", "seqread"]),
+       size=st.sampled_from([(1, 1), (1, 2), (3, 1), (5, 4)]),
+       qd=st.integers(1, 70), count=st.integers(1, 400),
+       depth=st.sampled_from([1, 3, 1024]),
+       iops=st.sampled_from([0, 300_000]))
+def test_compiled_convoy_loop_books_what_the_events_book(
+        name: str, model: str, pattern: str, size: tuple[int, int], qd: int, count: int,
+        depth: int, iops: int) -> None:
+    """Under MQSim's rules (reads served by events, ``flash.convoy``): requests of
+    whole pages, of parts of pages (no read cache to keep them) and of several pages
+    and a part, through a backlog where the NVMe queue is shorter than the loop, with
+    multi-plane commands and the data-out convoy, on either timing model."""
+    cfg = dataclasses.replace(
+        small(name, nvme_queue_depth=depth, read_cache_bytes=0, compat="mqsim",
+              **_SHRUNK), controller_iops=iops)
+    mp = pytest.MonkeyPatch()
+    kw = dict(pattern=pattern, size=size[0] * cfg.page_size // size[1], qd=qd,
+              count=count, seed=6)
+    got, a = _bench(cfg, True, mp, model=model, **kw)
+    want, b = _bench(cfg, False, mp, model=model, **kw)
+    assert got == want
+    assert a.transfers == b.transfers
+    assert device_state(a.devices[0]) == device_state(b.devices[0])
+    assert a._events is not None and b._events is not None
+    arb_a, arb_b = a._events[0].arbiter, b._events[0].arbiter
+    assert arb_a.turn == arb_b.turn      # the channels' round robin goes on alike
+    assert not any(arb_a.busy) and not any(arb_a.queued) and not a._events[0].holding
 
 
 def test_loop_declines_what_it_would_book_otherwise() -> None:
