@@ -40,8 +40,6 @@ import numpy.typing as npt
 
 from flash.config import FlashConfig
 from flash.engine.chunks import (
-    CH_FULL,
-    LANE_FULL,
     NO_WAIT,
     Lanes,
     program_chunk,
@@ -66,9 +64,7 @@ class FastModel(TimingBase):
                  counters: Counters, record: bool = False, shared: FastModel | None = None,
                  device: int = 0) -> None:
         super().__init__(cfg, phy, former, counters, record, shared, device)
-        self.chip_lock = former.chip_lock
         self.die0 = device * cfg.dies
-        self.device = device
         self.lanes_per_device = self.lane1 - self.lane0
         self._res = np.zeros((3, self.former.devices), dtype=np.int64)
         #: one-time arguments of the kernels, reused (``_time``)
@@ -80,18 +76,6 @@ class FastModel(TimingBase):
         iv, meta = self.channels.arrays()
         wait = NO_WAIT if self.waiting is None else self.waiting.arrays()
         return self.dies.state, iv, meta, wait[0], wait[1]
-
-    def grow(self, why: int, ppns: I64) -> None:
-        """Room where a kernel stopped (``flash.engine.chunks``' ``CH_FULL``, ...), for
-        pages ``ppns`` (in the lanes' numbering); the bookings are unchanged."""
-        if why == CH_FULL:
-            self.channels.grow()
-        elif why == LANE_FULL:
-            self.dies.make_room(np.unique(self.former.die_groups(ppns)[0]
-                                          // int(self.geo[0]["dies_per_lane"])))
-        else:
-            assert self.waiting is not None
-            self.waiting.grow()
 
     # -- reads -------------------------------------------------------------------------
     def read1(self, ppn: int, nbytes: int, earliest: int) -> tuple[int, int]:

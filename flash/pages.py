@@ -57,6 +57,7 @@ from flash.engine.gaps import Meta, gap_book, gap_prune, gap_room
 from flash.fast import FastModel
 from flash.ftl.kernels import DONE, PLACED, Blocks, L2p, l2p_of, write_run
 from flash.host import nvme_done, nvme_fetch
+from flash.scheduler import TimingBase
 from flash.ssd import Ssd
 from tmhw.sim.jit import njit, njit_noref
 from tmhw.sim.rowheap import row_pop, row_push
@@ -104,16 +105,20 @@ Lookup = tuple[L2p, npt.NDArray[np.void]]
 
 
 class PageBatch:
-    """The batch path of one device on the fast model (module docstring)."""
+    """The batch path of one device (module docstring) on its timing ``model``: the
+    fast model, or for reads alone the detailed one (whose one-page read is
+    ``read_page``'s: ``DetailedModel.read`` of one page books the same)."""
 
-    def __init__(self, ssd: Ssd, fast: FastModel) -> None:
+    def __init__(self, ssd: Ssd, model: TimingBase) -> None:
         self.ssd = ssd
-        self.fast = fast
-        self.dev: Device = (fast.geo, fast.cmds, fast.cell)
+        self.model = model
+        self.dev: Device = (model.geo, model.cmds, model.cell)
+        #: writes too (the detailed model's programs are its own, ``program_cmds``)
+        self.writes = isinstance(model, FastModel)
         #: whole-page transfers on this path: the fast model on die lanes (no chip lock,
         #: no convoy), data cut through, nothing recorded
-        self.on = (not (fast.convoy or fast.chip_lock) and not ssd.store_forward
-                   and not fast.dies.record and not ssd.host.links.record)
+        self.on = (not (model.convoy or model.chip_lock) and not ssd.store_forward
+                   and not model.dies.record and not ssd.host.links.record)
 
     def serve(self, read: bool, addresses: list[int], nbytes: int,
               earliest: int) -> list[int]:
@@ -122,7 +127,7 @@ class PageBatch:
         layers take the commands and per command where they do not."""
         ssd = self.ssd
         f = ssd.read if read else ssd.write
-        if not self.on:
+        if not self.on or not (read or self.writes):
             return [f(a, nbytes, earliest) for a in addresses]
         ends = self._batch(read, addresses, nbytes, earliest)
         while len(ends) < len(addresses):
@@ -154,7 +159,8 @@ class PageBatch:
         or an SLC cache, or a page the controller's DRAM holds."""
         ssd = self.ssd
         page = ssd.page
-        if (not self.on or nbytes % page or not ssd.ftl.runs_first(nbytes // page)
+        if (not self.on or not self.writes or nbytes % page
+                or not ssd.ftl.runs_first(nbytes // page)
                 or ssd.cache.write_pages or ssd.slc or not ssd.cache.holds_nothing()
                 or ssd.host.write_ps(nbytes) <= 0 or (addresses % page).any()):
             return None
@@ -189,16 +195,16 @@ class PageBatch:
         if n <= 0:
             return []
         # (one call: each field set on a record costs about as much)
-        fast = self.fast
+        model = self.model
         st = np.array([(*ssd.activity(), 0, 0, 0, 0, 0, earliest, dur,
-                        cache.write_pages > 0, fast.ch0, fast.ch1, fast.ppn0,
-                        host.ctl_free, host.ctl_ps, fast.lane0, fast.lane1)], dtype=BATCH)
+                        cache.write_pages > 0, model.ch0, model.ch1, model.ppn0,
+                        host.ctl_free, host.ctl_ps, model.lane0, model.lane1)], dtype=BATCH)
         if read:
             return self._read(lpns[:n], nbytes, st)
         return self._write(lpns[:n], keys[:n], nbytes, st)
 
     def _read(self, lpns: I64, nbytes: int, st: npt.NDArray[np.void]) -> list[int]:
-        ssd, fast = self.ssd, self.fast
+        ssd, model = self.ssd, self.model
         c = ssd.c
         ftl = ssd.ftl
         n = int(lpns.size)
@@ -210,7 +216,7 @@ class PageBatch:
         k = 0
         while True:
             # (the lanes as ``FastModel.lanes``: no convoy on this path)
-            lanes = (fast.dies.state, *fast.channels.arrays(), *NO_WAIT)
+            lanes = (model.dies.state, *model.channels.arrays(), *NO_WAIT)
             k = int(_read_pages(lanes, self.dev, ssd.host.links.arrays(), lookup, lpns, st,
                                 ends, k))
             if k == n:
@@ -229,20 +235,20 @@ class PageBatch:
 
     def _write(self, lpns: I64, keys: list[int], nbytes: int,
                st: npt.NDArray[np.void]) -> list[int]:
-        ssd, fast = self.ssd, self.fast
+        ssd, model = self.ssd, self.model
         ppns, n = ssd.ftl.write_many(lpns, keys)
         if not n:
             return []
         r = st[0]  # (the device's activity, as the batch carries it)
         slc = bool(ssd.slc) and ssd.slc.take(n, int(r["t0"]), int(r["active_until"]))
-        dev = (fast.geo, fast.cmds, fast.cell_slc) if slc else self.dev
-        if fast.ppn0:
-            ppns += fast.ppn0
+        dev = (model.geo, model.cmds, model.cell_slc) if slc else self.dev
+        if model.ppn0:
+            ppns += model.ppn0
         ends = np.empty(n, dtype=np.int64)
         p_ends = np.empty(n, dtype=np.int64)
         k = 0
         while True:
-            lanes = (fast.dies.state, *fast.channels.arrays(), *NO_WAIT)
+            lanes = (model.dies.state, *model.channels.arrays(), *NO_WAIT)
             k = int(_write_pages(lanes, dev, ssd.host.links.arrays(), ppns, st, ends,
                                  p_ends, k))
             if k == n:
@@ -267,7 +273,7 @@ class PageBatch:
         if r["stop"] == LINK_FULL:
             self.ssd.host.links.grow()
         else:
-            self.fast.grow(int(r["stop"]), np.array([r["ppn"]], dtype=np.int64))
+            self.model.grow(int(r["stop"]), np.array([r["ppn"]], dtype=np.int64))
 
 
 class ClosedLoop:
@@ -293,11 +299,11 @@ class ClosedLoop:
 
     def _load(self) -> None:
         """The device's NVMe queue, controller and activity into the loop's arrays."""
-        ssd, fast = self.batch.ssd, self.batch.fast
+        ssd, model = self.batch.ssd, self.batch.model
         host = ssd.host
-        self.st = np.array([(*ssd.activity(), 0, 0, 0, 0, 0, 0, self.dur, 0, fast.ch0,
-                             fast.ch1, fast.ppn0, host.ctl_free, host.ctl_ps, fast.lane0,
-                             fast.lane1)], dtype=BATCH)
+        self.st = np.array([(*ssd.activity(), 0, 0, 0, 0, 0, 0, self.dur, 0, model.ch0,
+                             model.ch1, model.ppn0, host.ctl_free, host.ctl_ps, model.lane0,
+                             model.lane1)], dtype=BATCH)
         q = host.queue()
         lp = self.loop[0]
         lp["nq"], lp["waits"] = len(q), host.queue_waits
@@ -352,14 +358,14 @@ class ReadLoop(ClosedLoop):
         """Book the requests up to ``upto`` (their latencies into ``lat``, their
         completions into ``done``)."""
         b = self.batch
-        ssd, fast = b.ssd, b.fast
+        ssd, model = b.ssd, b.model
         ftl = ssd.ftl
         sp = ftl.l2p.sparse
         seg_row, pool = ftl.l2p.arrays()
         lookup: Lookup = ((sp.table, sp.meta, ftl.mapping.plane_base, seg_row, pool),
                           ftl.geo)
         while self.k < upto:
-            lanes = (fast.dies.state, *fast.channels.arrays(), *NO_WAIT)
+            lanes = (model.dies.state, *model.channels.arrays(), *NO_WAIT)
             self.k = int(_read_loop(lanes, b.dev, ssd.host.links.arrays(), lookup,
                                     self.lpns, self.st, self.loop, self.work, self.queue,
                                     lat, done, self.k, upto))
@@ -394,7 +400,7 @@ class WriteLoop(ClosedLoop):
         #: a request's ppns from the run kernel, and in the lanes' numbering
         self.out = np.zeros(pages, dtype=np.int64)
         self.ppns = np.zeros(pages, dtype=np.int64)
-        self.res = np.zeros((3, batch.fast.former.devices), dtype=np.int64)
+        self.res = np.zeros((3, batch.model.former.devices), dtype=np.int64)
 
     def _loaded(self) -> None:
         lp = self.loop[0]
@@ -404,17 +410,17 @@ class WriteLoop(ClosedLoop):
         """Book the requests up to ``upto`` (their latencies into ``lat``, their
         completions into ``done``)."""
         b = self.batch
-        ssd, fast = b.ssd, b.fast
+        ssd, model = b.ssd, b.model
         ftl = ssd.ftl
         while self.k < upto:
             if ftl.low_planes:  # each write is followed by a background collection
                 self._by_command(upto, lat, done)
                 continue
-            lanes = (fast.dies.state, *fast.channels.arrays(), *NO_WAIT)
+            lanes = (model.dies.state, *model.channels.arrays(), *NO_WAIT)
             self.k = int(_write_loop(lanes, b.dev, ssd.host.links.arrays(),
                                      ftl.run_state(), self.lpns, self.out, self.ppns,
                                      self.res, self.st, self.loop, self.work, self.queue,
-                                     lat, done, fast.device, self.k, upto))
+                                     lat, done, model.device, self.k, upto))
             if self.k == upto:
                 break
             stop = int(self.st[0]["stop"])
@@ -425,7 +431,7 @@ class WriteLoop(ClosedLoop):
             elif stop == LINK_FULL:
                 ssd.host.links.grow()
             else:
-                fast.grow(stop, self.ppns)
+                model.grow(stop, self.ppns)
 
     def _by_command(self, upto: int, lat: I64, done: I64) -> None:
         """Requests from the next to ``upto`` through ``Ssd.write``, for as long as a

@@ -27,7 +27,7 @@ import numpy as np
 import numpy.typing as npt
 
 from flash.config import FlashConfig
-from flash.engine.chunks import CELL, COMMANDS, GEOMETRY, group_dies
+from flash.engine.chunks import CELL, CH_FULL, COMMANDS, GEOMETRY, LANE_FULL, group_dies
 from flash.engine.commands import form_commands
 from flash.engine.dies import DieLanes, SuspendRule
 from flash.engine.gaps import GapBank
@@ -132,6 +132,8 @@ class TimingBase:
         self.phy = phy
         self.former = former
         self.c = counters
+        self.device = device
+        self.chip_lock = former.chip_lock
         if shared is None:
             self.dies = DieLanes("die", former.lanes, suspend_rule(cfg), record,
                                  cfg.planes_per_die)
@@ -194,6 +196,18 @@ class TimingBase:
         if cfg.t_prog_slc:
             self.geo_slc[0]["t_prog"] = cfg.t_prog_slc
             self.cell_slc["t_prog"] = cfg.t_prog_slc
+
+    def grow(self, why: int, ppns: I64) -> None:
+        """Room where a kernel stopped (``flash.engine.chunks``' ``CH_FULL``, ...), for
+        pages ``ppns`` (in the lanes' numbering); the bookings are unchanged."""
+        if why == CH_FULL:
+            self.channels.grow()
+        elif why == LANE_FULL:
+            self.dies.make_room(np.unique(self.former.die_groups(ppns)[0]
+                                          // int(self.geo[0]["dies_per_lane"])))
+        else:
+            assert self.waiting is not None
+            self.waiting.grow()
 
     def start(self) -> None:
         """Nothing to start: a model books on demand (no standing process)."""

@@ -43,6 +43,7 @@ from flash.ftl import FTL
 from flash.ftl.kernels import drop_old, place
 from flash.intmap import IntMap, im_get_many, im_pop_range
 from flash.pages import ClosedLoop, PageBatch
+from flash.scheduler import TimingBase
 from flash.ssd import MODELS, Ssd
 from tmhw.sim import Component, EnergyMeter, EnergyTable, Op, Pattern, TmhwError, Transfer
 from tmhw.sim.trace import Tracer
@@ -92,6 +93,11 @@ class FlashTarget(Component):
         #: a single device's batch path of whole-page commands (``transport_many``)
         self._pages = (PageBatch(first, first.fast)
                        if n == 1 and first.fast is not None else None)
+        #: and the path of the bench's closed loop of reads on either timing model
+        #: (``closed_loop``; the detailed model's one-page read is the fast one's)
+        self._reads = self._pages or (PageBatch(first, first.model)
+                                      if n == 1 and isinstance(first.model, TimingBase)
+                                      else None)
         #: several devices on the fast model: their lanes are one array, and a
         #: transfer's NAND work on all the devices it touches is one call
         fast = [d.fast for d in self.devices if d.fast is not None]
@@ -319,9 +325,10 @@ class FlashTarget(Component):
             if read and self.env.now == 0 and evs.idle():
                 loop = ConvoyLoop.make(evs.ssd, evs.arbiter.m, evs.arbiter.turn, addresses,
                                        nbytes, qd)
+        elif read and self._reads is not None:
+            loop = self._reads.read_loop(addresses, nbytes, qd)
         elif self._pages is not None:
-            loop = (self._pages.read_loop(addresses, nbytes, qd) if read
-                    else self._pages.write_loop(addresses, nbytes, qd))
+            loop = self._pages.write_loop(addresses, nbytes, qd)
         if loop is not None:
             self.transfers += int(addresses.size)
         return loop

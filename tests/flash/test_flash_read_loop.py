@@ -50,20 +50,24 @@ def _taken(self: FlashTarget, read: bool, addresses: Any, nbytes: int, qd: int) 
 _CLOSED_LOOP = FlashTarget.closed_loop
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=30, deadline=None)
 @given(name=st.sampled_from(["990pro", "mqsim-default", "pm1743"]),
+       model=st.sampled_from(["fast", "detailed"]),
        pattern=st.sampled_from(["randread", "seqread"]),
        qd=st.integers(1, 70), count=st.integers(1, 600),
        depth=st.sampled_from([1, 3, 8, 1024]),
-       iops=st.sampled_from([0, 300_000, 2_500_000]))
-def test_compiled_loop_books_what_transport_books(name: str, pattern: str, qd: int,
-                                                  count: int, depth: int, iops: int,
-                                                  ) -> None:
-    cfg = dataclasses.replace(small(name, nvme_queue_depth=depth, **_SHRUNK), controller_iops=iops)
+       iops=st.sampled_from([0, 300_000, 2_500_000]), apart=st.booleans())
+def test_compiled_loop_books_what_transport_books(name: str, model: str, pattern: str,
+                                                  qd: int, count: int, depth: int,
+                                                  iops: int, apart: bool) -> None:
+    """Whole-page reads on either timing model (the detailed model's one-page read is
+    the fast one's), with and without independent plane reads."""
+    cfg = dataclasses.replace(small(name, nvme_queue_depth=depth, **_SHRUNK),
+                              controller_iops=iops, independent_plane_reads=apart)
     mp = pytest.MonkeyPatch()
     kw = dict(pattern=pattern, size=cfg.page_size, qd=qd, count=count, seed=2)
-    got, a = _bench(cfg, True, mp, **kw)
-    want, b = _bench(cfg, False, mp, **kw)
+    got, a = _bench(cfg, True, mp, model=model, **kw)
+    want, b = _bench(cfg, False, mp, model=model, **kw)
     assert got == want
     assert a.transfers == b.transfers
     assert device_state(a.devices[0]) == device_state(b.devices[0])
