@@ -24,11 +24,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 from flash.config import FlashConfig
 from flash.ftl.blocks import BAD, FULL, BlockManager
 from flash.ftl.mapping import I64, AddressMap
 from tmhw.sim import TmhwError
+from tmhw.sim.jit import njit_noref
 
 
 @dataclass(slots=True)
@@ -90,20 +92,8 @@ class GarbageCollector:
         """Victim block in ``plane`` by the configured policy; -1 if none would free
         anything (every full block entirely valid)."""
         b = self.blocks
-        lo = plane * self.bpp
-        st = b.state[lo:lo + self.bpp]
-        va = b.valid[lo:lo + self.bpp]
-        full = st == FULL
-        if self.cfg.gc_policy == "greedy":
-            cand = np.where(full, va, self.ppb)
-            i = int(np.argmin(cand))
-            return lo + i if cand[i] < self.ppb else -1
-        u = va / self.ppb
-        age = (b.seq - b.stamp[lo:lo + self.bpp] + 1).astype(np.float64)
-        with np.errstate(divide="ignore"):
-            score = np.where(full & (va < self.ppb), (1 - u) / (2 * u) * age, -1.0)
-        i = int(np.argmax(score))
-        return lo + i if score[i] >= 0 else -1
+        return int(gc_victim(b.state, b.valid, b.stamp, plane * self.bpp, self.bpp,
+                             self.ppb, b.seq, self.cfg.gc_policy == "greedy"))
 
     def collect(self, plane: int, reason: str = "gc") -> list[GcJob]:
         """Reclaim one victim block of ``plane`` (plus a static wear-levelling move when
@@ -151,19 +141,8 @@ class GarbageCollector:
         """The coldest full block of ``plane`` when the erase-count spread exceeds the
         threshold (and the plane can absorb its pages); else -1."""
         b = self.blocks
-        lo = plane * self.bpp
-        st = b.state[lo:lo + self.bpp]
-        full = st == FULL
-        if not full.any():
-            return -1
-        er = b.erases[lo:lo + self.bpp]
-        cand = np.where(full, er, np.iinfo(np.int32).max)
-        i = int(np.argmin(cand))
-        if int(er[st != BAD].max()) - int(cand[i]) > self.cfg.static_wl_threshold:
-            # A cold block only helps if the plane can absorb its pages.
-            if b.free_count[plane] > 1:
-                return lo + i
-        return -1
+        return int(wl_victim(b.state, b.erases, plane * self.bpp, self.bpp,
+                             self.cfg.static_wl_threshold, b.free_count[plane]))
 
     def relocate(self, plane: int, victim: int, reason: str) -> GcJob:
         """Move the valid pages of ``victim`` to the GC active block, then erase it."""
@@ -233,3 +212,54 @@ def greedy_write_amplification(alpha: float) -> float:
         else:
             hi = mid
     return alpha / (alpha + (lo + hi) / 2)
+
+
+@njit_noref
+def gc_victim(state: npt.NDArray[np.int8], valid: npt.NDArray[np.int32], stamp: I64,
+              lo: int, bpp: int, ppb: int, seq: int, greedy: bool) -> int:
+    """``GarbageCollector.select_victim`` compiled: among the full blocks of the plane's
+    ``bpp`` from ``lo``, greedy the first with the fewest valid pages (none when every
+    one is all valid), else cost-benefit the first with the highest ``(1 - u) / 2u x
+    age`` (u: valid fraction, age: write sequences since its stamp + 1) of those not all
+    valid, an empty block first (u = 0: infinite); -1 if none."""
+    best = -1
+    if greedy:
+        low = ppb
+        for i in range(bpp):
+            if state[lo + i] == FULL and valid[lo + i] < low:
+                low = valid[lo + i]
+                best = i
+        return lo + best if best >= 0 else -1
+    top = -1.0
+    for i in range(bpp):
+        va = valid[lo + i]
+        if state[lo + i] != FULL or va >= ppb:
+            continue
+        u = va / ppb
+        age = float(seq - stamp[lo + i] + 1)
+        # (numpy's (1 - u) / (2u) x age, with 1 / 0 = inf; age >= 1)
+        score = math.inf if u == 0.0 else (1.0 - u) / (2.0 * u) * age
+        if score > top:
+            top = score
+            best = i
+    return lo + best if best >= 0 else -1
+
+
+@njit_noref
+def wl_victim(state: npt.NDArray[np.int8], erases: npt.NDArray[np.int32], lo: int,
+              bpp: int, threshold: int, free: int) -> int:
+    """``GarbageCollector.static_wl_victim`` compiled: the first full block of the plane's
+    ``bpp`` from ``lo`` with the fewest erases, when the plane's erase-count spread
+    (over its blocks not retired) exceeds ``threshold`` and it has ``free`` > 1 free
+    blocks to absorb its pages; else -1."""
+    cold = -1
+    most = -1
+    for i in range(bpp):
+        st = state[lo + i]
+        if st != BAD and erases[lo + i] > most:
+            most = erases[lo + i]
+        if st == FULL and (cold < 0 or erases[lo + i] < erases[lo + cold]):
+            cold = i
+    if cold < 0 or most - erases[lo + cold] <= threshold or free <= 1:
+        return -1
+    return lo + cold

@@ -95,6 +95,24 @@ def l2p_get(l2p: L2pArrays,
         out[j] = l2p_at(table, meta, seg_row, rows, pre, lpn, per_seg[lpn >> SEG_BITS] > 0)
 
 
+@njit_noref
+def valid_of(p2l: I64, ppn0: int, l2p: L2pArrays, pre: tuple[I64, int, int], src: I64,
+             lpns: I64) -> int:
+    """The valid pages of a block whose first page is ``ppn0`` and whose pages hold the
+    logical pages ``p2l`` (-1: none): those the L2P maps to them (``l2p_at``), in page
+    order, their ppns into ``src`` and logical pages into ``lpns``; how many."""
+    table, meta, per_seg, seg_row, rows = l2p
+    k = 0
+    for i in range(p2l.size):
+        lpn = p2l[i]
+        if lpn >= 0 and l2p_at(table, meta, seg_row, rows, pre, lpn,
+                               per_seg[lpn >> SEG_BITS] > 0) == ppn0 + i:
+            src[k] = ppn0 + i
+            lpns[k] = lpn
+            k += 1
+    return k
+
+
 @njit
 def _densify_seg(l2p: L2pArrays,
                  pre: tuple[I64, int, int], n_lpn: int, dense: I64, si: int,
@@ -292,6 +310,11 @@ class SparseL2P:
         dict counts, each segment's row and the rows."""
         sp = self.sparse
         return sp.table, sp.meta, self.sparse_per_seg, self.seg_row, self.pool
+
+    def kernel_state(self) -> tuple[L2pArrays, tuple[I64, int, int]]:
+        """The map and its closed form as the lookup kernels take them (``l2p_get``;
+        new arrays after any change)."""
+        return self._state(), self._pre()
 
     def _pre(self) -> tuple[I64, int, int]:
         """The closed form as the kernels take it: each stripe position's plane's first
@@ -681,14 +704,13 @@ class AddressMap:
             self.row1_of[block] = 0
 
     def valid_pages(self, block: int) -> tuple[I64, I64]:
-        """(ppns, lpns) of the valid pages of ``block``."""
-        lp = self.p2l(block)
-        ppns = block * self.ppb + np.arange(self.ppb, dtype=np.int64)
-        written = lp >= 0
-        ok = np.zeros(self.ppb, dtype=bool)
-        if written.any():
-            ok[written] = self.lookup(lp[written]) == ppns[written]
-        return ppns[ok], lp[ok]
+        """(ppns, lpns) of the valid pages of ``block``: those written whose logical
+        page the L2P maps there (``valid_of``)."""
+        src = np.empty(self.ppb, dtype=np.int64)
+        lpns = np.empty(self.ppb, dtype=np.int64)
+        state, pre = self.l2p.kernel_state()
+        k = int(valid_of(self.p2l(block), block * self.ppb, state, pre, src, lpns))
+        return src[:k], lpns[:k]
 
     def nbytes(self) -> int:
         """Bytes held: touched L2P segments and entries, the P2L row pool."""

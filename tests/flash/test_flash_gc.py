@@ -3,10 +3,15 @@ its absence for sequential overwrites."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from flash_devices import small
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from flash.bench import run_bench
+from flash.ftl.blocks import ACTIVE, BAD, FREE, FULL
+from flash.ftl.gc import gc_victim, wl_victim
 from tmhw.sim.units import KiB
 
 WRITES = 20_000  # 16 KiB pages: 0.7 x the small device's 29,184 logical pages
@@ -150,3 +155,57 @@ def test_sustained_rate_counts_the_work_left_in_the_write_buffer() -> None:
     assert r["sustained_iops"] < 0.5 * r["iops"]
     least_s = 2000 / cfg.planes * cfg.t_prog_mean / 1e12
     assert r["sustained_iops"] <= 2000 / least_s
+
+
+def _victim_rule(state: np.ndarray, valid: np.ndarray, stamp: np.ndarray, ppb: int,
+                 seq: int, greedy: bool) -> int:
+    """The victim rules as array formulas over one plane's blocks."""
+    full = state == FULL
+    if greedy:
+        cand = np.where(full, valid, ppb)
+        i = int(np.argmin(cand))
+        return i if cand[i] < ppb else -1
+    u = valid / ppb
+    age = (seq - stamp + 1).astype(np.float64)
+    with np.errstate(divide="ignore"):
+        score = np.where(full & (valid < ppb), (1 - u) / (2 * u) * age, -1.0)
+    i = int(np.argmax(score))
+    return i if score[i] >= 0 else -1
+
+
+def _wl_rule(state: np.ndarray, erases: np.ndarray, threshold: int, free: int) -> int:
+    full = state == FULL
+    if not full.any():
+        return -1
+    cand = np.where(full, erases, np.iinfo(np.int32).max)
+    i = int(np.argmin(cand))
+    if int(erases[state != BAD].max()) - int(cand[i]) > threshold and free > 1:
+        return i
+    return -1
+
+
+@settings(max_examples=200, deadline=None)
+@given(blocks=st.lists(st.tuples(st.sampled_from([FREE, ACTIVE, FULL, FULL, BAD]),
+                                 st.integers(0, 8), st.integers(0, 50), st.integers(0, 9)),
+                       min_size=1, max_size=24),
+       greedy=st.booleans(), threshold=st.integers(0, 6), free=st.integers(0, 3),
+       lo=st.integers(0, 3))
+def test_victims_follow_their_rules(blocks: list[tuple[int, int, int, int]], greedy: bool,
+                                    threshold: int, free: int, lo: int) -> None:
+    """Greedy: the first full block with the fewest valid pages, none if all are all
+    valid; cost-benefit: the first with the highest (1 - u) / 2u x age, an empty one
+    first; static wear levelling: the first coldest full block when the plane's spread
+    exceeds the threshold and it has a spare free block. On a plane ``lo`` blocks into
+    the device."""
+    ppb, seq = 8, 60
+    pad = [(FREE, 0, 0, 0)] * lo
+    state, valid, stamp, erases = (np.array(c) for c in zip(*(pad + blocks), strict=True))
+    state, valid = state.astype(np.int8), valid.astype(np.int32)
+    stamp, erases = stamp.astype(np.int64), erases.astype(np.int32)
+    n = len(blocks)
+    got = gc_victim(state, valid, stamp, lo, n, ppb, seq, greedy)
+    want = _victim_rule(state[lo:], valid[lo:], stamp[lo:], ppb, seq, greedy)
+    assert got == (lo + want if want >= 0 else -1)
+    got = wl_victim(state, erases, lo, n, threshold, free)
+    want = _wl_rule(state[lo:], erases[lo:], threshold, free)
+    assert got == (lo + want if want >= 0 else -1)
