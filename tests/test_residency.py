@@ -19,16 +19,30 @@ def per_page_bytes(res: Residency) -> float:
                if isinstance(a, np.ndarray) and a.shape == (res.npages,)) / res.npages
 
 
-def test_per_page_state_is_seven_bytes_a_page() -> None:
-    """Held, live and on-flash flags (a byte each) and the ready time's 4-byte index:
-    7 bytes a page, 0.8 GB on eight GPT-3 blocks (114M pages) where an 8-byte time
-    made it 1.3 GB. The times themselves are one per distinct value in use."""
-    res = Residency(100_000, 10_000, PAGE, starts=np.array([0, 40_000, 100_000]))
-    assert per_page_bytes(res) == 7
-    for k in range(50):
-        res.hold(slice(k * 100, (k + 1) * 100), 1_000 + k, 0)
-    assert per_page_bytes(res) == 7
-    assert res._ntimes == 51 and len(res._times) == 1024
+def index_bytes(res: Residency) -> int:
+    """Bytes of the ready times' index (``Ready``): a word per sub-block of 64 pages
+    and a row of 64 four-byte indices per sub-block whose pages' times differ."""
+    return int(res._sub_ix.nbytes + res._ready_meta[0] * res._rows.shape[1] * 4)
+
+
+def test_per_page_state_is_three_bytes_a_page_and_the_times_index_a_few_bits() -> None:
+    """Held, live and on-flash flags, a byte each, per page; the ready time's index
+    once per sub-block of 64 pages (1 bit a page) and per page only in the sub-blocks at
+    the ends of runs given a time: 0.4 GB on eight GPT-3 blocks (114M pages) where a
+    4-byte index a page made it 0.8 GB, and an 8-byte time 1.3 GB. The times
+    themselves are one per distinct value in use."""
+    res = Residency(100_000, 20_000, PAGE, starts=np.array([0, 40_000, 100_000]))
+    assert per_page_bytes(res) == 3
+    assert index_bytes(res) == 100_000 // 64 * 8 + 8
+    for k in range(50):  # runs of 64-page sub-blocks: no row
+        res.hold(slice(k * 128, (k + 1) * 128), 1_000 + k, 0)
+    assert index_bytes(res) == 100_000 // 64 * 8 + 8
+    for k in range(50):  # runs of 100 pages: a row at each end that is not a boundary
+        res.hold(slice(20_000 + k * 100, 20_000 + (k + 1) * 100), 2_000 + k, 0)
+    rows = int(res._ready_meta[0])
+    assert 0 < rows <= 51
+    assert per_page_bytes(res) == 3
+    assert res._ntimes == 101 and len(res._times) == 1024
 
 
 @settings(max_examples=25, deadline=None)

@@ -1,9 +1,11 @@
 """Where every page of the iteration lives: the executor's per-page state, in numpy.
 
 Per page: whether HBM holds it (or is receiving it), the time its HBM copy is complete,
-whether flash holds its current version, and whether its data is live: 7 bytes a page
-(a time is 4 bytes, an index into the times in use; 8 bytes a page would be 0.9 GB on
-eight GPT-3 blocks, whose 114M pages each count). HBM occupancy
+whether flash holds its current version, and whether its data is live: about 3 bytes a
+page
+(a time is an index into the times in use, held once per sub-block of 64 pages that
+share it: ``Ready``; 8 bytes a page would be 0.9 GB on eight GPT-3 blocks, whose 114M
+pages each count). HBM occupancy
 counts pages held plus pages whose HBM copy is still being written back (they free when
 the flash write completes), so capacity is a hard limit at every instant, in-flight
 prefetches included. Pure: times are passed in, no SimPy.
@@ -43,6 +45,10 @@ def runs(pages: np.ndarray) -> list[tuple[int, int]]:
 #: pages per block of the ready times' block maxima (``Residency.ready_time``); the
 #: kernels read it as a compile-time constant
 READY_BLOCK = 256
+#: pages per sub-block of the ready times' index (``Ready``): a sub-block all of whose
+#: pages share their time holds it once; one whose pages differ has a row of its own
+SUB_BITS = 6
+SUB = 1 << SUB_BITS
 
 
 class Held(NamedTuple):
@@ -59,45 +65,120 @@ class Held(NamedTuple):
 
 class Ready(NamedTuple):
     """When each page's HBM copy is (was last) complete (``_ready_run``,
-    ``_ready_max``): per page an index into ``times``; per block of ``READY_BLOCK``
-    pages the latest of its pages' times; the times in use. A plain tuple to the
-    kernels, as ``Held``."""
+    ``_ready_max``), as an index into ``times`` per page, kept in two levels: per
+    sub-block of ``SUB`` pages, the index all its pages share, or ``-1 - r`` where they
+    differ and row ``r`` of ``rows`` holds one index per page (a sub-block keeps its
+    row once it has one); per block of ``READY_BLOCK`` pages the latest of its pages'
+    times; the times in use; and the rows in use and the pages. A time is set over a
+    run of pages at once (a chunk, a tensor), so only the sub-blocks at runs' ends need
+    rows: 4 bytes a page for a flat index would be 2.6 GB at 660 M pages, these are a
+    few percent of that. A plain tuple to the kernels, as ``Held``."""
 
-    ready_ix: np.ndarray
+    sub_ix: np.ndarray
+    rows: np.ndarray
     block_max: np.ndarray
     times: np.ndarray
+    meta: np.ndarray
 
 
-#: the plain tuple of three arrays a kernel takes for a ``Held`` or a ``Ready``
 Arrays3 = tuple[np.ndarray, np.ndarray, np.ndarray]
+Arrays5 = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+#: ``Ready.meta``: rows in use, pages
+ROWS_USED, NPAGES = 0, 1
 
 
-def _plain(state: Held | Ready) -> Arrays3:
+def _plain(state: Held) -> Arrays3:
     """``state`` as the plain tuple the kernels take."""
     first, second, third = state
     return first, second, third
 
 
+def _plain_ready(state: Ready) -> Arrays5:
+    """``state`` as the plain tuple the kernels take."""
+    a, b, c, d, e = state
+    return a, b, c, d, e
+
+
 @njit_noref
-def _block_max_at(ready: Arrays3, block: int,
+def _ix(ready: Arrays5, page: int) -> int:
+    """The index of ``page``'s ready time in ``times``."""
+    v = ready[0][page >> SUB_BITS]
+    if v < 0:
+        return int(ready[1][-1 - v, page & (SUB - 1)])
+    return int(v)
+
+
+@njit_noref
+def _block_max_at(ready: Arrays5, block: int,
                   time: int) -> None:
     """Block ``block``, some of whose pages were just given time ``time``: its maximum."""
-    ready_ix, block_max, _ = ready
+    block_max = ready[2]
     if time >= block_max[block]:
         block_max[block] = time  # the others are no later than the old maximum
         return
-    hi = min((block + 1) * READY_BLOCK, ready_ix.size)
+    hi = min((block + 1) * READY_BLOCK, ready[4][NPAGES])
     block_max[block] = _times_max(ready, block * READY_BLOCK, hi)
 
 
 @njit_noref
-def _ready_run(ready: Arrays3, start: int, stop: int,
+def _index_run(ready: Arrays5, start: int, stop: int, idx: int) -> None:
+    """Pages [start, stop) (stop > start) get index ``idx``: a sub-block covered whole
+    and without a row holds it once; one covered in part gets a row (the caller leaves
+    room for two, ``Residency._room_rows``)."""
+    sub_ix, rows, meta = ready[0], ready[1], ready[4]
+    npages = meta[NPAGES]
+    for b in range(start >> SUB_BITS, ((stop - 1) >> SUB_BITS) + 1):
+        lo = b << SUB_BITS
+        hi = min(lo + SUB, npages)
+        v = sub_ix[b]
+        if v >= 0:
+            if start <= lo and stop >= hi:
+                sub_ix[b] = idx
+                continue
+            if v == idx:
+                continue
+            r = meta[ROWS_USED]
+            meta[ROWS_USED] = r + 1
+            rows[r, :] = v
+            sub_ix[b] = -1 - r
+            v = -1 - r
+        rows[-1 - v, max(start, lo) - lo:min(stop, hi) - lo] = idx
+
+
+@njit_noref
+def _index_pages(ready: Arrays5, pages: np.ndarray, idx: int) -> None:
+    """Each of ``pages`` gets index ``idx`` (room left for a row each)."""
+    sub_ix, rows, meta = ready[0], ready[1], ready[4]
+    for page in pages:
+        b = page >> SUB_BITS
+        v = sub_ix[b]
+        if v == idx:
+            continue
+        if v >= 0:
+            r = meta[ROWS_USED]
+            meta[ROWS_USED] = r + 1
+            rows[r, :] = v
+            sub_ix[b] = -1 - r
+            v = -1 - r
+        rows[-1 - v, page & (SUB - 1)] = idx
+
+
+@njit_noref
+def _ready_of(ready: Arrays5, pages: np.ndarray, out: np.ndarray) -> None:
+    """The ready time of each of ``pages``."""
+    times = ready[3]
+    for j in range(pages.size):
+        out[j] = times[_ix(ready, pages[j])]
+
+
+@njit_noref
+def _ready_run(ready: Arrays5, start: int, stop: int,
                idx: int, time: int) -> None:
     """``Residency.set_ready`` of the pages [start, stop) (stop > start), ``time`` being
     ``times[idx]``."""
-    ready_ix, block_max, _ = ready
+    block_max = ready[2]
     size = READY_BLOCK
-    ready_ix[start:stop] = idx
+    _index_run(ready, start, stop, idx)
     first_whole = -(-start // size)
     end_whole = stop // size  # the blocks [start, stop) covers whole
     if first_whole < end_whole:
@@ -112,14 +193,27 @@ def _ready_run(ready: Arrays3, start: int, stop: int,
 
 
 @njit_noref
-def _times_max(ready: Arrays3, start: int, stop: int) -> int:
-    """The latest ready time of the pages [start, stop) (stop > start)."""
-    ready_ix, _, times = ready
-    latest = times[ready_ix[start]]
-    for page in range(start + 1, stop):
-        time = times[ready_ix[page]]
-        if time > latest:
-            latest = time
+def _times_max(ready: Arrays5, start: int, stop: int) -> int:
+    """The latest ready time of the pages [start, stop) (stop > start): a sub-block
+    without a row by its one time."""
+    sub_ix, rows, times = ready[0], ready[1], ready[3]
+    latest = times[_ix(ready, start)]
+    page = start + 1
+    while page < stop:
+        b = page >> SUB_BITS
+        v = sub_ix[b]
+        end = min(stop, (b + 1) << SUB_BITS)
+        if v >= 0:
+            time = times[v]
+            if time > latest:
+                latest = time
+        else:
+            row = -1 - v
+            for q in range(page, end):
+                time = times[rows[row, q & (SUB - 1)]]
+                if time > latest:
+                    latest = time
+        page = end
     return int(latest)
 
 
@@ -147,20 +241,20 @@ def _count_held(in_hbm: np.ndarray, words: np.ndarray, start: int, stop: int) ->
 
 
 @njit_noref
-def _held_pages_max(in_hbm: np.ndarray, ready: Arrays3, start: int, stop: int,
+def _held_pages_max(in_hbm: np.ndarray, ready: Arrays5, start: int, stop: int,
                     latest: int) -> int:
     """The latest of ``latest`` and the ready times of the held pages of [start, stop)."""
-    ready_ix, _, times = ready
+    times = ready[3]
     for page in range(start, stop):
         if in_hbm[page]:
-            time = times[ready_ix[page]]
+            time = times[_ix(ready, page)]
             if time > latest:
                 latest = time
     return latest
 
 
 @njit_noref
-def _held_times_max(held: Arrays3, ready: Arrays3, words: np.ndarray, start: int,
+def _held_times_max(held: Arrays3, ready: Arrays5, words: np.ndarray, start: int,
                     stop: int) -> int:
     """The latest ready time of the pages of [start, stop) that HBM holds (0: none): a
     block of ``READY_BLOCK`` pages all held by its maximum, one none of whose pages is
@@ -168,7 +262,7 @@ def _held_times_max(held: Arrays3, ready: Arrays3, words: np.ndarray, start: int
     ``_count_held``), the others page by page. ``words``: the held flags as 64-bit
     words."""
     in_hbm = held[0]
-    block_max = ready[1]
+    block_max = ready[2]
     size = READY_BLOCK
     first_whole = -(-start // size)
     end_whole = stop // size
@@ -187,10 +281,10 @@ def _held_times_max(held: Arrays3, ready: Arrays3, words: np.ndarray, start: int
 
 
 @njit_noref
-def _ready_max(ready: Arrays3, start: int, stop: int) -> int:
+def _ready_max(ready: Arrays5, start: int, stop: int) -> int:
     """``Residency.ready_time`` of [start, stop) (stop > start): the blocks it covers whole by
     their maxima, the pages at its two ends one by one."""
-    block_max = ready[1]
+    block_max = ready[2]
     size = READY_BLOCK
     first_whole = -(-start // size)
     end_whole = stop // size
@@ -269,7 +363,7 @@ def _release_run(held: Arrays3, words: np.ndarray, start: int, stop: int) -> int
 
 @njit_noref
 def _hold_run(held: Arrays3, words: np.ndarray,
-              ready: Arrays3, start: int, stop: int, free: int,
+              ready: Arrays5, start: int, stop: int, free: int,
               idx: int, time: int) -> int:
     """``Residency.hold`` of the pages [start, stop) (stop > start) with ``free`` pages
     free, ready at ``time`` (``times[idx]``): the pages newly held, or -1 - that number
@@ -286,7 +380,7 @@ def _hold_run(held: Arrays3, words: np.ndarray,
 
 
 @njit_noref
-def _tail_due(ready: Arrays3, lo: int, hi: int, first: int, last: int, dur: int) -> int:
+def _tail_due(ready: Arrays5, lo: int, hi: int, first: int, last: int, dur: int) -> int:
     """``Residency.tail_due`` (hi > lo): the pages' ready times in one pass, a block of
     ``READY_BLOCK`` pages skipped where its latest ready time plus the work after its
     first page does not exceed the latest so far (the work after a page only shrinks
@@ -294,12 +388,12 @@ def _tail_due(ready: Arrays3, lo: int, hi: int, first: int, last: int, dur: int)
     after it, as ``n * (dur // span) + n * (dur % span) // span``: the same integer, and
     no product beyond ``dur`` or ``span ** 2`` (``n * dur`` would overflow 64 bits for a
     tail of a million pages under an op of 10 s)."""
-    ready_ix, block_max, times = ready
+    block_max, times = ready[2], ready[3]
     span = last - first
     q, r = dur // span, dur % span
     size = READY_BLOCK
     n = last - lo - 1
-    due: int = times[ready_ix[lo]] + n * q + (n * r) // span
+    due: int = times[_ix(ready, lo)] + n * q + (n * r) // span
     page = lo + 1
     while page < hi:
         n = last - page - 1
@@ -307,7 +401,7 @@ def _tail_due(ready: Arrays3, lo: int, hi: int, first: int, last: int, dur: int)
         if not page % size and page + size <= hi and block_max[page // size] + after <= due:
             page += size
             continue
-        t = times[ready_ix[page]] + after
+        t = times[_ix(ready, page)] + after
         if t > due:
             due = t
         page += 1
@@ -364,10 +458,13 @@ class Residency:
         #: pass tests eight pages at a time (``_held_times_max``)
         self._hbm_words = np.zeros(-(-npages // 8), dtype=np.uint64)
         self.in_hbm = self._hbm_words.view(np.bool_)[:npages]
-        #: per page, the index in ``_times`` of the time its HBM copy is (was) complete:
-        #: every time is set over a run of pages at once (a chunk, a tensor), so the
-        #: times in use are few, and the value a page was last given is kept exactly
-        self._ready_ix = np.zeros(npages, dtype=np.uint32)
+        #: per page, the index in ``_times`` of the time its HBM copy is (was) complete,
+        #: in two levels (``Ready``): every time is set over a run of pages at once (a
+        #: chunk, a tensor), so the times in use are few, and the value a page was last
+        #: given is kept exactly
+        self._sub_ix = np.zeros(-(-npages // SUB), dtype=np.int64)
+        self._rows = np.zeros((64, SUB), dtype=np.uint32)
+        self._ready_meta = np.array([0, npages], dtype=np.int64)
         self._times = np.zeros(1024, dtype=np.int64)
         self._ntimes = 1                                # _times[0] = 0: never held
         self._compact_at = max(1024, npages // 16)
@@ -378,7 +475,7 @@ class Residency:
         self._held = _plain(Held(self.in_hbm, np.zeros(0, dtype=np.int64)
                                 if self.starts is None else self.starts,
                                 self.held_by_owner))
-        self._ready = _plain(Ready(self._ready_ix, self._block_max, self._times))
+        self._ready = self._ready_state()
         self.in_flash = np.zeros(npages, dtype=bool)
         self.live = np.zeros(npages, dtype=bool)
         self.held = 0                                   # pages with in_hbm set
@@ -437,9 +534,28 @@ class Residency:
         return self._freeing[0][0] if self._freeing else None
 
     # -- ready times ---------------------------------------------------------------------
+    def _ready_state(self) -> Arrays5:
+        """The ready times as the kernels take them (again after the rows or the times
+        grow)."""
+        return _plain_ready(Ready(self._sub_ix, self._rows, self._block_max, self._times,
+                                  self._ready_meta))
+
+    def _room_rows(self, more: int) -> None:
+        """Room for ``more`` more rows of the ready times' index."""
+        need = int(self._ready_meta[ROWS_USED]) + more
+        if need > len(self._rows):
+            grown = np.zeros((max(need, 2 * len(self._rows)), SUB), dtype=np.uint32)
+            grown[:len(self._rows)] = self._rows
+            self._rows = grown
+            self._ready = self._ready_state()
+
     def ready_of(self, pages: np.ndarray | slice) -> np.ndarray:
         """The time each of ``pages``' HBM copy is (or was last) complete."""
-        out: np.ndarray = self._times[self._ready_ix[pages]]
+        if isinstance(pages, slice):
+            pages = np.arange(*pages.indices(self.npages), dtype=np.int64)
+        pages = np.ascontiguousarray(pages, dtype=np.int64).ravel()
+        out = np.empty(pages.size, dtype=np.int64)
+        _ready_of(self._ready, pages, out)
         return out
 
     def tail_due(self, lo: int, hi: int, first: int, last: int, dur: int) -> int:
@@ -455,11 +571,17 @@ class Residency:
         idx = self._time_index(ready)
         pages = self._pages(pages)
         if not isinstance(pages, slice):
-            self._ready_ix[pages] = idx
-            for k in np.unique(np.asarray(pages) // READY_BLOCK).tolist():
+            pages = np.ascontiguousarray(pages).ravel()
+            if pages.dtype == np.bool_:
+                pages = np.flatnonzero(pages)
+            pages = pages.astype(np.int64, copy=False)
+            self._room_rows(int(pages.size))
+            _index_pages(self._ready, pages, idx)
+            for k in np.unique(pages // READY_BLOCK).tolist():
                 _block_max_at(self._ready, k, ready)
             return
         if pages.stop > pages.start:
+            self._room_rows(2)
             _ready_run(self._ready, pages.start, pages.stop, idx, ready)
 
     def _pages(self, pages: np.ndarray | slice) -> np.ndarray | slice:
@@ -480,24 +602,32 @@ class Residency:
                 n_times = self._compact()
             if n_times == len(self._times):
                 self._times = np.concatenate((self._times, np.zeros_like(self._times)))
-                self._ready = _plain(Ready(self._ready_ix, self._block_max, self._times))
+                self._ready = self._ready_state()
         self._times[n_times] = time
         self._ntimes = n_times + 1
         return n_times
 
     def _compact(self) -> int:
-        """Drop the times no page refers to any more, renumbering the pages' indices a
-        block at a time (no temporary the size of the page array). Returns how many
-        are left; the next compaction waits until at least as many again are added."""
-        ready_ix = self._ready_ix
+        """Drop the times no page refers to any more, renumbering the pages' indices
+        (the sub-blocks' and the rows', a slice at a time: no temporary the size of the
+        index). Returns how many are left; the next compaction waits until at least as
+        many again are added."""
+        sub_ix, rows = self._sub_ix, self._rows[:int(self._ready_meta[ROWS_USED])]
         used = np.zeros(self._ntimes, dtype=bool)
         block = 1 << 20
-        for base in range(0, len(ready_ix), block):
-            used[ready_ix[base:base + block]] = True
+        for base in range(0, len(sub_ix), block):
+            part = sub_ix[base:base + block]
+            used[part[part >= 0]] = True
+        for base in range(0, len(rows), block // SUB):
+            used[rows[base:base + block // SUB]] = True
         used[0] = True
-        renum = (np.cumsum(used) - 1).astype(np.uint32)
-        for base in range(0, len(ready_ix), block):
-            ready_ix[base:base + block] = renum[ready_ix[base:base + block]]
+        renum = np.cumsum(used) - 1
+        for base in range(0, len(sub_ix), block):
+            part = sub_ix[base:base + block]
+            whole = part >= 0
+            part[whole] = renum[part[whole]]
+        for base in range(0, len(rows), block // SUB):
+            rows[base:base + block // SUB] = renum[rows[base:base + block // SUB]]
         kept = self._times[:self._ntimes][used]
         self._times[:len(kept)] = kept
         self._ntimes = len(kept)
@@ -558,6 +688,7 @@ class Residency:
                 self.settle(now)
                 free = self.capacity - self.occupied_pages
                 idx = self._time_index(ready)  # may grow the times: before the call
+                self._room_rows(2)
                 new = _hold_run(self._held, self._hbm_words, self._ready, start, stop, free, idx,
                                  ready)
                 if new < 0:
