@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tmhw.residency import CapacityError, Residency
+from tmhw.residency import CapacityError, PageBits, Residency
 
 PAGE = 4096
 
@@ -19,20 +19,27 @@ def per_page_bytes(res: Residency) -> float:
                if isinstance(a, np.ndarray) and a.shape == (res.npages,)) / res.npages
 
 
+def bits_per_page(res: Residency) -> float:
+    """Bits of the flags packed a bit a page (``PageBits``), per page."""
+    return sum(8 * a.nbytes for a in vars(res).values() if isinstance(a, PageBits)) / res.npages
+
+
 def index_bytes(res: Residency) -> int:
     """Bytes of the ready times' index (``Ready``): a word per sub-block of 64 pages
     and a row of 64 four-byte indices per sub-block whose pages' times differ."""
     return int(res._sub_ix.nbytes + res._ready_meta[0] * res._rows.shape[1] * 4)
 
 
-def test_per_page_state_is_three_bytes_a_page_and_the_times_index_a_few_bits() -> None:
-    """Held, live and on-flash flags, a byte each, per page; the ready time's index
-    once per sub-block of 64 pages (1 bit a page) and per page only in the sub-blocks at
-    the ends of runs given a time: 0.4 GB on eight GPT-3 blocks (114M pages) where a
-    4-byte index a page made it 0.8 GB, and an 8-byte time 1.3 GB. The times
-    themselves are one per distinct value in use."""
+def test_per_page_state_is_a_byte_and_two_bits_a_page_and_the_times_index_a_few() -> None:
+    """The held flag a byte a page (the compiled counts read eight at a time), the live
+    and on-flash flags a bit each; the ready time's index once per sub-block of 64 pages
+    (1 bit a page) and per page only in the sub-blocks at the ends of runs given a
+    time: 0.15 GB on eight GPT-3 blocks (114M pages) where a byte a flag and a 4-byte
+    index a page made it 0.8 GB, and an 8-byte time 1.3 GB. The times themselves are
+    one per distinct value in use."""
     res = Residency(100_000, 20_000, PAGE, starts=np.array([0, 40_000, 100_000]))
-    assert per_page_bytes(res) == 3
+    assert per_page_bytes(res) == 1
+    assert 2 <= bits_per_page(res) < 2.01
     assert index_bytes(res) == 100_000 // 64 * 8 + 8
     for k in range(50):  # runs of 64-page sub-blocks: no row
         res.hold(slice(k * 128, (k + 1) * 128), 1_000 + k, 0)
@@ -41,7 +48,7 @@ def test_per_page_state_is_three_bytes_a_page_and_the_times_index_a_few_bits() -
         res.hold(slice(20_000 + k * 100, 20_000 + (k + 1) * 100), 2_000 + k, 0)
     rows = int(res._ready_meta[0])
     assert 0 < rows <= 51
-    assert per_page_bytes(res) == 3
+    assert per_page_bytes(res) == 1
     assert res._ntimes == 101 and len(res._times) == 1024
 
 
@@ -233,3 +240,37 @@ def test_a_tails_due_time_is_exact_where_pages_times_work_pass_64_bits() -> None
                for p, t in ((0, 5), (1_000, 9 * 10**12)))
     assert (n - 1) * dur > 2**63
     assert res.tail_due(0, n, 0, n, dur) == want
+
+
+@settings(max_examples=60, deadline=None)
+@given(n=st.integers(1, 300),
+       ops=st.lists(st.tuples(st.sampled_from(["run", "pages", "mask", "one"]),
+                              st.integers(-320, 320), st.integers(-320, 320),
+                              st.booleans()), max_size=25))
+def test_page_bits_read_and_write_as_a_bool_array(
+        n: int, ops: list[tuple[str, int, int, bool]]) -> None:
+    """``PageBits`` against a bool array under the same writes: slices (with steps
+    and ends past the array), lists of pages (negative ones from the end), masks and
+    single pages, then every read: slices, pages, ``any``, ``all`` and a run's ``any``."""
+    bits, ref = PageBits(n), np.zeros(n, dtype=bool)
+    for kind, a, b, v in ops:
+        if kind == "run":
+            key: object = slice(a, b) if a % 3 else slice(a, b, 2)
+        elif kind == "pages":
+            key = [x % (2 * n) - n for x in range(a, a + abs(b) % 7)]
+        elif kind == "mask":
+            key = (np.arange(n) % (abs(a) % 5 + 1)) == 0
+        else:
+            key = a % n
+        bits[key] = v
+        ref[key] = v
+        assert np.array_equal(np.asarray(bits), ref)
+    for a in range(-3, n + 3, 7):
+        for b in range(a, n + 5, 11):
+            assert np.array_equal(bits[a:b], ref[a:b])
+            lo, hi, _ = slice(a, b).indices(n)
+            assert bits.run_any(lo, hi) == bool(ref[lo:hi].any())
+    assert bits.any() == bool(ref.any()) and bits.all() == bool(ref.all())
+    pages = np.arange(-n, n, 3)
+    assert np.array_equal(bits[pages], ref[pages])
+    assert bits[n - 1] == ref[n - 1] and bits[-1] == ref[-1]

@@ -1,8 +1,8 @@
 """Where every page of the iteration lives: the executor's per-page state, in numpy.
 
 Per page: whether HBM holds it (or is receiving it), the time its HBM copy is complete,
-whether flash holds its current version, and whether its data is live: about 3 bytes a
-page
+whether flash holds its current version, and whether its data is live: a byte and
+two bits a page
 (a time is an index into the times in use, held once per sub-block of 64 pages that
 share it: ``Ready``; 8 bytes a page would be 0.9 GB on eight GPT-3 blocks, whose 114M
 pages each count). HBM occupancy
@@ -21,12 +21,157 @@ release changes) and ``Ready`` (the pages' ready times and their block maxima).
 from __future__ import annotations
 
 import heapq
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from tmhw.sim.jit import njit_noref
 from tmhw.sim.stats import Level
+
+
+class PageBits:
+    """One flag per page, packed 64 to a word (an eighth of a bool array's bytes), read
+    and written as a bool array is: a slice, an index or an array of indices gives a
+    bool array (or a bool), and sets from a bool or a bool array; ``any``, ``all`` and
+    ``np.asarray`` see every page. Runs set or cleared whole, and a run's ``any``, are
+    compiled word by word (``_bits_fill``, ``_bits_any``)."""
+
+    __slots__ = ("n", "words")
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.words = np.zeros(-(-n // 64), dtype=np.uint64)
+
+    def __len__(self) -> int:
+        return self.n
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.words.nbytes)
+
+    def _run(self, key: slice) -> tuple[int, int, int]:
+        return key.indices(self.n)
+
+    def _unpack(self, a: int, b: int) -> np.ndarray:
+        """The flags of [a, b) as a bool array (a new one)."""
+        if b <= a:
+            return np.zeros(0, dtype=bool)
+        raw = self.words.view(np.uint8)[a >> 3:(b + 7) >> 3]
+        bits = np.unpackbits(raw, bitorder="little")
+        off = a & 7
+        return bits[off:off + (b - a)].astype(bool)
+
+    def __getitem__(self, key: Any) -> Any:
+        if isinstance(key, slice):
+            a, b, step = self._run(key)
+            if step == 1:
+                return self._unpack(a, b)
+            return self._unpack(0, self.n)[key]
+        if isinstance(key, int | np.integer):
+            k = int(key) + (self.n if int(key) < 0 else 0)
+            if not 0 <= k < self.n:
+                raise IndexError(f"page {key} out of range [0, {self.n})")
+            return bool(int(self.words[k >> 6]) >> (k & 63) & 1)
+        idx = np.asarray(key)
+        if idx.dtype == np.bool_:
+            return self._unpack(0, self.n)[idx]
+        idx = np.where(idx < 0, idx + self.n, idx).astype(np.int64)
+        return ((self.words[idx >> 6] >> (idx & 63).astype(np.uint64)) & np.uint64(1)
+                ).astype(bool)
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        if isinstance(key, slice):
+            a, b, step = self._run(key)
+            if step == 1 and np.ndim(value) == 0:
+                if b > a:
+                    _bits_fill(self.words, a, b, bool(value))
+                return
+            pages = np.arange(a, b, step, dtype=np.int64)
+        elif isinstance(key, int | np.integer):
+            pages = np.array([int(key) + (self.n if int(key) < 0 else 0)], dtype=np.int64)
+        else:
+            idx = np.asarray(key)
+            pages = (np.flatnonzero(idx) if idx.dtype == np.bool_
+                     else np.where(idx < 0, idx + self.n, idx).astype(np.int64).ravel())
+        vals = np.broadcast_to(np.asarray(value, dtype=bool), pages.shape)
+        _bits_put(self.words, pages, np.ascontiguousarray(vals))
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        out = self._unpack(0, self.n)
+        return out if dtype is None else out.astype(dtype)
+
+    def any(self) -> bool:
+        return bool(_bits_any(self.words, 0, self.n))
+
+    def all(self) -> bool:
+        return not bool(_bits_any_clear(self.words, 0, self.n))
+
+    def run_any(self, a: int, b: int) -> bool:
+        """Whether any page of [a, b) is set."""
+        return b > a and bool(_bits_any(self.words, a, b))
+
+
+@njit_noref
+def _bits_fill(words: np.ndarray, a: int, b: int, value: bool) -> None:
+    """Pages [a, b) (b > a) set (or cleared), whole words at once."""
+    wa, wb = a >> 6, (b - 1) >> 6
+    full = np.uint64(0xFFFFFFFFFFFFFFFF)
+    for w in range(wa, wb + 1):
+        lo = a - (w << 6) if w == wa else 0
+        hi = b - (w << 6) if w == wb else 64
+        mask = full if hi - lo == 64 else (
+            ((np.uint64(1) << np.uint64(hi - lo)) - np.uint64(1)) << np.uint64(lo))
+        if value:
+            words[w] |= mask
+        else:
+            words[w] &= ~mask
+
+
+@njit_noref
+def _bits_any(words: np.ndarray, a: int, b: int) -> bool:
+    """Whether any page of [a, b) (b > a) is set."""
+    wa, wb = a >> 6, (b - 1) >> 6
+    full = np.uint64(0xFFFFFFFFFFFFFFFF)
+    for w in range(wa, wb + 1):
+        lo = a - (w << 6) if w == wa else 0
+        hi = b - (w << 6) if w == wb else 64
+        mask = full if hi - lo == 64 else (
+            ((np.uint64(1) << np.uint64(hi - lo)) - np.uint64(1)) << np.uint64(lo))
+        if words[w] & mask:
+            return True
+    return False
+
+
+@njit_noref
+def _bits_any_clear(words: np.ndarray, a: int, b: int) -> bool:
+    """Whether any page of [a, b) (b > a) is clear."""
+    wa, wb = a >> 6, (b - 1) >> 6
+    full = np.uint64(0xFFFFFFFFFFFFFFFF)
+    for w in range(wa, wb + 1):
+        lo = a - (w << 6) if w == wa else 0
+        hi = b - (w << 6) if w == wb else 64
+        mask = full if hi - lo == 64 else (
+            ((np.uint64(1) << np.uint64(hi - lo)) - np.uint64(1)) << np.uint64(lo))
+        if (words[w] & mask) != mask:
+            return True
+    return False
+
+
+@njit_noref
+def _bits_put(words: np.ndarray, pages: np.ndarray, values: np.ndarray) -> None:
+    """Page ``pages[j]`` set to ``values[j]``, in turn."""
+    for j in range(pages.size):
+        p = pages[j]
+        bit = np.uint64(1) << np.uint64(p & 63)
+        if values[j]:
+            words[p >> 6] |= bit
+        else:
+            words[p >> 6] &= ~bit
+
+
+@njit_noref
+def _bit(words: np.ndarray, page: int) -> bool:
+    return bool((words[page >> 6] >> np.uint64(page & 63)) & np.uint64(1))
 
 
 def runs(pages: np.ndarray) -> list[tuple[int, int]]:
@@ -412,10 +557,11 @@ def _tail_due(ready: Arrays5, lo: int, hi: int, first: int, last: int, dur: int)
 def _dirty_count(in_hbm: np.ndarray, live: np.ndarray, in_flash: np.ndarray, start: int,
                  stop: int) -> int:
     """How many of the pages [start, stop) are dirty: held in HBM, live, and newer than
-    any flash copy (``Residency.dirty_count``)."""
+    any flash copy (``Residency.dirty_count``; ``live`` and ``in_flash``: the
+    ``PageBits``' words)."""
     count = 0
     for page in range(start, stop):
-        if in_hbm[page] and live[page] and not in_flash[page]:
+        if in_hbm[page] and _bit(live, page) and not _bit(in_flash, page):
             count += 1
     return count
 
@@ -476,8 +622,10 @@ class Residency:
                                 if self.starts is None else self.starts,
                                 self.held_by_owner))
         self._ready = self._ready_state()
-        self.in_flash = np.zeros(npages, dtype=bool)
-        self.live = np.zeros(npages, dtype=bool)
+        #: whether flash holds a page's current version, and whether its data is live
+        #: (a bit each)
+        self.in_flash = PageBits(npages)
+        self.live = PageBits(npages)
         self.held = 0                                   # pages with in_hbm set
         self._freeing: list[tuple[int, int]] = []       # (time, pages) of write-backs
         self._freeing_pages = 0
@@ -676,7 +824,8 @@ class Residency:
         pass, no temporary masks)."""
         if stop <= start:
             return 0
-        return int(_dirty_count(self.in_hbm, self.live, self.in_flash, start, stop))
+        return int(_dirty_count(self.in_hbm, self.live.words, self.in_flash.words, start,
+                                stop))
 
     def hold(self, pages: np.ndarray | slice, ready: int, now: int) -> int:
         """Mark pages held in HBM (allocated or being filled) with their ready times.

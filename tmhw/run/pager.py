@@ -95,7 +95,7 @@ class PageBook:
         """Pages [p0, p1) hold dead data; True if flash held a copy (now stale)."""
         res = self.res
         res.live[p0:p1] = False
-        if res.in_flash[p0:p1].any():
+        if res.in_flash.run_any(p0, p1):
             res.in_flash[p0:p1] = False
             return True
         return False
