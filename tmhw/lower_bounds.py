@@ -64,6 +64,7 @@ if TYPE_CHECKING:
     from npu import ComputeTask
     from tmhw.config import SystemConfig
     from tmhw.placement.base import PlanContext
+    from tmhw.placement.gaps import GapPlan
     from tmhw.workload.graph import Workload
 
 T = TypeVar("T")
@@ -75,6 +76,9 @@ MEMO_SIZE = 64
 WARM_PASSES = 8
 #: an LP optimum within this of a whole page counts as that page (solver round-off)
 _TOL = 1e-6
+#: ``solved_parts`` started ahead (``solve_ahead``), by their key, until waited for
+_SOLVING: dict[str, threading.Thread] = {}
+_SOLVING_LOCK = threading.Lock()
 
 
 def _memo(kind: str, key: str | None, fn: Callable[[], T]) -> T:
@@ -120,13 +124,10 @@ def start_bounds(inp: BoundsInput, background: bool = True) -> Callable[[], dict
     those on a thread of their own where they are compiled calls (``npu_alone_later``;
     ``background`` False: now too); the function returned waits for them and gives the
     bounds."""
-    from flash.batch import batch_time_ps
     from flash.work import die_work_ps, program_bytes_per_s, slowest_t_prog
-    from tmhw.placement.bounds import phase_bound_ps, time_bound_ps, traffic_bound
-    from tmhw.placement.gaps import GapPlan
-    from tmhw.placement.nand_bound import least_pages
+    from tmhw.placement.bounds import phase_bound_ps, time_bound_ps
 
-    cfg, wl = inp.cfg, inp.workload
+    cfg = inp.cfg
     fc = cfg.flash
     # first, so that the passes run beside all the rest
     npu_key = inp.memo_key("npu", "hbm", "hbm_model", "capacity")
@@ -135,35 +136,12 @@ def start_bounds(inp: BoundsInput, background: bool = True) -> Callable[[], dict
         alone: Callable[[], np.ndarray] = lambda: known  # noqa: E731
     else:
         alone = npu_alone_later(inp, background)
-    whole = inp.whole_footprint
-    gp = None if whole else GapPlan(inp.ctx, windowed=True)
-    # what the SSDs' DRAM holds at once, in the workload's pages
-    dram_pages = fc.devices * (fc.write_buffer_bytes + fc.read_cache_bytes) // wl.page_size
-    if gp is None:
-        rd = wr = nand_rd = prog = 0
-    else:
-        # any policy may evict the mini-batch (AutoTM does, on ResNet-50 b32 at 12.5%);
-        # the LP counts pages over the ops' order and takes no time or bandwidth, so a
-        # sweep over flash and link solves it once per workload and capacity
-        tb = _memo("traffic", inp.memo_key("capacity"),
-                   lambda: traffic_bound(gp, inp.capacity_pages, movable_input=True))
-        rd, wr = tb.read_bytes, tb.write_bytes
-        ckey = inp.memo_key("capacity")
-        prog = int(_memo("programs", ckey, lambda: least_pages(
-            gp, inp.capacity_pages, "programs")) + _TOL) * wl.page_size
-        nand_rd = int(_memo("nand_reads", None if ckey is None else f"{ckey} {dram_pages}",
-                            lambda: least_pages(gp, inp.capacity_pages + dram_pages,
-                                                "nand_reads")) + _TOL) * wl.page_size
+    gp, rd, wr, nand_rd, prog, batch_ps = solved_parts(inp)
     compute = int(inp.op_ps.sum())
     # Every write is programmed (drained), but a read may be served from the write
     # buffer, so only the SSDs' links are sure to carry the reads.
     # The batch's last program may run on into the next iteration (another die takes
     # that one's writes), so one program, the slowest, is not an iteration's to wait.
-    fkey = inp.memo_key("flash", "seed")
-    batch_ps = _memo("flash", None if fkey is None else f"{fkey} {wr}",
-                     lambda: batch_time_ps(fc, 0, wr, seed=cfg.run.seed, drain=True,
-                                           precondition=wl.npages * wl.page_size
-                                           / fc.total_capacity))
     flash_ps = max(batch_ps - slowest_t_prog(fc) if wr else 0,
                    math.ceil(rd * S / (fc.devices * fc.host_read_bytes_per_s)))
     # measured in a steady state that was found, an SLC cache folds what it takes
@@ -187,6 +165,78 @@ def start_bounds(inp: BoundsInput, background: bool = True) -> Callable[[], dict
                 "npu_ops_ps": compute, "npu_ps": npu_ps, "link_ps": link_ps,
                 "flash_ps": flash_ps, "die_ps": die_ps, "phase_ps": phase_ps}
     return finish
+
+
+def solved_parts(inp: BoundsInput) -> tuple[GapPlan | None, int, int, int, int, int]:
+    """The bounds' parts that are solved rather than simulated, each memoised by what it
+    depends on: the gaps, the fewest bytes read and written (the traffic LP), the fewest
+    NAND reads and programs (``least_pages``' LPs) and the drained flash batch of
+    those writes. Waits first for those ``solve_ahead`` started."""
+    from flash.batch import batch_time_ps
+    from tmhw.placement.bounds import traffic_bound
+    from tmhw.placement.gaps import GapPlan
+    from tmhw.placement.nand_bound import least_pages
+
+    key = inp.memo_key("capacity")
+    if key is not None:
+        with _SOLVING_LOCK:
+            ahead = _SOLVING.pop(key, None)
+        if ahead is not None and ahead is not threading.current_thread():
+            ahead.join()
+    cfg, wl = inp.cfg, inp.workload
+    fc = cfg.flash
+    whole = inp.whole_footprint
+    gp = None if whole else GapPlan(inp.ctx, windowed=True)
+    # what the SSDs' DRAM holds at once, in the workload's pages
+    dram_pages = fc.devices * (fc.write_buffer_bytes + fc.read_cache_bytes) // wl.page_size
+    if gp is None:
+        rd = wr = nand_rd = prog = 0
+    else:
+        # any policy may evict the mini-batch (AutoTM does, on ResNet-50 b32 at 12.5%);
+        # the LP counts pages over the ops' order and takes no time or bandwidth, so a
+        # sweep over flash and link solves it once per workload and capacity
+        tb = _memo("traffic", key,
+                   lambda: traffic_bound(gp, inp.capacity_pages, movable_input=True))
+        rd, wr = tb.read_bytes, tb.write_bytes
+        ckey = key
+        prog = int(_memo("programs", ckey, lambda: least_pages(
+            gp, inp.capacity_pages, "programs")) + _TOL) * wl.page_size
+        nand_rd = int(_memo("nand_reads", None if ckey is None else f"{ckey} {dram_pages}",
+                            lambda: least_pages(gp, inp.capacity_pages + dram_pages,
+                                                "nand_reads")) + _TOL) * wl.page_size
+    fkey = inp.memo_key("flash", "seed")
+    batch_ps = _memo("flash", None if fkey is None else f"{fkey} {wr}",
+                     lambda: batch_time_ps(fc, 0, wr, seed=cfg.run.seed, drain=True,
+                                           precondition=wl.npages * wl.page_size
+                                           / fc.total_capacity))
+    return gp, rd, wr, nand_rd, prog, batch_ps
+
+
+def solve_ahead(inp: BoundsInput) -> None:
+    """Start ``solved_parts`` on a thread of their own, where they are memoised, so that
+    a system's bounds' LPs and flash batch run beside its policy's plan: HiGHS lets go
+    of Python's lock while it solves, so the planner's LPs and these share two cores
+    (GPT-2 medium at 1024 layers: the bounds' LPs take some 25 s, TM-Training's
+    preference LP 43 s). ``solved_parts`` waits for them; if they fail, it solves them
+    again on its own thread, where the error is raised."""
+    key = inp.memo_key("capacity")
+    if key is None or inp.whole_footprint:
+        return
+    with _SOLVING_LOCK:
+        if key in _SOLVING or ("traffic", key) in MEMO:
+            return
+        jit.load()  # (numba's load hides scipy's BLAS from other threads while it runs)
+        ahead = threading.Thread(target=_solve_quietly, args=(inp,), daemon=True,
+                                 name="tmhw-bounds")
+        _SOLVING[key] = ahead
+    ahead.start()
+
+
+def _solve_quietly(inp: BoundsInput) -> None:
+    try:
+        solved_parts(inp)
+    except Exception:  # noqa: BLE001,S110 (solved again where the error is raised)
+        pass
 
 
 def npu_alone_ps(inp: BoundsInput) -> np.ndarray:

@@ -21,7 +21,7 @@ from dram import DramTarget
 from flash import FlashTarget
 from npu import NPU
 from tmhw.config import SystemConfig
-from tmhw.lower_bounds import BoundsInput, iteration_bounds, start_bounds
+from tmhw.lower_bounds import BoundsInput, iteration_bounds, solve_ahead, start_bounds
 from tmhw.placement.base import (
     PlanContext,
     Policy,
@@ -232,6 +232,8 @@ class System:
         self.profile_start = ends - dur
         self.profile_end = ends
         self.ctx = plan_context(cfg, wl, cap_pages, dur, self.streamed)
+        # the bounds' LPs and flash batch beside the plan (``solve_ahead``)
+        solve_ahead(self.bounds_input())
         self.table: PlacementTable = self.policy.plan(self.ctx)
         self.first_table_rows = self.table.rows
         self.first_table_bytes = self.table.size_bytes()

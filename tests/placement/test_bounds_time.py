@@ -265,22 +265,31 @@ def test_numba_loads_on_the_callers_thread_before_the_passes_start_on_theirs() -
     (``tmhw.sim.jit._skip_blas_probe``); a run's first kernel call on the passes' thread
     once met the run's own import of scipy for its LPs (a sweep's point failed with
     "import of scipy.linalg.cython_blas halted"). So, in a fresh process, every kernel's
-    dispatcher is made before the thread starts, and scipy imports beside it."""
+    dispatcher is made before each of the bounds' threads starts (the solved parts'
+    beside the plan, ``solve_ahead``, and the NPU-alone passes), and scipy imports
+    beside them."""
     import subprocess
     import sys
 
-    code = ("from tmhw import config as C, lower_bounds\n"
+    code = ("import threading\n"
+            "from tmhw import config as C, lower_bounds\n"
             "from tmhw.sim import jit\n"
             "from tmhw.system import System\n"
-            "s = System(C.with_overrides(C.QUICK, []))\n"
+            "seen = []\n"
+            "start = threading.Thread.start\n"
+            "def spy(t):\n"
+            "    seen.append((t.name, all(k.dispatcher is not None for k in jit._KERNELS)))\n"
+            "    start(t)\n"
+            "threading.Thread.start = spy\n"
             "loaded = any(k.dispatcher is not None for k in jit._KERNELS)\n"
+            "s = System(C.with_overrides(C.QUICK, []))\n"
             "wait = lower_bounds.npu_alone_later(s.bounds_input(), background=True)\n"
-            "ready = all(k.dispatcher is not None for k in jit._KERNELS)\n"
             "import scipy.optimize\n"
-            "print(loaded, ready, wait().size == len(s.workload.ops))")
+            "print(loaded, sorted(seen), wait().size == len(s.workload.ops))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)
-    assert out.stdout.split() == ["False", "True", "True"]
+    assert out.stdout.strip() == ("False [('tmhw-bounds', True), ('tmhw-npu-alone', True)]"
+                                  " True")
 
 
 @pytest.mark.parametrize("policy", sorted(POLICIES))
