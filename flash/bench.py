@@ -18,9 +18,11 @@ timeout (the target books its work without events), except reads under
 ``flash.compat = "mqsim"``, which MQSim's arbitration serves by events
 (``FlashTarget.request``, ``flash.convoy``). On the bench's own device the loop needs
 no events: requests are booked by ``transport`` in the order the workers would issue
-them, and where every request reads one whole page, or writes whole pages through no
-buffer, on the fast model's batch path (``flash.pages``), the whole loop is compiled
-(``FlashTarget.closed_loop``), the same bookings at a few microseconds a request.
+them. On one device the whole loop is compiled (``FlashTarget.closed_loop``), the same
+bookings at a few microseconds a request, where every request reads one whole page
+(either timing model) or writes whole pages through no buffer (the fast model;
+``flash.pages``), and for reads under ``compat = "mqsim"``, whose events are compiled
+with the loop (``flash.convoy_loop``).
 """
 
 from __future__ import annotations

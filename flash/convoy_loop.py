@@ -187,12 +187,7 @@ def _start(rows: Rows, reads: Reads, req_first: I64, req_n: I64, s: np.void,
     touched = np.zeros(chans[0].size, dtype=np.bool_)
     for r in range(req_first[i], req_first[i] + req_n[i]):
         ln = lane_of[r]
-        qnext[r] = -1
-        if qtail[ln] < 0:
-            qhead[ln] = r
-        else:
-            qnext[qtail[ln]] = r
-        qtail[ln] = r
+        _append(qhead, qtail, qnext, ln, r)
         touched[ln // cpc] = True
     for c in range(touched.size):
         if touched[c]:
@@ -200,15 +195,21 @@ def _start(rows: Rows, reads: Reads, req_first: I64, req_n: I64, s: np.void,
 
 
 @njit
+def _append(head: I64, tail: I64, nxt: I64, q: int, r: int) -> None:
+    """Read ``r`` last in line ``q`` (a list through ``nxt``, its ends in ``head`` and
+    ``tail``, -1: empty)."""
+    nxt[r] = -1
+    if tail[q] < 0:
+        head[q] = r
+    else:
+        nxt[tail[q]] = r
+    tail[q] = r
+
+
+@njit
 def _wait(chans: tuple[I64, I64, I64, I64], wnext: I64, c: int, r: int) -> None:
     """Read ``r``'s data waits for channel ``c`` (last in line)."""
-    whead, wtail = chans[2], chans[3]
-    wnext[r] = -1
-    if wtail[c] < 0:
-        whead[c] = r
-    else:
-        wnext[wtail[c]] = r
-    wtail[c] = r
+    _append(chans[2], chans[3], wnext, c, r)
 
 
 @njit

@@ -610,7 +610,7 @@ def _read_loop(lanes: Lanes, dev: Device, link: Link, lookup: Lookup, lpns: I64,
     g = geo[0]
     r = st[0]
     lp = loop[0]
-    dur, ppn0, ctl_ps = r["dur"], r["ppn0"], r["ctl_ps"]
+    dur, ppn0 = r["dur"], r["ppn0"]
     x = cmds[1]["rsetup"] + g["page_data"]
     per_ch = g["ppp"] * g["planes"] * g["dies_per_lane"] * g["lanes_per_channel"]
     for j in range(k, upto):
@@ -628,30 +628,48 @@ def _read_loop(lanes: Lanes, dev: Device, link: Link, lookup: Lookup, lpns: I64,
         if not gap_room(liv, lmeta, 0):
             r["stop"] = LINK_FULL
             return j
-        now = lp["now"]
-        if lp["nw"] == lp["qd"]:  # a worker's request completed: it issues the next
-            now = work[0, 0]
-            lp["nw"] = row_pop(work, lp["nw"])
-        t = nvme_fetch(queue, lp, now)
-        if ctl_ps:
-            if r["ctl"] > t:
-                t = r["ctl"]
-            r["ctl"] = t + ctl_ps
-        r["t0"] = t
+        now, t = _go_out(r, lp, work, queue)
         c_end = read_page(lanes, geo, cmds, cell, ppn, t, x)
         r["unmapped"] += unmapped
         end = gap_book(liv, lmeta, 0, c_end - x, dur)
         if c_end > end:
             end = c_end
-        nvme_done(queue, lp, end)
-        _finish(st, end, lanes, link)
-        lat[j] = end - now
-        done[j] = end
-        work[lp["nw"], 0] = end
-        work[lp["nw"], 1] = j
-        lp["nw"] = row_push(work, lp["nw"])
-        lp["now"] = now
+        _complete(st, lp, work, queue, lanes, link, lat, done, j, now, end)
     return upto
+
+
+@njit_noref
+def _go_out(r: np.void, lp: np.void, work: I64, queue: I64) -> tuple[int, int]:
+    """A closed loop's next request goes out (``ClosedLoop``): when the earliest of the
+    ``qd`` outstanding completes (``work``; now, while fewer are), and when the NVMe
+    queue and the controller take it (``t0`` in ``r``). (now, taken)."""
+    now = lp["now"]
+    if lp["nw"] == lp["qd"]:  # a worker's request completed: it issues the next
+        now = work[0, 0]
+        lp["nw"] = row_pop(work, lp["nw"])
+    t = nvme_fetch(queue, lp, now)
+    if r["ctl_ps"]:
+        if r["ctl"] > t:
+            t = r["ctl"]
+        r["ctl"] = t + r["ctl_ps"]
+    r["t0"] = t
+    return now, t
+
+
+@njit
+def _complete(st: npt.NDArray[np.void], lp: np.void, work: I64, queue: I64,
+              lanes: Lanes, link: Link, lat: I64, done: I64, j: int, now: int,
+              end: int) -> None:
+    """Request ``j``, out at ``now``, completes at ``end``: the NVMe queue and
+    ``_finish``, its latency and completion, and its worker waits for it."""
+    nvme_done(queue, lp, end)
+    _finish(st, end, lanes, link)
+    lat[j] = end - now
+    done[j] = end
+    work[lp["nw"], 0] = end
+    work[lp["nw"], 1] = j
+    lp["nw"] = row_push(work, lp["nw"])
+    lp["now"] = now
 
 
 @njit
@@ -679,7 +697,7 @@ def _write_loop(lanes: Lanes, dev: Device, link: Link,
     fgeo, stripes, l2p, blocks, opened, need = run
     r = st[0]
     lp = loop[0]
-    dur, ppn0, ctl_ps = r["dur"], r["ppn0"], r["ctl_ps"]
+    dur, ppn0 = r["dur"], r["ppn0"]
     n = out.size
     times = np.zeros(2, dtype=np.int64)
     for j in range(k, upto):
@@ -699,17 +717,8 @@ def _write_loop(lanes: Lanes, dev: Device, link: Link,
                 r["stop"] = MAP_PLACED
                 return j
         if lp["pend"] == PLACED_:
-            now = lp["now"]
-            if lp["nw"] == lp["qd"]:  # a worker's request completed: it issues the next
-                now = work[0, 0]
-                lp["nw"] = row_pop(work, lp["nw"])
+            now, t = _go_out(r, lp, work, queue)
             lp["req_now"] = now
-            t = nvme_fetch(queue, lp, now)
-            if ctl_ps:
-                if r["ctl"] > t:
-                    t = r["ctl"]
-                r["ctl"] = t + ctl_ps
-            r["t0"] = t
             l_end = gap_book(liv, lmeta, 1, t, dur)
             lp["t_in"], lp["t_end"] = l_end - dur, l_end
             lp["pend"] = SENT
@@ -721,15 +730,7 @@ def _write_loop(lanes: Lanes, dev: Device, link: Link,
             r["stop"] = why
             return j
         r["cmds"] += res[0, device]
-        end = res[2, device]
-        now = lp["req_now"]
-        nvme_done(queue, lp, end)
-        _finish(st, end, lanes, link)
-        lat[j] = end - now
-        done[j] = end
-        work[lp["nw"], 0] = end
-        work[lp["nw"], 1] = j
-        lp["nw"] = row_push(work, lp["nw"])
-        lp["now"] = now
+        _complete(st, lp, work, queue, lanes, link, lat, done, j, lp["req_now"],
+                  res[2, device])
         lp["pend"] = 0
     return upto

@@ -112,32 +112,30 @@ class PageBits:
 
 
 @njit_noref
+def _word_mask(a: int, b: int, w: int) -> np.uint64:
+    """The bits of word ``w`` that pages [a, b) cover."""
+    lo = a - (w << 6) if w == a >> 6 else 0
+    hi = b - (w << 6) if w == (b - 1) >> 6 else 64
+    if hi - lo == 64:
+        return np.uint64(0xFFFFFFFFFFFFFFFF)
+    return ((np.uint64(1) << np.uint64(hi - lo)) - np.uint64(1)) << np.uint64(lo)
+
+
+@njit_noref
 def _bits_fill(words: np.ndarray, a: int, b: int, value: bool) -> None:
     """Pages [a, b) (b > a) set (or cleared), whole words at once."""
-    wa, wb = a >> 6, (b - 1) >> 6
-    full = np.uint64(0xFFFFFFFFFFFFFFFF)
-    for w in range(wa, wb + 1):
-        lo = a - (w << 6) if w == wa else 0
-        hi = b - (w << 6) if w == wb else 64
-        mask = full if hi - lo == 64 else (
-            ((np.uint64(1) << np.uint64(hi - lo)) - np.uint64(1)) << np.uint64(lo))
+    for w in range(a >> 6, ((b - 1) >> 6) + 1):
         if value:
-            words[w] |= mask
+            words[w] |= _word_mask(a, b, w)
         else:
-            words[w] &= ~mask
+            words[w] &= ~_word_mask(a, b, w)
 
 
 @njit_noref
 def _bits_any(words: np.ndarray, a: int, b: int) -> bool:
     """Whether any page of [a, b) (b > a) is set."""
-    wa, wb = a >> 6, (b - 1) >> 6
-    full = np.uint64(0xFFFFFFFFFFFFFFFF)
-    for w in range(wa, wb + 1):
-        lo = a - (w << 6) if w == wa else 0
-        hi = b - (w << 6) if w == wb else 64
-        mask = full if hi - lo == 64 else (
-            ((np.uint64(1) << np.uint64(hi - lo)) - np.uint64(1)) << np.uint64(lo))
-        if words[w] & mask:
+    for w in range(a >> 6, ((b - 1) >> 6) + 1):
+        if words[w] & _word_mask(a, b, w):
             return True
     return False
 
@@ -145,13 +143,8 @@ def _bits_any(words: np.ndarray, a: int, b: int) -> bool:
 @njit_noref
 def _bits_any_clear(words: np.ndarray, a: int, b: int) -> bool:
     """Whether any page of [a, b) (b > a) is clear."""
-    wa, wb = a >> 6, (b - 1) >> 6
-    full = np.uint64(0xFFFFFFFFFFFFFFFF)
-    for w in range(wa, wb + 1):
-        lo = a - (w << 6) if w == wa else 0
-        hi = b - (w << 6) if w == wb else 64
-        mask = full if hi - lo == 64 else (
-            ((np.uint64(1) << np.uint64(hi - lo)) - np.uint64(1)) << np.uint64(lo))
+    for w in range(a >> 6, ((b - 1) >> 6) + 1):
+        mask = _word_mask(a, b, w)
         if (words[w] & mask) != mask:
             return True
     return False
