@@ -498,6 +498,18 @@ def _taken(r: np.void, t0: int) -> int:
     return r["ctl"] if r["ctl_ps"] and r["ctl"] > t0 else t0
 
 
+@njit_noref
+def _page_of(lookup: Lookup, lpn: int) -> tuple[int, bool]:
+    """The physical page a read of ``lpn`` reads (``flash.ftl.kernels.l2p_of``; a page
+    never written where sequential preconditioning put it), and whether it was never
+    written."""
+    l2p, fgeo = lookup
+    ppn = l2p_of(l2p, fgeo, lpn)
+    if ppn >= 0:
+        return ppn, False
+    return l2p[2][lpn % fgeo[0]["stripe"]] + lpn // fgeo[0]["stripe"], True
+
+
 @njit
 def _read_pages(lanes: Lanes, dev: Device, link: Link, lookup: Lookup, lpns: I64,
                 st: npt.NDArray[np.void], ends: I64, k: int) -> int:
@@ -510,18 +522,11 @@ def _read_pages(lanes: Lanes, dev: Device, link: Link, lookup: Lookup, lpns: I64
     ``st``; nothing of it booked)."""
     geo, cmds, cell = dev
     liv, lmeta = link
-    l2p, fgeo = lookup
-    plane_base = l2p[2]
-    U = fgeo[0]["stripe"]
     r = st[0]
     t0, dur, ppn0 = r["t0"], r["dur"], r["ppn0"]
     x = cmds[1]["rsetup"] + geo[0]["page_data"]
     for j in range(k, lpns.size):
-        lpn = lpns[j]
-        ppn = l2p_of(l2p, fgeo, lpn)
-        unmapped = ppn < 0
-        if unmapped:  # never written
-            ppn = plane_base[lpn % U] + lpn // U
+        ppn, unmapped = _page_of(lookup, lpns[j])
         ppn += ppn0
         r["ppn"] = ppn
         if not gap_room(liv, lmeta, 0):
@@ -604,9 +609,6 @@ def _read_loop(lanes: Lanes, dev: Device, link: Link, lookup: Lookup, lpns: I64,
     in ``st``; nothing of it booked, the loop as it was)."""
     geo, cmds, cell = dev
     liv, lmeta = link
-    l2p, fgeo = lookup
-    plane_base = l2p[2]
-    U = fgeo[0]["stripe"]
     g = geo[0]
     r = st[0]
     lp = loop[0]
@@ -614,11 +616,7 @@ def _read_loop(lanes: Lanes, dev: Device, link: Link, lookup: Lookup, lpns: I64,
     x = cmds[1]["rsetup"] + g["page_data"]
     per_ch = g["ppp"] * g["planes"] * g["dies_per_lane"] * g["lanes_per_channel"]
     for j in range(k, upto):
-        lpn = lpns[j]
-        ppn = l2p_of(l2p, fgeo, lpn)
-        unmapped = ppn < 0
-        if unmapped:  # never written
-            ppn = plane_base[lpn % U] + lpn // U
+        ppn, unmapped = _page_of(lookup, lpns[j])
         ppn += ppn0
         r["ppn"] = ppn
         # (read_page's one refusal, checked first so that nothing is taken before it)
