@@ -410,21 +410,19 @@ class ConvoyLoop:
         self.req_first, self.req_n = req_first, req_n
         self.phy = (phy.rcmd_a, phy.rsetup_a)
         host = ssd.host
-        q = host.queue()
+        self.queue, nq = host.queue_rows()
         nch = m.ch1 - m.ch0
         lanes = m.lane1 - m.lane0
         self.sc = np.zeros(1, dtype=SCALARS)
         s = self.sc[0]
         transfers, active, active_until = ssd.activity()
-        for name, v in (("count", count), ("qd", qd), ("nq", len(q)), ("depth", host.depth),
+        for name, v in (("count", count), ("qd", qd), ("nq", nq), ("depth", host.depth),
                         ("waits", host.queue_waits), ("ctl", host.ctl_free),
                         ("ctl_ps", host.ctl_ps), ("transfers", transfers),
                         ("active", active), ("active_until", active_until),
                         ("ch0", m.ch0), ("lane0", m.lane0), ("cpc", f.lanes_per_channel),
                         ("multi", int(f.multi)), ("dur", host.read_ps(nbytes))):
             s[name] = v
-        self.queue = np.zeros((max(2 * host.depth, len(q)) + 1, 1), dtype=np.int64)
-        self.queue[:len(q), 0] = q  # (a heap as it stands)
         none = np.full(lanes, -1, dtype=np.int64)
         self.lanes_q = (none, none.copy(), np.full(total, -1, dtype=np.int64),
                         np.zeros(lanes, dtype=np.int64))
@@ -468,9 +466,7 @@ class ConvoyLoop:
         ssd = self.ssd
         s = self.sc[0]
         host = ssd.host
-        host.set_queue(self.queue[:int(s["nq"]), 0].tolist())
-        host.queue_waits = int(s["waits"])
-        host.ctl_free = int(s["ctl"])
+        host.take_back(self.queue, int(s["nq"]), int(s["waits"]), int(s["ctl"]))
         ssd.finished_many((int(s["transfers"]), int(s["active"]), int(s["active_until"])),
                           [])
         total, channel_bytes, unmapped = self.pages

@@ -111,14 +111,20 @@ class HostInterface:
         # queue, which may hold up to ``depth`` commands
         deque(map(heapq.heappush, repeat(self._open, len(ends)), ends), maxlen=0)
 
-    def queue(self) -> list[int]:
-        """The completion times of the commands the NVMe queue keeps, as a heap (the
-        list itself: a compiled loop takes it and gives it back, ``set_queue``)."""
-        return self._open
+    def queue_rows(self) -> tuple[I64, int]:
+        """The NVMe queue as a compiled loop keeps it (``nvme_fetch``, ``nvme_done``): a
+        heap of one column with room for what ``nvme_done`` may hold, and its count."""
+        q = self._open
+        rows = np.zeros((max(2 * self.depth, len(q)) + 1, 1), dtype=np.int64)
+        rows[:len(q), 0] = q  # (a heap as it stands)
+        return rows, len(q)
 
-    def set_queue(self, ends: list[int]) -> None:
-        """The NVMe queue's commands as a compiled loop left them (a heap)."""
-        self._open = ends
+    def take_back(self, rows: I64, count: int, waits: int, ctl_free: int) -> None:
+        """The NVMe queue (``count`` commands of ``rows``), its waits and the
+        controller's next free time as a compiled loop left them."""
+        self._open = rows[:count, 0].tolist()
+        self.queue_waits = waits
+        self.ctl_free = ctl_free
 
     def held(self, now: int) -> int:
         """Commands the device holds at ``now``, of those whose completion is known."""

@@ -304,11 +304,9 @@ class ClosedLoop:
         self.st = np.array([(*ssd.activity(), 0, 0, 0, 0, 0, 0, self.dur, 0, model.ch0,
                              model.ch1, model.ppn0, host.ctl_free, host.ctl_ps, model.lane0,
                              model.lane1)], dtype=BATCH)
-        q = host.queue()
         lp = self.loop[0]
-        lp["nq"], lp["waits"] = len(q), host.queue_waits
-        self.queue = np.zeros((max(2 * host.depth, len(q)) + 1, 1), dtype=np.int64)
-        self.queue[:len(q), 0] = q  # (a heap as it stands)
+        self.queue, lp["nq"] = host.queue_rows()
+        lp["waits"] = host.queue_waits
         self.k0 = self.k
         self._loaded()
 
@@ -322,9 +320,7 @@ class ClosedLoop:
         host = ssd.host
         transfers, active, active_until = self.st.item()[:3]
         lp = self.loop[0]
-        host.set_queue(self.queue[:int(lp["nq"]), 0].tolist())
-        host.queue_waits = int(lp["waits"])
-        host.ctl_free = int(self.st[0]["ctl"])
+        host.take_back(self.queue, int(lp["nq"]), int(lp["waits"]), int(self.st[0]["ctl"]))
         ssd.finished_many((transfers, active, active_until), [])  # (the queue is set)
         self._count(self.k - self.k0)
         self.k0 = self.k
@@ -457,7 +453,6 @@ class WriteLoop(ClosedLoop):
             self.k += 1
             if not ssd.ftl.low_planes:
                 break
-        self.k0 = self.k
         self._load()
 
     def _count(self, n: int) -> None:

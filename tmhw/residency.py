@@ -49,9 +49,6 @@ class PageBits:
     def nbytes(self) -> int:
         return int(self.words.nbytes)
 
-    def _run(self, key: slice) -> tuple[int, int, int]:
-        return key.indices(self.n)
-
     def _unpack(self, a: int, b: int) -> np.ndarray:
         """The flags of [a, b) as a bool array (a new one)."""
         if b <= a:
@@ -63,7 +60,7 @@ class PageBits:
 
     def __getitem__(self, key: Any) -> Any:
         if isinstance(key, slice):
-            a, b, step = self._run(key)
+            a, b, step = key.indices(self.n)
             if step == 1:
                 return self._unpack(a, b)
             return self._unpack(0, self.n)[key]
@@ -81,7 +78,7 @@ class PageBits:
 
     def __setitem__(self, key: Any, value: Any) -> None:
         if isinstance(key, slice):
-            a, b, step = self._run(key)
+            a, b, step = key.indices(self.n)
             if step == 1 and np.ndim(value) == 0:
                 if b > a:
                     _bits_fill(self.words, a, b, bool(value))

@@ -38,6 +38,7 @@ def device_state(d: Ssd) -> dict[str, Any]:
     iv, meta = m.channels.arrays()
     liv, lmeta = host.links.arrays()
     lanes = m.dies.state
+    rows, queued = host.queue_rows()
     return {
         "report": d.report(10**12),
         "l2p": ftl.lookup(np.arange(ftl.n_lpn, dtype=np.int64)).tolist(),
@@ -50,7 +51,7 @@ def device_state(d: Ssd) -> dict[str, Any]:
                   cache.write_hits, cache.write_waits, cache.buffer_read_hits,
                   cache.cache_read_hits),
         # (the controller's next free time means nothing without a command rate)
-        "queue": (sorted(host.queue()), host.queue_waits,
+        "queue": (sorted(rows[:queued, 0].tolist()), host.queue_waits,
                   host.ctl_free if host.ctl_ps else 0),
         "links": [liv[:, i, :lmeta[0, i]].tolist() for i in range(2)] + [lmeta.tolist()],
         "channels": [iv[:, i, :meta[0, i]].tolist() for i in range(meta.shape[1])]
