@@ -25,8 +25,11 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from tmhw.sim.jit import njit_noref
+from tmhw.sim.jit import njit, njit_noref
 from tmhw.sim.stats import Level
+
+#: the values ``PageBits`` sets a run to at once, without asking numpy their shape
+_SCALAR = (bool, int, np.bool_)
 
 
 class PageBits:
@@ -79,7 +82,7 @@ class PageBits:
     def __setitem__(self, key: Any, value: Any) -> None:
         if isinstance(key, slice):
             a, b, step = key.indices(self.n)
-            if step == 1 and np.ndim(value) == 0:
+            if step == 1 and (value.__class__ in _SCALAR or np.ndim(value) == 0):
                 if b > a:
                     _bits_fill(self.words, a, b, bool(value))
                 return
@@ -543,14 +546,64 @@ def _tail_due(ready: Arrays5, lo: int, hi: int, first: int, last: int, dur: int)
     return due
 
 
+@njit
+def _clear_runs(flags: np.ndarray, start: int, stop: int) -> np.ndarray:
+    """The maximal runs [a, b) of pages of [start, stop) whose flag is clear, in order,
+    as rows."""
+    out = np.empty(((stop - start + 1) // 2, 2), dtype=np.int64)
+    k = 0
+    page = start
+    while page < stop:
+        while page < stop and flags[page]:
+            page += 1
+        if page == stop:
+            break
+        out[k, 0] = page
+        while page < stop and not flags[page]:
+            page += 1
+        out[k, 1] = page
+        k += 1
+    return out[:k]
+
+
 @njit_noref
-def _dirty_count(in_hbm: np.ndarray, live: np.ndarray, in_flash: np.ndarray, start: int,
-                 stop: int) -> int:
+def _pack8(x: np.uint64) -> np.uint64:
+    """Eight flags, one a byte (each 0 or 1), as the low eight bits of a word: byte
+    ``j``'s flag as bit ``j``."""
+    return (x * np.uint64(0x0102040810204080)) >> np.uint64(56)
+
+
+@njit_noref
+def _popcount(x: np.uint64) -> int:
+    """The set bits of a word."""
+    x = x - ((x >> np.uint64(1)) & np.uint64(0x5555555555555555))
+    x = (x & np.uint64(0x3333333333333333)) + ((x >> np.uint64(2))
+                                              & np.uint64(0x3333333333333333))
+    x = (x + (x >> np.uint64(4))) & np.uint64(0x0F0F0F0F0F0F0F0F)
+    return int((x * np.uint64(0x0101010101010101)) >> np.uint64(56))
+
+
+@njit_noref
+def _dirty_count(in_hbm: np.ndarray, hbm_words: np.ndarray, live: np.ndarray,
+                 in_flash: np.ndarray, start: int, stop: int) -> int:
     """How many of the pages [start, stop) are dirty: held in HBM, live, and newer than
     any flash copy (``Residency.dirty_count``; ``live`` and ``in_flash``: the
-    ``PageBits``' words)."""
+    ``PageBits``' words; ``hbm_words``: the held flags eight a word). The pages up to
+    a 64-page boundary one by one, then 64 at a time (the held flags of eight words
+    packed into one, ``_pack8``, against a word of each ``PageBits``), then the rest
+    one by one."""
     count = 0
-    for page in range(start, stop):
+    head = min(stop, (start + 63) & ~63)
+    tail = max(head, stop & ~63)
+    for page in range(start, head):
+        if in_hbm[page] and _bit(live, page) and not _bit(in_flash, page):
+            count += 1
+    for w in range(head >> 6, tail >> 6):
+        held = np.uint64(0)
+        for j in range(8):
+            held |= _pack8(hbm_words[8 * w + j]) << np.uint64(8 * j)
+        count += _popcount(held & live[w] & ~in_flash[w])
+    for page in range(tail, stop):
         if in_hbm[page] and _bit(live, page) and not _bit(in_flash, page):
             count += 1
     return count
@@ -568,6 +621,7 @@ def compile_kernels() -> None:
     res.last_held(0, 300, 5)
     res.dirty_count(0, 300)
     res.count_missing(0, 300)
+    res.missing_runs(0, 300)
     res.tail_due(1, 300, 0, 400, 10**9)
 
 
@@ -773,21 +827,17 @@ class Residency:
         return self._ntimes
 
     # -- transitions ---------------------------------------------------------------------
-    def missing(self, start: int, stop: int) -> np.ndarray:
-        """Page numbers in [start, stop) not held in HBM."""
-        return np.flatnonzero(~self.in_hbm[start:stop]) + start
-
     def missing_runs(self, start: int, stop: int) -> tuple[int, list[tuple[int, int]]]:
         """How many pages of [start, stop) HBM does not hold, and their runs in order
-        (``runs`` of ``missing``; a chunk is most often all missing or all held)."""
+        (compiled, ``_clear_runs``; a chunk is most often all missing or all held)."""
         held = (int(_count_held(self.in_hbm, self._hbm_words, start, stop)) if stop > start
                 else 0)
         if held == 0:
             return stop - start, [(start, stop)] if stop > start else []
         if held == stop - start:
             return 0, []
-        pages = self.missing(start, stop)
-        return len(pages), runs(pages)
+        return stop - start - held, [(a, b) for a, b in
+                                     _clear_runs(self.in_hbm, start, stop).tolist()]
 
     def last_held(self, start: int, stop: int, k: int) -> tuple[int, int, int]:
         """The span [a, b) of pages [start, stop) from the ``k``-th last page HBM holds
@@ -814,8 +864,8 @@ class Residency:
         pass, no temporary masks)."""
         if stop <= start:
             return 0
-        return int(_dirty_count(self.in_hbm, self.live.words, self.in_flash.words, start,
-                                stop))
+        return int(_dirty_count(self.in_hbm, self._hbm_words, self.live.words,
+                                self.in_flash.words, start, stop))
 
     def hold(self, pages: np.ndarray | slice, ready: int, now: int) -> int:
         """Mark pages held in HBM (allocated or being filled) with their ready times.
