@@ -254,12 +254,16 @@ class FastArray:
         self.models = models
         self.m = models[0]
         self.n = len(models)
-        self.ppn0 = np.array([m.ppn0 for m in models], dtype=np.int64)
+        #: each device's first page in the shared numbering
+        self.ppn0 = [m.ppn0 for m in models]
 
     def _pages(self, devs: list[int], ppns: list[I64]) -> I64:
         """The devices' pages, in the shared numbering."""
-        out: I64 = np.concatenate(ppns)
-        out += np.repeat(self.ppn0[devs], [p.size for p in ppns])
+        out: I64 = np.empty(sum(p.size for p in ppns), dtype=np.int64)
+        at = 0
+        for d, p in zip(devs, ppns, strict=True):
+            np.add(p, self.ppn0[d], out=out[at:at + p.size])
+            at += p.size
         return out
 
     def _per_device(self, devs: list[int], times: list[int]) -> I64:
