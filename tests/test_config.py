@@ -380,6 +380,11 @@ def test_a_policy_table_may_be_spelt_with_the_policys_dash() -> None:
     assert a == b and a.policy.tm_training.monitor_gain == 0.5
     with pytest.raises(C.ConfigError, match=r"^policy\.tm_training\.monitor_gain = 9"):
         C.with_overrides(C.QUICK, ["policy.tm-training.monitor_gain=9"])
+    for bad, allowed in (("-1", "an integer >= 0"), ("2.5", "must be an integer"),
+                         ("true", "must be an integer")):
+        with pytest.raises(C.ConfigError,
+                           match=rf"^policy\.tm_training\.simplex_columns = .*: {allowed}$"):
+            C.with_overrides(C.QUICK, [f"policy.tm_training.simplex_columns={bad}"])
 
 
 def test_every_policy_reads_the_table_its_class_names() -> None:

@@ -93,6 +93,30 @@ def test_a_preference_picks_among_the_cheapest_plans_without_moving_more() -> No
     assert float(span @ long.evicted_pages) > float(span @ short.evicted_pages)
 
 
+@pytest.mark.parametrize("ratio", ["0.25", "0.9"])
+def test_the_interior_point_route_ends_on_an_equally_preferred_cheapest_plan(
+        ratio: str) -> None:
+    """The preference LP solved by the interior point method (``simplex_columns`` 0, as
+    the planner does above the limit) moves the fewest bytes and is as preferred as the
+    dual simplex's plan: at 1/4 HBM the same plan, at 0.9 another vertex of the same
+    optimal face (the reason small LPs stay on the simplex)."""
+    from tmhw import config as C
+    from tmhw.system import System
+
+    s = System(C.with_overrides(C.QUICK, [f"policy.hbm_ratio={ratio}",
+                                          'policy.name="demand"']))
+    gp = GapPlan(s.ctx)
+    span = (gp.start2[gp.gb] - gp.end2[gp.ga]).astype(np.float64)
+    simplex = traffic_bound(gp, s.capacity_pages, prefer=span)
+    interior = traffic_bound(gp, s.capacity_pages, prefer=span, simplex_columns=0)
+    assert interior.total_bytes == simplex.total_bytes == \
+        traffic_bound(gp, s.capacity_pages).total_bytes
+    assert float(span @ interior.evicted_pages) == pytest.approx(
+        float(span @ simplex.evicted_pages), rel=1e-12)
+    same = bool(np.array_equal(interior.evicted_pages, simplex.evicted_pages))
+    assert same == (ratio == "0.25")
+
+
 def test_bounds_do_not_depend_on_the_policy_or_on_which_ran_first() -> None:
     """The same machine, workload and capacity give the same bounds under every policy,
     computed afresh or from the process's cache."""

@@ -336,3 +336,24 @@ def test_schedule_by_slices_is_the_schedule_by_folded_op_indices(
         assert p.need[gi] == need
         assert p.pure[gi] or p.release[gi] == release[gi]
     assert np.array_equal(p.occ, occ)
+
+
+def test_the_planner_takes_its_preference_lp_route_from_simplex_columns() -> None:
+    """``simplex_columns`` chooses the preference LP's solver: at 0.9 HBM on the quick
+    preset the interior point method ends on another equally preferred vertex than the
+    dual simplex, so the plan differs while the bytes it moves do not; a limit above
+    the LP's columns keeps the simplex's plan."""
+    from tmhw import config as C
+    from tmhw.system import System
+
+    def planner(limit: int) -> Planner:
+        s = System(C.with_overrides(C.QUICK, ["policy.hbm_ratio=0.9",
+                                              f"policy.tm_training.simplex_columns={limit}"]))
+        p = Planner(s.ctx, s.policy.params)
+        p.plan()
+        return p
+
+    simplex, interior = planner(10_000), planner(0)
+    assert interior.bound_bytes == simplex.bound_bytes
+    assert not np.array_equal(interior.x, simplex.x)
+    assert np.array_equal(planner(len(simplex.gp.gaps) * 10).x, simplex.x)

@@ -148,7 +148,20 @@ class TMTrainingParams:
     would add more time than re-running the tensor's producer, it is recomputed) and
     plans the moves of everything else, so that each tensor is kept, moved or
     recomputed. The policy ``tm-recompute`` tries each (``policy.tune``) and keeps the
-    fastest."""
+    fastest.
+
+    ``simplex_columns`` 10000: the planner's second LP (``bounds.traffic_bound``'s
+    ``prefer``: the fewest bytes held, the longest gaps preferred) is solved by HiGHS's
+    dual simplex up to this many columns, and above by its interior point method with a
+    crossover to a vertex. The dual simplex's time grows as the square of the model's
+    depth on this LP and the interior point's as its 1.6th power: measured on
+    gpt2-medium s1024 b8 at 1/8 HBM (the ``e2e-depth`` bench case), 0.10, 0.49, 2.0 and
+    40.0 s against 0.12, 0.38, 1.06 and 10.5 s at 64, 128, 256 and 1024 layers (7.2k,
+    14.4k, 28.7k and 114.8k columns), the same plan at each depth. Where the LP has
+    several optimal vertices the two may end on different ones, equally preferred (the
+    quick preset at 0.9 HBM, ResNet-50 at 1/4 and 1/2 do): the LPs of the zoo's models
+    at their own depths stay well under the limit (ResNet-50 1.5k, BERT-large 2.8k, a
+    GPT-3 block 1.1k), on the simplex. 0: always the interior point."""
 
     split: bool = True
     monitor: bool = True
@@ -161,6 +174,7 @@ class TMTrainingParams:
     large_trial: float = 2.0
     buffer_reuse: float = 1.0
     recompute: str = "none"
+    simplex_columns: int = 10_000
 
     def __post_init__(self) -> None:
         if self.recompute not in TM_RECOMPUTE:
@@ -177,6 +191,9 @@ class TMTrainingParams:
         if isinstance(self.buffer_reuse, bool) or not isinstance(
                 self.buffer_reuse, (int, float)) or not 1.0 <= self.buffer_reuse <= 1000.0:
             raise ConfigError("buffer_reuse", self.buffer_reuse, "a number in [1, 1000]")
+        if isinstance(self.simplex_columns, bool) or not isinstance(
+                self.simplex_columns, int) or self.simplex_columns < 0:
+            raise ConfigError("simplex_columns", self.simplex_columns, "an integer >= 0")
         if not (0.0 <= self.prefetch_reserve < 1.0):
             raise ConfigError("prefetch_reserve", self.prefetch_reserve,
                               "a fraction in [0, 1)")
@@ -255,9 +272,10 @@ class Planner:
             # the gaps a plan with the SSDs' DRAM as more HBM keeps: evicted from HBM
             # only, they come back from that DRAM, not from NAND
             both = traffic_bound(self.gp, self.cap + self.ctx.device_dram_pages,
-                                 prefer=span)
+                                 prefer=span, simplex_columns=p.simplex_columns)
             prefer = prefer * np.where(both.evicted_pages < self.pages, p.buffer_reuse, 1.0)
-        tb = traffic_bound(self.gp, cap_plan, prefer=prefer)
+        tb = traffic_bound(self.gp, cap_plan, prefer=prefer,
+                           simplex_columns=p.simplex_columns)
         self.bound_bytes = tb.total_bytes
         x = tb.evicted_pages.copy()
         # Dead until overwritten: free to drop, and its space helps prefetches in flight.
