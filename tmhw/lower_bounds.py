@@ -180,9 +180,9 @@ def solved_parts(inp: BoundsInput) -> tuple[GapPlan | None, int, int, int, int, 
     key = inp.memo_key("capacity")
     if key is not None:
         with _SOLVING_LOCK:
-            ahead = _SOLVING.pop(key, None)
+            ahead = _SOLVING.get(key)
         if ahead is not None and ahead is not threading.current_thread():
-            ahead.join()
+            ahead.join()  # (the thread leaves ``_SOLVING`` when it ends)
     cfg, wl = inp.cfg, inp.workload
     fc = cfg.flash
     whole = inp.whole_footprint
@@ -226,17 +226,22 @@ def solve_ahead(inp: BoundsInput) -> None:
         if key in _SOLVING or ("traffic", key) in MEMO:
             return
         jit.load()  # (numba's load hides scipy's BLAS from other threads while it runs)
-        ahead = threading.Thread(target=_solve_quietly, args=(inp,), daemon=True,
+        ahead = threading.Thread(target=_solve_quietly, args=(inp, key), daemon=True,
                                  name="tmhw-bounds")
         _SOLVING[key] = ahead
     ahead.start()
 
 
-def _solve_quietly(inp: BoundsInput) -> None:
+def _solve_quietly(inp: BoundsInput, key: str) -> None:
     try:
         solved_parts(inp)
     except Exception:  # noqa: BLE001,S110 (solved again where the error is raised)
         pass
+    finally:
+        # only now: a ``solved_parts`` that comes while these are still solving waits
+        # for them instead of solving them again beside them
+        with _SOLVING_LOCK:
+            del _SOLVING[key]
 
 
 def npu_alone_ps(inp: BoundsInput) -> np.ndarray:

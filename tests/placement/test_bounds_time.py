@@ -316,6 +316,45 @@ def test_numba_loads_on_the_callers_thread_before_the_passes_start_on_theirs() -
                                   " True")
 
 
+def test_the_solved_parts_asked_for_while_solving_ahead_are_waited_for_not_solved_again(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """``solved_parts`` called while ``solve_ahead``'s thread still solves waits for it:
+    the traffic LP is solved once, on that thread (it once left ``_SOLVING`` as it
+    started, so that a plan that finished first solved every part again beside it)."""
+    import threading
+    import time
+
+    import tmhw.placement.bounds as B
+    from tmhw import config as C
+    from tmhw import lower_bounds
+
+    s = System(C.with_overrides(C.QUICK, ["policy.hbm_ratio=0.25"]))
+    inp = s.bounds_input()
+    lower_bounds.solved_parts(inp)  # the system's own thread, ended
+    lower_bounds.MEMO.clear()
+    gate, calls = threading.Event(), []
+    real = B.traffic_bound
+
+    def held(*args: Any, **kw: Any) -> Any:
+        calls.append(threading.current_thread().name)
+        gate.wait()
+        return real(*args, **kw)
+
+    monkeypatch.setattr(B, "traffic_bound", held)
+    lower_bounds.solve_ahead(inp)
+    while not calls:  # the thread is inside the LP
+        time.sleep(0.001)
+    got: list[Any] = []
+    asker = threading.Thread(target=lambda: got.append(lower_bounds.solved_parts(inp)),
+                             name="asker")
+    asker.start()
+    gate.set()
+    asker.join()
+    assert calls == ["tmhw-bounds"]
+    assert got[0][1:] == lower_bounds.solved_parts(inp)[1:]
+    lower_bounds.MEMO.clear()
+
+
 @pytest.mark.parametrize("policy", sorted(POLICIES))
 def test_at_hbm_ratio_one_every_policy_sits_on_the_time_bound(policy: str) -> None:
     """With HBM holding the whole footprint nothing moves between the tiers, every
