@@ -27,10 +27,13 @@ class Uses:
         self.use_ops = use_ops
         self.nops = nops
 
-    def next_use(self, tensor: int, after: int) -> int:
-        uses = self.use_ops[tensor]
-        k = bisect.bisect_right(uses, after)
-        return uses[k] if k < len(uses) else self.nops + (uses[0] if uses else 0)
+    def next_uses(self, tensors: np.ndarray, after: int) -> np.ndarray:
+        out = []
+        for t in tensors.tolist():
+            uses = self.use_ops[t]
+            k = bisect.bisect_right(uses, after)
+            out.append(uses[k] if k < len(uses) else self.nops + (uses[0] if uses else 0))
+        return np.array(out, dtype=np.int64)
 
 
 # tensor 0: used long ago, next at op 9; 1: used last, next at op 4 (soonest);

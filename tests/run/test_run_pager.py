@@ -126,3 +126,25 @@ def test_the_executor_refuses_an_op_whose_operands_hbm_does_not_hold_whole() -> 
     res.release(slice(p1 - 1, p1), 0)
     with pytest.raises(AssertionError, match="starts without all of"):
         ex._check_operands(op, {})
+
+
+def test_next_uses_are_each_tensors_first_use_after_an_op_or_in_the_next_iteration(
+        ) -> None:
+    """``Pager.next_uses`` (one sorted index of every tensor's uses) against the rule
+    itself, per tensor: its first use after op ``after``, or past the last op the
+    iteration's length plus its first use (an unused tensor's: 0)."""
+    import bisect
+
+    from tmhw import config as C
+    from tmhw.system import System
+
+    pager = System(C.with_overrides(C.QUICK, [])).pager
+    nops = len(pager.workload.ops)
+    tensors = np.arange(len(pager.use_ops), dtype=np.int64)
+    for after in (-1, 0, 1, nops // 3, nops // 2, nops - 2, nops - 1):
+        want = []
+        for uses in pager.use_ops:
+            k = bisect.bisect_right(uses, after)
+            want.append(uses[k] if k < len(uses) else nops + (uses[0] if uses else 0))
+        assert pager.next_uses(tensors, after).tolist() == want
+        assert pager.next_uses(tensors[::-3], after).tolist() == want[::-3]

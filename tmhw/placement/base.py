@@ -86,9 +86,9 @@ class TensorUses(Protocol):
         """Per tensor, the count of ops started at its latest use (read-only)."""
         ...
 
-    def next_use(self, tensor: int, after: int) -> int:
-        """The first op after ``after`` that uses ``tensor``, counted on into the next
-        iteration (past the last op: ``nops`` + its first use)."""
+    def next_uses(self, tensors: np.ndarray, after: int) -> np.ndarray:
+        """For each of ``tensors``, the first op after ``after`` that uses it, counted
+        on into the next iteration (past the last op: ``nops`` + its first use)."""
         ...
 
 
@@ -260,8 +260,7 @@ class Policy:
         left out) in the order they leave when the pager must make room the table did
         not plan. Default: the tensor used furthest in the future first (Belady's rule:
         a plan knows the future, and this keeps what it needs soonest)."""
-        nxt = np.array([uses.next_use(int(t), op_index) for t in held])
-        out: np.ndarray = held[np.argsort(-nxt, kind="stable")]
+        out: np.ndarray = held[np.argsort(-uses.next_uses(held, op_index), kind="stable")]
         return out
 
     def reads_in_place(self, tensor: int) -> bool:

@@ -25,7 +25,6 @@ when one does.
 
 from __future__ import annotations
 
-import bisect
 from collections.abc import Generator
 from typing import Any
 
@@ -134,6 +133,16 @@ class Pager(PageBook):
         self.names = [t.name for t in wl.tensors]
         self.persistent = np.array([t.kind.persistent for t in wl.tensors], dtype=bool)
         self.use_ops: list[list[int]] = [[i for i, _ in u] for u in wl.uses()]
+        # ``next_uses``' index: every tensor's uses in one sorted array of keys
+        # (tensor x (ops + 1) + op), each tensor's from ``_use_ptr[t]``, and each
+        # tensor's first use (0: none) for a next use in the next iteration
+        nops, counts = len(wl.ops), [len(u) for u in self.use_ops]
+        flat = np.array([i for u in self.use_ops for i in u] + [0], dtype=np.int64)
+        self._use_ptr = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
+        self._use_flat = flat
+        self._use_key = np.repeat(np.arange(len(counts), dtype=np.int64) * (nops + 1),
+                                  counts) + flat[:-1]
+        self._use_first = np.where(np.array(counts) > 0, flat[self._use_ptr[:-1]], 0)
         #: per tensor, the ops between which it holds this iteration's data (the
         #: mini-batch from the iteration's start)
         self.live_range = wl.live_ranges()
@@ -209,12 +218,13 @@ class Pager(PageBook):
     def last_use(self) -> np.ndarray:
         return self._last_use_view
 
-    def next_use(self, tensor: int, after: int) -> int:
-        uses = self.use_ops[tensor]
-        k = bisect.bisect_right(uses, after)
-        if k < len(uses):
-            return uses[k]
-        return len(self.workload.ops) + (uses[0] if uses else 0)
+    def next_uses(self, tensors: np.ndarray, after: int) -> np.ndarray:
+        nops = len(self.workload.ops)
+        t = np.asarray(tensors, dtype=np.int64)
+        k = np.searchsorted(self._use_key, t * (nops + 1) + after, side="right")
+        out: np.ndarray = np.where(k < self._use_ptr[t + 1], self._use_flat[k],
+                                   nops + self._use_first[t])
+        return out
 
     def is_stale(self, req: DmaRequest) -> bool:
         return req.tensor >= 0 and int(self.generation[req.tensor]) != req.generation
