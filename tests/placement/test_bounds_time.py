@@ -117,6 +117,27 @@ def test_the_interior_point_route_ends_on_an_equally_preferred_cheapest_plan(
     assert same == (ratio == "0.25")
 
 
+def test_where_the_interior_point_fails_the_simplex_solves_the_preference_lp(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """An interior point solve that ends without a solution is not the end of the
+    preference: the dual simplex solves it (at 0.9 HBM on the quick preset the two
+    routes' plans differ, so the plan shows which ran)."""
+    from scipy.optimize import OptimizeResult
+
+    import tmhw.placement.bounds as B
+    from tmhw import config as C
+    from tmhw.system import System
+
+    s = System(C.with_overrides(C.QUICK, ["policy.hbm_ratio=0.9", 'policy.name="demand"']))
+    gp = GapPlan(s.ctx)
+    span = (gp.start2[gp.gb] - gp.end2[gp.ga]).astype(np.float64)
+    simplex = traffic_bound(gp, s.capacity_pages, prefer=span)
+    monkeypatch.setattr(B, "_interior_lp2", lambda *a: OptimizeResult(
+        status=4, x=None, message="numerical difficulties"))
+    fallen = traffic_bound(gp, s.capacity_pages, prefer=span, simplex_columns=0)
+    assert np.array_equal(fallen.evicted_pages, simplex.evicted_pages)
+
+
 def test_bounds_do_not_depend_on_the_policy_or_on_which_ran_first() -> None:
     """The same machine, workload and capacity give the same bounds under every policy,
     computed afresh or from the process's cache."""

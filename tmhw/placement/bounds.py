@@ -293,8 +293,8 @@ def traffic_bound(gp: GapPlan, capacity_pages: int, *, node_limit: int = 20000,
     policy do; planners that keep it resident leave this off, and a lower bound over
     every policy turns it on. ``simplex_columns``: the second LP is solved by the dual
     simplex up to this many columns and by the interior point method (with a crossover
-    to a vertex) above (``TMTrainingParams.simplex_columns``); None: always the
-    simplex."""
+    to a vertex) above (``TMTrainingParams.simplex_columns``), and by the simplex where
+    that fails; None: always the simplex."""
     import scipy.sparse as sp
     from scipy.optimize import Bounds, LinearConstraint, linprog, milp
     t0 = time.perf_counter()
@@ -386,14 +386,15 @@ def traffic_bound(gp: GapPlan, capacity_pages: int, *, node_limit: int = 20000,
             scale = float(np.abs(c2).max()) or 1.0
             held = float(cost @ tries[0]) if ne == 0 else float(lp.fun)
             limit = held + 0.5      # half a page of slack: only plans of the same cost
-            if simplex_columns is None or len(c2) <= simplex_columns:
+            lp2 = None
+            if simplex_columns is not None and len(c2) > simplex_columns:
+                lp2 = _interior_lp2(c2 / scale, c, limit, a_ub, a_eq, box)
+            if lp2 is None or lp2.status != 0:  # (the simplex, also where that failed)
                 a2 = sp.csr_matrix(c) if a_ub is None else _with_row(a_ub, c)
                 b2 = np.zeros(a2.shape[0])
                 b2[-1] = limit
                 lp2 = linprog(c2 / scale, A_ub=a2, b_ub=b2, A_eq=a_eq, b_eq=zeros_eq,
                               bounds=box, method="highs-ds")
-            else:
-                lp2 = _interior_lp2(c2 / scale, c, limit, a_ub, a_eq, box)
             if lp2.status == 0:
                 tries.insert(0, np.asarray(lp2.x[:nv]))
         best = None
