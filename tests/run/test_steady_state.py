@@ -143,3 +143,59 @@ def test_the_warm_up_ends_only_once_the_writes_past_a_full_cache_repeat() -> Non
     assert m["converged"] and m["skipped_iterations"] > 0
     assert rep["steady"]["iteration_time_ps"] > 1.5 * t[3]
     assert abs(t[-1] - t[-2]) <= 0.005 * t[-2]
+
+
+class _Mixing:
+    """A flash tier whose cache stands full from the start while the work it does past
+    the cache varies from iteration to iteration (``Drifting``): ``mix[i]`` of 1000
+    pages an iteration written past it."""
+
+    def __init__(self, mix: list[int]) -> None:
+        self.mix, self.i = mix, 0
+
+    def drift(self) -> tuple[Any, Any, Any]:
+        import numpy as np
+        return np.array([500.0]), np.array([500.0]), np.array([1000.0 * self.i])
+
+    def regime(self) -> Any:
+        import numpy as np
+        return np.array([float(sum(self.mix[:self.i]))])
+
+    def advance_drift(self, pages: Any) -> None:
+        raise AssertionError("a drift at its bound is not moved")
+
+
+def test_a_mix_of_regimes_that_never_repeats_settles_after_twice_the_longest_period(
+        ) -> None:
+    """``Executor._skip_drift`` at the drift's bound: a mix of the two regimes that
+    repeats ends the drift at once; one that never repeats (353 to 444 of 1000 pages
+    past the cache, no period) ends it once the bound has held for ``2 * MAX_PERIOD``
+    iterations, and from then on any two iterations' regimes count as the same."""
+    from types import SimpleNamespace
+
+    from tmhw.run.loop import Executor
+    from tmhw.run.metrics import Metrics
+
+    def drifting(mix: list[int]) -> list[bool]:
+        ex = object.__new__(Executor)
+        flash = _Mixing(mix)
+        ex.pager = SimpleNamespace(flash=flash)
+        ex.cfg = SimpleNamespace(run=SimpleNamespace(steady_tolerance=0.005))
+        ex.metrics = object.__new__(Metrics)
+        ex.metrics.skipped_iterations = 0
+        ex._drift, ex._regime, ex._at_bound = [], [], 0
+        out = []
+        for it in range(len(mix)):
+            flash.i = it + 1
+            out.append(ex._skip_drift(it))
+        return out
+
+    steady = drifting([400] * 12)
+    assert steady[:3] == [False] * 3 and not any(steady[3:])
+    # no two of them within the tolerance (5 pages) of each other
+    noisy = [360, 402, 374, 416, 388, 430, 367, 409, 381, 423, 395, 437, 353, 444]
+    got = drifting(noisy)
+    # from the fourth iteration (the first the rule looks at) at the bound: drifting
+    # until the bound has held for 2 * MAX_PERIOD of them
+    assert got[3:3 + 2 * MAX_PERIOD - 1] == [True] * (2 * MAX_PERIOD - 1)
+    assert not any(got[3 + 2 * MAX_PERIOD - 1:])
