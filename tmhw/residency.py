@@ -592,18 +592,23 @@ def _dirty_count(in_hbm: np.ndarray, hbm_words: np.ndarray, live: np.ndarray,
     a 64-page boundary one by one, then 64 at a time (the held flags of eight words
     packed into one, ``_pack8``, against a word of each ``PageBits``), then the rest
     one by one."""
-    count = 0
     head = min(stop, (start + 63) & ~63)
     tail = max(head, stop & ~63)
-    for page in range(start, head):
-        if in_hbm[page] and _bit(live, page) and not _bit(in_flash, page):
-            count += 1
+    count = _dirty_pages(in_hbm, live, in_flash, start, head)
     for w in range(head >> 6, tail >> 6):
         held = np.uint64(0)
         for j in range(8):
             held |= _pack8(hbm_words[8 * w + j]) << np.uint64(8 * j)
         count += _popcount(held & live[w] & ~in_flash[w])
-    for page in range(tail, stop):
+    return count + _dirty_pages(in_hbm, live, in_flash, tail, stop)
+
+
+@njit_noref
+def _dirty_pages(in_hbm: np.ndarray, live: np.ndarray, in_flash: np.ndarray, start: int,
+                 stop: int) -> int:
+    """``_dirty_count`` of [start, stop) page by page."""
+    count = 0
+    for page in range(start, stop):
         if in_hbm[page] and _bit(live, page) and not _bit(in_flash, page):
             count += 1
     return count
