@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tmhw.residency import CapacityError, PageBits, Residency
+from tmhw.residency import CapacityError, Residency
+from tmhw.sim.pagebits import PageBits
 
 PAGE = 4096
 
@@ -244,16 +245,24 @@ def test_a_tails_due_time_is_exact_where_pages_times_work_pass_64_bits() -> None
 
 @settings(max_examples=60, deadline=None)
 @given(n=st.integers(1, 300),
-       ops=st.lists(st.tuples(st.sampled_from(["run", "pages", "mask", "one"]),
+       ops=st.lists(st.tuples(st.sampled_from(["run", "pages", "mask", "one", "flags"]),
                               st.integers(-320, 320), st.integers(-320, 320),
                               st.booleans()), max_size=25))
 def test_page_bits_read_and_write_as_a_bool_array(
         n: int, ops: list[tuple[str, int, int, bool]]) -> None:
     """``PageBits`` against a bool array under the same writes: slices (with steps
     and ends past the array), lists of pages (negative ones from the end), masks and
-    single pages, then every read: slices, pages, ``any``, ``all`` and a run's ``any``."""
+    single pages, a run from a bool array, then every read: slices, pages, ``any``,
+    ``all``, a run's ``any``, ``all`` and count, and the copies (``copy``, ``of``)."""
     bits, ref = PageBits(n), np.zeros(n, dtype=bool)
     for kind, a, b, v in ops:
+        if kind == "flags":
+            lo, hi, _ = slice(a, b).indices(n)
+            flags = (np.arange(lo, hi) * (abs(a) + 1)) % 3 == int(v)
+            bits[a:b] = flags
+            ref[a:b] = flags
+            assert np.array_equal(np.asarray(bits), ref)
+            continue
         if kind == "run":
             key: object = slice(a, b) if a % 3 else slice(a, b, 2)
         elif kind == "pages":
@@ -270,7 +279,14 @@ def test_page_bits_read_and_write_as_a_bool_array(
             assert np.array_equal(bits[a:b], ref[a:b])
             lo, hi, _ = slice(a, b).indices(n)
             assert bits.run_any(lo, hi) == bool(ref[lo:hi].any())
+            assert bits.run_all(lo, hi) == bool(ref[lo:hi].all())
+            assert bits.count(lo, hi) == int(np.count_nonzero(ref[lo:hi]))
     assert bits.any() == bool(ref.any()) and bits.all() == bool(ref.all())
+    assert bits.count() == int(np.count_nonzero(ref))
+    copied, packed = bits.copy(), PageBits.of(ref)
+    bits[:] = False
+    assert np.array_equal(np.asarray(copied), ref) and np.array_equal(np.asarray(packed), ref)
+    bits = copied
     pages = np.arange(-n, n, 3)
     assert np.array_equal(bits[pages], ref[pages])
     assert bits[n - 1] == ref[n - 1] and bits[-1] == ref[-1]

@@ -214,11 +214,15 @@ def solved_parts(inp: BoundsInput) -> tuple[GapPlan | None, int, int, int, int, 
 
 def solve_ahead(inp: BoundsInput) -> None:
     """Start ``solved_parts`` on a thread of their own, where they are memoised, so that
-    a system's bounds' LPs and flash batch run beside its policy's plan: HiGHS lets go
-    of Python's lock while it solves, so the planner's LPs and these share two cores
-    (GPT-2 medium at 1024 layers: the bounds' LPs take some 25 s, TM-Training's
-    preference LP 43 s). ``solved_parts`` waits for them; if they fail, it solves them
-    again on its own thread, where the error is raised."""
+    a system's bounds' LPs and flash batch run beside its policy's plan. What runs
+    there at once is the compiled and numpy work (the batch's kernels, the LPs' rows):
+    scipy's HiGHS (1.17) keeps Python's lock while it solves (two ``linprog`` calls on
+    two threads took 2.08 s, one after the other 2.28 s; a Python loop beside one ran
+    at a third of its speed), so the LPs themselves take turns with the plan's. The
+    NAND LPs go before the batch: beside the run instead, they slowed it by about as
+    long as they took (GPT-2 medium at 1024 layers, 11-23 s). ``solved_parts`` waits
+    for them; if they fail, it solves them again on its own thread, where the error is
+    raised."""
     key = inp.memo_key("capacity")
     if key is None or inp.whole_footprint:
         return

@@ -21,145 +21,13 @@ release changes) and ``Ready`` (the pages' ready times and their block maxima).
 from __future__ import annotations
 
 import heapq
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 
 from tmhw.sim.jit import njit, njit_noref
+from tmhw.sim.pagebits import PageBits, _popcount
 from tmhw.sim.stats import Level
-
-#: the values ``PageBits`` sets a run to at once, without asking numpy their shape
-_SCALAR = (bool, int, np.bool_)
-
-
-class PageBits:
-    """One flag per page, packed 64 to a word (an eighth of a bool array's bytes), read
-    and written as a bool array is: a slice, an index or an array of indices gives a
-    bool array (or a bool), and sets from a bool or a bool array; ``any``, ``all`` and
-    ``np.asarray`` see every page. Runs set or cleared whole, and a run's ``any``, are
-    compiled word by word (``_bits_fill``, ``_bits_any``)."""
-
-    __slots__ = ("n", "words")
-
-    def __init__(self, n: int) -> None:
-        self.n = n
-        self.words = np.zeros(-(-n // 64), dtype=np.uint64)
-
-    def __len__(self) -> int:
-        return self.n
-
-    @property
-    def nbytes(self) -> int:
-        return int(self.words.nbytes)
-
-    def _unpack(self, a: int, b: int) -> np.ndarray:
-        """The flags of [a, b) as a bool array (a new one)."""
-        if b <= a:
-            return np.zeros(0, dtype=bool)
-        raw = self.words.view(np.uint8)[a >> 3:(b + 7) >> 3]
-        bits = np.unpackbits(raw, bitorder="little")
-        off = a & 7
-        return bits[off:off + (b - a)].astype(bool)
-
-    def __getitem__(self, key: Any) -> Any:
-        if isinstance(key, slice):
-            a, b, step = key.indices(self.n)
-            if step == 1:
-                return self._unpack(a, b)
-            return self._unpack(0, self.n)[key]
-        if isinstance(key, int | np.integer):
-            k = int(key) + (self.n if int(key) < 0 else 0)
-            if not 0 <= k < self.n:
-                raise IndexError(f"page {key} out of range [0, {self.n})")
-            return bool(int(self.words[k >> 6]) >> (k & 63) & 1)
-        idx = np.asarray(key)
-        if idx.dtype == np.bool_:
-            return self._unpack(0, self.n)[idx]
-        idx = np.where(idx < 0, idx + self.n, idx).astype(np.int64)
-        return ((self.words[idx >> 6] >> (idx & 63).astype(np.uint64)) & np.uint64(1)
-                ).astype(bool)
-
-    def __setitem__(self, key: Any, value: Any) -> None:
-        if isinstance(key, slice):
-            a, b, step = key.indices(self.n)
-            if step == 1 and (value.__class__ in _SCALAR or np.ndim(value) == 0):
-                if b > a:
-                    _bits_fill(self.words, a, b, bool(value))
-                return
-            pages = np.arange(a, b, step, dtype=np.int64)
-        elif isinstance(key, int | np.integer):
-            pages = np.array([int(key) + (self.n if int(key) < 0 else 0)], dtype=np.int64)
-        else:
-            idx = np.asarray(key)
-            pages = (np.flatnonzero(idx) if idx.dtype == np.bool_
-                     else np.where(idx < 0, idx + self.n, idx).astype(np.int64).ravel())
-        vals = np.broadcast_to(np.asarray(value, dtype=bool), pages.shape)
-        _bits_put(self.words, pages, np.ascontiguousarray(vals))
-
-    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
-        out = self._unpack(0, self.n)
-        return out if dtype is None else out.astype(dtype)
-
-    def any(self) -> bool:
-        return bool(_bits_any(self.words, 0, self.n))
-
-    def all(self) -> bool:
-        return not bool(_bits_any_clear(self.words, 0, self.n))
-
-    def run_any(self, a: int, b: int) -> bool:
-        """Whether any page of [a, b) is set."""
-        return b > a and bool(_bits_any(self.words, a, b))
-
-
-@njit_noref
-def _word_mask(a: int, b: int, w: int) -> np.uint64:
-    """The bits of word ``w`` that pages [a, b) cover."""
-    lo = a - (w << 6) if w == a >> 6 else 0
-    hi = b - (w << 6) if w == (b - 1) >> 6 else 64
-    if hi - lo == 64:
-        return np.uint64(0xFFFFFFFFFFFFFFFF)
-    return ((np.uint64(1) << np.uint64(hi - lo)) - np.uint64(1)) << np.uint64(lo)
-
-
-@njit_noref
-def _bits_fill(words: np.ndarray, a: int, b: int, value: bool) -> None:
-    """Pages [a, b) (b > a) set (or cleared), whole words at once."""
-    for w in range(a >> 6, ((b - 1) >> 6) + 1):
-        if value:
-            words[w] |= _word_mask(a, b, w)
-        else:
-            words[w] &= ~_word_mask(a, b, w)
-
-
-@njit_noref
-def _bits_any(words: np.ndarray, a: int, b: int) -> bool:
-    """Whether any page of [a, b) (b > a) is set."""
-    for w in range(a >> 6, ((b - 1) >> 6) + 1):
-        if words[w] & _word_mask(a, b, w):
-            return True
-    return False
-
-
-@njit_noref
-def _bits_any_clear(words: np.ndarray, a: int, b: int) -> bool:
-    """Whether any page of [a, b) (b > a) is clear."""
-    for w in range(a >> 6, ((b - 1) >> 6) + 1):
-        mask = _word_mask(a, b, w)
-        if (words[w] & mask) != mask:
-            return True
-    return False
-
-
-@njit_noref
-def _bits_put(words: np.ndarray, pages: np.ndarray, values: np.ndarray) -> None:
-    """Page ``pages[j]`` set to ``values[j]``, in turn."""
-    for j in range(pages.size):
-        p = pages[j]
-        bit = np.uint64(1) << np.uint64(p & 63)
-        if values[j]:
-            words[p >> 6] |= bit
-        else:
-            words[p >> 6] &= ~bit
 
 
 @njit_noref
@@ -571,16 +439,6 @@ def _pack8(x: np.uint64) -> np.uint64:
     """Eight flags, one a byte (each 0 or 1), as the low eight bits of a word: byte
     ``j``'s flag as bit ``j``."""
     return (x * np.uint64(0x0102040810204080)) >> np.uint64(56)
-
-
-@njit_noref
-def _popcount(x: np.uint64) -> int:
-    """The set bits of a word."""
-    x = x - ((x >> np.uint64(1)) & np.uint64(0x5555555555555555))
-    x = (x & np.uint64(0x3333333333333333)) + ((x >> np.uint64(2))
-                                              & np.uint64(0x3333333333333333))
-    x = (x + (x >> np.uint64(4))) & np.uint64(0x0F0F0F0F0F0F0F0F)
-    return int((x * np.uint64(0x0101010101010101)) >> np.uint64(56))
 
 
 @njit_noref

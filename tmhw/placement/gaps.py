@@ -44,6 +44,7 @@ import numpy as np
 from tmhw.placement.base import PlanContext, drop_moves, input_mask
 from tmhw.placement.table import Action, Move, PlacementTable
 from tmhw.sim.errors import DoesNotFit
+from tmhw.sim.pagebits import PageBits
 from tmhw.sim.units import MiB, S
 from tmhw.workload.graph import Kind, Phase, Workload
 
@@ -393,15 +394,17 @@ def table_profile(wl: Workload, table: PlacementTable, op_start_ps: np.ndarray |
     ends the iteration with a resident set other than ``initial`` (less the mini-batch,
     which the host brings back)."""
     n, ps = len(wl.ops), wl.page_size
-    held = table.initial.copy()
-    count = int(np.count_nonzero(held))
-    flash = np.zeros(wl.npages, dtype=bool)
-    live = np.zeros(wl.npages, dtype=bool)
+    # a flag a bit, not a byte, per page: at 1024 GPT-2 medium layers three bool arrays
+    # of the 661M pages held 2 GB at once, above what the run itself holds
+    held = PageBits.of(table.initial)
+    count = held.count()
+    flash = PageBits(wl.npages)
+    live = PageBits(wl.npages)
     inp = input_mask(wl)
     for t in wl.tensors:
         if t.kind.persistent or t.kind == Kind.INPUT:
             live[t.page_start:t.page_end] = True
-        if t.kind.persistent and not held[t.page_start:t.page_end].all():
+        if t.kind.persistent and not held.run_all(t.page_start, t.page_end):
             flash[t.page_start:t.page_end] = True
     last = wl.live_ranges()[:, 1]
     draining: list[tuple[int, int]] = []
@@ -413,12 +416,12 @@ def table_profile(wl: Workload, table: PlacementTable, op_start_ps: np.ndarray |
 
     def hold(p0: int, p1: int) -> None:
         nonlocal count
-        count += (p1 - p0) - int(np.count_nonzero(held[p0:p1]))
+        count += (p1 - p0) - held.count(p0, p1)
         held[p0:p1] = True
 
     def free(p0: int, p1: int) -> None:
         nonlocal count
-        count -= int(np.count_nonzero(held[p0:p1]))
+        count -= held.count(p0, p1)
         held[p0:p1] = False
 
     for op in wl.ops:
@@ -436,7 +439,7 @@ def table_profile(wl: Workload, table: PlacementTable, op_start_ps: np.ndarray |
         if not table.reactive:
             for tid in op.reads:
                 t = wl.tensors[tid]
-                if not held[t.page_start:t.page_end].all():
+                if not held.run_all(t.page_start, t.page_end):
                     raise TableError(f"{table.policy}: op {i} ({op.name}) reads "
                                      f"{t.name}, which the table leaves out of HBM")
         if timed:
@@ -453,7 +456,7 @@ def table_profile(wl: Workload, table: PlacementTable, op_start_ps: np.ndarray |
             if m.action == Action.WRITEBACK and m.keep:
                 flash[p0:p1] |= held[p0:p1] & live[p0:p1]
             elif m.action == Action.WRITEBACK:
-                moved = int(np.count_nonzero(held[p0:p1]))
+                moved = held.count(p0, p1)
                 flash[p0:p1] |= held[p0:p1]
                 free(p0, p1)
                 if timed and moved:
