@@ -23,8 +23,9 @@ class PageBits:
     """One flag per page, packed 64 to a word (an eighth of a bool array's bytes), read
     and written as a bool array is: a slice, an index or an array of indices gives a
     bool array (or a bool), and sets from a bool or a bool array; ``any``, ``all`` and
-    ``np.asarray`` see every page. Runs set or cleared whole, and a run's ``any``, are
-    compiled word by word (``_bits_fill``, ``_bits_any``)."""
+    ``np.asarray`` see every page. Runs set or cleared whole, and a run's ``any``,
+    ``run_all`` and ``count``, are compiled word by word (``_bits_fill``, ``_bits_any``,
+    ``_bits_count``); a run set from a bool array, page by page (``_bits_set_run``)."""
 
     __slots__ = ("n", "words")
 
@@ -43,11 +44,6 @@ class PageBits:
             packed = np.packbits(flags[a:b], bitorder="little")
             raw[a >> 3:(a >> 3) + len(packed)] = packed
         return bits
-
-    def copy(self) -> PageBits:
-        out = PageBits.__new__(PageBits)
-        out.n, out.words = self.n, self.words.copy()
-        return out
 
     def __len__(self) -> int:
         return self.n
