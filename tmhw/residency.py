@@ -26,13 +26,8 @@ from typing import NamedTuple
 import numpy as np
 
 from tmhw.sim.jit import njit, njit_noref
-from tmhw.sim.pagebits import PageBits, _popcount
+from tmhw.sim.pagebits import PageBits, _bit, _popcount
 from tmhw.sim.stats import Level
-
-
-@njit_noref
-def _bit(words: np.ndarray, page: int) -> bool:
-    return bool((words[page >> 6] >> np.uint64(page & 63)) & np.uint64(1))
 
 
 def runs(pages: np.ndarray) -> list[tuple[int, int]]:

@@ -188,6 +188,12 @@ def _bits_put(words: np.ndarray, pages: np.ndarray, values: np.ndarray) -> None:
 
 
 @njit_noref
+def _bit(words: np.ndarray, page: int) -> bool:
+    """Page ``page``'s flag."""
+    return bool((words[page >> 6] >> np.uint64(page & 63)) & np.uint64(1))
+
+
+@njit_noref
 def _set_bit(words: np.ndarray, p: int, value: bool) -> None:
     """Page ``p`` set to ``value``."""
     bit = np.uint64(1) << np.uint64(p & 63)
