@@ -429,8 +429,10 @@ class DieLanes:
 
     # -- room ----------------------------------------------------------------------------
     def make_room(self, lanes: I64) -> None:
-        """A free slot at the tail of each of ``lanes`` (their rows compacted, or every
-        row given more slots); the lanes' bookings are unchanged."""
+        """A free slot at the tail of each of ``lanes`` that has none: their rows
+        compacted, and every row doubled if one of them is still more than three
+        quarters full, so that a lane stops for room at most once per quarter row of
+        ops; the lanes' bookings are unchanged."""
         lanes = np.asarray(lanes, dtype=np.int64)
         lane_state, ops, par, rec = self.state
         cap = int(par[0]["cap"])
@@ -445,7 +447,9 @@ class DieLanes:
             if head_slot > lane * cap:
                 raw[lane * cap:lane * cap + tail_slot - head_slot] = raw[head_slot:tail_slot]
                 head[lane], tail[lane] = lane * cap, lane * cap + tail_slot - head_slot
-        if (tail[lanes] >= (lanes + 1) * cap).any():
+        # (doubling only a full row, a queue that stays near the row's size stopped
+        # every few ops: 2,667 stops in a BERT-large trial, 0.26 s of its 10 s)
+        if (tail[lanes] - lanes * cap > cap - cap // 4).any():
             n_lanes = len(self)
             grown = np.zeros((n_lanes, 2 * cap, raw.shape[1]), dtype=np.int64)
             grown[:, :cap] = raw.reshape(n_lanes, cap, raw.shape[1])
