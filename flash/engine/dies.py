@@ -430,9 +430,10 @@ class DieLanes:
     # -- room ----------------------------------------------------------------------------
     def make_room(self, lanes: I64) -> None:
         """A free slot at the tail of each of ``lanes`` that has none: their rows
-        compacted, and every row doubled if one of ``lanes`` queues more than three
-        quarters of a row, so that a lane stops for room at most once per quarter row
-        of ops; the lanes' bookings are unchanged."""
+        compacted (with every other lane used up past three quarters of its row), and
+        every row doubled if one of them queues more than three quarters of a row, so
+        that a lane stops for room at most once per quarter row of ops; the lanes'
+        bookings are unchanged."""
         lanes = np.asarray(lanes, dtype=np.int64)
         lane_state, ops, par, rec = self.state
         cap = int(par[0]["cap"])
@@ -448,14 +449,15 @@ class DieLanes:
         # of its 10 s; now 336 times)
         first = np.arange(len(self), dtype=np.int64) * cap
         crowded = np.flatnonzero((tail - first > cap - cap // 4) & (head > first))
-        for lane in np.union1d(lanes[full], crowded).tolist():
+        stopped = lanes[full]
+        for lane in np.union1d(stopped, crowded).tolist():
             head_slot, tail_slot = head.item(lane), tail.item(lane)
             if head_slot > lane * cap:
                 raw[lane * cap:lane * cap + tail_slot - head_slot] = raw[head_slot:tail_slot]
                 head[lane], tail[lane] = lane * cap, lane * cap + tail_slot - head_slot
         # (doubling only a row still full, a queue that stays near the row's size
         # stopped every few ops)
-        if (tail[lanes] - head[lanes] > cap - cap // 4).any():
+        if (tail[stopped] - head[stopped] > cap - cap // 4).any():
             n_lanes = len(self)
             grown = np.zeros((n_lanes, 2 * cap, raw.shape[1]), dtype=np.int64)
             grown[:, :cap] = raw.reshape(n_lanes, cap, raw.shape[1])
