@@ -284,6 +284,25 @@ def test_page_bits_read_and_write_as_a_bool_array(
             assert bits.count(lo, hi) == int(np.count_nonzero(ref[lo:hi]))
     assert bits.any() == bool(ref.any()) and bits.all() == bool(ref.all())
     assert bits.count() == int(np.count_nonzero(ref))
+    # a run set where two others are, and the first page where three agree (each read
+    # as set or clear), against the bool arrays
+    other = PageBits.of(np.arange(n) % 3 == 1)
+    ref_o = np.asarray(other)
+    for a in range(0, n + 1, 9):
+        for b in range(a, n + 1, 13):
+            for c in ((False, False, False), (False, True, True), (True, True, True),
+                      (False, False, True)):
+                x, y, z = (~r if neg else r for r, neg in zip((ref, ref_o, ref), c,
+                                                             strict=True))
+                hit = np.flatnonzero((x & y & z)[a:b])
+                assert bits.first(a, b, other, bits, c) == (a + int(hit[0]) if hit.size
+                                                            else -1)
+    lo, hi = n // 4, n - n // 5
+    both = ref.copy()
+    both[lo:hi] |= ref_o[lo:hi] & ~ref[lo:hi]
+    mixed = PageBits.of(ref)
+    mixed.or_and(lo, hi, other, PageBits.of(~ref))
+    assert np.array_equal(np.asarray(mixed), both)
     assert np.array_equal(np.asarray(PageBits.of(ref)), ref)
     pages = np.arange(-n, n, 3)
     assert np.array_equal(bits[pages], ref[pages])

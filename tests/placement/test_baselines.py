@@ -29,7 +29,7 @@ from tmhw.placement.base import (
     op_working_set_pages,
 )
 from tmhw.placement.gaps import GapPlan, TableError, table_profile
-from tmhw.placement.table import Action, PlacementTable
+from tmhw.placement.table import Action, Move, PlacementTable
 from tmhw.sim.errors import DoesNotFit
 from tmhw.system import System
 from tmhw.workload.builder import WorkloadBuilder
@@ -203,6 +203,29 @@ def test_table_replay_catches_an_iteration_that_ends_otherwise_than_it_began() -
     tab.initial[t.page_start:t.page_end] = True
     with pytest.raises(TableError, match=f"ends with {t.name} on flash, not as it began"):
         table_profile(wl, tab)
+
+
+def test_table_replay_catches_a_prefetch_of_pages_that_hold_no_data() -> None:
+    """A prefetch at the first op of the activation that op writes (nothing of it is
+    live yet, in HBM or on flash) is refused; the same prefetch of the input's pages
+    (live and in HBM) is valid."""
+    b = WorkloadBuilder("two", batch=1)
+    x = b.input("x", 1024)
+    h = b.linear("l0", x, 16, 64, 64)
+    y = b.eltwise("e1", (h,), 16 * 64, saves="input")
+    wl = b.finish(y)
+    t, inp = wl.tensors[h], wl.tensors[x]
+    for tensor, p0, p1, bad in ((h, t.page_start, t.page_end, True),
+                                (x, inp.page_start, inp.page_end, False)):
+        tab = GapPlan(context(wl, 1.0)).table("early")
+        tab.moves.append(Move(Action.PREFETCH, tensor, p0, p1, issue_op=0, deadline_op=0))
+        tab.index()
+        if bad:
+            with pytest.raises(TableError,
+                               match=f"op 0 prefetches pages of {t.name} that hold no data"):
+                table_profile(wl, tab)
+        else:
+            table_profile(wl, tab)
 
 
 @SETTINGS

@@ -427,8 +427,9 @@ def table_profile(wl: Workload, table: PlacementTable, op_start_ps: np.ndarray |
     for op in wl.ops:
         i = op.index
         for m in table.released_at_start(i):
-            has = live[m.p0:m.p1] & (flash[m.p0:m.p1] | held[m.p0:m.p1])
-            if not has.all():
+            # every page live, and in flash or held: no page clear in both
+            if not live.run_all(m.p0, m.p1) or \
+                    flash.first(m.p0, m.p1, held, held, (True, True, True)) >= 0:
                 raise TableError(f"{table.policy}: op {i} prefetches pages of "
                                  f"{wl.tensors[m.tensor].name} that hold no data")
             hold(m.p0, m.p1)
@@ -454,10 +455,10 @@ def table_profile(wl: Workload, table: PlacementTable, op_start_ps: np.ndarray |
         for m in table.released_at_end(i):
             p0, p1 = m.p0, m.p1
             if m.action == Action.WRITEBACK and m.keep:
-                flash[p0:p1] |= held[p0:p1] & live[p0:p1]
+                flash.or_and(p0, p1, held, live)
             elif m.action == Action.WRITEBACK:
                 moved = held.count(p0, p1)
-                flash[p0:p1] |= held[p0:p1]
+                flash.or_and(p0, p1, held, held)
                 free(p0, p1)
                 if timed and moved:
                     assert op_end_ps is not None and writeback_bytes_per_s is not None
@@ -470,21 +471,19 @@ def table_profile(wl: Workload, table: PlacementTable, op_start_ps: np.ndarray |
                 if m.dead or (not t.kind.persistent and last[m.tensor] <= i):
                     live[p0:p1] = False
                     flash[p0:p1] = False
-                elif (held[p0:p1] & live[p0:p1] & ~flash[p0:p1]).any():
+                elif held.first(p0, p1, live, flash, (False, False, True)) >= 0:
                     raise TableError(f"{table.policy}: op {i} drops live dirty pages of "
                                      f"{t.name}")
                 free(p0, p1)
     if not table.reactive:
         # A page can only be lost by dropping live dirty data, which raised above; this
         # catches anything else at the end rather than scanning every page after every
-        # op. A block of pages at a time: no temporary the size of the page array.
-        for a in range(0, wl.npages, _END_BLOCK):
-            b = min(wl.npages, a + _END_BLOCK)
-            lost = live[a:b] & ~held[a:b] & ~flash[a:b]
-            if lost.any():
-                p = a + int(np.flatnonzero(lost)[0])
-                raise TableError(f"{table.policy}: page {p} ends the iteration in neither "
-                                 "tier")
+        # op, word by word; then against the initial placement a block of pages at a
+        # time: no temporary the size of the page array.
+        p = live.first(0, wl.npages, held, flash, (False, True, True))
+        if p >= 0:
+            raise TableError(f"{table.policy}: page {p} ends the iteration in neither "
+                             "tier")
         for a in range(0, wl.npages, _END_BLOCK):
             b = min(wl.npages, a + _END_BLOCK)
             diff = np.flatnonzero(held[a:b] != (table.initial[a:b] & ~inp[a:b]))

@@ -17,6 +17,8 @@ from tmhw.sim.jit import njit_noref
 _BLOCK = 1 << 23
 #: the values ``PageBits`` sets a run to at once, without asking numpy their shape
 _SCALAR = (bool, int, np.bool_)
+#: a word's flags read as they are, or inverted (``PageBits.first``)
+_NONE, _ONES = np.uint64(0), np.uint64(0xFFFFFFFFFFFFFFFF)
 
 
 class PageBits:
@@ -25,7 +27,9 @@ class PageBits:
     bool array (or a bool), and sets from a bool or a bool array; ``any``, ``all`` and
     ``np.asarray`` see every page. Runs set or cleared whole, and a run's ``any``,
     ``run_all`` and ``count``, are compiled word by word (``_bits_fill``, ``_bits_any``,
-    ``_bits_count``); a run set from a bool array, page by page (``_bits_set_run``)."""
+    ``_bits_count``), as are a run set where two others are (``or_and``) and the first
+    page where three agree (``first``); a run set from a bool array, page by page
+    (``_bits_set_run``)."""
 
     __slots__ = ("n", "words")
 
@@ -124,6 +128,23 @@ class PageBits:
         b = self.n if b is None else b
         return int(_bits_count(self.words, a, b)) if b > a else 0
 
+    def or_and(self, a: int, b: int, y: PageBits, z: PageBits) -> None:
+        """Pages [a, b) set where ``y`` and ``z`` both are (``self[a:b] |= y[a:b] &
+        z[a:b]``; ``z`` may be ``y``), word by word."""
+        if b > a:
+            _bits_or_and(self.words, y.words, z.words, a, b)
+
+    def first(self, a: int, b: int, y: PageBits, z: PageBits,
+              clear: tuple[bool, bool, bool] = (False, False, False)) -> int:
+        """The first page of [a, b) whose flags here, in ``y`` and in ``z`` are all set,
+        each read as clear where ``clear`` says (``clear[0]`` for this one); -1: none.
+        Word by word: ``(held & live & ~flash)[a:b].any()`` is ``held.first(a, b, live,
+        flash, (False, False, True)) >= 0`` without a bool array."""
+        if b <= a:
+            return -1
+        nx, ny, nz = (_ONES if c else _NONE for c in clear)
+        return int(_bits_first(self.words, y.words, z.words, nx, ny, nz, a, b))
+
 
 @njit_noref
 def _word_mask(a: int, b: int, w: int) -> np.uint64:
@@ -178,6 +199,25 @@ def _bits_any_clear(words: np.ndarray, a: int, b: int) -> bool:
         if (words[w] & mask) != mask:
             return True
     return False
+
+
+@njit_noref
+def _bits_or_and(words: np.ndarray, y: np.ndarray, z: np.ndarray, a: int, b: int) -> None:
+    """Pages [a, b) (b > a) set where ``y`` and ``z`` both are, whole words at once."""
+    for w in range(a >> 6, ((b - 1) >> 6) + 1):
+        words[w] |= y[w] & z[w] & _word_mask(a, b, w)
+
+
+@njit_noref
+def _bits_first(x: np.ndarray, y: np.ndarray, z: np.ndarray, nx: np.uint64, ny: np.uint64,
+                nz: np.uint64, a: int, b: int) -> int:
+    """The first page of [a, b) (b > a) set in ``x ^ nx``, ``y ^ ny`` and ``z ^ nz``
+    (each ``n`` all ones to read its flags inverted); -1: none."""
+    for w in range(a >> 6, ((b - 1) >> 6) + 1):
+        v = (x[w] ^ nx) & (y[w] ^ ny) & (z[w] ^ nz) & _word_mask(a, b, w)
+        if v:
+            return (w << 6) + _popcount((v & (~v + np.uint64(1))) - np.uint64(1))
+    return -1
 
 
 @njit_noref
