@@ -303,6 +303,12 @@ def test_page_bits_read_and_write_as_a_bool_array(
     mixed = PageBits.of(ref)
     mixed.or_and(lo, hi, other, PageBits.of(~ref))
     assert np.array_equal(np.asarray(mixed), both)
+    # the first page that differs from a copy, as a bool array's comparison finds it
+    same = bits.copy()
+    assert same.first_diff(bits) == -1 and np.array_equal(np.asarray(same), ref)
+    for p in {0, n // 3, n - 1}:
+        same[p] = not ref[p]
+        assert same.first_diff(bits) == int(np.flatnonzero(np.asarray(same) != ref)[0])
     assert np.array_equal(np.asarray(PageBits.of(ref)), ref)
     pages = np.arange(-n, n, 3)
     assert np.array_equal(bits[pages], ref[pages])

@@ -398,10 +398,14 @@ def table_profile(wl: Workload, table: PlacementTable, op_start_ps: np.ndarray |
     # of the 661M pages held 2 GB at once, above what the run itself holds
     held = PageBits.of(table.initial)
     count = held.count()
+    # where the iteration must end: as it began, but for the mini-batch, which the
+    # host brings back
+    began = held.copy()
     flash = PageBits(wl.npages)
     live = PageBits(wl.npages)
-    inp = input_mask(wl)
     for t in wl.tensors:
+        if t.kind == Kind.INPUT:
+            began[t.page_start:t.page_end] = False
         if t.kind.persistent or t.kind == Kind.INPUT:
             live[t.page_start:t.page_end] = True
         if t.kind.persistent and not held.run_all(t.page_start, t.page_end):
@@ -478,26 +482,19 @@ def table_profile(wl: Workload, table: PlacementTable, op_start_ps: np.ndarray |
     if not table.reactive:
         # A page can only be lost by dropping live dirty data, which raised above; this
         # catches anything else at the end rather than scanning every page after every
-        # op, word by word; then against the initial placement a block of pages at a
-        # time: no temporary the size of the page array.
+        # op; then against the placement it began in: both word by word, no temporary
+        # the size of the page array.
         p = live.first(0, wl.npages, held, flash, (False, True, True))
         if p >= 0:
             raise TableError(f"{table.policy}: page {p} ends the iteration in neither "
                              "tier")
-        for a in range(0, wl.npages, _END_BLOCK):
-            b = min(wl.npages, a + _END_BLOCK)
-            diff = np.flatnonzero(held[a:b] != (table.initial[a:b] & ~inp[a:b]))
-            if diff.size:
-                p = a + int(diff[0])
-                tid = int(wl.page_tensor()[p])
-                raise TableError(f"{table.policy}: the iteration ends with "
-                                 f"{wl.tensors[tid].name} "
-                                 f"{'resident' if held[p] else 'on flash'}, not as it began")
+        p = held.first_diff(began)
+        if p >= 0:
+            tid = int(wl.page_tensor()[p])
+            raise TableError(f"{table.policy}: the iteration ends with "
+                             f"{wl.tensors[tid].name} "
+                             f"{'resident' if held[p] else 'on flash'}, not as it began")
     return occ
-
-
-#: pages per block of ``table_profile``'s end checks
-_END_BLOCK = 1 << 20
 
 
 def predict_starts(wl: Workload, table: PlacementTable, ctx: PlanContext) -> np.ndarray:

@@ -128,6 +128,20 @@ class PageBits:
         b = self.n if b is None else b
         return int(_bits_count(self.words, a, b)) if b > a else 0
 
+    def copy(self) -> PageBits:
+        out = PageBits.__new__(PageBits)
+        out.n, out.words = self.n, self.words.copy()
+        return out
+
+    def first_diff(self, other: PageBits) -> int:
+        """The first page whose flag differs in ``other`` (as long); -1: none."""
+        diff = np.flatnonzero(self.words != other.words)
+        if not diff.size:
+            return -1
+        w = int(diff[0])
+        v = int(self.words[w] ^ other.words[w])
+        return (w << 6) + (v & -v).bit_length() - 1
+
     def or_and(self, a: int, b: int, y: PageBits, z: PageBits) -> None:
         """Pages [a, b) set where ``y`` and ``z`` both are (``self[a:b] |= y[a:b] &
         z[a:b]``; ``z`` may be ``y``), word by word."""
