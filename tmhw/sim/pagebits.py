@@ -129,6 +129,7 @@ class PageBits:
         return int(_bits_count(self.words, a, b)) if b > a else 0
 
     def copy(self) -> PageBits:
+        """The same flags, in words of its own."""
         out = PageBits.__new__(PageBits)
         out.n, out.words = self.n, self.words.copy()
         return out
