@@ -803,9 +803,7 @@ class Residency:
         """Pages of [start, stop) held in HBM whose data flash has, or that are dead, leave
         (dirty live pages stay: they need a write-back first)."""
         clean = self.in_hbm[start:stop]
-        if self.live.first(start, stop, self.in_flash, self.in_flash,
-                           (False, True, True)) >= 0:
-            # some page is live with its data in HBM alone (word by word: mostly none)
+        if self.dirty_count(start, stop):  # (mostly none: then every held page is clean)
             clean = clean & ~(self.live[start:stop] & ~self.in_flash[start:stop])
         if clean.all():
             self.release_when_ready(start, stop, now)
