@@ -55,7 +55,7 @@ from flash.engine.chunks import (
 from flash.engine.dies import die_prune, lane_full
 from flash.engine.gaps import Meta, gap_book, gap_prune, gap_room
 from flash.fast import FastModel
-from flash.ftl.kernels import DONE, PLACED, Blocks, L2p, l2p_of, write_run
+from flash.ftl.kernels import DONE, PLACED, Blocks, Fresh, L2p, l2p_of, write_run
 from flash.host import nvme_done, nvme_fetch
 from flash.scheduler import TimingBase
 from flash.ssd import Ssd
@@ -667,7 +667,8 @@ def _complete(st: npt.NDArray[np.void], lp: np.void, work: I64, queue: I64,
 
 @njit
 def _write_loop(lanes: Lanes, dev: Device, link: Link,
-                run: tuple[npt.NDArray[np.void], tuple[I64, I64], L2p, Blocks, I64, I64],
+                run: tuple[npt.NDArray[np.void], tuple[I64, I64], L2p, Blocks, Fresh, I64,
+                           I64],
                 lpns: I64, out: I64, ppns: I64, res: I64, st: npt.NDArray[np.void],
                 loop: npt.NDArray[np.void], work: I64, queue: I64, lat: I64, done: I64,
                 device: int, k: int, upto: int) -> int:
@@ -687,7 +688,7 @@ def _write_loop(lanes: Lanes, dev: Device, link: Link,
     ``res`` (``program_chunk``'s results)."""
     geo, cmds = dev[0], dev[1]
     liv, lmeta = link
-    fgeo, stripes, l2p, blocks, opened, need = run
+    fgeo, stripes, l2p, blocks, fresh, opened, need = run
     r = st[0]
     lp = loop[0]
     dur, ppn0 = r["dur"], r["ppn0"]
@@ -698,7 +699,7 @@ def _write_loop(lanes: Lanes, dev: Device, link: Link,
             if not gap_room(liv, lmeta, 1):  # (checked before anything is done)
                 r["stop"] = LINK_FULL
                 return j
-            got = write_run(lpns[j], n, fgeo, stripes, l2p, blocks, lp["seq"],
+            got = write_run(lpns[j], n, fgeo, stripes, l2p, blocks, fresh, lp["seq"],
                             (opened, need, out))
             if got != DONE and got != PLACED:
                 r["stop"] = BY_COMMAND

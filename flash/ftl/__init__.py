@@ -36,6 +36,7 @@ from flash.ftl.kernels import (
     NOT_ERASED,
     PLACED,
     Blocks,
+    Fresh,
     L2p,
     drop_old,
     place_run,
@@ -99,7 +100,8 @@ class FTL:
         self._opened = np.full(self.U, -1, dtype=np.int64)
         #: the geometry record the kernels take (``kernels.GEOMETRY``)
         self.geo: npt.NDArray[np.void] = np.array(
-            [(self.n_lpn, m.n_pre, self.U, self.ppb, SEG_BITS, self.l2p.DENSE_AT)],
+            [(self.n_lpn, m.n_pre, self.U, self.ppb, SEG_BITS, self.l2p.DENSE_AT, self.bpp,
+              b.soft_blocks, b.hard_blocks)],
             dtype=GEOMETRY)
         self._need = np.zeros(self.U + 1, dtype=np.int64)
         #: the stripe's planes twice over and each plane's stripe position (``write_run``)
@@ -294,7 +296,7 @@ class FTL:
             nxt[p] = (blk * ppb + int(b.host_wp[p]) if blk >= 0
                       else (p * bpp + b.fresh_next[p]) * ppb)
         # (the blocks opened per plane, then room for the planes a write opens some in)
-        self._placing = (nxt, np.array(b.fresh_next + [0] * self.U, dtype=np.int64))
+        self._placing = (nxt, np.concatenate([b.fresh_next, np.zeros(self.U, np.int64)]))
 
     def _place(self, lo: int, hi: int) -> I64:
         """``place_only``'s placement of the run [lo, hi): each plane's pages of the run
@@ -432,15 +434,15 @@ class FTL:
         return (self._placing is None and n < self.U * self.ppb
                 and (n > SparseL2P.DENSE_AT // 4 or 1 < n <= self.U))
 
-    def run_state(self) -> tuple[npt.NDArray[np.void], tuple[I64, I64], L2p, Blocks,
+    def run_state(self) -> tuple[npt.NDArray[np.void], tuple[I64, I64], L2p, Blocks, Fresh,
                                  I64, I64]:
         """``kernels.write_run``'s arguments but the run, the write sequence and the
         ppns' row, for a kernel that calls it (``flash.pages``): the geometry, the
-        stripe, the L2P and the blocks (rebound as they grow: taken again after any
-        other write), the blocks opened per plane (none between calls) and the needs'
-        row."""
+        stripe, the L2P, the blocks and the free ones (rebound as they grow: taken
+        again after any other write), the blocks opened per plane (none between calls)
+        and the needs' row."""
         return (self.geo, self._stripes, self._l2p_state(), self._block_state(),
-                self._opened, self._need)
+                self._fresh_state(), self._opened, self._need)
 
     def map_placed(self, lo: int, out: I64) -> None:
         """The L2P map of a run ``kernels.write_run`` placed at ``out`` from ``lo`` and
@@ -467,8 +469,11 @@ class FTL:
     def _run_kernel(self, lo: int, n: int, io: tuple[I64, I64, I64]) -> int:
         """``kernels.write_run`` of the run of ``n`` pages from ``lo`` on the maps and
         blocks as they are now (the P2L rows are rebound as they grow)."""
+        b, m = self.blocks, self.mapping
+        # (``_fresh_state``, inline: one Python call fewer a run)
         got: int = write_run(lo, n, self.geo, self._stripes, self._l2p_state(),
-                             self._block_state(), self.blocks.seq, io)
+                             self._block_state(),
+                             (b.fresh_next, b.free_count, m.rows, m.free_rows), b.seq, io)
         return got
 
     def _l2p_state(self) -> L2p:
@@ -476,6 +481,12 @@ class FTL:
         l2p = self.l2p
         seg_row, rows = l2p.arrays()
         return l2p.sparse.table, l2p.sparse.meta, self.mapping.plane_base, seg_row, rows
+
+    def _fresh_state(self) -> Fresh:
+        """The free blocks and P2L rows as ``kernels.open_fresh`` takes them (the rows
+        given back rebound as they grow)."""
+        b, m = self.blocks, self.mapping
+        return b.fresh_next, b.free_count, m.rows, m.free_rows
 
     def _block_state(self) -> Blocks:
         """The blocks as the kernels take them (``kernels.Blocks``; the P2L rows

@@ -45,9 +45,11 @@ class BlockManager:
         self.host_wp = np.zeros(U, dtype=np.int64)
         self.gc_blk = np.full(U, -1, dtype=np.int64)
         self.gc_wp = np.zeros(U, dtype=np.int64)
-        self.fresh_next = [0] * U  # blocks [fresh_next, bpp) of a plane were never used
+        #: per plane: blocks [fresh_next, bpp) were never used, and how many are free
+        #: (arrays, so that ``kernels.write_run`` opens a never-used block itself)
+        self.fresh_next = np.zeros(U, dtype=np.int64)
         self.free_heap: list[list[tuple[int, int]]] = [[] for _ in range(U)]
-        self.free_count = [self.bpp] * U
+        self.free_count = np.full(U, self.bpp, dtype=np.int64)
         self._fifo = 0
         self.soft_blocks = cfg.gc_soft_blocks
         self.hard_blocks = cfg.gc_hard_blocks
@@ -59,10 +61,12 @@ class BlockManager:
     def take_free(self, plane: int) -> int:
         """Open a free block of ``plane`` (it becomes active)."""
         heap = self.free_heap[plane]
-        if self.fresh_next[plane] < self.bpp:
-            # never-used blocks have no wear: the least worn there is
-            blk = plane * self.bpp + self.fresh_next[plane]
-            self.fresh_next[plane] += 1
+        fresh = self.fresh_next.item(plane)
+        if fresh < self.bpp:
+            # never-used blocks have no wear: the least worn there is (as
+            # ``kernels.open_fresh`` opens one)
+            blk = plane * self.bpp + fresh
+            self.fresh_next[plane] = fresh + 1
         elif heap:
             _, blk = heapq.heappop(heap)
         else:

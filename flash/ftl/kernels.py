@@ -5,9 +5,11 @@ of one-page writes (``FTL.write_many``): the page's plane by the stripe, its old
 invalidated, the page at the write pointer of the plane's active block. A run of pages
 (``write_run``) is the general host write path (``FTL._write_pages``: pages grouped by
 plane, each plane's in turn) for a run that needs no collection: the steady state of a
-training run, which rewrites the same tensors' pages iteration after iteration. The
-blocks either must open are opened by the caller (``BlockManager.take_free``, with
-their P2L rows), since opening one may mean a collection, which stays in Python.
+training run, which rewrites the same tensors' pages iteration after iteration. A
+plane ``write_run`` fills opens a never-used block itself, with its P2L row
+(``open_fresh``, as ``BlockManager.take_free`` and ``AddressMap.row`` open one), where
+that leaves the plane above the soft collection threshold; any other block is opened
+by the caller, since opening it may mean a collection, which stays in Python.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from flash.ftl.blocks import FULL
+from flash.ftl.blocks import ACTIVE, FULL
 from flash.ftl.mapping import l2p_at
 from flash.intmap import im_put
 from tmhw.sim.intmath import div, log2_exact
@@ -25,10 +27,11 @@ I64 = npt.NDArray[np.int64]
 I32 = npt.NDArray[np.int32]
 Rows = npt.NDArray[np.signedinteger]
 #: the FTL's geometry (one record): logical pages, preconditioned pages, planes in the
-#: stripe, pages per block, log2 of an L2P segment's pages, and the dict entries that
-#: make a segment dense
+#: stripe, pages per block, log2 of an L2P segment's pages, the dict entries that
+#: make a segment dense, blocks per plane, and the soft and hard collection thresholds
+#: (free blocks of a plane)
 GEOMETRY = np.dtype([(name, np.int64) for name in (
-    "n_lpn", "n_pre", "stripe", "ppb", "seg_bits", "dense_at")])
+    "n_lpn", "n_pre", "stripe", "ppb", "seg_bits", "dense_at", "bpp", "soft", "hard")])
 #: the L2P the kernels read and write (``FTL._l2p_state``): its dict of sparse pages
 #: (``IntMap.table``, ``meta``), each stripe position's plane's first page (the
 #: preconditioned closed form), each segment's row (-1: not dense) and the rows
@@ -37,6 +40,11 @@ L2p = tuple[I64, I64, I64, I64, Rows]
 #: block and write pointer; per block its P2L row + 1 (0: none), then the P2L rows, and
 #: per block its valid pages, stamp and state
 Blocks = tuple[I64, I64, I32, Rows, I32, I64, npt.NDArray[np.int8]]
+#: the free blocks and P2L rows ``open_fresh`` takes (``FTL._fresh_state``): per plane
+#: its next never-used block and its free blocks (``BlockManager.fresh_next``,
+#: ``free_count``), the pool's rows in use and given back, and the rows given back
+#: (``AddressMap.rows``, ``free_rows``)
+Fresh = tuple[I64, I64, I64, I64]
 #: ``write_run``'s answers: done; declined (the general path must do it); a target page
 #: not erased; blocks to open first (their planes in ``need``); P2L rows to make first
 #: (their blocks in ``need``); placed, the L2P map left to the caller (a segment of the
@@ -46,7 +54,8 @@ DONE, DECLINED, NOT_ERASED, NEEDS_BLOCKS, NEEDS_ROWS, PLACED = range(6)
 
 @njit
 def write_run(lo: int, n: int, geo: npt.NDArray[np.void], stripe: tuple[I64, I64],
-              l2p: L2p, blocks: Blocks, seq: int, io: tuple[I64, I64, I64]) -> int:
+              l2p: L2p, blocks: Blocks, fresh: Fresh, seq: int,
+              io: tuple[I64, I64, I64]) -> int:
     """The host write of the run [lo, lo + n) (n >= 2) into ``io``'s ``out`` (its ppns;
     ``stripe``: the stripe's planes twice over, and each plane's stripe position), as
     ``FTL._write_pages`` does it with no collection: the old copies' valid counts
@@ -64,7 +73,9 @@ def write_run(lo: int, n: int, geo: npt.NDArray[np.void], stripe: tuple[I64, I64
     is not erased; ``NEEDS_BLOCKS`` (nothing changed) when planes that do not fit have
     no opened block: ``need[0]`` of them, in the order they would open, in ``need[1:]``;
     ``NEEDS_ROWS`` (nothing changed) when active blocks to write have no P2L row:
-    ``need[0]`` of them in ``need[1:]``."""
+    ``need[0]`` of them in ``need[1:]``. The blocks to open are opened here where
+    ``open_fresh`` can open them all (each plane's ``opened`` is -1 again after); then
+    nothing is asked."""
     g = geo[0]
     U, ppb, seg_bits = g["stripe"], g["ppb"], g["seg_bits"]
     sp2, plane_stripe = stripe
@@ -111,15 +122,21 @@ def write_run(lo: int, n: int, geo: npt.NDArray[np.void], stripe: tuple[I64, I64
                 return DECLINED
     if k:
         need[0] = k
-        return NEEDS_BLOCKS
-    for j in range(w):
-        hb = host_blk[sp2[s0 + xs[j]]]
-        if hb >= 0 and row1_of[hb] == 0:
-            k += 1
-            need[k] = hb
-    if k:
-        need[0] = k
-        return NEEDS_ROWS
+        for j in range(w):
+            hb = host_blk[sp2[s0 + xs[j]]]
+            if hb >= 0 and row1_of[hb] == 0:
+                return NEEDS_BLOCKS  # the caller opens them, then makes the rows
+        if not open_fresh(need, opened, geo, plane_stripe, blocks, fresh):
+            return NEEDS_BLOCKS
+    else:
+        for j in range(w):
+            hb = host_blk[sp2[s0 + xs[j]]]
+            if hb >= 0 and row1_of[hb] == 0:
+                k += 1
+                need[k] = hb
+        if k:
+            need[0] = k
+            return NEEDS_ROWS
     # where each page goes: (block, page in block)
     blk_i = np.empty(n, dtype=np.int64)
     slot_i = np.empty(n, dtype=np.int64)
@@ -182,7 +199,54 @@ def write_run(lo: int, n: int, geo: npt.NDArray[np.void], stripe: tuple[I64, I64
             seq = _programmed(plane, hb, ppb, k1, blocks, seq)
             left -= k1
         seq = _programmed(plane, opened[plane], left, left, blocks, seq)
+    for i in range(1, k + 1):  # the blocks opened here are the planes' active ones now
+        opened[need[i]] = -1
     return DONE if dense else PLACED
+
+
+@njit_noref
+def open_fresh(need: I64, opened: I64, geo: npt.NDArray[np.void], plane_stripe: I64,
+               blocks: Blocks, fresh: Fresh) -> bool:
+    """Open a never-used block on each of the ``need[0]`` planes ``need[1:]``, in that
+    order, into ``opened``, each with an erased P2L row, as ``BlockManager.take_free``
+    then ``AddressMap.row`` would: the plane's next never-used block (``fresh_next``)
+    becomes active, its free count drops, and the row is the last one given back, else
+    the pool's next. Only where every one can be opened so (nothing changed and False
+    otherwise): each plane has a never-used block, is above the hard threshold and
+    stays at or above the soft one (no plane joins ``low_planes``), the pool has
+    room for the rows (the caller grows it), and no block gets preconditioned data
+    (whose row the closed form fills)."""
+    g = geo[0]
+    ppb, bpp, U, n_pre = g["ppb"], g["bpp"], g["stripe"], g["n_pre"]
+    soft, hard = g["soft"], g["hard"]
+    row1_of, pool, state = blocks[2], blocks[3], blocks[6]
+    fresh_next, free_count, rows, free_rows = fresh
+    k = need[0]
+    if rows[0] + max(0, k - rows[1]) > pool.shape[0]:
+        return False
+    for i in range(1, k + 1):
+        p = need[i]
+        j = fresh_next[p]
+        if j >= bpp or free_count[p] <= hard or free_count[p] - 1 < soft \
+                or row1_of[p * bpp + j] != 0 \
+                or (n_pre > 0 and j * ppb * U + plane_stripe[p] < n_pre):
+            return False
+    for i in range(1, k + 1):
+        p = need[i]
+        blk = p * bpp + fresh_next[p]
+        fresh_next[p] += 1
+        free_count[p] -= 1
+        state[blk] = ACTIVE
+        if rows[1] > 0:
+            rows[1] -= 1
+            r = free_rows[rows[1]]
+        else:
+            r = rows[0]
+            rows[0] += 1
+        pool[r, :] = -1
+        row1_of[blk] = r + 1
+        opened[p] = blk
+    return True
 
 
 @njit_noref

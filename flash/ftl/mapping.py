@@ -527,8 +527,11 @@ class AddressMap:
         #: the array's memory is only touched where blocks get rows
         self.row1_of = np.zeros(cfg.blocks, dtype=np.int32)
         self.pool = np.empty((256, self.ppb), dtype=self.lpn_dtype)  # rebound as it grows
-        self._pool_used = 0
-        self._free_rows: list[int] = []
+        #: the pool's rows in use, then how many were given back, whose indices
+        #: ``free_rows`` stacks (last given, first taken; rebound as it grows): arrays,
+        #: so that ``kernels.write_run`` makes the rows of the blocks it opens itself
+        self.rows = np.zeros(2, dtype=np.int64)
+        self.free_rows = np.empty(64, dtype=np.int64)
         self.n_pre = 0  # logical pages [0, n_pre) hold preconditioned data (closed form)
         self.l2p = SparseL2P(self)
 
@@ -638,15 +641,18 @@ class AddressMap:
         closed form, or erased) on first use; the pool may grow, so re-read ``pool``."""
         r: int = self.row1_of.item(block) - 1
         if r < 0:
-            if self._free_rows:
-                r = self._free_rows.pop()
+            rows = self.rows
+            given = rows.item(1)
+            if given:
+                r = self.free_rows.item(given - 1)
+                rows[1] = given - 1
             else:
-                if self._pool_used == self.pool.shape[0]:
-                    grown = np.empty((2 * self._pool_used, self.ppb), dtype=self.lpn_dtype)
-                    grown[: self._pool_used] = self.pool
+                r = rows.item(0)
+                if r == self.pool.shape[0]:
+                    grown = np.empty((2 * r, self.ppb), dtype=self.lpn_dtype)
+                    grown[:r] = self.pool
                     self.pool = grown
-                r = self._pool_used
-                self._pool_used += 1
+                rows[0] = r + 1
             if self._holds_closed_form(block):
                 self.pool[r] = self.implicit_p2l(block)
             else:
@@ -667,20 +673,21 @@ class AddressMap:
         ``row`` doubles it; each filled as ``row`` fills it."""
         k = int(blocks.size)
         rows = np.empty(k, dtype=np.int64)
-        reuse = min(k, len(self._free_rows))
-        for i in range(reuse):
-            rows[i] = self._free_rows.pop()
+        used, given = self.rows.tolist()
+        reuse = min(k, given)
+        rows[:reuse] = self.free_rows[given - reuse:given][::-1]
+        self.rows[1] = given - reuse
         fresh = k - reuse
-        need = self._pool_used + fresh
+        need = used + fresh
         size = self.pool.shape[0]
         while size < need:
             size *= 2
         if size > self.pool.shape[0]:
             grown = np.empty((size, self.ppb), dtype=self.lpn_dtype)
-            grown[: self._pool_used] = self.pool[: self._pool_used]
+            grown[:used] = self.pool[:used]
             self.pool = grown
-        rows[reuse:] = np.arange(self._pool_used, need, dtype=np.int64)
-        self._pool_used = need
+        rows[reuse:] = np.arange(used, need, dtype=np.int64)
+        self.rows[0] = need
         self.pool[rows] = -1
         if self.n_pre:
             # blocks that still hold part of the closed form: never erased, in use, and
@@ -700,7 +707,11 @@ class AddressMap:
         """``block`` is being erased: its P2L row goes back to the pool."""
         r = int(self.row1_of[block]) - 1
         if r >= 0:
-            self._free_rows.append(r)
+            given = self.rows.item(1)
+            if given == self.free_rows.size:
+                self.free_rows = np.concatenate([self.free_rows, np.empty_like(self.free_rows)])
+            self.free_rows[given] = r
+            self.rows[1] = given + 1
             self.row1_of[block] = 0
 
     def valid_pages(self, block: int) -> tuple[I64, I64]:

@@ -250,16 +250,25 @@ def test_run_writes_end_in_the_state_of_the_plane_by_plane_path(
     shifts where a block's pages are a power of two, and divides otherwise), 4096-page
     L2P segments. The kernel (``write_run``) sets the map of runs whose segments are all
     dense, opening blocks where planes need them, and leaves the map of the others to
-    ``SparseL2P``: each is taken."""
+    ``SparseL2P``: each is taken. The kernel opens never-used blocks itself
+    (``open_fresh``), with rows given back by collections or new ones; the caller the
+    others, erased ones after a collection."""
     import flash.ftl as ftl_mod
     from flash.ftl.kernels import DONE, NEEDS_BLOCKS, PLACED
 
     kernel = ftl_mod.write_run
     answers: list[int] = []
+    #: runs the kernel did in one call that opened blocks, and that took rows given back
+    opened_here = [0, 0]
 
     def counted(*args: object) -> int:
+        fresh_next, _, rows, _ = args[6]  # type: ignore[index]
+        before, given = int(fresh_next.sum()), int(rows[1])
         got: int = kernel(*args)
         answers.append(got)
+        if got in (DONE, PLACED) and int(fresh_next.sum()) > before:
+            opened_here[0] += 1
+            opened_here[1] += int(rows[1]) < given
         return got
 
     monkeypatch.setattr(ftl_mod, "write_run", counted)
@@ -291,6 +300,7 @@ def test_run_writes_end_in_the_state_of_the_plane_by_plane_path(
     assert answers.count(DONE) > 50 and answers.count(NEEDS_BLOCKS) > 5
     assert answers.count(PLACED) > 2
     assert len(answers) > sum(answers.count(a) for a in (DONE, NEEDS_BLOCKS, PLACED))
+    assert opened_here[0] > 20 and opened_here[1] > 0, opened_here
     assert _ftl_state(run) == _ftl_state(ref)
 
 

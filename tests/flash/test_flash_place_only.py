@@ -42,7 +42,8 @@ def _write(ftl: FTL, lo: int, n: int) -> tuple[np.ndarray, list[object]]:
 
 
 def _same_blocks(a: FTL, b: FTL) -> None:
-    assert a.free_count == b.free_count and a.fresh_next == b.fresh_next
+    assert np.array_equal(a.free_count, b.free_count)
+    assert np.array_equal(a.fresh_next, b.fresh_next)
     assert np.array_equal(a.blocks.host_blk, b.blocks.host_blk)
     assert np.array_equal(a.blocks.host_wp, b.blocks.host_wp)
     assert a.seq == b.seq and a.host_pages == b.host_pages
