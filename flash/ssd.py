@@ -321,7 +321,7 @@ class Ssd:
         lo = -(-address // page)
         hi = (address + nbytes) // page
         if hi > lo:
-            self.ftl.trim(np.arange(lo, hi, dtype=np.int64))
+            self.ftl.trim_range(lo, hi)
             self.cache.invalidate(range(lo, hi))
 
     def _background_gc(self, now: int) -> None:

@@ -590,6 +590,19 @@ class FTL:
         self.trimmed_pages += k
         return k
 
+    def trim_range(self, lo: int, hi: int) -> int:
+        """``trim`` of the logical pages [lo, hi), by their bounds (``_unmap_run``: the
+        run's old copies read per L2P segment, not page by page)."""
+        if self._placing is not None:
+            raise PlacementOnlyError("trim")
+        if hi <= lo:
+            return 0
+        if lo < 0 or hi > self.n_lpn:
+            raise TmhwError(f"flash: logical page out of range [0, {self.n_lpn})")
+        k = self._unmap_run(lo, hi - lo)
+        self.trimmed_pages += k
+        return k
+
     def _check_range(self, lpns: I64) -> None:
         if lpns.size and (int(lpns.min()) < 0 or int(lpns.max()) >= self.n_lpn):
             raise TmhwError(f"flash: logical page out of range [0, {self.n_lpn})")

@@ -586,3 +586,39 @@ def test_the_closed_form_of_a_run_is_that_of_its_pages() -> None:
         lo = max(0, lo)
         want = m.implicit_l2p(np.arange(lo, lo + n, dtype=np.int64))
         assert np.array_equal(m.implicit_run(lo, lo + n), want), (lo, n)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_a_trim_by_bounds_ends_in_the_state_of_a_trim_of_the_pages(seed: int) -> None:
+    """``FTL.trim_range`` (the SSD's trim: the run's old copies read per L2P segment)
+    unmaps what ``trim`` of the same pages as an array unmaps, and leaves every map,
+    count and block state where it leaves them: runs of 1 page to two L2P segments,
+    over preconditioned, rewritten, sparse and dense segments, some trimmed twice."""
+    from flash.ftl import FTL
+    from tmhw.sim import TmhwError
+
+    cfg = small(channels=4, dies_per_chip=4, planes_per_die=4, blocks_per_plane=32,
+                pages_per_block=16, over_provisioning=0.3)
+    by_range, by_pages = FTL(cfg), FTL(cfg)
+    for f in (by_range, by_pages):
+        f.precondition(0.3)
+    rng = np.random.default_rng(seed)
+    seen_sparse = False
+    for k in range(300):
+        n = int(rng.choice([1, 3, 64, 200, 4096, 9000]))
+        lo = int(rng.choice([int(rng.integers(0, by_range.n_lpn - n)),
+                             max(0, 4096 - n // 2)]))  # some straddle a segment
+        if k % 3:
+            for f in (by_range, by_pages):
+                f.write_range(lo, lo + n)
+        else:
+            got = by_range.trim_range(lo, lo + n)
+            assert got == by_pages.trim(np.arange(lo, lo + n, dtype=np.int64)), k
+        seen_sparse |= bool(by_range.l2p.sparse)
+        if k % 50 == 0:
+            assert _ftl_state(by_range) == _ftl_state(by_pages), k
+    assert by_range.trimmed_pages > 0 and seen_sparse
+    assert _ftl_state(by_range) == _ftl_state(by_pages)
+    assert by_range.trim_range(5, 5) == 0
+    with pytest.raises(TmhwError, match="out of range"):
+        by_range.trim_range(by_range.n_lpn - 1, by_range.n_lpn + 1)
