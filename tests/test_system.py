@@ -302,6 +302,34 @@ def test_bounds_are_computed_before_the_run_and_once(monkeypatch: pytest.MonkeyP
         == lower_bounds.iteration_bounds(s.bounds_input())
 
 
+def test_the_bounds_threads_are_waited_for_at_exit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The threads a ``System`` starts for its bounds (the traffic LP ahead, the
+    NPU-alone passes) are not daemons: the interpreter joins them at exit. A daemon
+    still in the solver's or a compiled pass's native code when the interpreter
+    finalized aborted the process (``terminate called without an active exception``,
+    exit status 134): a script that built Systems to read their plans and exited did,
+    one run in three."""
+    import threading
+
+    from tmhw import lower_bounds
+    from tmhw.system import System
+
+    started: list[tuple[str, bool]] = []
+    real = threading.Thread
+
+    class Seen(real):  # type: ignore[misc,valid-type]
+        def start(self) -> None:
+            started.append((self.name, self.daemon))
+            super().start()
+
+    monkeypatch.setattr(lower_bounds.threading, "Thread", Seen)
+    monkeypatch.setattr(lower_bounds, "MEMO", {})
+    monkeypatch.setattr(lower_bounds, "_SOLVING", {})
+    s = System(C.with_overrides(C.QUICK, ["policy.hbm_ratio=0.25", "run.iterations=2"]))
+    s.run()
+    assert sorted(started) == [("tmhw-bounds", False), ("tmhw-npu-alone", False)]
+
+
 @pytest.mark.parametrize("model", ["bert-base", "gpt2-small", "gpt3-block", "t5-encoder"])
 def test_a_deep_models_pages_are_two_shallow_builds_extrapolated(model: str) -> None:
     """The flash-tier check reads a deep model's pages off its 1- and 2-layer builds:

@@ -230,7 +230,11 @@ def solve_ahead(inp: BoundsInput) -> None:
         if key in _SOLVING or ("traffic", key) in MEMO:
             return
         jit.load()  # (numba's load hides scipy's BLAS from other threads while it runs)
-        ahead = threading.Thread(target=_solve_quietly, args=(inp, key), daemon=True,
+        # not a daemon (nor the NPU-alone passes' thread): the interpreter waits for
+        # it at exit, where a daemon still in the solver's or a kernel's native code
+        # aborted the process (``terminate called without an active exception``, exit
+        # status 134) when a script built a ``System`` to read its plan and exited
+        ahead = threading.Thread(target=_solve_quietly, args=(inp, key), daemon=False,
                                  name="tmhw-bounds")
         _SOLVING[key] = ahead
     ahead.start()
@@ -317,7 +321,7 @@ def npu_alone_later(inp: BoundsInput, background: bool) -> Callable[[], np.ndarr
         except BaseException as e:  # noqa: BLE001 (raised again in the caller's thread)
             failed.append(e)
 
-    thread = threading.Thread(target=work, name="tmhw-npu-alone", daemon=True)
+    thread = threading.Thread(target=work, name="tmhw-npu-alone", daemon=False)
     thread.start()
 
     def wait() -> np.ndarray:
