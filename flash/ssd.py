@@ -236,15 +236,11 @@ class Ssd:
         first_off = address - miss[0][0] * page
         last_cut = miss[-1][1] * page - (address + nbytes)
         ftl = self.ftl
-        if len(miss) == 1:
-            ppns = ftl.lookup_run(miss[0][0], n)
-        else:
-            ppns = np.concatenate([ftl.lookup_run(a, b - a) for a, b in miss])
-        unm = ppns < 0
-        if unm.any():
-            c.unmapped_reads += int(unm.sum())
-            lpns = np.concatenate([np.arange(a, b, dtype=np.int64) for a, b in miss])
-            ppns[unm] = ftl.static_ppn(lpns[unm])
+        ppns = np.empty(n, dtype=np.int64)
+        k = 0
+        for a, b in miss:
+            c.unmapped_reads += ftl.read_run(a, ppns[k:k + b - a])
+            k += b - a
         nb = np.full(n, page, dtype=np.int64)
         total = n * page
         if first_off > 0:

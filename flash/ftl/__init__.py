@@ -185,11 +185,14 @@ class FTL:
         """Physical pages of ``lpns`` (-1 where unmapped)."""
         return self.l2p.get(np.asarray(lpns, dtype=np.int64))
 
-    def lookup_run(self, lo: int, n: int) -> I64:
-        """``lookup`` of the run of logical pages [lo, lo + n)."""
-        if lo < 0 or lo + n > self.n_lpn:
+    def read_run(self, lo: int, out: I64) -> int:
+        """Where a read of the logical pages [lo, lo + out.size) finds them: each one's
+        physical page, or where an unmapped one sits in the preconditioned layout
+        (``static_ppn``), into ``out`` (compiled, ``SparseL2P.read_run``); how many were
+        unmapped."""
+        if lo < 0 or lo + out.size > self.n_lpn:
             raise TmhwError(f"flash: logical page out of range [0, {self.n_lpn})")
-        return self.l2p.get_run(lo, n)
+        return self.l2p.read_run(lo, out)
 
     def p2l(self, block: int) -> I64:
         """Logical page written at each page of ``block`` (-1: erased), read-only."""

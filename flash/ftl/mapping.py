@@ -82,6 +82,25 @@ def l2p_at(table: I64, meta: I64, seg_row: I64, rows: npt.NDArray[np.signedinteg
     return int(plane_base[lpn % U] + lpn // U) if lpn < n_pre else -1
 
 
+@njit_noref
+def l2p_read_run(l2p: L2pArrays, pre: tuple[I64, int, int], lo: int, out: I64) -> int:
+    """Where a read finds each of the logical pages [lo, lo + out.size): its physical
+    page (``l2p_at``), or where one never written sits in the preconditioned layout
+    (page ``lpn // U`` of its plane, written or not: ``AddressMap.static_ppn``), into
+    ``out``; how many were unmapped."""
+    table, meta, per_seg, seg_row, rows = l2p
+    plane_base, U = pre[0], pre[1]
+    unmapped = 0
+    for j in range(out.size):
+        lpn = lo + j
+        v = l2p_at(table, meta, seg_row, rows, pre, lpn, per_seg[lpn >> SEG_BITS] > 0)
+        if v < 0:
+            unmapped += 1
+            v = plane_base[lpn % U] + lpn // U
+        out[j] = v
+    return unmapped
+
+
 @njit
 def l2p_get(l2p: L2pArrays,
             pre: tuple[I64, int, int], lpns: I64, out: I64) -> None:
@@ -321,6 +340,15 @@ class SparseL2P:
         ppn, the stripe and the preconditioned pages."""
         amap = self.amap
         return amap.plane_base, amap.U, amap.n_pre
+
+    def read_run(self, lo: int, out: I64) -> int:
+        """``l2p_read_run`` of the logical pages [lo, lo + out.size): each one's physical
+        page, or its place in the preconditioned layout where unmapped, into ``out``;
+        how many were unmapped."""
+        amap = self.amap
+        sp = self.sparse
+        return int(l2p_read_run((sp.table, sp.meta, self.sparse_per_seg, self.seg_row,
+                                 self.pool), (amap.plane_base, amap.U, amap.n_pre), lo, out))
 
     def get_run(self, lo: int, n: int) -> I64:
         """``get`` of the contiguous run [lo, lo + n), by segment slices."""

@@ -595,7 +595,6 @@ def test_a_trim_by_bounds_ends_in_the_state_of_a_trim_of_the_pages(seed: int) ->
     count and block state where it leaves them: runs of 1 page to two L2P segments,
     over preconditioned, rewritten, sparse and dense segments, some trimmed twice."""
     from flash.ftl import FTL
-    from tmhw.sim import TmhwError
 
     cfg = small(channels=4, dies_per_chip=4, planes_per_die=4, blocks_per_plane=32,
                 pages_per_block=16, over_provisioning=0.3)
@@ -622,3 +621,39 @@ def test_a_trim_by_bounds_ends_in_the_state_of_a_trim_of_the_pages(seed: int) ->
     assert by_range.trim_range(5, 5) == 0
     with pytest.raises(TmhwError, match="out of range"):
         by_range.trim_range(by_range.n_lpn - 1, by_range.n_lpn + 1)
+
+
+def test_a_read_finds_each_page_where_the_map_or_the_preconditioned_layout_puts_it() -> None:
+    """``FTL.read_run`` (the SSD's read of a run, compiled) gives each logical page's
+    physical page as ``lookup`` does, and an unmapped one's place in the preconditioned
+    layout (``static_ppn``), counting those: over preconditioned, written (sparse and
+    dense segments), trimmed and never-written pages."""
+    from flash.ftl import FTL
+
+    cfg = small(channels=4, dies_per_chip=4, planes_per_die=4, blocks_per_plane=32,
+                pages_per_block=16, over_provisioning=0.3)
+    ftl = FTL(cfg)
+    ftl.precondition(0.3)
+    rng = np.random.default_rng(0)
+    kinds = set()
+    for k in range(200):
+        n = int(rng.choice([1, 3, 64, 200, 4096]))
+        lo = int(rng.integers(0, ftl.n_lpn - n))
+        if k % 4 == 0:
+            ftl.trim_range(lo, lo + n)
+        else:
+            ftl.write_range(lo, lo + n)
+        n = int(rng.choice([1, 2, 17, 300, 5000]))
+        lo = int(rng.integers(0, ftl.n_lpn - n))
+        lpns = np.arange(lo, lo + n, dtype=np.int64)
+        want = ftl.lookup(lpns)
+        unmapped = want < 0
+        want[unmapped] = ftl.static_ppn(lpns[unmapped])
+        out = np.empty(n, dtype=np.int64)
+        assert ftl.read_run(lo, out) == int(unmapped.sum())
+        assert np.array_equal(out, want), k
+        kinds |= {bool(unmapped.any()), bool((~unmapped).any())}
+        kinds.add("sparse" if ftl.l2p.sparse else "dense")
+    assert kinds == {True, False, "sparse", "dense"}
+    with pytest.raises(TmhwError, match="out of range"):
+        ftl.read_run(ftl.n_lpn - 1, np.empty(2, dtype=np.int64))
