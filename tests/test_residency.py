@@ -175,16 +175,17 @@ def test_last_held_is_the_span_of_the_last_k_pages_held(
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.tuples(st.sampled_from(["hold", "release", "live", "dead", "flash",
                                            "written"]),
-                          st.integers(0, 499), st.integers(1, 90)),
+                          st.integers(0, 4_999), st.integers(1, 3_000)),
                 min_size=1, max_size=30),
-       st.integers(0, 499), st.integers(0, 200))
+       st.integers(0, 4_999), st.integers(0, 5_000))
 def test_dirty_and_missing_counts_are_those_of_the_flags(
         steps: list[tuple[str, int, int]], lo: int, length: int) -> None:
     """``Residency.dirty_count`` (held, live and newer than flash), ``count_missing``
-    (not held; eight flags a word) and ``missing_runs`` (the runs of pages not held)
-    against the same counts over the flags' arrays,
-    after holds, releases and changes of liveness and of the flash copy."""
-    n = 500
+    (not held; eight flags a word, summed 255 words at a time) and ``missing_runs`` (the
+    runs of pages not held; words of eight all held or all not skipped whole) against
+    the same counts over the flags' arrays, after holds, releases and changes of
+    liveness and of the flash copy: ranges of up to 5,000 pages (625 words)."""
+    n = 5_000
     res = Residency(n, n, PAGE)
     for what, a, ln in steps:
         b = min(n, a + ln)

@@ -221,20 +221,25 @@ def _times_max(ready: Arrays5, start: int, stop: int) -> int:
 @njit_noref
 def _count_held(in_hbm: np.ndarray, words: np.ndarray, start: int, stop: int) -> int:
     """How many of the pages [start, stop) HBM holds: the pages up to a word boundary
-    one by one, then eight flags a word (its bytes, each 0 or 1, summed by three
-    shifts and adds into its low byte), then the rest one by one."""
+    one by one, then eight flags a word (its bytes, each 0 or 1): up to 255 words
+    added as they are (each byte then counts at most 255 flags, so none carries into
+    the next), their bytes then summed by three folds, then the rest one by one."""
     count = 0
     head = min(stop, (start + 7) & ~7)
     for page in range(start, head):
         if in_hbm[page]:
             count += 1
     tail = max(head, stop & ~7)
-    for w in range(head >> 3, tail >> 3):
-        x = words[w]
-        x += x >> np.uint64(32)
-        x += x >> np.uint64(16)
-        x += x >> np.uint64(8)
-        count += int(x & np.uint64(0xFF))
+    w, end = head >> 3, tail >> 3
+    m8, m16, m32 = (np.uint64(0x00FF00FF00FF00FF), np.uint64(0x0000FFFF0000FFFF),
+                    np.uint64(0xFFFFFFFF))
+    while w < end:
+        upto = min(end, w + 255)
+        x = words[w:upto].sum()  # (a vectorised sum)
+        x = (x & m8) + ((x >> np.uint64(8)) & m8)
+        x = (x & m16) + ((x >> np.uint64(16)) & m16)
+        count += int((x & m32) + (x >> np.uint64(32)))
+        w = upto
     for page in range(tail, stop):
         if in_hbm[page]:
             count += 1
@@ -410,20 +415,32 @@ def _tail_due(ready: Arrays5, lo: int, hi: int, first: int, last: int, dur: int)
 
 
 @njit
-def _clear_runs(flags: np.ndarray, start: int, stop: int) -> np.ndarray:
+def _clear_runs(flags: np.ndarray, words: np.ndarray, start: int, stop: int) -> np.ndarray:
     """The maximal runs [a, b) of pages of [start, stop) whose flag is clear, in order,
-    as rows."""
+    as rows; ``words``: the flags eight a word (a byte each), skipped a word at a time
+    where all eight are set, or all clear."""
     out = np.empty(((stop - start + 1) // 2, 2), dtype=np.int64)
+    every = np.uint64(0x0101010101010101)
     k = 0
     page = start
     while page < stop:
-        while page < stop and flags[page]:
-            page += 1
+        while page < stop:
+            if not page & 7 and page + 8 <= stop and words[page >> 3] == every:
+                page += 8
+            elif flags[page]:
+                page += 1
+            else:
+                break
         if page == stop:
             break
         out[k, 0] = page
-        while page < stop and not flags[page]:
-            page += 1
+        while page < stop:
+            if not page & 7 and page + 8 <= stop and words[page >> 3] == 0:
+                page += 8
+            elif not flags[page]:
+                page += 1
+            else:
+                break
         out[k, 1] = page
         k += 1
     return out[:k]
@@ -695,7 +712,8 @@ class Residency:
         if held == stop - start:
             return 0, []
         return stop - start - held, [(a, b) for a, b in
-                                     _clear_runs(self.in_hbm, start, stop).tolist()]
+                                     _clear_runs(self.in_hbm, self._hbm_words, start,
+                                                 stop).tolist()]
 
     def last_held(self, start: int, stop: int, k: int) -> tuple[int, int, int]:
         """The span [a, b) of pages [start, stop) from the ``k``-th last page HBM holds
