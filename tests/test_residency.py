@@ -156,7 +156,8 @@ def test_last_held_is_the_span_of_the_last_k_pages_held(
         steps: list[tuple[bool, int, int]], lo: int, length: int, k: int) -> None:
     """``Residency.last_held``: from the ``k``-th last held page of a run (the first, if
     fewer are held) to the last held one, and how many those are, as from the held
-    pages' indices; runs of eight unheld pages are skipped a word at a time."""
+    pages' indices; words of eight pages none of them held are skipped whole, and
+    words all held are counted whole while the count stays within ``k``."""
     n = 500
     res = Residency(n, n, PAGE)
     for hold, a, ln in steps:

@@ -333,15 +333,27 @@ def _count_run(held: Arrays3, start: int, stop: int,
 @njit_noref
 def _last_held(in_hbm: np.ndarray, words: np.ndarray, start: int, stop: int,
                k: int) -> tuple[int, int, int]:
-    """``Residency.last_held``: scanned from ``stop`` down, a word of eight pages none
-    of which is held at a time."""
+    """``Residency.last_held``: scanned from ``stop`` down, a word of eight pages at a
+    time where none of them is held, or all are and the count stays within ``k``."""
+    every = np.uint64(0x0101010101010101)
     a = b = -1
     count = 0
     page = stop
     while page > start:
-        if not page & 7 and page - 8 >= start and words[(page >> 3) - 1] == 0:
-            page -= 8
-            continue
+        if not page & 7 and page - 8 >= start:
+            word = words[(page >> 3) - 1]
+            if word == 0:
+                page -= 8
+                continue
+            if word == every and count + 8 <= k:
+                if b < 0:
+                    b = page
+                page -= 8
+                a = page
+                count += 8
+                if count == k:
+                    break
+                continue
         page -= 1
         if in_hbm[page]:
             if b < 0:
