@@ -196,7 +196,8 @@ class DataCache:
         held: list[tuple[int, int]] = []
         mask = np.zeros(hi - lo if buffered else 0, dtype=np.bool_)
         if buffered:
-            hits = int(held_pages(self._pages.table, self._pages.meta, lo, now, mask))
+            hits = int(held_pages((self._heap, self._fmeta, self._pages.table,
+                                   self._pages.meta), lo, now, mask))
             if hits:
                 self.buffer_read_hits += hits
                 held = _mask_runs(mask, lo)
@@ -345,9 +346,23 @@ def buffer_pages(buf: Buffer, lpns: I64, ends: I64) -> None:
 
 
 @njit_noref
-def held_pages(table: I64, meta: I64, lo: int, now: int, mask: npt.NDArray[np.bool_]) -> int:
+def held_pages(buf: Buffer, lo: int, now: int, mask: npt.NDArray[np.bool_]) -> int:
     """``_held`` of each page ``lo + j`` of ``mask`` at ``now``, into ``mask[j]``; how
-    many the buffer holds."""
+    many the buffer holds. None where no buffered write (a row of the heap, ended or
+    not) overlaps the pages, which is looked at first where the writes are fewer than
+    the pages: a page the map holds is one of the write whose program end it holds,
+    until that write leaves the heap (``_release``)."""
+    heap, fmeta, table, meta = buf
+    n = mask.size
+    count = fmeta[COUNT]
+    if count < n:
+        overlaps = False
+        for i in range(count):
+            if heap[i, 2] < lo + n and heap[i, 3] > lo:
+                overlaps = True
+                break
+        if not overlaps:
+            return 0
     hits = 0
     for j in range(mask.size):
         if _held(table, meta, lo + j, now, True):
