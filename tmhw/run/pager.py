@@ -153,8 +153,9 @@ class Pager(PageBook):
         self._in_hbm_view = self.res.in_hbm.view()
         self._in_hbm_view.flags.writeable = False
         self._clock = 0
-        #: per tensor, how many times an op or a released prefetch has claimed it
-        self.generation = np.zeros(len(wl.tensors), dtype=np.int64)
+        #: per tensor, how many times an op or a released prefetch has claimed it (a
+        #: list: read and bumped one tensor at a time, a few times an op)
+        self.generation = [0] * len(wl.tensors)
         self.table: PlacementTable | None = None
         self.iteration = 0
         self.current_op = 0
@@ -206,7 +207,9 @@ class Pager(PageBook):
         """Op ``op_index`` is about to use ``tensors``: write-backs of them queued
         before now are void (``is_stale``)."""
         self.current_op = op_index
-        self.generation[list(tensors)] += 1
+        generation = self.generation
+        for t in tensors:  # (distinct: ``Op.tensors``)
+            generation[t] += 1
 
     def used(self, tensors: tuple[int, ...] | list[int]) -> None:
         """An op has started with ``tensors`` (the clock of ``last_use``)."""
@@ -227,7 +230,7 @@ class Pager(PageBook):
         return out
 
     def is_stale(self, req: DmaRequest) -> bool:
-        return req.tensor >= 0 and int(self.generation[req.tensor]) != req.generation
+        return req.tensor >= 0 and self.generation[req.tensor] != req.generation
 
     def dead(self, t: int, op_index: int) -> bool:
         """Tensor ``t`` holds no data any op will read at ``op_index``: it does not live
@@ -344,7 +347,7 @@ class Pager(PageBook):
                 nxt = due <= op.index or due >= n
                 self.dma.submit(DmaRequest(
                     WRITEBACK, m.p0, m.p1, due % n, self.names[m.tensor], tensor=m.tensor,
-                    generation=int(self.generation[m.tensor]), origin=self.iteration,
+                    generation=self.generation[m.tensor], origin=self.iteration,
                     iteration=self.iteration + (1 if nxt else 0)))
             elif m.action == Action.DROP:
                 self.drop(m, now)
