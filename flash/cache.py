@@ -196,8 +196,7 @@ class DataCache:
         held: list[tuple[int, int]] = []
         mask = np.zeros(hi - lo if buffered else 0, dtype=np.bool_)
         if buffered:
-            hits = int(held_pages((self._heap, self._fmeta, self._pages.table,
-                                   self._pages.meta), lo, now, mask))
+            hits = int(held_pages(self._buf, lo, now, mask))
             if hits:
                 self.buffer_read_hits += hits
                 held = _mask_runs(mask, lo)
@@ -364,7 +363,7 @@ def held_pages(buf: Buffer, lo: int, now: int, mask: npt.NDArray[np.bool_]) -> i
         if not overlaps:
             return 0
     hits = 0
-    for j in range(mask.size):
+    for j in range(n):
         if _held(table, meta, lo + j, now, True):
             mask[j] = True
             hits += 1

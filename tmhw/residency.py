@@ -218,6 +218,10 @@ def _times_max(ready: Arrays5, start: int, stop: int) -> int:
     return int(latest)
 
 
+#: a word of eight held flags (a byte each, 1: held)
+_ALL_HELD = np.uint64(0x0101010101010101)
+
+
 @njit_noref
 def _count_held(in_hbm: np.ndarray, words: np.ndarray, start: int, stop: int) -> int:
     """How many of the pages [start, stop) HBM holds: the pages up to a word boundary
@@ -335,7 +339,6 @@ def _last_held(in_hbm: np.ndarray, words: np.ndarray, start: int, stop: int,
                k: int) -> tuple[int, int, int]:
     """``Residency.last_held``: scanned from ``stop`` down, a word of eight pages at a
     time where none of them is held, or all are and the count stays within ``k``."""
-    every = np.uint64(0x0101010101010101)
     a = b = -1
     count = 0
     page = stop
@@ -345,7 +348,7 @@ def _last_held(in_hbm: np.ndarray, words: np.ndarray, start: int, stop: int,
             if word == 0:
                 page -= 8
                 continue
-            if word == every and count + 8 <= k:
+            if word == _ALL_HELD and count + 8 <= k:
                 if b < 0:
                     b = page
                 page -= 8
@@ -432,12 +435,11 @@ def _clear_runs(flags: np.ndarray, words: np.ndarray, start: int, stop: int) -> 
     as rows; ``words``: the flags eight a word (a byte each), skipped a word at a time
     where all eight are set, or all clear."""
     out = np.empty(((stop - start + 1) // 2, 2), dtype=np.int64)
-    every = np.uint64(0x0101010101010101)
     k = 0
     page = start
     while page < stop:
         while page < stop:
-            if not page & 7 and page + 8 <= stop and words[page >> 3] == every:
+            if not page & 7 and page + 8 <= stop and words[page >> 3] == _ALL_HELD:
                 page += 8
             elif flags[page]:
                 page += 1
