@@ -215,10 +215,10 @@ def solved_parts(inp: BoundsInput) -> tuple[GapPlan | None, int, int, int, int, 
 def solve_ahead(inp: BoundsInput) -> None:
     """Start ``solved_parts`` on a thread of their own, where they are memoised, so that
     a system's bounds' LPs and flash batch run beside its policy's plan. What runs
-    there at once is the compiled and numpy work (the batch's kernels, the LPs' rows):
-    scipy's HiGHS (1.17) keeps Python's lock while it solves (two ``linprog`` calls on
-    two threads took 2.08 s, one after the other 2.28 s; a Python loop beside one ran
-    at a third of its speed), so the LPs themselves take turns with the plan's. The
+    there at once is the compiled work (the batch's kernels) and HiGHS's solves, which
+    let go of Python's lock (``tmhw.placement.lp``: an LP of 10.7 s alone took 10.9 s
+    on a thread beside a Python loop that ran at full speed); the Python around them
+    (the LPs' rows, numpy's calls, the kernels' loads) takes turns with the plan's. The
     NAND LPs go before the batch: beside the run instead, they slowed it by about as
     long as they took (GPT-2 medium at 1024 layers, 11-23 s). ``solved_parts`` waits
     for them; if they fail, it solves them again on its own thread, where the error is
@@ -307,7 +307,7 @@ def npu_alone_later(inp: BoundsInput, background: bool) -> Callable[[], np.ndarr
         best = passes()
         return lambda: best
     # numba loads here, not on the thread: its import hides scipy's BLAS from every
-    # thread while it runs, and this one goes on to import scipy for the LPs; and the
+    # thread while it runs, and this one may go on to import scipy (a MILP); and the
     # ops are planned here, so that the thread's Python does not take turns with the
     # run's on Python's lock
     jit.load()

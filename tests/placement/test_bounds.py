@@ -386,18 +386,25 @@ def test_the_lp_is_the_interval_lp_with_a_cover_per_op_in_linear_size(
     at 12.5%, many times more). Rounding then gives back pages as the incidence
     matrix's columns did."""
     import scipy.optimize
+    import scipy.sparse as sp
 
     from tmhw.placement import bounds as B
 
     gp = {"step": gap_plan(STEP), "frozen": gap_plan(FROZEN), "bert": bert_gaps}[which]
     seen: list[dict[str, Any]] = []
     real = scipy.optimize.linprog
+    solve = B.linprog
+
+    def scipy_csr(m: Any) -> Any:
+        return None if m is None else sp.csr_matrix((m.data, m.indices, m.indptr),
+                                                    shape=m.shape)
 
     def spy(c: Any, **kw: Any) -> Any:
-        seen.append({"c": c, **kw})
-        return real(c, **kw)
+        seen.append({"c": c, **kw, "A_eq": scipy_csr(kw["a_eq"]),
+                     "A_ub": scipy_csr(kw["a_ub"])})
+        return solve(c, **kw)
 
-    monkeypatch.setattr(scipy.optimize, "linprog", spy)   # the bound imports it when solving
+    monkeypatch.setattr(B, "linprog", spy)
     rng = np.random.default_rng(0)
     caps = (2, 4) if which != "bert" else (
         math.floor(0.125 * -(-gp.wl.peak_live_bytes() // PS)),)

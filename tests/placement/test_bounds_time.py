@@ -16,6 +16,7 @@ import pytest
 from tmhw.config import PAPER, QUICK, with_overrides
 from tmhw.placement.bounds import ratios, time_bound_ps, traffic_bound
 from tmhw.placement.gaps import GapPlan
+from tmhw.placement.lp import LpResult
 from tmhw.placement.registry import POLICIES
 from tmhw.sim.units import S
 from tmhw.system import System
@@ -122,8 +123,6 @@ def test_where_the_interior_point_fails_the_simplex_solves_the_preference_lp(
     """An interior point solve that ends without a solution is not the end of the
     preference: the dual simplex solves it (at 0.9 HBM on the quick preset the two
     routes' plans differ, so the plan shows which ran)."""
-    from scipy.optimize import OptimizeResult
-
     import tmhw.placement.bounds as B
     from tmhw import config as C
     from tmhw.system import System
@@ -132,8 +131,8 @@ def test_where_the_interior_point_fails_the_simplex_solves_the_preference_lp(
     gp = GapPlan(s.ctx)
     span = (gp.start2[gp.gb] - gp.end2[gp.ga]).astype(np.float64)
     simplex = traffic_bound(gp, s.capacity_pages, prefer=span)
-    monkeypatch.setattr(B, "_interior_lp2", lambda *a: OptimizeResult(
-        status=4, x=None, message="numerical difficulties"))
+    monkeypatch.setattr(B, "_interior_lp2", lambda *a: LpResult(
+        4, "numerical difficulties", np.zeros(0), float("nan")))
     fallen = traffic_bound(gp, s.capacity_pages, prefer=span, simplex_columns=0)
     assert np.array_equal(fallen.evicted_pages, simplex.evicted_pages)
 

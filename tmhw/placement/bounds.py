@@ -86,8 +86,10 @@ reads forced after it cannot overlap, and are programmed before it but for the w
 buffers' content (``System.bounds`` takes the larger; NAND reads and programs over the
 whole iteration are ``tmhw.placement.nand_bound``'s).
 
-Numpy and scipy only; no simulation. scipy is imported when a bound is solved, not with
-the module, so importing the policies (the config does, for their parameters) stays light.
+Numpy and HiGHS only (``tmhw.placement.lp``); no simulation. HiGHS is imported when a
+bound is solved, not with the module, so importing the policies (the config does, for
+their parameters) stays light; scipy only where an LP's vertex is fractional and the
+MILP runs (``milp``).
 """
 
 from __future__ import annotations
@@ -100,10 +102,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-if TYPE_CHECKING:
-    import scipy.sparse as sp
-    from scipy.optimize import OptimizeResult
+from tmhw.placement.lp import LpResult, Sparse, linprog, stack
 
+if TYPE_CHECKING:
     from tmhw.placement.gaps import GapPlan
 
 #: Picoseconds per second (``tmhw.sim.units.S``; not imported, to keep SimPy out).
@@ -208,13 +209,12 @@ def _cover(ga: np.ndarray, gb: np.ndarray, n: int, w: np.ndarray) -> np.ndarray:
 
 
 def _lp_matrix(ga: np.ndarray, gb: np.ndarray, n: int, active: np.ndarray,
-               sv: np.ndarray, wcol: np.ndarray, ne: int) -> sp.csr_matrix:
+               sv: np.ndarray, wcol: np.ndarray, ne: int) -> Sparse:
     """The LP's constraint rows, in CSR: minus the interval matrix's rows ``active``
     (an op's capacity), then one row ``x[sv[i]] - w[wcol[i]] <= 0`` per gap in a shared
     epoch. Built straight from the covered (op, column) pairs of the active ops, kept
     as 32-bit indices where they fit: nothing the size of the whole interval matrix
     besides the result (on eight GPT-3 blocks it has 15.7M entries)."""
-    import scipy.sparse as sp
     nv = len(ga)
     total = int(np.maximum(gb - ga - 1, 0).sum())
     small = max(2 * n, nv + ne, len(active) + len(sv), total + 2 * len(sv)) < 2**31
@@ -231,11 +231,11 @@ def _lp_matrix(ga: np.ndarray, gb: np.ndarray, n: int, active: np.ndarray,
     cols = np.concatenate((cols, sv.astype(it), (nv + wcol).astype(it)))
     data = np.concatenate((np.full(len(rows) - 2 * len(sv), -1.0), np.ones(len(sv)),
                            -np.ones(len(sv))))
-    return sp.csr_matrix((data, (rows, cols)), shape=(len(active) + len(sv), nv + ne))
+    return Sparse.coo(data, rows, cols, (len(active) + len(sv), nv + ne))
 
 
 def _lp_rows(ga: np.ndarray, gb: np.ndarray, n: int, sv: np.ndarray, wcol: np.ndarray,
-             ne: int) -> tuple[sp.csr_matrix, sp.csr_matrix | None]:
+             ne: int) -> tuple[Sparse, Sparse | None]:
     """The LP's constraint rows over the variables x (gaps), w (epochs) and y (ops):
     ``(A_eq, A_ub)`` with ``A_eq @ v == 0`` and ``A_ub @ v <= 0``, in O(gaps + ops)
     entries. ``y[i]`` is op i's cover, the pages out of HBM over it (its capacity row
@@ -247,7 +247,6 @@ def _lp_rows(ga: np.ndarray, gb: np.ndarray, n: int, sv: np.ndarray, wcol: np.nd
     ending before i)``. The interval matrix itself has an entry per gap per op it
     covers: 15.7M on eight GPT-3 blocks, where these rows have 23k. The epoch rows are
     ``x[sv[k]] - w[wcol[k]] <= 0`` (None: no epoch has two gaps)."""
-    import scipy.sparse as sp
     nv = len(ga)
     m = max(n, 1)
     first = (ga + 1) % m
@@ -266,13 +265,13 @@ def _lp_rows(ga: np.ndarray, gb: np.ndarray, n: int, sv: np.ndarray, wcol: np.nd
     idx = np.concatenate(([y], cols[c0], y + i, y + i - 1, cols[up], cols[down]))
     val = np.concatenate(([1.0], -on0[c0].astype(np.float64), np.ones(n - 1),
                           -np.ones(n - 1), -np.ones(up.size), np.ones(down.size)))
-    a_eq = sp.csr_matrix((val, (rows, idx)), shape=(n, y + n))
+    a_eq = Sparse.coo(val, rows, idx, (n, y + n))
     if not len(sv):
         return a_eq, None
     k = np.arange(len(sv), dtype=np.int64)
-    a_ub = sp.csr_matrix((np.concatenate((np.ones(len(sv)), -np.ones(len(sv)))),
-                          (np.concatenate((k, k)), np.concatenate((sv, nv + wcol)))),
-                         shape=(len(sv), y + n))
+    a_ub = Sparse.coo(np.concatenate((np.ones(len(sv)), -np.ones(len(sv)))),
+                      np.concatenate((k, k)), np.concatenate((sv, nv + wcol)),
+                      (len(sv), y + n))
     return a_eq, a_ub
 
 
@@ -295,8 +294,6 @@ def traffic_bound(gp: GapPlan, capacity_pages: int, *, node_limit: int = 20000,
     simplex up to this many columns and by the interior point method (with a crossover
     to a vertex) above (``TMTrainingParams.simplex_columns``), and by the simplex where
     that fails; None: always the simplex."""
-    import scipy.sparse as sp
-    from scipy.optimize import Bounds, LinearConstraint, linprog, milp
     t0 = time.perf_counter()
     n, ps, ng = gp.n, gp.ps, len(gp.gaps)
     ga, gb = gp.ga, gp.gb
@@ -345,7 +342,7 @@ def traffic_bound(gp: GapPlan, capacity_pages: int, *, node_limit: int = 20000,
         lb = np.concatenate((np.zeros(nv + ne), ylo))
         ub = np.concatenate((vp, epoch_pages, np.full(n, np.inf)))
         box = np.column_stack((lb, ub))
-        lp = linprog(c, A_ub=a_ub, b_ub=zeros_ub, A_eq=a_eq, b_eq=zeros_eq, bounds=box,
+        lp = linprog(c, a_ub=a_ub, b_ub=zeros_ub, a_eq=a_eq, b_eq=zeros_eq, bounds=box,
                      method="highs-ds")
         if lp.status != 0:
             raise RuntimeError(f"traffic bound LP: {lp.message}")
@@ -361,25 +358,22 @@ def traffic_bound(gp: GapPlan, capacity_pages: int, *, node_limit: int = 20000,
             # 1/16 to 1/2 never get here, so their matrix stays small.
             a_mip = _lp_matrix(gav, gbv, n, active, sv, wcol, ne)
             b_mip = np.concatenate((-rhs[active].astype(np.float64), np.zeros(len(sv))))
-            again = linprog(c[:nv + ne], A_ub=a_mip, b_ub=b_mip, bounds=box[:nv + ne],
-                            method="highs-ds")
-            if again.status == 0 and not _fractional(again.x[:nv]):
-                mip = again
-            else:
-                mip = milp(c[:nv + ne], integrality=np.concatenate((np.ones(nv),
-                                                                    np.zeros(ne))),
-                           bounds=Bounds(lb[:nv + ne], ub[:nv + ne]),
-                           constraints=LinearConstraint(a_mip, -np.inf, b_mip),
-                           options={"node_limit": int(node_limit), "mip_rel_gap": 0.0})
+            again = linprog(c[:nv + ne], a_ub=a_mip, b_ub=b_mip, a_eq=None, b_eq=None,
+                            bounds=box[:nv + ne], method="highs-ds")
+            found: np.ndarray | None = again.x
+            status = again.status
+            if status != 0 or _fractional(again.x[:nv]):
+                status, found = _milp(c[:nv + ne], nv, a_mip, b_mip, lb[:nv + ne],
+                                      ub[:nv + ne], node_limit)
             del a_mip
-            if mip.status == 0 and mip.x is not None:
-                tries = [np.asarray(mip.x[:nv])]
+            if status == 0 and found is not None:
+                tries = [np.asarray(found[:nv])]
             else:
                 # no proof in time: the better of the rounded relaxation and the MILP's
                 # best plan so far
                 integral = False
-                if mip.x is not None:
-                    tries.append(np.asarray(mip.x[:nv]))
+                if found is not None:
+                    tries.append(np.asarray(found[:nv]))
         if prefer is not None and integral:
             # Lexicographic: hold the traffic at its optimum, maximise the preference.
             c2 = np.concatenate((-np.asarray(prefer, dtype=np.float64)[var], np.zeros(ne + n)))
@@ -390,10 +384,10 @@ def traffic_bound(gp: GapPlan, capacity_pages: int, *, node_limit: int = 20000,
             if simplex_columns is not None and len(c2) > simplex_columns:
                 lp2 = _interior_lp2(c2 / scale, c, limit, a_ub, a_eq, box)
             if lp2 is None or lp2.status != 0:  # (the simplex, also where that failed)
-                a2 = sp.csr_matrix(c) if a_ub is None else _with_row(a_ub, c)
+                a2 = (Sparse.empty(len(c)) if a_ub is None else a_ub).with_row(c)
                 b2 = np.zeros(a2.shape[0])
                 b2[-1] = limit
-                lp2 = linprog(c2 / scale, A_ub=a2, b_ub=b2, A_eq=a_eq, b_eq=zeros_eq,
+                lp2 = linprog(c2 / scale, a_ub=a2, b_ub=b2, a_eq=a_eq, b_eq=zeros_eq,
                               bounds=box, method="highs-ds")
             if lp2.status == 0:
                 tries.insert(0, np.asarray(lp2.x[:nv]))
@@ -430,23 +424,27 @@ def _fractional(x: np.ndarray) -> bool:
     return bool((np.abs(x - np.round(x)) > _TOL).any())
 
 
-def _with_row(a: sp.csr_matrix, row: np.ndarray) -> sp.csr_matrix:
-    """``a`` with the dense ``row`` appended (its nonzeros), as one CSR copy."""
+def _milp(c: np.ndarray, nv: int, a: Sparse, b: np.ndarray, lb: np.ndarray,
+          ub: np.ndarray, node_limit: int) -> tuple[int, np.ndarray | None]:
+    """``traffic_bound``'s MILP (its first ``nv`` columns integral) by scipy's ``milp``
+    within ``node_limit`` branch-and-bound nodes: its status (0: proved optimal) and
+    its best solution so far (None: none). scipy is imported here only: BERT-large,
+    ResNet-50 and the GPT-3 block at 1/16 to 1/2 never get here."""
     import scipy.sparse as sp
-    nz = np.flatnonzero(row)
-    idx = a.indices.dtype
-    return sp.csr_matrix((np.concatenate((a.data, row[nz])),
-                          np.concatenate((a.indices, nz.astype(idx))),
-                          np.concatenate((a.indptr, [a.indptr[-1] + len(nz)])).astype(idx)),
-                         shape=(a.shape[0] + 1, a.shape[1]))
+    from scipy.optimize import Bounds, LinearConstraint, milp
+    mat = sp.csr_matrix((a.data, a.indices, a.indptr), shape=a.shape)
+    res = milp(c, integrality=np.concatenate((np.ones(nv), np.zeros(len(c) - nv))),
+               bounds=Bounds(lb, ub), constraints=LinearConstraint(mat, -np.inf, b),
+               options={"node_limit": int(node_limit), "mip_rel_gap": 0.0})
+    return int(res.status), (None if res.x is None else np.asarray(res.x))
 
 
 #: nonzeros of the cost row per partial sum of ``_interior_lp2``'s chain
 _CHAIN_NONZEROS = 4096
 
 
-def _interior_lp2(c2: np.ndarray, c: np.ndarray, limit: float, a_ub: sp.csr_matrix | None,
-                  a_eq: sp.csr_matrix, box: np.ndarray) -> OptimizeResult:
+def _interior_lp2(c2: np.ndarray, c: np.ndarray, limit: float, a_ub: Sparse | None,
+                  a_eq: Sparse, box: np.ndarray) -> LpResult:
     """``traffic_bound``'s second LP (minimise ``c2``, with ``c x <= limit`` beside the
     first LP's rows) by the interior point method and a crossover to a vertex. The
     dense cost row is a chain of partial sums instead (``s_k = s_(k-1)`` plus the cost
@@ -454,8 +452,6 @@ def _interior_lp2(c2: np.ndarray, c: np.ndarray, limit: float, a_ub: sp.csr_matr
     LP in the original columns, whose factors stay sparse (gpt2-medium at 1024 layers:
     270 MB and 9.7 s against 917 MB and 10.8 s with the row). The result's ``x`` starts
     with the original columns."""
-    import scipy.sparse as sp
-    from scipy.optimize import linprog
     nz = np.flatnonzero(c)
     k = max(1, -(-len(nz) // _CHAIN_NONZEROS))
     nc = len(c)
@@ -468,16 +464,15 @@ def _interior_lp2(c2: np.ndarray, c: np.ndarray, limit: float, a_ub: sp.csr_matr
         rows += [np.full(len(block) + len(sums), j)]
         cols += [block, sums]
         vals += [-c[block], np.array([1.0, -1.0])[:len(sums)]]
-    chain = sp.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
-                          shape=(k, nc + k))
-    a_eq2 = sp.vstack((sp.hstack((a_eq, sp.csr_matrix((a_eq.shape[0], k)))), chain)).tocsr()
-    a_ub2 = None if a_ub is None else sp.hstack((a_ub, sp.csr_matrix((a_ub.shape[0], k)))
-                                                 ).tocsr()
+    chain = Sparse.coo(np.concatenate(vals), np.concatenate(rows), np.concatenate(cols),
+                       (k, nc + k))
+    a_eq2 = stack(a_eq.wider(k), chain)
+    a_ub2 = None if a_ub is None else a_ub.wider(k)
     sums = np.column_stack((np.full(k, -np.inf), np.full(k, np.inf)))
     sums[-1, 1] = limit
-    return linprog(np.concatenate((c2, np.zeros(k))), A_ub=a_ub2,
+    return linprog(np.concatenate((c2, np.zeros(k))), a_ub=a_ub2,
                    b_ub=None if a_ub2 is None else np.zeros(a_ub2.shape[0]),
-                   A_eq=a_eq2, b_eq=np.zeros(a_eq2.shape[0]),
+                   a_eq=a_eq2, b_eq=np.zeros(a_eq2.shape[0]),
                    bounds=np.vstack((box, sums)), method="highs-ipm")
 
 

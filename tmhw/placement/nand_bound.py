@@ -24,7 +24,8 @@ op), each with one kind of cost only:
 
 Each is the LP relaxation's optimum (a lower bound over integral plans too), in pages;
 a policy moves at least these however it trades reads against writes, as each holds
-over every plan, not only over the traffic bound's cheapest one. Numpy and scipy only.
+over every plan, not only over the traffic bound's cheapest one. Numpy and HiGHS only
+(``tmhw.placement.lp``).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from tmhw.placement.bounds import _cover, _lp_rows, write_epochs
+from tmhw.placement.lp import linprog
 
 if TYPE_CHECKING:
     from tmhw.placement.gaps import GapPlan
@@ -46,7 +48,6 @@ def least_pages(gp: GapPlan, capacity_pages: int, kind: str) -> float:
     fetches, with ``capacity_pages`` counting the SSDs' DRAM too; ``programs``: write
     epochs) over every plan that fits ``capacity_pages`` at every op, the mini-batch
     movable (module docstring)."""
-    from scipy.optimize import linprog
     if kind not in KINDS:
         raise ValueError(f"least_pages: kind {kind!r}; one of {KINDS}")
     n, ng = gp.n, len(gp.gaps)
@@ -90,8 +91,8 @@ def least_pages(gp: GapPlan, capacity_pages: int, kind: str) -> float:
     ylo[active] = rhs[active]
     lb = np.concatenate((np.zeros(nv + ne), ylo))
     ub = np.concatenate((vp, epoch_pages, np.full(n, np.inf)))
-    lp = linprog(np.concatenate((cost, np.ones(ne), np.zeros(n))), A_ub=a_ub,
-                 b_ub=None if a_ub is None else np.zeros(a_ub.shape[0]), A_eq=a_eq,
+    lp = linprog(np.concatenate((cost, np.ones(ne), np.zeros(n))), a_ub=a_ub,
+                 b_ub=None if a_ub is None else np.zeros(a_ub.shape[0]), a_eq=a_eq,
                  b_eq=np.zeros(n), bounds=np.column_stack((lb, ub)), method="highs-ds")
     if lp.status != 0:
         raise RuntimeError(f"NAND work bound LP ({kind}): {lp.message}")
