@@ -16,10 +16,12 @@ steps = st.lists(st.tuples(st.sampled_from(["push", "pages", "remove", "trim", "
 
 
 @settings(max_examples=200, deadline=None)
-@given(steps)
+@given(steps, st.sampled_from([2, 3, 64]))
 def test_run_lru_orders_pages_as_a_map_one_page_at_a_time(
-        ops: list[tuple[str, int, int]]) -> None:
-    lru = RunLru()
+        ops: list[tuple[str, int, int]], rows: int) -> None:
+    """Whatever the arrays' first size: from two rows they grow as segments come (a cut
+    inside a segment, a push), and every order, look-up and count stays the map's."""
+    lru = RunLru(rows)
     ref: OrderedDict[int, None] = OrderedDict()
     for kind, lo, n in ops:
         hi = lo + n
