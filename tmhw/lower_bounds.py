@@ -137,6 +137,7 @@ def start_bounds(inp: BoundsInput, background: bool = True) -> Callable[[], dict
     else:
         alone = npu_alone_later(inp, background)
     gp, rd, wr, nand_rd, prog, batch_ps = solved_parts(inp)
+    _give_back_freed()
     compute = int(inp.op_ps.sum())
     # Every write is programmed (drained), but a read may be served from the write
     # buffer, so only the SSDs' links are sure to carry the reads.
@@ -165,6 +166,21 @@ def start_bounds(inp: BoundsInput, background: bool = True) -> Callable[[], dict
                 "npu_ops_ps": compute, "npu_ps": npu_ps, "link_ps": link_ps,
                 "flash_ps": flash_ps, "die_ps": die_ps, "phase_ps": phase_ps}
     return finish
+
+
+def _give_back_freed() -> None:
+    """Hand the C heap's freed pages back to the system (glibc's ``malloc_trim``; no
+    work elsewhere), once the bounds' solvers and the plan's are done and before the
+    run's per-page state fills in. HiGHS's and the batch's freed memory otherwise stays
+    in the process's heap under the run's: GPT-2 medium at 1024 layers peaked at
+    2.84 GB where it had peaked at 2.53 GB with scipy's LPs, whose allocations happened
+    to leave less of it (the same LPs alone peak lower through highspy), and at
+    2.62 GB with the heap trimmed here."""
+    import ctypes
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
 
 
 def solved_parts(inp: BoundsInput) -> tuple[GapPlan | None, int, int, int, int, int]:
