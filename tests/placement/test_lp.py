@@ -128,3 +128,14 @@ def test_a_plan_and_its_bounds_import_neither_scipy_optimize_nor_sparse() -> Non
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)
     assert out.stdout.split()[-2:] == ["False", "False"]
+
+
+def test_a_model_past_highs_indices_is_refused_not_wrapped(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """HiGHS's indices are 32-bit: a model with more nonzeros is refused with its sizes
+    (a cast would wrap them into another model)."""
+    monkeypatch.setattr(L, "HIGHS_INDEX_LIMIT", 3)
+    a = L.Sparse.coo(np.ones(3), np.zeros(3, dtype=np.int64), np.arange(3), (1, 3))
+    with pytest.raises(ValueError, match="3 nonzeros: HiGHS's indices hold fewer than 3"):
+        L.linprog(np.ones(3), a_ub=a, b_ub=np.ones(1), a_eq=None, b_eq=None,
+                  bounds=np.zeros((3, 2)))

@@ -30,6 +30,9 @@ import numpy as np
 #: printed
 _OPTIONS = {"presolve": "on", "simplex_strategy": 1, "highs_debug_level": 0,
             "log_to_console": False, "output_flag": False}
+#: HiGHS's indices (highspy's build) are 32-bit: a model of this many rows, columns or
+#: nonzeros does not fit
+HIGHS_INDEX_LIMIT = 2**31
 #: ``linprog``'s methods and HiGHS's ``solver`` option
 METHODS = {"highs-ds": "simplex", "highs-ipm": "ipm"}
 
@@ -134,6 +137,9 @@ def linprog(c: np.ndarray, *, a_ub: Sparse | None, b_ub: np.ndarray | None,
     bu = np.zeros(0) if b_ub is None else np.asarray(b_ub, dtype=np.float64)
     be = np.zeros(0) if b_eq is None else np.asarray(b_eq, dtype=np.float64)
     assert len(bu) == m_ub and len(be) == (0 if a_eq is None else a_eq.shape[0])
+    if max(a.nnz, a.shape[0], n) >= HIGHS_INDEX_LIMIT:
+        raise ValueError(f"LP of {a.shape[0]} rows, {n} columns and {a.nnz} nonzeros: "
+                         f"HiGHS's indices hold fewer than {HIGHS_INDEX_LIMIT}")
     # column-wise, rows sorted within each column (scipy's ``csc_array`` of the stack)
     rows = a.rows()
     order = np.lexsort((rows, a.indices))
@@ -150,8 +156,8 @@ def linprog(c: np.ndarray, *, a_ub: Sparse | None, b_ub: np.ndarray | None,
     lp.a_matrix_.num_col_ = n
     lp.a_matrix_.num_row_ = a.shape[0]
     lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-    lp.a_matrix_.start_ = start.astype(np.int32)
-    lp.a_matrix_.index_ = rows[order].astype(np.int32)
+    lp.a_matrix_.start_ = start
+    lp.a_matrix_.index_ = rows[order]
     lp.a_matrix_.value_ = a.data[order]
     h = highspy.Highs()
     for key, val in (*_OPTIONS.items(), ("solver", METHODS[method])):
