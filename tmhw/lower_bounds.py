@@ -183,11 +183,15 @@ def _give_back_freed() -> None:
         pass
 
 
-def solved_parts(inp: BoundsInput) -> tuple[GapPlan | None, int, int, int, int, int]:
+def solved_parts(inp: BoundsInput, ahead: bool = False
+                 ) -> tuple[GapPlan | None, int, int, int, int, int]:
     """The bounds' parts that are solved rather than simulated, each memoised by what it
     depends on: the gaps, the fewest bytes read and written (the traffic LP), the fewest
     NAND reads and programs (``least_pages``' LPs) and the drained flash batch of
-    those writes. Waits first for those ``solve_ahead`` started."""
+    those writes. Waits first for those ``solve_ahead`` started. ``ahead`` (on
+    ``solve_ahead``'s thread): the NAND LPs on a thread of their own, beside the traffic
+    LP and the batch (HiGHS lets Python's lock go while it solves), waited for before
+    this returns."""
     from flash.batch import batch_time_ps
     from tmhw.placement.bounds import traffic_bound
     from tmhw.placement.gaps import GapPlan
@@ -196,36 +200,56 @@ def solved_parts(inp: BoundsInput) -> tuple[GapPlan | None, int, int, int, int, 
     key = inp.memo_key("capacity")
     if key is not None:
         with _SOLVING_LOCK:
-            ahead = _SOLVING.get(key)
-        if ahead is not None and ahead is not threading.current_thread():
-            ahead.join()  # (the thread leaves ``_SOLVING`` when it ends)
+            started = _SOLVING.get(key)
+        if started is not None and started is not threading.current_thread():
+            started.join()  # (the thread leaves ``_SOLVING`` when it ends)
     cfg, wl = inp.cfg, inp.workload
     fc = cfg.flash
     whole = inp.whole_footprint
     gp = None if whole else GapPlan(inp.ctx, windowed=True)
     # what the SSDs' DRAM holds at once, in the workload's pages
     dram_pages = fc.devices * (fc.write_buffer_bytes + fc.read_cache_bytes) // wl.page_size
+    def nand(g: GapPlan) -> tuple[int, int]:
+        prog = int(_memo("programs", key, lambda: least_pages(
+            g, inp.capacity_pages, "programs")) + _TOL) * wl.page_size
+        nand_rd = int(_memo("nand_reads", None if key is None else f"{key} {dram_pages}",
+                            lambda: least_pages(g, inp.capacity_pages + dram_pages,
+                                                "nand_reads")) + _TOL) * wl.page_size
+        return prog, nand_rd
+
+    side = None
     if gp is None:
-        rd = wr = nand_rd = prog = 0
+        rd = wr = 0
     else:
+        if ahead:
+            # not a daemon, as ``solve_ahead``'s; an error is raised where the LPs are
+            # solved again, below
+            side = threading.Thread(target=_quietly, args=(nand, gp), daemon=False,
+                                    name="tmhw-bounds-nand")
+            side.start()
         # any policy may evict the mini-batch (AutoTM does, on ResNet-50 b32 at 12.5%);
         # the LP counts pages over the ops' order and takes no time or bandwidth, so a
         # sweep over flash and link solves it once per workload and capacity
         tb = _memo("traffic", key,
                    lambda: traffic_bound(gp, inp.capacity_pages, movable_input=True))
         rd, wr = tb.read_bytes, tb.write_bytes
-        ckey = key
-        prog = int(_memo("programs", ckey, lambda: least_pages(
-            gp, inp.capacity_pages, "programs")) + _TOL) * wl.page_size
-        nand_rd = int(_memo("nand_reads", None if ckey is None else f"{ckey} {dram_pages}",
-                            lambda: least_pages(gp, inp.capacity_pages + dram_pages,
-                                                "nand_reads")) + _TOL) * wl.page_size
     fkey = inp.memo_key("flash", "seed")
     batch_ps = _memo("flash", None if fkey is None else f"{fkey} {wr}",
                      lambda: batch_time_ps(fc, 0, wr, seed=cfg.run.seed, drain=True,
                                            precondition=wl.npages * wl.page_size
                                            / fc.total_capacity))
+    if side is not None:
+        side.join()
+    prog, nand_rd = (0, 0) if gp is None else nand(gp)
     return gp, rd, wr, nand_rd, prog, batch_ps
+
+
+def _quietly(fn: Callable[..., Any], *args: Any) -> None:
+    """``fn(*args)``, its error left for the caller that computes it again."""
+    try:
+        fn(*args)
+    except Exception:  # noqa: BLE001,S110 (solved again where the error is raised)
+        pass
 
 
 def solve_ahead(inp: BoundsInput) -> None:
@@ -235,10 +259,12 @@ def solve_ahead(inp: BoundsInput) -> None:
     let go of Python's lock (``tmhw.placement.lp``: an LP of 10.7 s alone took 10.9 s
     on a thread beside a Python loop that ran at full speed); the Python around them
     (the LPs' rows, numpy's calls, the kernels' loads) takes turns with the plan's. The
-    NAND LPs go before the batch: beside the run instead, they slowed it by about as
-    long as they took (GPT-2 medium at 1024 layers, 11-23 s). ``solved_parts`` waits
-    for them; if they fail, it solves them again on its own thread, where the error is
-    raised."""
+    NAND LPs run on a third thread beside the traffic LP and the batch (GPT-2 medium at
+    1024 layers: the bounds done 6.4 s sooner, 38.7-41.4 s against 45.1-47.6 s, though
+    the plan beside them took 28-31 s before and 39-41 s now), all before the run:
+    beside the run instead, they slowed it by about as long as they took (11-23 s
+    there). ``solved_parts`` waits for them; if they fail, it solves them again on its
+    own thread, where the error is raised."""
     key = inp.memo_key("capacity")
     if key is None or inp.whole_footprint:
         return
@@ -258,7 +284,7 @@ def solve_ahead(inp: BoundsInput) -> None:
 
 def _solve_quietly(inp: BoundsInput, key: str) -> None:
     try:
-        solved_parts(inp)
+        solved_parts(inp, ahead=True)
     except Exception:  # noqa: BLE001,S110 (solved again where the error is raised)
         pass
     finally:
