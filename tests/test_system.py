@@ -303,9 +303,9 @@ def test_bounds_are_computed_before_the_run_and_once(monkeypatch: pytest.MonkeyP
 
 
 def test_the_bounds_threads_are_waited_for_at_exit(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The threads a ``System`` starts for its bounds (the traffic LP ahead, the
-    NPU-alone passes) are not daemons: the interpreter joins them at exit. A daemon
-    still in the solver's or a compiled pass's native code when the interpreter
+    """The threads a ``System`` starts for its bounds (the traffic LP ahead, its NAND
+    LPs, the NPU-alone passes) are not daemons: the interpreter joins them at exit. A
+    daemon still in the solver's or a compiled pass's native code when the interpreter
     finalized aborted the process (``terminate called without an active exception``,
     exit status 134): a script that built Systems to read their plans and exited did,
     one run in three."""
@@ -327,7 +327,8 @@ def test_the_bounds_threads_are_waited_for_at_exit(monkeypatch: pytest.MonkeyPat
     monkeypatch.setattr(lower_bounds, "_SOLVING", {})
     s = System(C.with_overrides(C.QUICK, ["policy.hbm_ratio=0.25", "run.iterations=2"]))
     s.run()
-    assert sorted(started) == [("tmhw-bounds", False), ("tmhw-npu-alone", False)]
+    assert sorted(started) == [("tmhw-bounds", False), ("tmhw-bounds-nand", False),
+                               ("tmhw-npu-alone", False)]
 
 
 @pytest.mark.parametrize("model", ["bert-base", "gpt2-small", "gpt3-block", "t5-encoder"])

@@ -85,6 +85,22 @@ def _lp_calls(cfg_sets: list[str]) -> list[dict[str, object]]:
     return seen
 
 
+def _highs_versions() -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The HiGHS scipy carries and highspy's, (major, minor, patch) each."""
+    import highspy._core as hs
+    from scipy.optimize._highspy import _core as sc
+    parts = ("MAJOR", "MINOR", "PATCH")
+    return (tuple(getattr(sc, f"HIGHS_VERSION_{p}") for p in parts),
+            tuple(getattr(hs, f"HIGHS_VERSION_{p}") for p in parts))
+
+
+def test_highspy_is_the_highs_scipy_carries() -> None:
+    """The pin holds: scipy's HiGHS and highspy's are one release (the comparison
+    below is of one solver through two doors)."""
+    ours, theirs = _highs_versions()
+    assert ours == theirs == (1, 12, 0)
+
+
 @pytest.mark.parametrize("sets", [["policy.hbm_ratio=0.25"], ["policy.hbm_ratio=0.9"],
                                   ['policy.name="tm-training"', "policy.hbm_ratio=0.5"]])
 def test_every_lp_ends_where_scipys_linprog_ends(sets: list[str]) -> None:
