@@ -284,9 +284,7 @@ def solve_ahead(inp: BoundsInput) -> None:
 
 def _solve_quietly(inp: BoundsInput, key: str) -> None:
     try:
-        solved_parts(inp, ahead=True)
-    except Exception:  # noqa: BLE001,S110 (solved again where the error is raised)
-        pass
+        _quietly(solved_parts, inp, True)
     finally:
         # only now: a ``solved_parts`` that comes while these are still solving waits
         # for them instead of solving them again beside them
