@@ -1,6 +1,6 @@
 """``python -m tmhw``: the ``tmhw`` command, for an environment whose scripts folder is
 not on the PATH."""
 
-from tmhw.cli import main
+from tmhw.cli import entry
 
-raise SystemExit(main())
+entry()
