@@ -23,7 +23,8 @@ Each layer does what the per-command path does, for the commands in order:
 
 The flash bench's closed loops (``ReadLoop``: whole-page reads; ``WriteLoop``: writes
 of whole pages through no buffer, placed by the FTL's run kernel and programmed as one
-chunk each) are this path with a time per command: each request goes out when the
+chunk each on the fast model, command by command on the detailed one, under either
+rules) are this path with a time per command: each request goes out when the
 earliest of the loop's outstanding ones completes, and the NVMe queue's waits and
 bounded memory of completions are booked in the kernel too (``nvme_fetch``,
 ``nvme_done``), so a loop of any length is one call per step of the bench's progress
@@ -43,6 +44,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
+from flash.detailed import DetailedModel
 from flash.engine.chunks import (
     CH_FULL,
     LANE_FULL,
@@ -52,6 +54,7 @@ from flash.engine.chunks import (
     program_page,
     read_page,
 )
+from flash.engine.commands import RESULTS, TIMES, program_cmds
 from flash.engine.dies import die_prune, lane_full
 from flash.engine.gaps import Meta, gap_book, gap_prune, gap_room
 from flash.fast import FastModel
@@ -93,6 +96,13 @@ PLACED_, SENT = 1, 2
 #: left their map to the caller (``FTL.map_placed``), or declined (``Ssd.write`` serves
 #: the request)
 MAP_PLACED, BY_COMMAND = 5, 6
+#: ``_write_loop``'s programs: one chunk on the fast model, or command by command on the
+#: detailed one, from the data's first time on the link (cut-through) or its last
+#: (``compat = "mqsim"``)
+FAST, CUT_THROUGH, STORE_FORWARD = 0, 1, 2
+#: ``_write_loop``'s ``prog``: the mode, the detailed model's dies' queues, and
+#: ``program_cmds``' times and results
+Programs = tuple[int, I64, I64, I64]
 #: bookings between prunes of the channels and the link (``Ssd._finish``)
 PRUNE_EVERY = 256
 #: the fast model's records the page kernels take (``FastModel.geo``, ``cmds``, ``cell``)
@@ -115,10 +125,16 @@ class PageBatch:
         self.dev: Device = (model.geo, model.cmds, model.cell)
         #: writes too (the detailed model's programs are its own, ``program_cmds``)
         self.writes = isinstance(model, FastModel)
+        #: nothing recorded
+        quiet = not model.dies.record and not ssd.host.links.record
         #: whole-page transfers on this path: the fast model on die lanes (no chip lock,
         #: no convoy), data cut through, nothing recorded
         self.on = (not (model.convoy or model.chip_lock) and not ssd.store_forward
-                   and not model.dies.record and not ssd.host.links.record)
+                   and quiet)
+        #: the closed loop of writes (``WriteLoop``): this path's, or the detailed
+        #: model's under either rules (its programs booked command by command, as
+        #: ``DetailedModel.program`` books them), nothing recorded
+        self.loop_writes = self.on if self.writes else quiet
 
     def serve(self, read: bool, addresses: list[int], nbytes: int,
               earliest: int) -> list[int]:
@@ -159,7 +175,7 @@ class PageBatch:
         or an SLC cache, or a page the controller's DRAM holds."""
         ssd = self.ssd
         page = ssd.page
-        if (not self.on or not self.writes or nbytes % page
+        if (not self.loop_writes or nbytes % page
                 or not ssd.ftl.runs_first(nbytes // page)
                 or ssd.cache.write_pages or ssd.slc or not ssd.cache.holds_nothing()
                 or ssd.host.write_ps(nbytes) <= 0 or (addresses % page).any()):
@@ -382,7 +398,9 @@ class ReadLoop(ClosedLoop):
 class WriteLoop(ClosedLoop):
     """``ClosedLoop`` of writes of ``pages`` whole pages each (``_write_loop``), written
     through: each request's pages placed by the FTL's run kernel (``kernels.write_run``)
-    and programmed as one chunk (``program_chunk``), as ``Ssd.write`` does where
+    and programmed as one chunk (``program_chunk``) on the fast model, command by
+    command (``program_cmds``, from the data's first time on the link, or its last
+    under ``compat = "mqsim"``) on the detailed one, as ``Ssd.write`` does where
     ``FTL.write_range`` takes the run kernel. A request the run kernel declines (a block
     to open, a collection) is served by ``Ssd.write`` from the state the loop left, and
     so is every request while a plane is under the soft collection threshold (each is
@@ -397,6 +415,17 @@ class WriteLoop(ClosedLoop):
         self.out = np.zeros(pages, dtype=np.int64)
         self.ppns = np.zeros(pages, dtype=np.int64)
         self.res = np.zeros((3, batch.model.former.devices), dtype=np.int64)
+        model = batch.model
+        #: how the programs are booked (``_write_loop``'s ``mode``), and on the detailed
+        #: model its dies' queues and ``program_cmds``' times and results (kept from a
+        #: call that stopped for room to the next)
+        self.mode = FAST
+        self.queues = np.zeros((1, 1), dtype=np.int64)
+        if isinstance(model, DetailedModel):
+            self.mode = STORE_FORWARD if ssd.store_forward else CUT_THROUGH
+            self.queues = model.queues
+        self.times = np.zeros(TIMES, dtype=np.int64)
+        self.cmd_res = np.zeros(RESULTS, dtype=np.int64)
 
     def _loaded(self) -> None:
         lp = self.loop[0]
@@ -416,7 +445,8 @@ class WriteLoop(ClosedLoop):
             self.k = int(_write_loop(lanes, b.dev, ssd.host.links.arrays(),
                                      ftl.run_state(), self.lpns, self.out, self.ppns,
                                      self.res, self.st, self.loop, self.work, self.queue,
-                                     lat, done, model.device, self.k, upto))
+                                     lat, done, model.device, self.k, upto,
+                                     (self.mode, self.queues, self.times, self.cmd_res)))
             if self.k == upto:
                 break
             stop = int(self.st[0]["stop"])
@@ -671,22 +701,27 @@ def _write_loop(lanes: Lanes, dev: Device, link: Link,
                            I64],
                 lpns: I64, out: I64, ppns: I64, res: I64, st: npt.NDArray[np.void],
                 loop: npt.NDArray[np.void], work: I64, queue: I64, lat: I64, done: I64,
-                device: int, k: int, upto: int) -> int:
+                device: int, k: int, upto: int, prog: Programs) -> int:
     """The flash bench's closed loop (``flash.bench``) of writes of ``out.size`` whole
     pages from each of ``lpns``, from ``k`` to ``upto``, as ``Ssd.write`` books each
     where the FTL's run kernel takes it and nothing is buffered: its pages placed
     (``write_run``, on ``run``: ``FTL.run_state``), then it goes out when the earliest
     of the ``qd`` outstanding completes (``work``), the NVMe queue and the controller
     take it (``nvme_fetch``, ``_taken``), its data's ``dur`` on the link's write
-    direction from then, its pages programmed as one chunk from the data's first time
-    on the link to its last (``program_chunk``), and it completes when its programs end
-    (``nvme_done``, ``_finish``); its latency into ``lat``, its completion into
-    ``done``. Where it stopped: ``upto``, or a request the run kernel placed but did not
-    map (``MAP_PLACED``), declined (``BY_COMMAND``; nothing of it done) or whose link,
-    channel or die lane row is full (why in ``st``; ``pend`` in ``loop`` says how far it
-    got, and the next call goes on from there). ``device``: the device's column of
-    ``res`` (``program_chunk``'s results)."""
-    geo, cmds = dev[0], dev[1]
+    direction from then, its pages programmed from the data's first time on the link
+    to its last, and it completes when its programs end (``nvme_done``, ``_finish``);
+    its latency into ``lat``, its completion into ``done``. The programs (``prog``:
+    the mode, then the detailed model's dies' queues and ``program_cmds``' times and
+    results): one chunk (``FAST``: ``program_chunk``; ``device``: the device's column
+    of ``res``, its results), or command by command (``program_cmds``) from the data's
+    first time on the link (``CUT_THROUGH``) or its last (``STORE_FORWARD``), as
+    ``DetailedModel.program`` books them. Where it stopped: ``upto``, or a request the
+    run kernel placed but did not map (``MAP_PLACED``), declined (``BY_COMMAND``;
+    nothing of it done) or whose link, channel or die lane row is full (why in ``st``;
+    ``pend`` in ``loop`` says how far it got, and the next call goes on from there: the
+    detailed model's programs from the command they stopped at)."""
+    mode, queues, ptimes, pres = prog
+    geo, cmds, cell = dev
     liv, lmeta = link
     fgeo, stripes, l2p, blocks, fresh, opened, need = run
     r = st[0]
@@ -716,15 +751,26 @@ def _write_loop(lanes: Lanes, dev: Device, link: Link,
             l_end = gap_book(liv, lmeta, 1, t, dur)
             lp["t_in"], lp["t_end"] = l_end - dur, l_end
             lp["pend"] = SENT
+            if mode != FAST:  # (``DetailedModel.program``'s times, from its first command)
+                first_in = l_end if mode == STORE_FORWARD else l_end - dur
+                ptimes[0], ptimes[1], ptimes[2], ptimes[3] = first_in, \
+                    (l_end - first_in) // n, -1, 0
+                pres[0], pres[1], pres[2] = first_in, 0, 0
         for i in range(n):
             ppns[i] = out[i] + ppn0
-        times[0], times[1] = lp["t_in"], lp["t_end"]
-        why = program_chunk(lanes, geo, cmds, ppns, times[:1], times[1:], res)
+        if mode == FAST:
+            times[0], times[1] = lp["t_in"], lp["t_end"]
+            why = program_chunk(lanes, geo, cmds, ppns, times[:1], times[1:], res)
+            cmds_done, end = res[0, device], res[2, device]
+        else:
+            why = program_cmds(lanes, geo, cmds, cell, ppns, queues, ptimes, pres)
+            if why:
+                ptimes[3] = pres[2]
+            cmds_done, end = pres[1], pres[0]
         if why:
             r["stop"] = why
             return j
-        r["cmds"] += res[0, device]
-        _complete(st, lp, work, queue, lanes, link, lat, done, j, lp["req_now"],
-                  res[2, device])
+        r["cmds"] += cmds_done
+        _complete(st, lp, work, queue, lanes, link, lat, done, j, lp["req_now"], end)
         lp["pend"] = 0
     return upto

@@ -310,25 +310,26 @@ class FlashTarget(Component):
                     ) -> ClosedLoop | ConvoyLoop | None:
         """The flash bench's closed loop (``flash.bench``) of reads (or writes) of
         ``nbytes`` at each of ``addresses``, ``qd`` outstanding, compiled
-        (``flash.pages.ReadLoop``, ``WriteLoop``; under ``compat = "mqsim"``, reads
-        from time 0 by ``flash.convoy_loop``): what ``transport`` of each (``request``
-        under MQSim's rules), issued as the loop issues it, would book. None where
-        that path does not take them (several devices, a trace, or
+        (``flash.pages.ReadLoop``, ``WriteLoop``, on either timing model; under
+        ``compat = "mqsim"``, reads from time 0 by ``flash.convoy_loop``): what
+        ``transport`` of each (``request`` under MQSim's rules), issued as the loop
+        issues it, would book. None where that path does not take them (several devices, a trace, or
         ``PageBatch.read_loop``'s, ``write_loop``'s and ``ConvoyLoop.make``'s cases)."""
         if (self._one is None or self.tracer.enabled or not addresses.size
                 or nbytes <= 0 or int(addresses.min()) < 0
                 or int(addresses.max()) + nbytes > self._capacity):
             return None
         loop: ClosedLoop | ConvoyLoop | None = None
-        if self._events is not None:  # reads by events: the events compiled
+        if not read:
+            if self._reads is not None:
+                loop = self._reads.write_loop(addresses, nbytes, qd)
+        elif self._events is not None:  # reads by events: the events compiled
             evs = self._events[0]
-            if read and self.env.now == 0 and evs.idle():
+            if self.env.now == 0 and evs.idle():
                 loop = ConvoyLoop.make(evs.ssd, evs.arbiter.m, evs.arbiter.turn, addresses,
                                        nbytes, qd)
-        elif read and self._reads is not None:
+        elif self._reads is not None:
             loop = self._reads.read_loop(addresses, nbytes, qd)
-        elif self._pages is not None:
-            loop = self._pages.write_loop(addresses, nbytes, qd)
         if loop is not None:
             self.transfers += int(addresses.size)
         return loop

@@ -86,27 +86,33 @@ def test_deep_queue_waits_and_forgets_as_transport_does(
     assert device_state(a.devices[0]) == device_state(b.devices[0])
 
 
-@settings(max_examples=20, deadline=None)
+@settings(max_examples=30, deadline=None)
 @given(name=st.sampled_from(["990pro", "mqsim-default", "pm1743"]),
+       model=st.sampled_from(["fast", "detailed", "detailed-mqsim"]),
        pattern=st.sampled_from(["seqwrite", "randwrite"]),
        pages=st.sampled_from([2, 3, 4, 8, 72]),
        qd=st.integers(1, 40), count=st.integers(1, 500),
        depth=st.sampled_from([1, 3, 1024]),
        iops=st.sampled_from([0, 2_500_000]))
 def test_compiled_write_loop_books_what_transport_books(
-        name: str, pattern: str, pages: int, qd: int, count: int, depth: int,
+        name: str, model: str, pattern: str, pages: int, qd: int, count: int, depth: int,
         iops: int) -> None:
     """Writes through no buffer on a device a few hundred of them fill: blocks open,
     collections are forced and follow in the background (``Ssd.write`` serves those
     requests), and segments of the map turn dense. Runs of at most a stripe (8 planes)
     and runs longer than ``DENSE_AT // 4`` (64) pages, on blocks of 16 pages so that
-    they are less than a block per plane (the lengths the FTL's run kernel takes)."""
+    they are less than a block per plane (the lengths the FTL's run kernel takes). On
+    the fast model (one chunk a request), and on the detailed one command by command,
+    multi-plane, with dies' queues of programs, and under MQSim's rules (chip lock,
+    programs from the data's last time on the link)."""
     shrunk = dict(_SHRUNK, pages_per_block=16) if pages > 8 else _SHRUNK
     cfg = dataclasses.replace(
         small(name, nvme_queue_depth=depth, write_buffer_bytes=0, read_cache_bytes=0,
+              compat="mqsim" if model == "detailed-mqsim" else "onfi",
               **shrunk), controller_iops=iops)
     mp = pytest.MonkeyPatch()
-    kw = dict(pattern=pattern, size=pages * cfg.page_size, qd=qd, count=count, seed=4)
+    kw = dict(pattern=pattern, size=pages * cfg.page_size, qd=qd, count=count, seed=4,
+              model=model.split("-")[0])
     got, a = _bench(cfg, True, mp, **kw)
     want, b = _bench(cfg, False, mp, **kw)
     assert got == want
@@ -168,3 +174,13 @@ def test_loop_declines_what_it_would_book_otherwise() -> None:
                           model="fast", precondition=0.5, seed=1, age=0.0)
     assert through.closed_loop(False, whole, 2 * page, 4) is not None
     assert through.closed_loop(False, whole, page, 4) is None   # one page: write1
+    for compat in ("onfi", "mqsim"):  # the detailed model's programs, under either rules
+        detailed = FlashTarget(Environment(), "flash", None,
+                               small(write_buffer_bytes=0, read_cache_bytes=0,
+                                     compat=compat, **_SHRUNK),
+                               model="detailed", precondition=0.5, seed=1, age=0.0)
+        assert detailed.closed_loop(False, whole, 2 * page, 4) is not None
+    recorded = FlashTarget(Environment(), "flash", None,
+                           small(write_buffer_bytes=0, read_cache_bytes=0, **_SHRUNK),
+                           model="detailed", precondition=0.5, seed=1, age=0.0, record=True)
+    assert recorded.closed_loop(False, whole, 2 * page, 4) is None  # spans recorded
