@@ -36,7 +36,7 @@ import numpy as np
 import numpy.typing as npt
 
 from flash.intmap import MASK, IntMap, im_find, im_put, im_remove
-from flash.runlru import RunLru
+from flash.runlru import LruArrays, RunLru
 from tmhw.sim.jit import njit_noref
 from tmhw.sim.rowheap import row_pop, row_push
 
@@ -176,6 +176,16 @@ class DataCache:
             return int(first_held_page(self._pages.table, self._pages.meta,
                                        np.array(lpns[:k], dtype=np.int64), now))
         return k
+
+    def read_state(self) -> tuple[Buffer, LruArrays]:
+        """The write buffer and the read cache as a read's kernel takes them
+        (``flash.ssd._read_front``: ``held_runs``, then ``filled`` or ``filled_runs``,
+        in one call)."""
+        return self._buf, self._lru.arrays()
+
+    def grow_read_cache(self) -> None:
+        """Room for a read's moves in the read cache's order (``read_state``)."""
+        self._lru.grow()
 
     # -- the read cache ------------------------------------------------------------------
     def invalidate(self, lpns: range) -> None:

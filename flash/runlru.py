@@ -32,6 +32,9 @@ import numpy.typing as npt
 from tmhw.sim.jit import njit_noref
 
 I64 = npt.NDArray[np.int64]
+#: the arrays the kernels take (``RunLru.arrays``): the rows, the index, the counters,
+#: the rows given back and the rows for runs out
+LruArrays = tuple[I64, I64, I64, I64, I64]
 
 #: a segment's row: its first page, its last page + 1, the rows before and after it in
 #: the order; row 0 is the chain's sentinel (``NEXT`` the least recently used segment,
@@ -285,6 +288,14 @@ class RunLru:
 
         self._seg, self._idx = wider(self._seg), wider(self._idx)
         self._free, self._out = wider(self._free), wider(self._out)
+
+    def arrays(self) -> LruArrays:
+        """The state as the kernels take it (new arrays after each growth, ``grow``)."""
+        return self._seg, self._idx, self._meta, self._free, self._out
+
+    def grow(self) -> None:
+        """Twice the rows, for a kernel that found too few spare ones."""
+        self._grow()
 
     def __len__(self) -> int:
         return int(self._meta[SIZE])

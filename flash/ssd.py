@@ -40,21 +40,32 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from flash.cache import DataCache
+from flash.cache import Buffer, DataCache, held_pages
 from flash.config import FlashConfig
 from flash.detailed import DetailedModel
 from flash.engine.dies import DieLanes
 from flash.engine.gaps import GapBank
 from flash.fast import FastModel
 from flash.ftl import FTL, GcJob
+from flash.ftl.mapping import L2pArrays, l2p_read_run
 from flash.host import HostInterface
+from flash.intmap import LIVE
 from flash.phy import OnfiPhy
+from flash.runlru import FREED, SIZE, USED, LruArrays, lru_push, lru_runs_in, lru_trim
 from flash.scheduler import CommandFormer, Counters
 from flash.slc import SlcCache
+from tmhw.sim.errors import TmhwError
+from tmhw.sim.jit import njit_noref
 
 I64 = npt.NDArray[np.int64]
 _NONE: I64 = np.zeros(0, dtype=np.int64)
 MODELS = ("fast", "detailed")
+#: ``_read_front``'s fills of the read cache: none, every page read from NAND (an
+#: in-place read), or the end pages a read wanted only part of
+NO_FILL, FILL_ALL, FILL_PARTIAL = 0, 1, 2
+#: ``_read_front``'s results: write-buffer hits, read-cache hits, unmapped pages read,
+#: bytes wanted of the NAND pages
+BUF_HITS, CACHE_HITS, UNMAPPED, WANTED = range(4)
 
 
 class TimingModel(Protocol):
@@ -123,6 +134,11 @@ class Ssd:
         self.mmio_reads = 0
         self._active_until = 0
         self.active_ps = 0
+        #: ``read_map``'s scratch for ``_read_front``: a read's pages DRAM holds, the
+        #: runs that miss, and its results
+        self._mask = np.zeros(0, dtype=np.bool_)
+        self._runs = np.zeros((1, 2), dtype=np.int64)
+        self._res = np.zeros(4, dtype=np.int64)
         #: the SLC write cache (``flash.slc``) and whether the last write taken
         #: (``write_map``) programs in SLC mode
         self.slc = SlcCache(cfg)
@@ -153,44 +169,45 @@ class Ssd:
         hi = (address + nbytes + page - 1) // page
         self.bytes_read += nbytes
         t0 = self.host.fetch(earliest)
-        held = self.cache.held_runs(range(lo, hi), t0)
-        if held:  # the runs between them miss
-            miss: list[tuple[int, int]] = []
-            at = lo
-            for a, b in held:
-                if a > at:
-                    miss.append((at, a))
-                at = b
-            if at < hi:
-                miss.append((at, hi))
-        else:
-            miss = [(lo, hi)]
-        n_miss = sum(b - a for a, b in miss)
-        start = t0 if n_miss < hi - lo else -1
-        if not n_miss:
-            return t0, start, t0, None, _NONE
-        if wire_bytes and self.cache.read_pages:
+        n = hi - lo
+        ftl = self.ftl
+        if lo < 0 or hi > ftl.n_lpn:
+            raise TmhwError(f"flash: logical page out of range [0, {ftl.n_lpn})")
+        cache = self.cache
+        if not cache.read_pages:
+            fill = NO_FILL
+        elif wire_bytes:
             # in place: the controller serves lines from DRAM, so the page stays
-            self.cache.filled_runs(miss)
-        elif self.cache.read_pages and (address % page or (address + nbytes) % page):
+            fill = FILL_ALL
+        else:
             # the read cache keeps the NAND pages the host read only part of (only
             # the first and the last page of a read can be partial, and only if the
             # read does not start or end on a page boundary)
-            end_b = address + nbytes
-            gone = {lo} if miss[0][0] == lo else set()  # the end pages that missed
-            if miss[-1][1] == hi:
-                gone.add(hi - 1)
-            part = [p for p in sorted(gone)
-                    if p * page < address or (p + 1) * page > end_b]
-            if part:
-                self.cache.filled(part)
-        if n_miss > 1:
-            ppns, nb = self._map_read(miss, n_miss, address, nbytes)
-            return t0, start, t0, ppns, nb
-        ppn, nb1 = self._page1(miss[0][0], address, nbytes)
-        if not nand1:
-            return t0, start, t0, np.array([ppn]), np.array([nb1])
-        x_start, x_end = self.model.read1(ppn, nb1, t0)
+            fill = FILL_PARTIAL if address % page or (address + nbytes) % page else NO_FILL
+        if self._mask.size < n:
+            self._mask = np.zeros(2 * n, dtype=np.bool_)
+            self._runs = np.zeros((2 * n + 1, 2), dtype=np.int64)
+        ppns = np.empty(n, dtype=np.int64)
+        nb = np.empty(n, dtype=np.int64)
+        res = self._res
+        l2p = ftl.l2p.kernel_state()
+        while (got := int(_read_front(cache.read_state(), l2p, lo, hi, t0, fill, address,
+                                      nbytes, page, cache.read_pages, self._mask,
+                                      self._runs, ppns, nb, res))) < 0:
+            cache.grow_read_cache()
+        bufs, hits, unmapped, wanted = res.tolist()
+        cache.buffer_read_hits += bufs
+        cache.cache_read_hits += hits
+        start = t0 if got < n else -1
+        if not got:
+            return t0, start, t0, None, _NONE
+        c = self.c
+        c.unmapped_reads += unmapped
+        c.host_pages_read += got
+        c.channel_bytes += wanted
+        if got > 1 or not nand1:
+            return t0, start, t0, ppns[:got], nb[:got]
+        x_start, x_end = self.model.read1(ppns.item(0), nb.item(0), t0)
         return t0, x_start if start < 0 or x_start < start else start, x_end, None, _NONE
 
     def read_done(self, t0: int, start: int, x_end: int, nbytes: int,
@@ -213,45 +230,6 @@ class Ssd:
         books the same in a few calls per batch.)"""
         f = self.read if read else self.write
         return [f(a, nbytes, earliest) for a in addresses]
-
-    def _page1(self, lpn: int, address: int, nbytes: int) -> tuple[int, int]:
-        """The physical page of one missing logical page, and the bytes wanted of it."""
-        page = self.page
-        c = self.c
-        ppn = self.ftl.lookup1(lpn)
-        if ppn < 0:
-            c.unmapped_reads += 1
-            ppn = self.ftl.static_ppn1(lpn)
-        nb1 = page - max(address - lpn * page, 0) - max((lpn + 1) * page - (address + nbytes), 0)
-        c.host_pages_read += 1
-        c.channel_bytes += nb1
-        return ppn, nb1
-
-    def _map_read(self, miss: list[tuple[int, int]], n: int, address: int,
-                  nbytes: int) -> tuple[I64, I64]:
-        """The physical pages of the missing logical pages (the runs ``miss``, ``n``
-        pages in all), and the bytes wanted of each."""
-        page = self.page
-        c = self.c
-        first_off = address - miss[0][0] * page
-        last_cut = miss[-1][1] * page - (address + nbytes)
-        ftl = self.ftl
-        ppns = np.empty(n, dtype=np.int64)
-        k = 0
-        for a, b in miss:
-            c.unmapped_reads += ftl.read_run(a, ppns[k:k + b - a])
-            k += b - a
-        nb = np.full(n, page, dtype=np.int64)
-        total = n * page
-        if first_off > 0:
-            nb[0] -= first_off
-            total -= first_off
-        if last_cut > 0:
-            nb[-1] -= last_cut
-            total -= last_cut
-        c.host_pages_read += n
-        c.channel_bytes += total
-        return ppns, nb
 
     def write(self, address: int, nbytes: int, earliest: int) -> int:
         t0, adm, first_in, l_end, p_end, ppns = self.write_map(address, nbytes, earliest)
@@ -408,3 +386,117 @@ class Ssd:
             out["slc"] = self.slc.report()
         out.update(m.lane_reports(elapsed))
         return out
+
+
+# -- a read up to its NAND read, compiled ---------------------------------------------
+@njit_noref
+def _read_front(dram: tuple[Buffer, LruArrays], l2p: tuple[L2pArrays, tuple[I64, int, int]],
+                lo: int, hi: int, now: int, fill: int, address: int, nbytes: int,
+                page: int, capacity: int, mask: npt.NDArray[np.bool_], runs: I64,
+                ppns: I64, nb: I64, res: I64) -> int:
+    """``Ssd.read_map``'s read of the logical pages [lo, hi) (``nbytes`` from
+    ``address``) taken at ``now``, from DRAM on: the pages the write buffer holds
+    (``held_pages``: a buffered page whose program ended leaves it), then those the
+    read cache holds besides, which become its most recently used, run by run in page
+    order; the rest miss. Of these the read cache then keeps (``fill``) every one
+    (``FILL_ALL``), or the end pages the read wants only part of (``FILL_PARTIAL``),
+    each run in ascending order, the least recently used leaving down to ``capacity``.
+    The missing pages' physical pages (``l2p_read_run``) go into ``ppns`` and the
+    bytes wanted of each into ``nb``; ``res``: ``BUF_HITS``, ``CACHE_HITS``,
+    ``UNMAPPED``, ``WANTED``. Returns how many pages miss, or -1 (nothing done but
+    buffered pages whose programs ended leaving) where the read cache has too few
+    spare rows for its moves (two a run: ``lru_push``), to grow and call again.
+    ``mask`` and ``runs`` are scratch of at least ``hi - lo`` entries and
+    ``hi - lo + 1`` rows."""
+    buf, lru = dram
+    seg, idx, meta, free, out = lru
+    n = hi - lo
+    for j in range(n):
+        mask[j] = False
+    res[BUF_HITS] = res[CACHE_HITS] = res[UNMAPPED] = res[WANTED] = 0
+    if buf[3][LIVE] > 0:
+        res[BUF_HITS] = held_pages(buf, lo, now, mask[:n])
+    # the read-cache hits the buffer does not hold, as maximal runs in page order
+    n_hit = 0
+    hits = 0
+    if meta[SIZE] > 0:
+        k = lru_runs_in(seg, idx, meta, lo, hi, out)
+        for r in range(k):
+            at = -1
+            for p in range(out[r, 0], out[r, 1]):
+                if mask[p - lo]:
+                    if at >= 0:
+                        runs[n_hit, 0], runs[n_hit, 1] = at, p
+                        n_hit += 1
+                        at = -1
+                elif at < 0:
+                    at = p
+            if at >= 0:
+                runs[n_hit, 0], runs[n_hit, 1] = at, out[r, 1]
+                n_hit += 1
+    for h in range(n_hit):
+        for p in range(runs[h, 0], runs[h, 1]):
+            mask[p - lo] = True
+    # the runs that miss (between the pages DRAM holds), after the hits' runs
+    m0 = n_hit
+    m = m0
+    at = -1
+    for j in range(n):
+        if mask[j]:
+            if at >= 0:
+                runs[m, 0], runs[m, 1] = at, lo + j
+                m += 1
+                at = -1
+        elif at < 0:
+            at = lo + j
+    if at >= 0:
+        runs[m, 0], runs[m, 1] = at, hi
+        m += 1
+    # the read cache's moves: the hits, then the fills
+    # (the end pages that missed and that the read wants only part of)
+    first_part = last_part = False
+    if m > m0 and fill == FILL_PARTIAL:
+        end_b = address + nbytes
+        first_part = runs[m0, 0] == lo and (lo * page < address or (lo + 1) * page > end_b)
+        last_part = (hi - 1 > lo and runs[m - 1, 1] == hi
+                     and ((hi - 1) * page < address or hi * page > end_b))
+    pushes = n_hit + (m - m0 if fill == FILL_ALL else int(first_part) + int(last_part))
+    if pushes and meta[FREED] + seg.shape[0] - meta[USED] < 2 * pushes:  # (``_spare``)
+        return -1
+    for h in range(n_hit):
+        lru_push(seg, idx, meta, free, runs[h, 0], runs[h, 1])
+        hits += runs[h, 1] - runs[h, 0]
+    res[CACHE_HITS] = hits
+    if m > m0:
+        if fill == FILL_ALL:
+            for r in range(m0, m):
+                lru_push(seg, idx, meta, free, runs[r, 0], runs[r, 1])
+            lru_trim(seg, idx, meta, free, capacity, out)
+        elif first_part or last_part:
+            # (two pages in a row: the second push continues the first's segment)
+            if first_part:
+                lru_push(seg, idx, meta, free, lo, lo + 1)
+            if last_part:
+                lru_push(seg, idx, meta, free, hi - 1, hi)
+            lru_trim(seg, idx, meta, free, capacity, out)
+    # the missing pages' physical pages and the bytes wanted of each
+    table_pre = l2p[1]
+    k = 0
+    for r in range(m0, m):
+        a, b = runs[r, 0], runs[r, 1]
+        res[UNMAPPED] += l2p_read_run(l2p[0], table_pre, a, ppns[k:k + b - a])
+        k += b - a
+    for j in range(k):
+        nb[j] = page
+    wanted = k * page
+    if k:
+        first_off = address - runs[m0, 0] * page
+        last_cut = runs[m - 1, 1] * page - (address + nbytes)
+        if first_off > 0:
+            nb[0] -= first_off
+            wanted -= first_off
+        if last_cut > 0:
+            nb[k - 1] -= last_cut
+            wanted -= last_cut
+    res[WANTED] = wanted
+    return k
