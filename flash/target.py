@@ -463,6 +463,19 @@ def compile_kernels() -> None:
     from tmhw.sim.env import Environment
     from tmhw.sim.units import MiB, S
 
+    # the flash bench's closed loops (``closed_loop``: ``flash.pages``' of whole-page
+    # reads and of writes, the same kernel on either timing model, and
+    # ``flash.convoy_loop``'s reads under MQSim's rules), each a handful of requests
+    from dataclasses import replace
+
+    from flash.bench import run_bench
+
+    plain = PRESETS["mqsim-default"]  # (no write buffer, no SLC cache: a write loop)
+    for model, cfg in (("fast", plain), ("detailed", plain),
+                       ("detailed", replace(plain, compat="mqsim"))):
+        for pattern, pages in (("randread", 1), ("seqwrite", 2)):
+            run_bench(cfg, pattern=pattern, size=pages * cfg.page_size, qd=2, count=4,
+                      model=model)
     dev = FlashTarget(Environment(), "flash", None, PRESETS["990pro"], precondition=0.01)
     dev.transport(Transfer(Op.WRITE, 0, 2 * MiB), 0)
     dev.transport(Transfer(Op.WRITE, 0, 2 * MiB), 0)  # its L2P segment dense now
