@@ -459,16 +459,15 @@ def compile_kernels() -> None:
     by a chunk written and read on a small device: a process that finds them there
     loads them in a fraction of a second instead of compiling them for several. ``make``
     runs this before the tests and the default study (``tmhw.system.compile_kernels``)."""
-    from flash.config import PRESETS
-    from tmhw.sim.env import Environment
-    from tmhw.sim.units import MiB, S
-
     # the flash bench's closed loops (``closed_loop``: ``flash.pages``' of whole-page
     # reads and of writes, the same kernel on either timing model, and
     # ``flash.convoy_loop``'s reads under MQSim's rules), each a handful of requests
     from dataclasses import replace
 
     from flash.bench import run_bench
+    from flash.config import PRESETS
+    from tmhw.sim.env import Environment
+    from tmhw.sim.units import MiB, S
 
     plain = PRESETS["mqsim-default"]  # (no write buffer, no SLC cache: a write loop)
     for model, cfg in (("fast", plain), ("detailed", plain),
