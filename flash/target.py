@@ -472,8 +472,8 @@ def compile_kernels() -> None:
     plain = PRESETS["mqsim-default"]  # (no write buffer, no SLC cache: a write loop)
     for model, cfg in (("fast", plain), ("detailed", plain),
                        ("detailed", replace(plain, compat="mqsim"))):
-        for pattern, pages in (("randread", 1), ("seqwrite", 2)):
-            run_bench(cfg, pattern=pattern, size=pages * cfg.page_size, qd=2, count=4,
+        for pattern, n in (("randread", 1), ("seqwrite", 2)):
+            run_bench(cfg, pattern=pattern, size=n * cfg.page_size, qd=2, count=4,
                       model=model)
     dev = FlashTarget(Environment(), "flash", None, PRESETS["990pro"], precondition=0.01)
     dev.transport(Transfer(Op.WRITE, 0, 2 * MiB), 0)
