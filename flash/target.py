@@ -459,22 +459,26 @@ def compile_kernels() -> None:
     by a chunk written and read on a small device: a process that finds them there
     loads them in a fraction of a second instead of compiling them for several. ``make``
     runs this before the tests and the default study (``tmhw.system.compile_kernels``)."""
-    # the flash bench's closed loops (``closed_loop``: ``flash.pages``' of whole-page
-    # reads and of writes, the same kernel on either timing model, and
-    # ``flash.convoy_loop``'s reads under MQSim's rules), each a handful of requests
     from dataclasses import replace
 
-    from flash.bench import run_bench
     from flash.config import PRESETS
     from tmhw.sim.env import Environment
     from tmhw.sim.units import MiB, S
 
+    # the flash bench's closed loops (``closed_loop``: ``flash.pages``' of whole-page
+    # reads and of writes, the same kernel on either timing model, and
+    # ``flash.convoy_loop``'s reads under MQSim's rules), each a handful of requests
     plain = PRESETS["mqsim-default"]  # (no write buffer, no SLC cache: a write loop)
     for model, cfg in (("fast", plain), ("detailed", plain),
                        ("detailed", replace(plain, compat="mqsim"))):
-        for pattern, n in (("randread", 1), ("seqwrite", 2)):
-            run_bench(cfg, pattern=pattern, size=n * cfg.page_size, qd=2, count=4,
-                      model=model)
+        for read, n in ((True, 1), (False, 2)):
+            bench = FlashTarget(Environment(), "flash", None, cfg, model=model)
+            size = n * cfg.page_size
+            loop = bench.closed_loop(read, np.arange(4, dtype=np.int64) * size, size, 2)
+            if loop is not None:
+                times = np.zeros((2, 4), dtype=np.int64)
+                loop.run(4, times[0], times[1])
+                loop.finish()
     dev = FlashTarget(Environment(), "flash", None, PRESETS["990pro"], precondition=0.01)
     dev.transport(Transfer(Op.WRITE, 0, 2 * MiB), 0)
     dev.transport(Transfer(Op.WRITE, 0, 2 * MiB), 0)  # its L2P segment dense now
