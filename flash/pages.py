@@ -35,8 +35,10 @@ the batch left, and the batch path resumes after it (for the rest of the batch, 
 takes none of them). Only the fast model on die lanes (not ``compat = "mqsim"``: no
 chip lock, no convoy) with nothing recorded and cut-through transfers take this path,
 and writes only while no plane is under the soft collection threshold (each would be
-followed by a background collection); the per-command path is the reference it is
-tested against (``tests/flash/test_flash_pages.py``).
+followed by a background collection); the closed loop of writes also takes the
+detailed model, under either rules, with nothing recorded. The per-command path is
+the reference they are tested against (``tests/flash/test_flash_pages.py``,
+``tests/flash/test_flash_read_loop.py``).
 """
 
 from __future__ import annotations
