@@ -197,7 +197,9 @@ class DataCache:
         """The pages of ``lpns`` (consecutive) DRAM holds (write buffer or read cache),
         as maximal runs [a, b) in page order. A buffered page whose program has ended
         leaves the buffer here (then only the read cache may hold it); a read-cache hit
-        becomes the most recently used, in page order."""
+        becomes the most recently used, in page order. (A device's read runs this rule,
+        then ``filled`` or ``filled_runs``, compiled in one call, ``read_state``; these
+        three are the rules it is tested against.)"""
         lru = self._lru
         buffered = bool(self._pages)
         if not buffered and not lru:

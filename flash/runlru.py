@@ -277,8 +277,9 @@ class RunLru:
         #: the runs a trim or a look-up gives, one row each (at most a row per segment)
         self._out = np.zeros((rows, 2), dtype=np.int64)
 
-    def _grow(self) -> None:
-        """Twice the rows (row numbers, and so the chain, stay as they are)."""
+    def grow(self) -> None:
+        """Twice the rows (row numbers, and so the chain, stay as they are), for a kernel
+        that found too few spare ones."""
         rows = 2 * len(self._seg)
 
         def wider(a: I64) -> I64:
@@ -292,10 +293,6 @@ class RunLru:
     def arrays(self) -> LruArrays:
         """The state as the kernels take it (new arrays after each growth, ``grow``)."""
         return self._seg, self._idx, self._meta, self._free, self._out
-
-    def grow(self) -> None:
-        """Twice the rows, for a kernel that found too few spare ones."""
-        self._grow()
 
     def __len__(self) -> int:
         return int(self._meta[SIZE])
@@ -340,14 +337,14 @@ class RunLru:
         """Pages [lo, hi) leave; how many were held."""
         while (gone := lru_remove(self._seg, self._idx, self._meta, self._free,
                                   lo, hi)) < 0:
-            self._grow()
+            self.grow()
         return int(gone)
 
     def push(self, lo: int, hi: int) -> None:
         """Pages [lo, hi) become the most recently used, in ascending order (held ones
         move)."""
         while not lru_push(self._seg, self._idx, self._meta, self._free, lo, hi):
-            self._grow()
+            self.grow()
 
     def push_pages(self, pages: Iterable[int]) -> None:
         """Each of ``pages`` becomes the most recently used in turn: their ascending

@@ -4,8 +4,11 @@ and returns its exit status with what it printed. Tests marked ``long`` run firs
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 from hypothesis import settings
@@ -50,5 +53,19 @@ def tmhw(capsys: pytest.CaptureFixture[str]) -> Callable[..., CliResult]:
             rc = e.code if isinstance(e.code, int) else 1
         out, err = capsys.readouterr()
         return CliResult(rc, out, err)
+
+    return run
+
+
+@pytest.fixture
+def fresh_python() -> Callable[..., str]:
+    """``fresh_python(code, **run)``: what ``code`` prints on stdout, run by this
+    interpreter in a process of its own (``python -c``, with ``subprocess.run``'s
+    ``run`` arguments: ``env``, ``cwd``); a non-zero exit fails the test. For what a
+    fresh process imports, loads or starts."""
+    def run(code: str, **kw: Any) -> str:
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                              check=True, **kw)
+        return done.stdout
 
     return run

@@ -5,9 +5,7 @@ the windows it skips."""
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -50,15 +48,14 @@ def test_a_chunk_mix_books_the_reference_figures(name: str) -> None:
     assert _figures(name) == MIX[name]
 
 
-def test_the_kernels_run_as_python_give_the_same_figures() -> None:
+def test_the_kernels_run_as_python_give_the_same_figures(fresh_python: Callable[..., str]) -> None:
     """``NUMBA_DISABLE_JIT=1`` runs the engine as the Python it is written in."""
     root = Path(__file__).resolve().parents[2]
     code = ("from tests.dram.test_dram_fast import _figures; "
             "print(*_figures('hbm2'))")
     env = {**os.environ, "NUMBA_DISABLE_JIT": "1",
            "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")])}
-    out = subprocess.run([sys.executable, "-c", code], env=env, cwd=root, check=True,
-                         capture_output=True, text=True).stdout
+    out = fresh_python(code, env=env, cwd=root)
     assert tuple(int(x) for x in out.split()) == MIX["hbm2"]
 
 

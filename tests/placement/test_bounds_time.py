@@ -304,7 +304,8 @@ def test_an_npu_books_its_ops_at_once_on_the_fast_hbm_only(model: str) -> None:
     assert NPU(env, "npu", root, C.PAPER.npu, hbm).books_ops_at_once() == (model == "fast")
 
 
-def test_numba_loads_on_the_callers_thread_before_the_passes_start_on_theirs() -> None:
+def test_numba_loads_on_the_callers_thread_before_the_passes_start_on_theirs(
+        fresh_python: Callable[..., str]) -> None:
     """numba's import hides scipy's BLAS from every thread while it runs
     (``tmhw.sim.jit._skip_blas_probe``); a run's first kernel call on the passes' thread
     once met the run's own import of scipy for its LPs (a sweep's point failed with
@@ -312,8 +313,6 @@ def test_numba_loads_on_the_callers_thread_before_the_passes_start_on_theirs() -
     dispatcher is made before each of the bounds' threads starts (the solved parts'
     beside the plan, ``solve_ahead``, their NAND LPs', and the NPU-alone passes), and
     scipy imports beside them."""
-    import subprocess
-    import sys
 
     code = ("import threading\n"
             "from tmhw import config as C, lower_bounds\n"
@@ -330,10 +329,9 @@ def test_numba_loads_on_the_callers_thread_before_the_passes_start_on_theirs() -
             "wait = lower_bounds.npu_alone_later(s.bounds_input(), background=True)\n"
             "import scipy.optimize\n"
             "print(loaded, sorted(seen), wait().size == len(s.workload.ops))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True)
-    assert out.stdout.strip() == ("False [('tmhw-bounds', True), ('tmhw-bounds-nand', True), "
-                                  "('tmhw-npu-alone', True)] True")
+    out = fresh_python(code)
+    assert out.strip() == ("False [('tmhw-bounds', True), ('tmhw-bounds-nand', True), "
+                           "('tmhw-npu-alone', True)] True")
 
 
 def test_the_solved_parts_asked_for_while_solving_ahead_are_waited_for_not_solved_again(

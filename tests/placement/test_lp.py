@@ -5,8 +5,7 @@ plan), without importing scipy.optimize or scipy.sparse."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
+from collections.abc import Callable
 
 import numpy as np
 import pytest
@@ -131,7 +130,8 @@ def test_an_infeasible_lp_says_so() -> None:
     assert res.status != 0 and "nfeasible" in res.message and res.x.size == 0
 
 
-def test_a_plan_and_its_bounds_import_neither_scipy_optimize_nor_sparse() -> None:
+def test_a_plan_and_its_bounds_import_neither_scipy_optimize_nor_sparse(
+        fresh_python: Callable[..., str]) -> None:
     """What the change is for: a fresh process that plans TM-Training, computes its
     bounds and runs imports neither (0.18-0.23 s and 0.13 s of imports before)."""
     code = ("import sys\n"
@@ -141,9 +141,8 @@ def test_a_plan_and_its_bounds_import_neither_scipy_optimize_nor_sparse() -> Non
             "'run.warmup_iterations=1']))\n"
             "s.run()\n"
             "print('scipy.optimize' in sys.modules, 'scipy.sparse' in sys.modules)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True)
-    assert out.stdout.split()[-2:] == ["False", "False"]
+    out = fresh_python(code)
+    assert out.split()[-2:] == ["False", "False"]
 
 
 def test_a_model_past_highs_indices_is_refused_not_wrapped(

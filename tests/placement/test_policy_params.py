@@ -9,8 +9,6 @@ validates, dumps and reloads its table, and a system run gives the policy its re
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -170,7 +168,8 @@ def test_a_policy_with_parameters_names_their_table() -> None:
         type("Half", (Policy,), {"Params": ToyParams})
 
 
-def test_the_config_imports_no_policy_until_a_table_names_one() -> None:
+def test_the_config_imports_no_policy_until_a_table_names_one(
+        fresh_python: Callable[..., str]) -> None:
     """``import tmhw.config`` and the presets import no policy module (TM-Training's
     and AutoTM's solvers come with theirs); a table of one policy imports that
     policy's module alone."""
@@ -180,8 +179,7 @@ def test_the_config_imports_no_policy_until_a_table_names_one() -> None:
             "'tmhw.placement.sentinel', 'tmhw.placement.flatflash', "
             "'tmhw.placement.simple'))); print(seen()); "
             "C.with_overrides(C.PAPER, ['policy.sentinel.leads=[2]']); print(seen())")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True, cwd=Path(__file__).parents[2]).stdout.splitlines()
+    out = fresh_python(code, cwd=Path(__file__).parents[2]).splitlines()
     assert out == ["[]", "['tmhw.placement.sentinel']"]
 
 

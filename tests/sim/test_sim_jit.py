@@ -9,9 +9,8 @@ a version's folder another checkout may be using is not removed."""
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -37,26 +36,26 @@ def _twice_the_sum(a: np.ndarray) -> int:
     return 2 * _cumsum_into(a, out)
 
 
-def test_importing_the_system_does_not_import_numba() -> None:
+def test_importing_the_system_does_not_import_numba(fresh_python: Callable[..., str]) -> None:
     code = "import sys, tmhw.system, flash; print('numba' in sys.modules)"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True)
-    assert out.stdout.strip() == "False"
+    out = fresh_python(code)
+    assert out.strip() == "False"
 
 
-def test_loading_the_flash_kernels_does_not_import_scipy_and_leaves_it_importable() -> None:
+def test_loading_the_flash_kernels_does_not_import_scipy_and_leaves_it_importable(
+        fresh_python: Callable[..., str]) -> None:
     # numba's array functions look for scipy's BLAS at import; the kernels' load
     # imports them without that look (0.08 s of a process that never loads scipy),
     # and scipy.linalg imports as usual afterwards
     code = ("import sys; from flash.target import compile_kernels; compile_kernels(); "
             "print('scipy.linalg' in sys.modules, 'numba.np.arraymath' in sys.modules); "
             "import scipy.linalg.cython_blas; print('scipy.linalg' in sys.modules)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True)
-    assert out.stdout.split() == ["False", "True", "True"]
+    out = fresh_python(code)
+    assert out.split() == ["False", "True", "True"]
 
 
-def test_load_seconds_counts_the_first_call_of_each_kernel_and_nothing_else() -> None:
+def test_load_seconds_counts_the_first_call_of_each_kernel_and_nothing_else(
+        fresh_python: Callable[..., str]) -> None:
     # a fresh process: nothing before the first kernel call; numba's import and the
     # first kernel's load at it; a second kernel's load at its own first call; a
     # kernel's later calls, and Python around them, never
@@ -74,9 +73,8 @@ def test_load_seconds_counts_the_first_call_of_each_kernel_and_nothing_else() ->
             "r.dirty_count(0, 64)\n"
             "d = jit.load_seconds()\n"
             "print(a == 0.0, b > 0.0, c == b, d > c)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True)
-    assert out.stdout.split() == ["True"] * 4
+    out = fresh_python(code)
+    assert out.split() == ["True"] * 4
 
 
 def test_a_kernel_calling_a_kernel_runs_compiled_and_is_rebound() -> None:

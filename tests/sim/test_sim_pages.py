@@ -4,8 +4,7 @@ user's environment says otherwise."""
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
+from collections.abc import Callable
 
 import pytest
 
@@ -15,11 +14,10 @@ _ASK = ("import tmhw.sim, importlib; "
 
 
 @pytest.mark.parametrize(("env", "advised"), [(None, "False"), ("1", "True"), ("0", "False")])
-def test_huge_page_advice_is_off_unless_the_environment_asks(env: str | None,
-                                                             advised: str) -> None:
+def test_huge_page_advice_is_off_unless_the_environment_asks(
+        env: str | None, advised: str, fresh_python: Callable[..., str]) -> None:
     e = {k: v for k, v in os.environ.items() if k != "NUMPY_MADVISE_HUGEPAGE"}
     if env is not None:
         e["NUMPY_MADVISE_HUGEPAGE"] = env
-    out = subprocess.run([sys.executable, "-c", _ASK], capture_output=True, text=True,
-                         check=True, env=e)
-    assert out.stdout.strip() == advised
+    out = fresh_python(_ASK, env=e)
+    assert out.strip() == advised
