@@ -75,7 +75,7 @@ def _left(idx: I64, a: int, k: int, page: int) -> int:
 
 
 @njit_noref
-def _spare(seg: I64, meta: I64) -> int:
+def lru_spare(seg: I64, meta: I64) -> int:
     """Rows a change may still take without the arrays growing."""
     return int(meta[FREED] + seg.shape[0] - meta[USED])
 
@@ -145,7 +145,7 @@ def lru_remove(seg: I64, idx: I64, meta: I64, free: I64, lo: int, hi: int) -> in
     first, last = int(idx[j0, 1]), int(idx[j1 - 1, 1])
     keep_left = seg[first, LO] < lo
     keep_right = seg[last, HI] > hi
-    if keep_left and keep_right and first == last and _spare(seg, meta) < 1:
+    if keep_left and keep_right and first == last and lru_spare(seg, meta) < 1:
         return -1
     right_hi = seg[last, HI]
     gone = 0
@@ -190,7 +190,7 @@ def lru_push(seg: I64, idx: I64, meta: I64, free: I64, lo: int, hi: int) -> bool
     """``RunLru.push``; False (nothing changed) where fewer than two rows are spare."""
     if hi <= lo:
         return True
-    if _spare(seg, meta) < 2:
+    if lru_spare(seg, meta) < 2:
         return False
     lru_remove(seg, idx, meta, free, lo, hi)
     tail = int(seg[HEAD, PREV])

@@ -51,7 +51,7 @@ from flash.ftl.mapping import L2pArrays, l2p_read_run
 from flash.host import HostInterface
 from flash.intmap import LIVE
 from flash.phy import OnfiPhy
-from flash.runlru import FREED, SIZE, USED, LruArrays, lru_push, lru_runs_in, lru_trim
+from flash.runlru import SIZE, LruArrays, lru_push, lru_runs_in, lru_spare, lru_trim
 from flash.scheduler import CommandFormer, Counters
 from flash.slc import SlcCache
 from tmhw.sim.errors import TmhwError
@@ -461,7 +461,7 @@ def _read_front(dram: tuple[Buffer, LruArrays], l2p: tuple[L2pArrays, tuple[I64,
         last_part = (hi - 1 > lo and runs[m - 1, 1] == hi
                      and ((hi - 1) * page < address or hi * page > end_b))
     pushes = n_hit + (m - m0 if fill == FILL_ALL else int(first_part) + int(last_part))
-    if pushes and meta[FREED] + seg.shape[0] - meta[USED] < 2 * pushes:  # (``_spare``)
+    if pushes and lru_spare(seg, meta) < 2 * pushes:
         return -1
     for h in range(n_hit):
         lru_push(seg, idx, meta, free, runs[h, 0], runs[h, 1])
