@@ -137,42 +137,57 @@ def write_run(lo: int, n: int, geo: npt.NDArray[np.void], stripe: tuple[I64, I64
         if k:
             need[0] = k
             return NEEDS_ROWS
-    # where each page goes: (block, page in block)
-    blk_i = np.empty(n, dtype=np.int64)
-    slot_i = np.empty(n, dtype=np.int64)
-    x = 0  # i % U
-    r = 0  # i // U: the page's index among its plane's
-    for i in range(n):
-        if i and x == U - 1:
-            x = 0
-            r += 1
-        elif i:
-            x += 1
+    # each plane's pages, in its active block from its write pointer while they fit (all
+    # of them where the plane fits), then in its opened block from its first page: page
+    # ``r`` of the plane at stripe position ``x`` is the run's page ``r * U + x``. A
+    # plane at a time, so each block's P2L row is looked up once and walked in order;
+    # every target page is checked erased before anything changes
+    for x in range(w):
         plane = sp2[s0 + x]
         hb = host_blk[plane]
-        if fit[x] or (hb >= 0 and host_wp[plane] + r < ppb):
-            blk_i[i] = hb
-            slot_i[i] = host_wp[plane] + r
-        else:
-            room = ppb - host_wp[plane] if hb >= 0 else 0
-            blk_i[i] = opened[plane]
-            slot_i[i] = r - room
-        if p2l[row1_of[blk_i[i]] - 1, slot_i[i]] != -1:
-            return NOT_ERASED
+        c = q + (1 if x < rem else 0)
+        wp = host_wp[plane]
+        room = c if fit[x] else (ppb - wp if hb >= 0 else 0)
+        if room:
+            p2l_row = row1_of[hb] - 1
+            for r in range(room):
+                if p2l[p2l_row, wp + r] != -1:
+                    return NOT_ERASED
+        if c > room:
+            p2l_row = row1_of[opened[plane]] - 1
+            for r in range(c - room):
+                if p2l[p2l_row, r] != -1:
+                    return NOT_ERASED
     s_ppb = log2_exact(ppb)
-    for i in range(n):
-        lpn = lo + i
-        row = seg_row[lpn >> seg_bits]
-        old = l2p_rows[row, lpn & mask] if row >= 0 else l2p_of(l2p, geo, lpn)
-        if old >= 0:
-            valid[div(old, ppb, s_ppb)] -= 1
-    for i in range(n):
-        lpn = lo + i
-        p2l[row1_of[blk_i[i]] - 1, slot_i[i]] = lpn
-        ppn = blk_i[i] * ppb + slot_i[i]
-        if dense:
-            l2p_rows[seg_row[lpn >> seg_bits], lpn & mask] = ppn
-        out[i] = ppn
+    for x in range(w):
+        plane = sp2[s0 + x]
+        hb = host_blk[plane]
+        c = q + (1 if x < rem else 0)
+        wp = host_wp[plane]
+        room = c if fit[x] else (ppb - wp if hb >= 0 else 0)
+        for part in range(2):
+            # (block, its pages r0 to r1 of the plane's, the first one's page - r0)
+            if part == 0:
+                blk, r0, r1, first = hb, 0, room, wp
+            else:
+                blk, r0, r1, first = opened[plane], room, c, 0
+            if r1 <= r0:
+                continue
+            p2l_row = row1_of[blk] - 1
+            for r in range(r0, r1):
+                slot = first + r - r0
+                i = r * U + x
+                lpn = lo + i
+                # the old copy's valid count drops, the page maps to its new place
+                row = seg_row[lpn >> seg_bits]
+                old = l2p_rows[row, lpn & mask] if row >= 0 else l2p_of(l2p, geo, lpn)
+                if old >= 0:
+                    valid[div(old, ppb, s_ppb)] -= 1
+                p2l[p2l_row, slot] = lpn
+                ppn = blk * ppb + slot
+                if dense:
+                    l2p_rows[row, lpn & mask] = ppn
+                out[i] = ppn
     # the planes that fit, at once
     for x in range(w):
         if fit[x]:
