@@ -137,40 +137,25 @@ def write_run(lo: int, n: int, geo: npt.NDArray[np.void], stripe: tuple[I64, I64
         if k:
             need[0] = k
             return NEEDS_ROWS
-    # each plane's pages, in its active block from its write pointer while they fit (all
-    # of them where the plane fits), then in its opened block from its first page: page
-    # ``r`` of the plane at stripe position ``x`` is the run's page ``r * U + x``. A
-    # plane at a time, so each block's P2L row is looked up once and walked in order;
-    # every target page is checked erased before anything changes
+    # a plane at a time (``_piece``), so each block's P2L row is looked up once and walked
+    # in order: page ``r`` of the plane at stripe position ``x`` is the run's page
+    # ``r * U + x``; every target page is checked erased before anything changes
     for x in range(w):
         plane = sp2[s0 + x]
-        hb = host_blk[plane]
         c = q + (1 if x < rem else 0)
-        wp = host_wp[plane]
-        room = c if fit[x] else (ppb - wp if hb >= 0 else 0)
-        if room:
-            p2l_row = row1_of[hb] - 1
-            for r in range(room):
-                if p2l[p2l_row, wp + r] != -1:
-                    return NOT_ERASED
-        if c > room:
-            p2l_row = row1_of[opened[plane]] - 1
-            for r in range(c - room):
-                if p2l[p2l_row, r] != -1:
-                    return NOT_ERASED
+        for part in range(2):
+            blk, r0, r1, first = _piece(plane, c, fit[x], part, ppb, host_blk, host_wp, opened)
+            if r1 > r0:
+                p2l_row = row1_of[blk] - 1
+                for r in range(r0, r1):
+                    if p2l[p2l_row, first + r - r0] != -1:
+                        return NOT_ERASED
     s_ppb = log2_exact(ppb)
     for x in range(w):
         plane = sp2[s0 + x]
-        hb = host_blk[plane]
         c = q + (1 if x < rem else 0)
-        wp = host_wp[plane]
-        room = c if fit[x] else (ppb - wp if hb >= 0 else 0)
         for part in range(2):
-            # (block, its pages r0 to r1 of the plane's, the first one's page - r0)
-            if part == 0:
-                blk, r0, r1, first = hb, 0, room, wp
-            else:
-                blk, r0, r1, first = opened[plane], room, c, 0
+            blk, r0, r1, first = _piece(plane, c, fit[x], part, ppb, host_blk, host_wp, opened)
             if r1 <= r0:
                 continue
             p2l_row = row1_of[blk] - 1
@@ -217,6 +202,22 @@ def write_run(lo: int, n: int, geo: npt.NDArray[np.void], stripe: tuple[I64, I64
     for i in range(1, k + 1):  # the blocks opened here are the planes' active ones now
         opened[need[i]] = -1
     return DONE if dense else PLACED
+
+
+@njit_noref
+def _piece(plane: int, c: int, fits: bool, part: int, ppb: int, host_blk: I64, host_wp: I64,
+           opened: I64) -> tuple[int, int, int, int]:
+    """Where ``write_run`` puts the ``c`` pages of ``plane`` in a run, in two pieces: 0,
+    in its active block from its write pointer while they fit (all of them where the
+    plane ``fits``); 1, the rest in the block opened for it, from its first page. The
+    piece's block, the plane's pages ``r0`` to ``r1`` it takes, and the first one's page
+    in the block."""
+    hb = host_blk[plane]
+    wp = host_wp[plane]
+    room = c if fits else (ppb - wp if hb >= 0 else 0)
+    if part == 0:
+        return hb, 0, room, wp
+    return opened[plane], room, c, 0
 
 
 @njit_noref
