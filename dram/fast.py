@@ -30,6 +30,7 @@ import dram.engine as engine
 from dram.config import DramConfig
 from dram.mapping import AddressMap
 from dram.timing import ref_phase
+from tmhw.sim.jit import Direct
 from tmhw.sim.transfer import Pattern
 
 
@@ -54,6 +55,11 @@ def compile_kernels() -> None:
                  np.zeros(2, dtype=np.int64))
 
 
+#: the engine's chunk and op kernels past their dispatcher (``tmhw.sim.jit.Direct``)
+_SERVE = Direct(engine.serve)
+_SERVE_OP = Direct(engine.serve_op)
+
+
 class FastModel:
     """Chunk-level timing and counters for one ``DramConfig``. Times in ps."""
 
@@ -72,7 +78,7 @@ class FastModel:
         """Book a chunk; return its completion time (end of its last data), ps."""
         if nbytes <= 0:
             return earliest
-        end: int = engine.serve(self._args, write, address, nbytes,
+        end: int = _SERVE.call(self._args, write, address, nbytes,
                                 pattern is Pattern.STREAM, earliest)
         return end
 
@@ -82,7 +88,7 @@ class FastModel:
         """An NPU op's chunked stream reads, compute and writes in one compiled call,
         as its ``serve`` calls one after another would book them
         (``engine.serve_op``); the op's end, ps."""
-        end: int = engine.serve_op(self._args, r_chunks, w_chunks, c_chunks, r_addr, w_addr,
+        end: int = _SERVE_OP.call(self._args, r_chunks, w_chunks, c_chunks, r_addr, w_addr,
                                    start)
         return end
 

@@ -37,7 +37,7 @@ import numpy.typing as npt
 
 from flash.intmap import MASK, IntMap, im_find, im_put, im_remove
 from flash.runlru import LruArrays, RunLru
-from tmhw.sim.jit import njit_noref
+from tmhw.sim.jit import Direct, njit_noref
 from tmhw.sim.rowheap import row_pop, row_push
 
 I64 = npt.NDArray[np.int64]
@@ -114,7 +114,7 @@ class DataCache:
         -1 when the transaction is larger than the buffer (written through)."""
         if pages > self.write_pages:
             return -1
-        t = int(admit_write(self._buf, pages, self.write_pages, earliest))
+        t = int(_ADMIT_WRITE.call(self._buf, pages, self.write_pages, earliest))
         if t > earliest:
             self.write_waits += 1
         return t
@@ -130,7 +130,7 @@ class DataCache:
         read-cache copies are stale."""
         n = len(lpns)
         self._room(1, n)
-        buffer_run(self._buf, lpns.start, lpns.stop, end)
+        _BUFFER_RUN.call(self._buf, lpns.start, lpns.stop, end)
         self.write_hits += n
         self.invalidate(lpns)
 
@@ -390,3 +390,8 @@ def first_held_page(table: I64, meta: I64, lpns: I64, now: int) -> int:
         if _held(table, meta, lpns[j], now, True):
             return j
     return lpns.size
+
+
+#: the write buffer's kernels past their dispatcher (``tmhw.sim.jit.Direct``)
+_ADMIT_WRITE = Direct(admit_write)
+_BUFFER_RUN = Direct(buffer_run)

@@ -51,8 +51,14 @@ from flash.ftl import GcJob
 from flash.ftl.gc import die_rows, step_planes
 from flash.phy import OnfiPhy
 from flash.scheduler import CommandFormer, Counters, TimingBase
+from tmhw.sim.jit import Direct
 
 I64 = npt.NDArray[np.int64]
+
+
+#: the chunk kernels past their dispatcher (``tmhw.sim.jit.Direct``)
+_READ_CHUNK = Direct(read_chunk)
+_PROGRAM_CHUNK = Direct(program_chunk)
 
 
 class FastModel(TimingBase):
@@ -114,7 +120,7 @@ class FastModel(TimingBase):
         if self.dies.record:
             self.dies.reserve_records(2 * ppns.size)
         while True:
-            why = read_chunk(self.lanes(), self.geo, self.cmds, ppns, nb, e, self._res)
+            why = _READ_CHUNK.call(self.lanes(), self.geo, self.cmds, ppns, nb, e, self._res)
             if not why:
                 return self._res
             self.grow(why, ppns)
@@ -165,7 +171,7 @@ class FastModel(TimingBase):
         if self.dies.record:
             self.dies.reserve_records(ppns.size)
         while True:
-            why = program_chunk(self.lanes(), self.geo_slc if slc else self.geo, self.cmds,
+            why = _PROGRAM_CHUNK.call(self.lanes(), self.geo_slc if slc else self.geo, self.cmds,
                                 ppns, f, le, self._res)
             if not why:
                 return self._res

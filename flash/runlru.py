@@ -29,7 +29,7 @@ from collections.abc import Iterable, Iterator
 import numpy as np
 import numpy.typing as npt
 
-from tmhw.sim.jit import njit_noref
+from tmhw.sim.jit import Direct, njit_noref
 
 I64 = npt.NDArray[np.int64]
 #: the arrays the kernels take (``RunLru.arrays``): the rows, the index, the counters,
@@ -335,8 +335,8 @@ class RunLru:
     # -- changes ---------------------------------------------------------------------
     def remove(self, lo: int, hi: int) -> int:
         """Pages [lo, hi) leave; how many were held."""
-        while (gone := lru_remove(self._seg, self._idx, self._meta, self._free,
-                                  lo, hi)) < 0:
+        while (gone := _LRU_REMOVE.call(self._seg, self._idx, self._meta, self._free,
+                                        lo, hi)) < 0:
             self.grow()
         return int(gone)
 
@@ -381,3 +381,7 @@ class RunLru:
         assert sum(b - a for a, b in segs) == len(self)
         live = int(self._meta[USED]) - 1 - int(self._meta[FREED])
         assert live == len(segs), (live, len(segs))
+
+
+#: ``lru_remove`` past its dispatcher (``tmhw.sim.jit.Direct``)
+_LRU_REMOVE = Direct(lru_remove)

@@ -25,7 +25,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from tmhw.sim.jit import njit, njit_noref
+from tmhw.sim.jit import Direct, njit, njit_noref
 from tmhw.sim.pagebits import PageBits, _bit, _popcount
 from tmhw.sim.stats import Level
 
@@ -645,7 +645,7 @@ class Residency:
         a page's ready time plus the op's work after it,
         ``(last - page - 1) * dur // (last - first)`` (one compiled pass, exact past 64
         bits)."""
-        return int(_tail_due(self._ready, lo, hi, first, last, dur))
+        return int(_D_TAIL_DUE.call(self._ready, lo, hi, first, last, dur))
 
     def set_ready(self, pages: np.ndarray | slice, ready: int) -> None:
         """``pages``' HBM copies are complete at ``ready``."""
@@ -719,8 +719,8 @@ class Residency:
     def missing_runs(self, start: int, stop: int) -> tuple[int, list[tuple[int, int]]]:
         """How many pages of [start, stop) HBM does not hold, and their runs in order
         (compiled, ``_clear_runs``; a chunk is most often all missing or all held)."""
-        held = (int(_count_held(self.in_hbm, self._hbm_words, start, stop)) if stop > start
-                else 0)
+        held = (int(_D_COUNT_HELD.call(self.in_hbm, self._hbm_words, start, stop))
+                if stop > start else 0)
         if held == 0:
             return stop - start, [(start, stop)] if stop > start else []
         if held == stop - start:
@@ -733,7 +733,7 @@ class Residency:
         """The span [a, b) of pages [start, stop) from the ``k``-th last page HBM holds
         (the first it holds, if it holds fewer) to the last it holds, included, and how
         many held pages it has (at most ``k``); (0, 0, 0) if it holds none. ``k`` >= 1."""
-        a, b, n = _last_held(self.in_hbm, self._hbm_words, start, stop, k)
+        a, b, n = _D_LAST_HELD.call(self.in_hbm, self._hbm_words, start, stop, k)
         return int(a), int(b), int(n)
 
     def count_missing(self, start: int, stop: int) -> int:
@@ -741,7 +741,7 @@ class Residency:
         flags a word: ``_count_held``)."""
         if stop <= start:
             return 0
-        return stop - start - int(_count_held(self.in_hbm, self._hbm_words, start, stop))
+        return stop - start - int(_D_COUNT_HELD.call(self.in_hbm, self._hbm_words, start, stop))
 
     def dirty_runs(self, start: int, stop: int) -> list[tuple[int, int]]:
         """The dirty pages of [start, stop) (``dirty_count``'s) as runs in page order."""
@@ -754,7 +754,7 @@ class Residency:
         pass, no temporary masks)."""
         if stop <= start:
             return 0
-        return int(_dirty_count(self.in_hbm, self._hbm_words, self.live.words,
+        return int(_D_DIRTY_COUNT.call(self.in_hbm, self._hbm_words, self.live.words,
                                 self.in_flash.words, start, stop))
 
     def hold(self, pages: np.ndarray | slice, ready: int, now: int) -> int:
@@ -768,8 +768,8 @@ class Residency:
                 free = self.capacity - self.occupied_pages
                 idx = self._time_index(ready)  # may grow the times: before the call
                 self._room_rows(2)
-                new = _hold_run(self._held, self._hbm_words, self._ready, start, stop, free, idx,
-                                 ready)
+                new = _D_HOLD_RUN.call(self._held, self._hbm_words, self._ready, start, stop,
+                                       free, idx, ready)
                 if new < 0:
                     raise CapacityError(f"{-1 - new} pages over {free} free")
                 self.held += new
@@ -793,8 +793,8 @@ class Residency:
         pages = self._pages(pages)
         if isinstance(pages, slice):
             start, stop = pages.start, pages.stop
-            count = (_release_run(self._held, self._hbm_words, start, stop) if stop > start
-                     else 0)
+            count = (_D_RELEASE_RUN.call(self._held, self._hbm_words, start, stop)
+                     if stop > start else 0)
             if count == 0:
                 return 0
         else:
@@ -861,7 +861,7 @@ class Residency:
         """When every page of [start, stop) is complete in HBM (all must be held)."""
         if stop <= start:
             return 0
-        out: int = _ready_max(self._ready, start, stop)
+        out: int = _D_READY_MAX.call(self._ready, start, stop)
         return out
 
     def held_ready_time(self, start: int, stop: int) -> int:
@@ -871,7 +871,7 @@ class Residency:
             return 0
         if start < 0 or stop > self.npages:
             raise IndexError(f"residency: pages [{start}, {stop}) outside [0, {self.npages})")
-        out: int = _held_times_max(self._held, self._ready, self._hbm_words, start, stop)
+        out: int = _D_HELD_TIMES_MAX.call(self._held, self._ready, self._hbm_words, start, stop)
         return out
 
     def check(self) -> None:
@@ -901,3 +901,14 @@ class Residency:
             lost += n_lost
         if lost:
             raise AssertionError(f"{lost} live pages in neither tier, first {first_lost}")
+
+
+#: the kernels past their dispatcher (``tmhw.sim.jit.Direct``)
+_D_COUNT_HELD = Direct(_count_held)
+_D_DIRTY_COUNT = Direct(_dirty_count)
+_D_READY_MAX = Direct(_ready_max)
+_D_RELEASE_RUN = Direct(_release_run)
+_D_HOLD_RUN = Direct(_hold_run)
+_D_LAST_HELD = Direct(_last_held)
+_D_HELD_TIMES_MAX = Direct(_held_times_max)
+_D_TAIL_DUE = Direct(_tail_due)

@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from tmhw.sim.jit import njit_noref
+from tmhw.sim.jit import Direct, njit_noref
 
 I64 = npt.NDArray[np.int64]
 Meta = npt.NDArray[np.int64]
@@ -102,10 +102,10 @@ class GapBank:
     def reserve1(self, lane: int, earliest: int, duration: int) -> int:
         """Reserve ``duration`` on lane ``lane`` at its earliest fit no earlier than
         ``earliest``; the end."""
-        end = int(gap_book(self._intervals, self._meta, lane, earliest, duration))
+        end = int(_GAP_BOOK.call(self._intervals, self._meta, lane, earliest, duration))
         if end < 0:  # the lane's row is full
             self.grow()
-            end = int(gap_book(self._intervals, self._meta, lane, earliest, duration))
+            end = int(_GAP_BOOK.call(self._intervals, self._meta, lane, earliest, duration))
         return end
 
     def cover(self, lane: int, start: int, end: int) -> None:
@@ -305,3 +305,7 @@ def gap_cover(intervals: I64, meta: Meta, lane: int, start: int, end: int) -> in
     ends[first] = end
     meta[FILL, lane] = new_fill
     return 0
+
+
+#: ``gap_book`` past its dispatcher (``tmhw.sim.jit.Direct``)
+_GAP_BOOK = Direct(gap_book)

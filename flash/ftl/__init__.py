@@ -46,10 +46,15 @@ from flash.ftl.kernels import (
 from flash.ftl.mapping import I64, SEG, SEG_BITS, AddressMap, SparseL2P, _ascending, stripe_planes
 from flash.ftl.program import Programmer
 from tmhw.sim import TmhwError
+from tmhw.sim.jit import Direct
 
 __all__ = ["ACTIVE", "BAD", "FREE", "FTL", "FULL", "I64", "SEG", "SEG_BITS", "AddressMap",
            "BlockManager", "GarbageCollector", "GcJob", "PlacementOnlyError", "Programmer",
            "SparseL2P", "stripe_planes"]
+
+
+#: ``kernels.write_run`` past its dispatcher (``tmhw.sim.jit.Direct``)
+_WRITE_RUN = Direct(write_run)
 
 
 class PlacementOnlyError(TmhwError):
@@ -474,7 +479,7 @@ class FTL:
         blocks as they are now (the P2L rows are rebound as they grow)."""
         b, m = self.blocks, self.mapping
         # (``_fresh_state``, inline: one Python call fewer a run)
-        got: int = write_run(lo, n, self.geo, self._stripes, self._l2p_state(),
+        got: int = _WRITE_RUN.call(lo, n, self.geo, self._stripes, self._l2p_state(),
                              self._block_state(),
                              (b.fresh_next, b.free_count, m.rows, m.free_rows), b.seq, io)
         return got

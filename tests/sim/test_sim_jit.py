@@ -196,3 +196,32 @@ def test_other_versions_are_removed_only_when_no_checkout_is_likely_to_use_them(
     gone = jit.prune(own, keep=mine.name)
     assert sorted(gone) == sorted(recent[k - 1:])   # mine is the most recent of all
     assert all(d.is_dir() for d in recent[:k - 1]) and mine.is_dir()
+
+
+def test_a_direct_handle_binds_the_entry_of_its_first_calls_types() -> None:
+    """``Direct``: the first call goes through the dispatcher, later calls straight to
+    the compiled version of the first call's argument types; the results are the
+    dispatcher's."""
+    handle = jit.Direct(_cumsum_into)
+    a = np.arange(1, 6, dtype=np.int64)
+    out = np.zeros(5, dtype=np.int64)
+    assert handle.call(a, out) == 15 and out.tolist() == [1, 3, 6, 10, 15]
+    d = _cumsum_into if not isinstance(_cumsum_into, _Kernel) else _cumsum_into.dispatcher
+    types = (d.typeof_pyval(a), d.typeof_pyval(out))
+    assert handle.call is d.overloads[types].entry_point
+    b = np.array([7, -2, 4], dtype=np.int64)
+    assert handle.call(b, out) == 9 and out[:3].tolist() == [7, 5, 9]
+    jit.DIRECTS.remove(handle)
+
+
+def test_a_direct_handle_under_disabled_jit_calls_the_python_function(
+        fresh_python: Callable[..., str]) -> None:
+    code = ("import numpy as np\n"
+            "from tmhw.sim import jit\n"
+            "from tmhw.sim.pagebits import PageBits\n"
+            "b = PageBits(200)\n"
+            "b[3:150] = True\n"
+            "h = next(h for h in jit.DIRECTS if h.kernel.__name__ == '_bits_count')\n"
+            "print(b.count(0, 200), h.call is h.kernel.dispatcher)")
+    env = {**os.environ, "NUMBA_DISABLE_JIT": "1"}
+    assert fresh_python(code, env=env).split() == ["147", "True"]

@@ -69,6 +69,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 #: every kernel defined so far, in definition order
 _KERNELS: list[_Kernel] = []
+#: every call site's handle past a dispatcher (``Direct``), in the order made
+DIRECTS: list[Direct] = []
 #: the project's packages, whose files that define kernels name the cache folder
 PACKAGES = ("tmhw", "flash", "dram", "npu")
 #: the cache folder, once chosen (``cache_dir``)
@@ -263,3 +265,47 @@ def njit_noref(fn: F) -> F:
     k = _Kernel(fn, refcounted=False)
     _KERNELS.append(k)
     return cast(F, k)
+
+
+class Direct:
+    """One call site's way into a kernel's compiled code, past numba's dispatcher.
+
+    A dispatcher call types every argument (a tuple of arrays element by element) and
+    looks the types up among the kernel's compiled versions before it unboxes them:
+    0.3 us for a kernel of one array and two ints, 1.0-1.3 us for a dozen arrays or the
+    nested tuples a component's state is, of which the compiled entry itself takes
+    0.15-0.75 us (docs/PERFORMANCE.md). A hot call site whose arguments always have the
+    same types (the component's own state arrays, made once with their dtypes, and
+    ints) keeps a ``Direct``: ``handle.call(*args)``. Its first call goes through the
+    dispatcher (which loads or compiles the kernel) and then binds ``call`` to the entry
+    point of the version compiled for that call's argument types, when one matches them
+    exactly; the same compiled code, so the same results (under ``NUMBA_DISABLE_JIT=1``,
+    the Python function). A site whose argument types
+    can change from call to call (an array of another dtype or layout, a float for an
+    int) must call the kernel itself: the entry point would take the new arguments as
+    the old types."""
+
+    __slots__ = ("kernel", "call")
+
+    def __init__(self, kernel: Callable[..., Any]) -> None:
+        self.kernel = kernel
+        self.call: Callable[..., Any] = self._first
+        DIRECTS.append(self)
+
+    def _first(self, *args: Any) -> Any:
+        d: Any = self.kernel
+        if isinstance(d, _Kernel):
+            if d.dispatcher is None:
+                with _LOADING:
+                    if d.dispatcher is None:
+                        _load()
+            d = d.dispatcher
+        out = d(*args)
+        if not hasattr(d, "overloads"):
+            # ``NUMBA_DISABLE_JIT=1``: the kernel is the Python function itself
+            self.call = d
+            return out
+        types = tuple(d.typeof_pyval(a) for a in args)
+        cres = d.overloads.get(types)
+        self.call = cres.entry_point if cres is not None else d
+        return out

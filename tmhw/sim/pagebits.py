@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from tmhw.sim.jit import njit_noref
+from tmhw.sim.jit import Direct, njit_noref
 
 #: pages a block of ``PageBits.of``'s packing
 _BLOCK = 1 << 23
@@ -88,7 +88,7 @@ class PageBits:
             a, b, step = key.indices(self.n)
             if step == 1 and (value.__class__ in _SCALAR or np.ndim(value) == 0):
                 if b > a:
-                    _bits_fill(self.words, a, b, bool(value))
+                    _D_BITS_FILL.call(self.words, a, b, bool(value))
                 return
             if step == 1:
                 vals = np.ascontiguousarray(np.broadcast_to(
@@ -110,23 +110,23 @@ class PageBits:
         return out if dtype is None else out.astype(dtype)
 
     def any(self) -> bool:
-        return bool(_bits_any(self.words, 0, self.n))
+        return bool(_D_BITS_ANY.call(self.words, 0, self.n))
 
     def all(self) -> bool:
-        return not bool(_bits_any_clear(self.words, 0, self.n))
+        return not bool(_D_BITS_ANY_CLEAR.call(self.words, 0, self.n))
 
     def run_any(self, a: int, b: int) -> bool:
         """Whether any page of [a, b) is set."""
-        return b > a and bool(_bits_any(self.words, a, b))
+        return b > a and bool(_D_BITS_ANY.call(self.words, a, b))
 
     def run_all(self, a: int, b: int) -> bool:
         """Whether every page of [a, b) is set (an empty run: True)."""
-        return b <= a or not bool(_bits_any_clear(self.words, a, b))
+        return b <= a or not bool(_D_BITS_ANY_CLEAR.call(self.words, a, b))
 
     def count(self, a: int = 0, b: int | None = None) -> int:
         """How many pages of [a, b) are set (``b`` None: to the end)."""
         b = self.n if b is None else b
-        return int(_bits_count(self.words, a, b)) if b > a else 0
+        return int(_D_BITS_COUNT.call(self.words, a, b)) if b > a else 0
 
     def copy(self) -> PageBits:
         """The same flags, in words of its own."""
@@ -266,3 +266,10 @@ def _popcount(x: np.uint64) -> int:
                                               & np.uint64(0x3333333333333333))
     x = (x + (x >> np.uint64(4))) & np.uint64(0x0F0F0F0F0F0F0F0F)
     return int((x * np.uint64(0x0101010101010101)) >> np.uint64(56))
+
+
+#: the kernels past their dispatcher (``tmhw.sim.jit.Direct``)
+_D_BITS_FILL = Direct(_bits_fill)
+_D_BITS_ANY = Direct(_bits_any)
+_D_BITS_ANY_CLEAR = Direct(_bits_any_clear)
+_D_BITS_COUNT = Direct(_bits_count)

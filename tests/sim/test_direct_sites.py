@@ -1,0 +1,58 @@
+"""Every call site that reaches a kernel past its dispatcher (``tmhw.sim.jit.Direct``)
+gives it the argument types of its first call, every time: the compiled entry it is
+bound to would take other types as those (an array of another dtype or layout read as
+the first one's). Checked on short runs that take every site between them: the fast and
+the detailed flash models, the fast HBM model, write-backs, fetches, streamed tails,
+in-place reads and reads of the write buffer and the read cache, on one and on two
+SSDs."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from tmhw import config as C
+from tmhw.sim import jit
+from tmhw.system import System
+
+#: runs that take every site between them
+RUNS = [
+    ["policy.name=tm-training", "policy.hbm_ratio=0.25"],
+    ["policy.name=flatflash", "policy.hbm_ratio=0.25", "flash.devices=2"],
+    ["policy.name=sentinel", "policy.hbm_ratio=0.5", "run.flash_model=detailed"],
+]
+
+
+def _checking(handle: jit.Direct, bad: list[str]) -> Callable[..., Any]:
+    """A first call for ``handle`` that keeps its types and checks every later call's
+    against them (and calls the dispatcher, so a mismatch is reported, not misread)."""
+    def first(*args: Any) -> Any:
+        jit.load()
+        k = handle.kernel
+        d: Any = k.dispatcher if isinstance(k, jit._Kernel) else k
+        types = tuple(d.typeof_pyval(a) for a in args)
+
+        def check(*a: Any) -> Any:
+            got = tuple(d.typeof_pyval(x) for x in a)
+            if got != types:
+                bad.append(f"{d.py_func.__qualname__}: {got} after {types}")
+            return d(*a)
+
+        handle.call = check
+        return d(*args)
+    return first
+
+
+def test_every_direct_site_keeps_the_types_of_its_first_call(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    bad: list[str] = []
+    for h in jit.DIRECTS:
+        monkeypatch.setattr(h, "call", _checking(h, bad))
+    for items in RUNS:
+        System(C.with_overrides(C.QUICK, [*items, "run.warmup_iterations=1",
+                                          "run.iterations=1"])).run()
+    assert not bad, bad[:3]
+    # every site was taken, so every site was checked
+    assert [h.kernel.__name__ for h in jit.DIRECTS if h.call.__name__ != "check"] == []
