@@ -13,7 +13,9 @@ dispatcher, at the first call of any kernel: a process that never books flash (t
 command line's ``--help``, a workload or placement query, a planner) does not pay
 numba's import (about 0.35 s and 90 MB), and a run's planning peak of memory does not
 carry it. After that first call, callers reach the dispatcher itself, with no wrapper
-in between, and kernels call kernels in compiled code.
+in between, and kernels call kernels in compiled code. The hottest call sites, whose
+arguments keep their types, go further: a ``Direct`` handle calls the compiled version
+itself, without the dispatcher's typing of every argument on every call.
 
 A kernel that creates no array and is called once per element from another kernel
 (a die lane's booking, a channel's gap search) is declared with ``njit_noref``: it
