@@ -79,7 +79,7 @@ class FastModel:
         if nbytes <= 0:
             return earliest
         end: int = _SERVE.call(self._args, write, address, nbytes,
-                                pattern is Pattern.STREAM, earliest)
+                               pattern is Pattern.STREAM, earliest)
         return end
 
     def serve_op(self, r_chunks: npt.NDArray[np.int64], w_chunks: npt.NDArray[np.int64],
@@ -88,8 +88,8 @@ class FastModel:
         """An NPU op's chunked stream reads, compute and writes in one compiled call,
         as its ``serve`` calls one after another would book them
         (``engine.serve_op``); the op's end, ps."""
-        end: int = _SERVE_OP.call(self._args, r_chunks, w_chunks, c_chunks, r_addr, w_addr,
-                                   start)
+        end: int = _SERVE_OP.call(self._args, r_chunks, w_chunks, c_chunks, r_addr,
+                                  w_addr, start)
         return end
 
     def serve_ops(self, r_chunks: npt.NDArray[np.int64], w_chunks: npt.NDArray[np.int64],

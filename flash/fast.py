@@ -171,8 +171,8 @@ class FastModel(TimingBase):
         if self.dies.record:
             self.dies.reserve_records(ppns.size)
         while True:
-            why = _PROGRAM_CHUNK.call(self.lanes(), self.geo_slc if slc else self.geo, self.cmds,
-                                ppns, f, le, self._res)
+            why = _PROGRAM_CHUNK.call(self.lanes(), self.geo_slc if slc else self.geo,
+                                      self.cmds, ppns, f, le, self._res)
             if not why:
                 return self._res
             self.grow(why, ppns)

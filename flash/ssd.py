@@ -191,9 +191,9 @@ class Ssd:
         nb = np.empty(n, dtype=np.int64)
         res = self._res
         l2p = ftl.l2p.kernel_state()
-        while (got := int(_READ_FRONT.call(cache.read_state(), l2p, lo, hi, t0, fill, address,
-                                      nbytes, page, cache.read_pages, self._mask,
-                                      self._runs, ppns, nb, res))) < 0:
+        while (got := int(_READ_FRONT.call(cache.read_state(), l2p, lo, hi, t0, fill,
+                                           address, nbytes, page, cache.read_pages,
+                                           self._mask, self._runs, ppns, nb, res))) < 0:
             cache.grow_read_cache()
         bufs, hits, unmapped, wanted = res.tolist()
         cache.buffer_read_hits += bufs

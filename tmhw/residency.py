@@ -755,7 +755,7 @@ class Residency:
         if stop <= start:
             return 0
         return int(_D_DIRTY_COUNT.call(self.in_hbm, self._hbm_words, self.live.words,
-                                self.in_flash.words, start, stop))
+                                       self.in_flash.words, start, stop))
 
     def hold(self, pages: np.ndarray | slice, ready: int, now: int) -> int:
         """Mark pages held in HBM (allocated or being filled) with their ready times.

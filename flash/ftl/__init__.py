@@ -480,8 +480,9 @@ class FTL:
         b, m = self.blocks, self.mapping
         # (``_fresh_state``, inline: one Python call fewer a run)
         got: int = _WRITE_RUN.call(lo, n, self.geo, self._stripes, self._l2p_state(),
-                             self._block_state(),
-                             (b.fresh_next, b.free_count, m.rows, m.free_rows), b.seq, io)
+                                   self._block_state(),
+                                   (b.fresh_next, b.free_count, m.rows, m.free_rows), b.seq,
+                                   io)
         return got
 
     def _l2p_state(self) -> L2p:
