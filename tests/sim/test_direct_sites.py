@@ -29,9 +29,8 @@ def _checking(handle: jit.Direct, bad: list[str]) -> Callable[..., Any]:
     """A first call for ``handle`` that keeps its types and checks every later call's
     against them (and calls the dispatcher, so a mismatch is reported, not misread)."""
     def first(*args: Any) -> Any:
-        jit.load()
         k = handle.kernel
-        d: Any = k.dispatcher if isinstance(k, jit._Kernel) else k
+        d: Any = k.compiled() if isinstance(k, jit._Kernel) else k
         types = tuple(d.typeof_pyval(a) for a in args)
 
         def check(*a: Any) -> Any:

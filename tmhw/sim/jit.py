@@ -103,11 +103,16 @@ class _Kernel:
         self.__module__ = fn.__module__
 
     def __call__(self, *args: Any) -> Any:
+        d = self.dispatcher
+        return (d if d is not None else self.compiled())(*args)
+
+    def compiled(self) -> Any:
+        """The kernel's dispatcher, every kernel's made first if they are not yet."""
         if self.dispatcher is None:
             with _LOADING:  # one thread loads; another that called meanwhile waits
                 if self.dispatcher is None:
                     _load()
-        return self.dispatcher(*args)
+        return self.dispatcher
 
 
 def user_cache() -> Path:
@@ -295,13 +300,8 @@ class Direct:
         DIRECTS.append(self)
 
     def _first(self, *args: Any) -> Any:
-        d: Any = self.kernel
-        if isinstance(d, _Kernel):
-            if d.dispatcher is None:
-                with _LOADING:
-                    if d.dispatcher is None:
-                        _load()
-            d = d.dispatcher
+        k = self.kernel
+        d: Any = k.compiled() if isinstance(k, _Kernel) else k
         out = d(*args)
         if not hasattr(d, "overloads"):
             # ``NUMBA_DISABLE_JIT=1``: the kernel is the Python function itself
