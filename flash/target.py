@@ -491,6 +491,12 @@ def compile_kernels() -> None:
     # ``FTL._unmap`` and a long write's ``_unmap_run``) on its own: a long write is 2 GiB
     dev.transport(Transfer(Op.WRITE, 32 * MiB, 16 * 1024), 0)
     dev.transport(Transfer(Op.READ, 96 * MiB, 16 * 1024), 0)
+    # a device whose writes only place their pages (``FTL.place_only``, ``place_run``:
+    # the bounds' flash batch, ``flash.batch``)
+    placed = FlashTarget(Environment(), "flash", None, PRESETS["990pro"], precondition=0.01)
+    for d in placed.devices:
+        d.ftl.place_only()
+    placed.transport(Transfer(Op.WRITE, 256 * MiB, 2 * MiB), 0)
     # a batch of whole pages each way (``flash.pages``: ``_read_pages``,
     # ``_write_pages``, the FTL's ``write_open``, the write buffer's ``buffer_pages``);
     # a read of pages still buffered (``first_held_page``), and writes once they have

@@ -3,6 +3,10 @@ its four import packages (every subpackage, every scenario, every data file), an
 installed into a fresh virtual environment it runs ``tmhw scenario --list`` and
 ``tmhw scenario paper_headline --quick`` from a folder outside the checkout, with nothing
 of the checkout on the path, its compiled kernels cached in the user's cache directory.
+The kernels the installed package loads are those this checkout compiled: the same
+version of the kernels' source is the same folder wherever the package is
+(``tmhw.sim.jit``), so a user cache holding only the checkout's folder gains nothing
+from the run (a kernel compiled there would be a file added or changed).
 
 The environment is made without pip and without the system's packages; the wheel goes in
 with ``pip --python``, and the dependencies come from the folders this interpreter finds
@@ -12,10 +16,9 @@ checkout, are not run). The wheel is built without build isolation (nothing down
 from a copy of the checkout, so that no ``build/`` left by an earlier build adds files
 the package list would leave out, and nothing is written into the checkout.
 
-The quick stand-ins take over a minute of CPU, and a fresh environment compiles the
-kernels cold (about 16 s), so the study runs on one of its quick models with a tiny
-workload set through ``--set``, as a user can, in one process: the same study code and
-command line, a third of the points, under a second each.
+The quick stand-ins take over a minute of CPU, so the study runs on one of its quick
+models with a tiny workload set through ``--set``, as a user can, in one process: the
+same study code and command line, a third of the points, under a second each.
 """
 
 from __future__ import annotations
@@ -32,6 +35,8 @@ import zipfile
 from pathlib import Path
 
 import pytest
+
+from tmhw.sim import jit
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("tmhw", "npu", "dram", "flash")
@@ -57,6 +62,12 @@ def _run(cmd: list[str], cwd: Path | None = None,
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=900, cwd=cwd, env=env)
     assert r.returncode == 0, f"{' '.join(cmd)}:\n{r.stdout}\n{r.stderr}"
     return r
+
+
+def _files(folder: Path) -> dict[str, bytes]:
+    """Every file under ``folder``, by its path there, with its contents."""
+    return {f.relative_to(folder).as_posix(): f.read_bytes()
+            for f in folder.rglob("*") if f.is_file()}
 
 
 def _package_files() -> set[str]:
@@ -113,6 +124,13 @@ def test_the_wheel_installs_whole_and_runs_a_scenario_outside_the_checkout(
     site = Path(sysconfig.get_path("purelib", "venv", vars={"base": str(venv)}))
     (site / "_tmhw_test_deps.pth").write_text("\n".join(_dependency_folders(wheel)) + "\n")
     env.update(XDG_CACHE_HOME=str(tmp_path / "cache"), PYTHONNOUSERSITE="1")
+    # the user's cache holds the checkout's kernels, every one compiled (``make``)
+    from tmhw.system import compile_kernels
+    compile_kernels()
+    ours = jit.folder()
+    cache = tmp_path / "cache" / "tmhw" / "numba"
+    shutil.copytree(ours, cache / ours.name)
+    compiled = _files(cache)
     run = tmp_path / "elsewhere"
     run.mkdir()
     where = _run([str(py), "-c", WHERE], cwd=run, env=env).stdout.splitlines()
@@ -138,6 +156,8 @@ def test_the_wheel_installs_whole_and_runs_a_scenario_outside_the_checkout(
     assert len(rows) == 13 + 1 + 5
     assert {row["status"] for row in rows if row["policy"] not in
             ("flashneuron", "ssdtrain", "recompute", "capuchin")} == {"ok"}
-    # the kernels were compiled into the user's cache directory, not into the package
-    (version,) = (tmp_path / "cache" / "tmhw" / "numba").glob("tmhw-*")
-    assert any(version.rglob("*.nbi")) and not any(venv.rglob("*.nbi"))
+    # the installed package took the checkout's kernels from the user's cache
+    # directory: the same folder, nothing compiled into it, and nothing into the package
+    assert [f.name for f in cache.iterdir()] == [ours.name]
+    assert compiled and _files(cache) == compiled
+    assert not any(venv.rglob("*.nbi"))

@@ -337,11 +337,13 @@ def compile_kernels() -> None:
     from dram.fast import compile_kernels as dram_kernels
     from flash import compile_kernels as flash_kernels
     from tmhw.residency import compile_kernels as residency_kernels
+    from tmhw.sim.pagebits import compile_kernels as pagebits_kernels
 
     flash_kernels()
     dram_kernels()
     dram_detailed_kernels()
     residency_kernels()
+    pagebits_kernels()
 
 
 def build_report(system: System, bounds: dict[str, Any] | None = None) -> dict[str, Any]:

@@ -37,6 +37,14 @@ that defines a kernel, ``tmhw-<hash>``, in the user's cache directory
 Nothing is written into the package's own folders, which an installed package may not
 be allowed to write to.
 
+A kernel's cache files are named by where its file is in the project
+(``flash/engine/gaps.py``'s in ``<version>/flash.engine``), not by the file's absolute
+path as numba names them, and each is checked against its file's contents, not its
+modification time (``_locator``): one version's kernels are
+the same compiled code wherever the project is, so a checkout, a worktree of the same
+commit and an installed wheel of it share one folder, and the second to run compiles
+nothing.
+
 Several checkouts of different versions (worktrees, an installed copy beside a
 development one) share the user's cache directory, each in its own version folder.
 numba loads nothing from a missing file and recreates a missing folder when it saves a
@@ -75,6 +83,9 @@ _KERNELS: list[_Kernel] = []
 DIRECTS: list[Direct] = []
 #: the project's packages, whose files that define kernels name the cache folder
 PACKAGES = ("tmhw", "flash", "dram", "npu")
+#: the folder that holds ``PACKAGES`` (a checkout's root, or an installation's
+#: site-packages)
+ROOT = Path(__file__).resolve().parents[2]
 #: the cache folder, once chosen (``cache_dir``)
 _CACHE = ""
 #: seconds ``_load`` took (numba's import and the dispatchers), and the timer of the
@@ -188,6 +199,13 @@ def load() -> None:
             _load()
 
 
+def folder() -> Path:
+    """The cache folder this process loads its kernels from and compiles them into
+    (``cache_dir``), numba loaded if it is not yet."""
+    load()
+    return Path(_CACHE)
+
+
 def load_seconds() -> float:
     """Seconds this process has spent on its kernels so far: numba's import and the
     dispatchers' making (at the first call of any kernel), and each kernel's load from
@@ -212,6 +230,7 @@ def _load() -> None:
         event.register("numba:compiler_lock", _LOADS)  # type: ignore[no-untyped-call]
 
     _skip_blas_probe()
+    _locator()
     global _CACHE
     if not _CACHE:
         _CACHE = str(cache_dir(getattr(config, "CACHE_DIR", "")))
@@ -230,6 +249,61 @@ def _load() -> None:
             if id(v) in ours and v is ours[id(v)]:
                 d[name] = ours[id(v)].dispatcher
     _LOAD_S += time.perf_counter() - t0
+
+
+def _locator() -> None:
+    """numba's first choice of where a kernel of the project's files is cached (module
+    docstring): under the cache folder, in ``flash.engine`` for ``flash/engine/*.py``
+    (numba's own choice is the folder's absolute path, hashed), and valid while the
+    file's contents are those it was compiled from, whatever its modification time
+    (which an installation does not keep, and which older numba versions compared). Files
+    outside the project are cached as numba caches them."""
+    from numba.core import caching, config
+
+    # (numba's names are public in recent versions, underscored in older ones)
+    mod: Any = caching
+    classes = (getattr(mod, "CacheImpl", None) or mod._CacheImpl)._locator_classes
+    if any(getattr(c, "PROJECT", False) for c in classes):
+        return
+    base: Any = getattr(mod, "UserProvidedCacheLocator", None) or mod._UserProvidedCacheLocator
+    settings: Any = config
+
+    class ProjectLocator(base):  # type: ignore[misc]
+        PROJECT = True
+
+        def __init__(self, py_func: Any, py_file: str) -> None:
+            super().__init__(py_func, py_file)
+            where = Path(py_file).resolve().parent.relative_to(ROOT)
+            self._cache_path = os.path.join(settings.CACHE_DIR, ".".join(where.parts))
+
+        def get_source_stamp(self) -> str:
+            st = os.stat(self._py_file)
+            return _contents_hash(self._py_file, st.st_mtime_ns, st.st_size)
+
+        @classmethod
+        def from_function(cls, py_func: Any, py_file: str) -> Any:
+            try:
+                where = Path(py_file).resolve().relative_to(ROOT)
+            except ValueError:
+                return None
+            if where.parts[0] not in PACKAGES:
+                return None
+            return super().from_function(py_func, py_file)
+
+    classes.insert(0, ProjectLocator)
+
+
+_HASHED: dict[tuple[str, int, int], str] = {}
+
+
+def _contents_hash(path: str, mtime_ns: int, size: int) -> str:
+    """A hash of the file ``path``'s contents, read once per modification time and
+    size."""
+    key = (path, mtime_ns, size)
+    h = _HASHED.get(key)
+    if h is None:
+        h = _HASHED[key] = hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    return h
 
 
 #: numba's module whose import looks for scipy's BLAS, and the module it imports to look

@@ -273,3 +273,17 @@ _D_BITS_FILL = Direct(_bits_fill)
 _D_BITS_ANY = Direct(_bits_any)
 _D_BITS_ANY_CLEAR = Direct(_bits_any_clear)
 _D_BITS_COUNT = Direct(_bits_count)
+
+
+def compile_kernels() -> None:
+    """Compile this module's kernels into numba's on-disk cache (``make`` runs this
+    before the tests and the default study, through ``tmhw.system.compile_kernels``), by
+    every method that calls one, with the argument types the residency and TM-Training's
+    table check give them."""
+    x, y = PageBits(130), PageBits(130)
+    x[3:70] = True                          # a run filled
+    x[5:9] = np.ones(4, dtype=bool)         # a run set page by page
+    x[np.array([1, 2])] = True              # pages by index
+    x.any(), x.all(), x.run_any(0, 100), x.run_all(0, 100), x.count(0, 100)
+    y.or_and(0, 130, x, x)
+    x.first(0, 130, y, y, (False, False, True))
