@@ -40,10 +40,9 @@ be allowed to write to.
 A kernel's cache files are named by where its file is in the project
 (``flash/engine/gaps.py``'s in ``<version>/flash.engine``), not by the file's absolute
 path as numba names them, and each is checked against its file's contents, not its
-modification time (``_locator``): one version's kernels are
-the same compiled code wherever the project is, so a checkout, a worktree of the same
-commit and an installed wheel of it share one folder, and the second to run compiles
-nothing.
+modification time (``_locator``): one version's kernels are the same compiled code
+wherever the project is, so a checkout, a worktree of the same commit and an installed
+wheel of it share one folder, and the second to run compiles nothing.
 
 Several checkouts of different versions (worktrees, an installed copy beside a
 development one) share the user's cache directory, each in its own version folder.
@@ -256,8 +255,8 @@ def _locator() -> None:
     docstring): under the cache folder, in ``flash.engine`` for ``flash/engine/*.py``
     (numba's own choice is the folder's absolute path, hashed), and valid while the
     file's contents are those it was compiled from, whatever its modification time
-    (which an installation does not keep, and which older numba versions compared). Files
-    outside the project are cached as numba caches them."""
+    (which an installation does not keep, and which older numba versions compared).
+    Files outside the project are cached as numba caches them."""
     from numba.core import caching, config
 
     # (numba's names are public in recent versions, underscored in older ones)
