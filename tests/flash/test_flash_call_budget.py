@@ -29,8 +29,9 @@ CHUNK = 2 * MiB
 def _no_gc() -> Iterator[None]:
     """No garbage collection while calls are counted: a collection runs the finalizers
     of whatever it frees (numba's compiler leaves objects with ``__del__`` behind), and
-    their calls are not the code's."""
-    gc.collect()
+    their calls are not the code's. (Disabled, the collector frees nothing until it is
+    enabled again; a collection first would take a tenth of a second a count, with
+    numba's objects in the heap, and change no count.)"""
     gc.disable()
     try:
         yield
