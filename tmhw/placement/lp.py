@@ -35,6 +35,9 @@ _OPTIONS = {"presolve": "on", "simplex_strategy": 1, "highs_debug_level": 0,
 HIGHS_INDEX_LIMIT = 2**31
 #: ``linprog``'s methods and HiGHS's ``solver`` option
 METHODS = {"highs-ds": "simplex", "highs-ipm": "ipm"}
+#: HiGHS's dual simplex pricing by devex weights (``simplex_dual_edge_weight_strategy``;
+#: its default chooses dual steepest edge on these LPs)
+DEVEX = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,11 +125,15 @@ class LpResult:
 
 def linprog(c: np.ndarray, *, a_ub: Sparse | None, b_ub: np.ndarray | None,
             a_eq: Sparse | None, b_eq: np.ndarray | None, bounds: np.ndarray,
-            method: str = "highs-ds") -> LpResult:
+            method: str = "highs-ds", devex: bool = False) -> LpResult:
     """Minimise ``c @ x`` subject to ``a_ub @ x <= b_ub``, ``a_eq @ x == b_eq`` and
     ``bounds[:, 0] <= x <= bounds[:, 1]``, by the dual simplex (``highs-ds``) or the
     interior point method with a crossover to a vertex (``highs-ipm``), as scipy's
-    ``linprog`` does with those methods (module docstring)."""
+    ``linprog`` does with those methods (module docstring). ``devex``: the dual simplex
+    prices by devex weights instead, which is not scipy's and may end on another
+    optimal vertex, so only for a caller that reads the optimum's value alone (the NAND
+    bounds' LP of GPT-2 medium at 1024 layers: 5.8 s instead of 10.1 s, at 256 layers
+    0.37 s instead of 0.55 s, the same optimum)."""
     import highspy
 
     c = np.asarray(c, dtype=np.float64)
@@ -162,6 +169,8 @@ def linprog(c: np.ndarray, *, a_ub: Sparse | None, b_ub: np.ndarray | None,
     h = highspy.Highs()
     for key, val in (*_OPTIONS.items(), ("solver", METHODS[method])):
         h.setOptionValue(key, val)
+    if devex:
+        h.setOptionValue("simplex_dual_edge_weight_strategy", DEVEX)
     h.passModel(lp)
     h.run()
     status = h.getModelStatus()

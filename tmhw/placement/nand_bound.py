@@ -93,7 +93,8 @@ def least_pages(gp: GapPlan, capacity_pages: int, kind: str) -> float:
     ub = np.concatenate((vp, epoch_pages, np.full(n, np.inf)))
     lp = linprog(np.concatenate((cost, np.ones(ne), np.zeros(n))), a_ub=a_ub,
                  b_ub=None if a_ub is None else np.zeros(a_ub.shape[0]), a_eq=a_eq,
-                 b_eq=np.zeros(n), bounds=np.column_stack((lb, ub)), method="highs-ds")
+                 b_eq=np.zeros(n), bounds=np.column_stack((lb, ub)), method="highs-ds",
+                 devex=True)  # (its value alone is read: any optimal vertex will do)
     if lp.status != 0:
         raise RuntimeError(f"NAND work bound LP ({kind}): {lp.message}")
     return max(0.0, float(lp.fun))
