@@ -37,6 +37,7 @@ from pathlib import Path
 import pytest
 
 from tmhw.sim import jit
+from tmhw.system import compile_kernels
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("tmhw", "npu", "dram", "flash")
@@ -125,7 +126,6 @@ def test_the_wheel_installs_whole_and_runs_a_scenario_outside_the_checkout(
     (site / "_tmhw_test_deps.pth").write_text("\n".join(_dependency_folders(wheel)) + "\n")
     env.update(XDG_CACHE_HOME=str(tmp_path / "cache"), PYTHONNOUSERSITE="1")
     # the user's cache holds the checkout's kernels, every one compiled (``make``)
-    from tmhw.system import compile_kernels
     compile_kernels()
     ours = jit.folder()
     cache = tmp_path / "cache" / "tmhw" / "numba"

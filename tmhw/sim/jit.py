@@ -137,7 +137,7 @@ def user_cache() -> Path:
 def version(root: Path | None = None) -> str:
     """The name of this version of the kernels' source: a hash of every file of the
     project's packages under ``root`` (default: this one's) that defines a kernel."""
-    root = root or Path(__file__).resolve().parents[2]
+    root = root or ROOT
     h = hashlib.sha1()
     for pkg in PACKAGES:
         for f in sorted((root / pkg).rglob("*.py")):
