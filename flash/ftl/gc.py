@@ -30,7 +30,7 @@ from flash.config import FlashConfig
 from flash.ftl.blocks import BAD, FULL, BlockManager
 from flash.ftl.mapping import I64, AddressMap
 from tmhw.sim import TmhwError
-from tmhw.sim.jit import njit_noref
+from tmhw.sim.jit import Direct, njit_noref
 
 
 @dataclass(slots=True)
@@ -92,8 +92,8 @@ class GarbageCollector:
         """Victim block in ``plane`` by the configured policy; -1 if none would free
         anything (every full block entirely valid)."""
         b = self.blocks
-        return int(gc_victim(b.state, b.valid, b.stamp, plane * self.bpp, self.bpp,
-                             self.ppb, b.seq, self.cfg.gc_policy == "greedy"))
+        return int(_GC_VICTIM.call(b.state, b.valid, b.stamp, plane * self.bpp, self.bpp,
+                                   self.ppb, b.seq, self.cfg.gc_policy == "greedy"))
 
     def collect(self, plane: int, reason: str = "gc") -> list[GcJob]:
         """Reclaim one victim block of ``plane`` (plus a static wear-levelling move when
@@ -141,8 +141,8 @@ class GarbageCollector:
         """The coldest full block of ``plane`` when the erase-count spread exceeds the
         threshold (and the plane can absorb its pages); else -1."""
         b = self.blocks
-        return int(wl_victim(b.state, b.erases, plane * self.bpp, self.bpp,
-                             self.cfg.static_wl_threshold, b.free_count[plane]))
+        return int(_WL_VICTIM.call(b.state, b.erases, plane * self.bpp, self.bpp,
+                                   self.cfg.static_wl_threshold, b.free_count[plane]))
 
     def relocate(self, plane: int, victim: int, reason: str) -> GcJob:
         """Move the valid pages of ``victim`` to the GC active block, then erase it."""
@@ -263,3 +263,9 @@ def wl_victim(state: npt.NDArray[np.int8], erases: npt.NDArray[np.int32], lo: in
     if cold < 0 or most - erases[lo + cold] <= threshold or free <= 1:
         return -1
     return lo + cold
+
+
+#: the victim searches past their dispatcher (``tmhw.sim.jit.Direct``): one call per
+#: block a collection moves
+_GC_VICTIM = Direct(gc_victim)
+_WL_VICTIM = Direct(wl_victim)

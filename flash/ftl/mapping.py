@@ -25,7 +25,7 @@ import numpy.typing as npt
 from flash.config import FlashConfig
 from flash.ftl.blocks import ACTIVE, FULL, BlockManager
 from flash.intmap import LIVE, IntMap, im_get, im_get_many, im_pop, im_put
-from tmhw.sim.jit import njit, njit_noref
+from tmhw.sim.jit import Direct, njit, njit_noref
 
 SEG_BITS = 12
 SEG = 1 << SEG_BITS
@@ -298,6 +298,8 @@ class SparseL2P:
         #: ``set``'s one piece, and the kernel's list of the segments it made dense
         self._pieces1 = np.zeros((1, 2), dtype=np.int64)
         self._made = np.empty(64, dtype=np.int64)
+        #: -1s, read by ``set_pieces`` where pages are unmapped (never written)
+        self._unmapped = np.full(64, -1, dtype=np.int64)
         self.seg_row = np.full(len(self.segs), -1, dtype=np.int64)
         self.pool = np.empty((len(self.segs), SEG), dtype=amap.ppn_dtype)
 
@@ -426,18 +428,23 @@ class SparseL2P:
         ``ppns[a:a + k]``) in turn, in one compiled call (``l2p_set_pieces``)."""
         n = int(lpns.size)
         if isinstance(ppns, int):
-            vals = np.full(n, ppns, dtype=np.int64)
+            if ppns == -1:  # unmapped: a collection's victim's pages, a trim
+                if self._unmapped.size < n:
+                    self._unmapped = np.full(2 * n, -1, dtype=np.int64)
+                vals = self._unmapped[:n]
+            else:
+                vals = np.full(n, ppns, dtype=np.int64)
         else:
             vals = np.ascontiguousarray(ppns, dtype=np.int64)
         made = self._made if self._made.size >= n else np.empty(2 * n, dtype=np.int64)
         self._made = made
         args = (np.ascontiguousarray(lpns, dtype=np.int64), vals,
                 np.ascontiguousarray(pieces, dtype=np.int64), made)
-        k = l2p_set_pieces(self._state(), self._pre(), self.amap.n_lpn, self._dense, *args)
+        k = _SET_PIECES.call(self._state(), self._pre(), self.amap.n_lpn, self._dense, *args)
         if k < 0:  # room in the dict for the pages it may take, then again
             self.sparse.reserve(-1 - k)
-            k = l2p_set_pieces(self._state(), self._pre(), self.amap.n_lpn, self._dense,
-                               *args)
+            k = _SET_PIECES.call(self._state(), self._pre(), self.amap.n_lpn, self._dense,
+                                 *args)
         for si in made[:k].tolist():
             self.segs[si] = self.pool[self.seg_row.item(si)]
 
@@ -748,9 +755,16 @@ class AddressMap:
         src = np.empty(self.ppb, dtype=np.int64)
         lpns = np.empty(self.ppb, dtype=np.int64)
         state, pre = self.l2p.kernel_state()
-        k = int(valid_of(self.p2l(block), block * self.ppb, state, pre, src, lpns))
+        k = int(_VALID_OF.call(self.p2l(block), block * self.ppb, state, pre, src, lpns))
         return src[:k], lpns[:k]
 
     def nbytes(self) -> int:
         """Bytes held: touched L2P segments and entries, the P2L row pool."""
         return self.l2p.nbytes() + self.pool.nbytes + self.row1_of.nbytes
+
+
+#: the garbage collector's and the general write path's kernels past their dispatcher
+#: (``tmhw.sim.jit.Direct``): a collection sets the map and finds a victim's valid pages
+#: once per block it moves
+_SET_PIECES = Direct(l2p_set_pieces)
+_VALID_OF = Direct(valid_of)

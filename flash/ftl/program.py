@@ -39,9 +39,13 @@ from flash.ftl.kernels import (
     place,
 )
 from flash.ftl.mapping import I64, SEG, AddressMap, SparseL2P
+from tmhw.sim.jit import Direct
 
 #: ``place``'s source of logical pages where they are the indices plus a base
 _BY_INDEX = np.empty(0, dtype=np.int64)
+#: ``kernels.place`` past its dispatcher (``tmhw.sim.jit.Direct``): a collection places
+#: each block it moves
+_PLACE = Direct(place)
 
 
 class Programmer:
@@ -60,6 +64,9 @@ class Programmer:
         #: ``place``'s blocks opened in advance: none
         self._none_ahead = (np.empty(0, dtype=np.int64), np.zeros(amap.U, dtype=np.int64),
                             np.zeros(amap.U, dtype=np.int64))
+        #: ``program``'s group (plane, first index, pages), for host and GC programs
+        self._one_group = {gc: (np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64),
+                                np.zeros(1, dtype=np.int64)) for gc in (False, True)}
 
     def program_gc(self, plane: int, lpns: I64) -> I64:
         """Program relocated pages into the GC active block of ``plane``."""
@@ -68,9 +75,12 @@ class Programmer:
     def program(self, plane: int, lpns: I64, gc: bool, jobs: list[GcJob]) -> I64:
         """Program ``lpns`` (already unmapped) into ``plane``; return their ppns."""
         n = int(lpns.size)
-        one = np.zeros(1, dtype=np.int64)
-        groups = (np.full(1, plane, dtype=np.int64), one, np.full(1, n, dtype=np.int64), 1)
-        return self.place((lpns, 0), n, groups, gc, jobs, False)
+        # one group: the plane, from index 0, n pages (arrays kept per kind: a host
+        # program's ``place`` may collect, and the collection's programs place inside it)
+        planes, first, counts = self._one_group[gc]
+        planes[0] = plane
+        counts[0] = n
+        return self.place((lpns, 0), n, (planes, first, counts, 1), gc, jobs, False)
 
     def program_planes(self, planes: I64, lpns: I64, jobs: list[GcJob]) -> I64:
         """Host-program ``lpns`` (already unmapped), grouped by plane (sorted, or each
@@ -116,8 +126,8 @@ class Programmer:
         io = (cursor, fit, pieces, ahead)
         while True:  # (a collection and the P2L rows rebind what the kernel takes)
             seq[0] = b.seq
-            got = place(src, groups, (act_blk, act_wp, m.row1_of, m.pool, b.valid, b.stamp,
-                                      b.state), seq, out, io)
+            got = _PLACE.call(src, groups, (act_blk, act_wp, m.row1_of, m.pool, b.valid,
+                                            b.stamp, b.state), seq, out, io)
             b.seq = seq.item(0)
             if mapped:
                 if got == FITS_PLACED and fit.any():

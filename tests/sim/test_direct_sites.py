@@ -4,16 +4,19 @@ bound to would take other types as those (an array of another dtype or layout re
 the first one's). Checked on short runs that take every site between them: the fast and
 the detailed flash models, the fast HBM model, write-backs, fetches, streamed tails,
 in-place reads and reads of the write buffer and the read cache, on one and on two
-SSDs."""
+SSDs, and garbage collection on an aged device."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 import pytest
 
+from flash.bench import run_bench
+from flash.config import PRESETS
 from tmhw import config as C
 from tmhw.sim import jit
 from tmhw.system import System
@@ -74,6 +77,10 @@ def test_every_direct_site_keeps_the_types_of_its_first_call(
     for items in RUNS:
         System(C.with_overrides(C.QUICK, [*items, "run.warmup_iterations=1",
                                           "run.iterations=1"])).run()
+    # garbage collection: random writes on an aged device (its victims, their valid
+    # pages, their relocation), on a small PM1743
+    run_bench(replace(PRESETS["pm1743"], blocks_per_plane=48, channels=2),
+              pattern="randwrite", size=4096, qd=32, count=4000, precondition=1.0, age=0.5)
     assert not bad, bad[:3]
     # every site was taken, so every site was checked
     assert [h.kernel.__name__ for h in jit.DIRECTS if h.call.__name__ != "check"] == []
