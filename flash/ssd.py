@@ -55,7 +55,7 @@ from flash.runlru import SIZE, LruArrays, lru_push, lru_runs_in, lru_spare, lru_
 from flash.scheduler import CommandFormer, Counters
 from flash.slc import SlcCache
 from tmhw.sim.errors import TmhwError
-from tmhw.sim.jit import Direct, njit_noref
+from tmhw.sim.jit import Directs, njit_noref
 
 I64 = npt.NDArray[np.int64]
 _NONE: I64 = np.zeros(0, dtype=np.int64)
@@ -110,6 +110,7 @@ class Ssd:
         self.device = device
         self.page = cfg.page_size
         self.ftl = FTL(cfg)
+        self._read_front = _READ_FRONT.get(self.ftl.mapping.dtypes)
         self.ftl.precondition(precondition)
         self.ftl.age(age, seed)
         self.c = Counters()
@@ -191,9 +192,10 @@ class Ssd:
         nb = np.empty(n, dtype=np.int64)
         res = self._res
         l2p = ftl.l2p.kernel_state()
-        while (got := int(_READ_FRONT.call(cache.read_state(), l2p, lo, hi, t0, fill,
-                                           address, nbytes, page, cache.read_pages,
-                                           self._mask, self._runs, ppns, nb, res))) < 0:
+        while (got := int(self._read_front.call(cache.read_state(), l2p, lo, hi, t0, fill,
+                                                address, nbytes, page, cache.read_pages,
+                                                self._mask, self._runs, ppns, nb,
+                                                res))) < 0:
             cache.grow_read_cache()
         bufs, hits, unmapped, wanted = res.tolist()
         cache.buffer_read_hits += bufs
@@ -502,5 +504,5 @@ def _read_front(dram: tuple[Buffer, LruArrays], l2p: tuple[L2pArrays, tuple[I64,
     return k
 
 
-#: ``_read_front`` past its dispatcher (``tmhw.sim.jit.Direct``)
-_READ_FRONT = Direct(_read_front)
+#: ``_read_front`` past its dispatcher (``tmhw.sim.jit.Directs``, by the FTL's maps' dtypes)
+_READ_FRONT = Directs(_read_front)

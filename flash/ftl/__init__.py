@@ -46,15 +46,15 @@ from flash.ftl.kernels import (
 from flash.ftl.mapping import I64, SEG, SEG_BITS, AddressMap, SparseL2P, _ascending, stripe_planes
 from flash.ftl.program import Programmer
 from tmhw.sim import TmhwError
-from tmhw.sim.jit import Direct
+from tmhw.sim.jit import Directs
 
 __all__ = ["ACTIVE", "BAD", "FREE", "FTL", "FULL", "I64", "SEG", "SEG_BITS", "AddressMap",
            "BlockManager", "GarbageCollector", "GcJob", "PlacementOnlyError", "Programmer",
            "SparseL2P", "stripe_planes"]
 
 
-#: ``kernels.write_run`` past its dispatcher (``tmhw.sim.jit.Direct``)
-_WRITE_RUN = Direct(write_run)
+#: ``kernels.write_run`` past its dispatcher (``tmhw.sim.jit.Directs``, by the maps' dtypes)
+_WRITE_RUN = Directs(write_run)
 
 
 class PlacementOnlyError(TmhwError):
@@ -84,6 +84,7 @@ class FTL:
         self.n_ppn = m.n_ppn
         self.ppn_dtype = m.ppn_dtype
         self.lpn_dtype = m.lpn_dtype
+        self._run_direct = _WRITE_RUN.get(m.dtypes)
         self.stripe_plane = m.stripe_plane
         self._stripe_plane_list = m.stripe_plane_list
         self.plane_stripe = m.plane_stripe
@@ -479,10 +480,10 @@ class FTL:
         blocks as they are now (the P2L rows are rebound as they grow)."""
         b, m = self.blocks, self.mapping
         # (``_fresh_state``, inline: one Python call fewer a run)
-        got: int = _WRITE_RUN.call(lo, n, self.geo, self._stripes, self._l2p_state(),
-                                   self._block_state(),
-                                   (b.fresh_next, b.free_count, m.rows, m.free_rows), b.seq,
-                                   io)
+        got: int = self._run_direct.call(lo, n, self.geo, self._stripes, self._l2p_state(),
+                                         self._block_state(),
+                                         (b.fresh_next, b.free_count, m.rows, m.free_rows),
+                                         b.seq, io)
         return got
 
     def _l2p_state(self) -> L2p:

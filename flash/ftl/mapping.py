@@ -25,7 +25,7 @@ import numpy.typing as npt
 from flash.config import FlashConfig
 from flash.ftl.blocks import ACTIVE, FULL, BlockManager
 from flash.intmap import LIVE, IntMap, im_get, im_get_many, im_pop, im_put
-from tmhw.sim.jit import Direct, njit, njit_noref
+from tmhw.sim.jit import Directs, njit, njit_noref
 
 SEG_BITS = 12
 SEG = 1 << SEG_BITS
@@ -298,6 +298,7 @@ class SparseL2P:
         #: ``set``'s one piece, and the kernel's list of the segments it made dense
         self._pieces1 = np.zeros((1, 2), dtype=np.int64)
         self._made = np.empty(64, dtype=np.int64)
+        self._set_pieces = _SET_PIECES.get(amap.dtypes)
         #: -1s, read by ``set_pieces`` where pages are unmapped (never written)
         self._unmapped = np.full(64, -1, dtype=np.int64)
         self.seg_row = np.full(len(self.segs), -1, dtype=np.int64)
@@ -440,11 +441,12 @@ class SparseL2P:
         self._made = made
         args = (np.ascontiguousarray(lpns, dtype=np.int64), vals,
                 np.ascontiguousarray(pieces, dtype=np.int64), made)
-        k = _SET_PIECES.call(self._state(), self._pre(), self.amap.n_lpn, self._dense, *args)
+        k = self._set_pieces.call(self._state(), self._pre(), self.amap.n_lpn, self._dense,
+                                  *args)
         if k < 0:  # room in the dict for the pages it may take, then again
             self.sparse.reserve(-1 - k)
-            k = _SET_PIECES.call(self._state(), self._pre(), self.amap.n_lpn, self._dense,
-                                 *args)
+            k = self._set_pieces.call(self._state(), self._pre(), self.amap.n_lpn,
+                                      self._dense, *args)
         for si in made[:k].tolist():
             self.segs[si] = self.pool[self.seg_row.item(si)]
 
@@ -542,6 +544,9 @@ class AddressMap:
         self.n_ppn = cfg.physical_pages
         self.ppn_dtype = np.int32 if self.n_ppn < 2**31 else np.int64
         self.lpn_dtype = np.int32 if self.n_lpn < 2**31 else np.int64
+        #: what the kernels' types depend on: the maps' dtypes (``tmhw.sim.jit.Directs``)
+        self.dtypes = (self.ppn_dtype, self.lpn_dtype)
+        self._valid_of = _VALID_OF.get(self.dtypes)
         self.stripe_plane = stripe_planes(cfg)
         self.stripe_plane_list: list[int] = self.stripe_plane.tolist()
         #: ``stripe_plane`` twice over: the planes of a run of at most a stripe are a slice
@@ -755,7 +760,8 @@ class AddressMap:
         src = np.empty(self.ppb, dtype=np.int64)
         lpns = np.empty(self.ppb, dtype=np.int64)
         state, pre = self.l2p.kernel_state()
-        k = int(_VALID_OF.call(self.p2l(block), block * self.ppb, state, pre, src, lpns))
+        k = int(self._valid_of.call(self.p2l(block), block * self.ppb, state, pre, src,
+                                    lpns))
         return src[:k], lpns[:k]
 
     def nbytes(self) -> int:
@@ -764,7 +770,7 @@ class AddressMap:
 
 
 #: the garbage collector's and the general write path's kernels past their dispatcher
-#: (``tmhw.sim.jit.Direct``): a collection sets the map and finds a victim's valid pages
-#: once per block it moves
-_SET_PIECES = Direct(l2p_set_pieces)
-_VALID_OF = Direct(valid_of)
+#: (``tmhw.sim.jit.Directs``, by the maps' dtypes): a collection sets the map and finds a
+#: victim's valid pages once per block it moves
+_SET_PIECES = Directs(l2p_set_pieces)
+_VALID_OF = Directs(valid_of)

@@ -39,13 +39,13 @@ from flash.ftl.kernels import (
     place,
 )
 from flash.ftl.mapping import I64, SEG, AddressMap, SparseL2P
-from tmhw.sim.jit import Direct
+from tmhw.sim.jit import Directs
 
 #: ``place``'s source of logical pages where they are the indices plus a base
 _BY_INDEX = np.empty(0, dtype=np.int64)
-#: ``kernels.place`` past its dispatcher (``tmhw.sim.jit.Direct``): a collection places
-#: each block it moves
-_PLACE = Direct(place)
+#: ``kernels.place`` past its dispatcher (``tmhw.sim.jit.Directs``, by the maps' dtypes): a
+#: collection places each block it moves
+_PLACE = Directs(place)
 
 
 class Programmer:
@@ -61,6 +61,7 @@ class Programmer:
         self.amap = amap
         self.make_room = make_room
         self.ppb = amap.ppb
+        self._place = _PLACE.get(amap.dtypes)
         #: ``place``'s blocks opened in advance: none
         self._none_ahead = (np.empty(0, dtype=np.int64), np.zeros(amap.U, dtype=np.int64),
                             np.zeros(amap.U, dtype=np.int64))
@@ -126,8 +127,8 @@ class Programmer:
         io = (cursor, fit, pieces, ahead)
         while True:  # (a collection and the P2L rows rebind what the kernel takes)
             seq[0] = b.seq
-            got = _PLACE.call(src, groups, (act_blk, act_wp, m.row1_of, m.pool, b.valid,
-                                            b.stamp, b.state), seq, out, io)
+            got = self._place.call(src, groups, (act_blk, act_wp, m.row1_of, m.pool,
+                                                 b.valid, b.stamp, b.state), seq, out, io)
             b.seq = seq.item(0)
             if mapped:
                 if got == FITS_PLACED and fit.any():

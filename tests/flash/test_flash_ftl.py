@@ -271,10 +271,10 @@ def test_run_writes_end_in_the_state_of_the_plane_by_plane_path(
             opened_here[1] += int(rows[1]) < given
         return got
 
-    monkeypatch.setattr(ftl_mod._WRITE_RUN, "call", counted)
     cfg = small(channels=4, dies_per_chip=4, planes_per_die=4, blocks_per_plane=32,
                 pages_per_block=ppb, over_provisioning=0.3)
     run, ref = FTL(cfg), FTL(cfg)
+    monkeypatch.setattr(run._run_direct, "call", counted)
     ref._write_run = lambda lo, n: None  # type: ignore[method-assign]
     for f in (run, ref):
         f.precondition(0.3)

@@ -72,8 +72,19 @@ def _checking(handle: jit.Direct, bad: list[str]) -> Callable[..., Any]:
 def test_every_direct_site_keeps_the_types_of_its_first_call(
         monkeypatch: pytest.MonkeyPatch) -> None:
     bad: list[str] = []
+    checked: set[int] = set()
+
+    def check(h: jit.Direct) -> jit.Direct:
+        if id(h) not in checked:
+            checked.add(id(h))
+            monkeypatch.setattr(h, "call", _checking(h, bad))
+        return h
+
     for h in jit.DIRECTS:
-        monkeypatch.setattr(h, "call", _checking(h, bad))
+        check(h)
+    # the handles a component takes by its types (``jit.Directs``), as it takes them
+    get = jit.Directs.get
+    monkeypatch.setattr(jit.Directs, "get", lambda self, key: check(get(self, key)))
     for items in RUNS:
         System(C.with_overrides(C.QUICK, [*items, "run.warmup_iterations=1",
                                           "run.iterations=1"])).run()
@@ -82,5 +93,26 @@ def test_every_direct_site_keeps_the_types_of_its_first_call(
     run_bench(replace(PRESETS["pm1743"], blocks_per_plane=48, channels=2),
               pattern="randwrite", size=4096, qd=32, count=4000, precondition=1.0, age=0.5)
     assert not bad, bad[:3]
-    # every site was taken, so every site was checked
-    assert [h.kernel.__name__ for h in jit.DIRECTS if h.call.__name__ != "check"] == []
+    # every site was taken, so every site was checked (a site with a handle per type,
+    # by one of them: the process may hold others, made by other runs)
+    taken = {h.kernel.__name__ for h in jit.DIRECTS if h.call.__name__ == "check"}
+    assert sorted({h.kernel.__name__ for h in jit.DIRECTS} - taken) == []
+
+
+def test_one_process_runs_devices_whose_maps_take_either_dtype() -> None:
+    """An FTL's maps hold 32-bit pages below 2**31 of them and 64-bit pages beyond, so
+    a site that takes them keeps a handle per dtype (``jit.Directs``): a study's worker
+    that runs a device of 2**31 pages after a smaller one (or before) gets the same
+    figures as alone, where one handle bound to the first device's types refused the
+    other's maps (``TypeError: can't unbox array``)."""
+    base = PRESETS["990pro"]
+    big = replace(base, pages_per_block=2048, blocks_per_plane=8192)
+    assert base.physical_pages < 2**31 <= big.physical_pages
+
+    def figures(cfg: Any) -> list[float]:
+        return [run_bench(cfg, pattern=p, size=s, qd=8, count=300, precondition=0.001)[
+            "steady_iops"] for p, s in (("seqwrite", 131072), ("randread", 16384))]
+
+    alone = figures(big)
+    figures(base)
+    assert figures(big) == alone

@@ -68,7 +68,7 @@ import shutil
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
@@ -384,3 +384,26 @@ class Direct:
         cres = d.overloads.get(types)
         self.call = cres.entry_point if cres is not None else d
         return out
+
+
+class Directs:
+    """A kernel's ``Direct`` handles, one per key that names the argument types of the
+    calls it takes: where a component's arrays take a dtype that depends on its size (an
+    FTL's maps hold 32-bit pages up to 2**31 of them, 64-bit beyond), one handle bound
+    to the first call's types would be handed the other dtype by another component in
+    the same process (a study's worker runs point after point), which the compiled entry
+    refuses (``TypeError: can't unbox array``). A component takes its handle once, by
+    its dtypes: ``self._run = _RUN.get(key)``."""
+
+    __slots__ = ("kernel", "_handles")
+
+    def __init__(self, kernel: Callable[..., Any]) -> None:
+        self.kernel = kernel
+        self._handles: dict[Hashable, Direct] = {}
+
+    def get(self, key: Hashable) -> Direct:
+        """The handle for calls of the types ``key`` names (made at its first use)."""
+        h = self._handles.get(key)
+        if h is None:
+            h = self._handles[key] = Direct(self.kernel)
+        return h
