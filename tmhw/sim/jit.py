@@ -15,7 +15,8 @@ numba's import (about 0.35 s and 90 MB), and a run's planning peak of memory doe
 carry it. After that first call, callers reach the dispatcher itself, with no wrapper
 in between, and kernels call kernels in compiled code. The hottest call sites, whose
 arguments keep their types, go further: a ``Direct`` handle calls the compiled version
-itself, without the dispatcher's typing of every argument on every call.
+itself, without the dispatcher's typing of every argument on every call (``Directs``: a
+handle per key, where a component's dtypes depend on its size).
 
 A kernel that creates no array and is called once per element from another kernel
 (a die lane's booking, a channel's gap search) is declared with ``njit_noref``: it
