@@ -40,12 +40,15 @@ A run starts its bounds before it simulates and takes them after (``start_bounds
 the NPU-alone passes, one compiled call each on the fast HBM model (which lets go of
 Python's lock while it books), run on a thread of their own meanwhile, on a machine of
 their own, so they give what they give on the caller's thread (a run of BERT-large,
-s512 b32: 0.37 s of its 1.5 s off the run's path, on a second core).
+s512 b32: 0.37 s of its 1.5 s off the run's path, on a second core), and so do the
+NAND LPs (``nand_later``). Both threads give way to the run's (``_yielding``).
 """
 
 from __future__ import annotations
 
 import math
+import os
+import sys
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -76,6 +79,8 @@ MEMO_SIZE = 64
 WARM_PASSES = 8
 #: an LP optimum within this of a whole page counts as that page (solver round-off)
 _TOL = 1e-6
+#: the bounds' threads' niceness (``_yielding``)
+BOUNDS_NICE = 19
 #: ``solved_parts`` started ahead (``solve_ahead``), by their key, until waited for
 _SOLVING: dict[str, threading.Thread] = {}
 _SOLVING_LOCK = threading.Lock()
@@ -136,7 +141,7 @@ def start_bounds(inp: BoundsInput, background: bool = True) -> Callable[[], dict
         alone: Callable[[], np.ndarray] = lambda: known  # noqa: E731
     else:
         alone = npu_alone_later(inp, background)
-    gp, rd, wr, nand_rd, prog, batch_ps = solved_parts(inp)
+    gp, rd, wr, batch_ps, nand = _solved(inp, background=background)
     _give_back_freed()
     compute = int(inp.op_ps.sum())
     # Every write is programmed (drained), but a read may be served from the write
@@ -147,13 +152,14 @@ def start_bounds(inp: BoundsInput, background: bool = True) -> Callable[[], dict
                    math.ceil(rd * S / (fc.devices * fc.host_read_bytes_per_s)))
     # measured in a steady state that was found, an SLC cache folds what it takes
     # (``flash.work``), within the steady state's tolerance
-    die_ps = die_work_ps(fc, nand_rd, prog,
-                         cfg.run.steady_tolerance if cfg.run.warmup_iterations == "auto"
-                         else None)
     link_ps = time_bound_ps(0, rd, wr, cfg.link_bytes_per_s, 0)
     port = min(cfg.link_bytes_per_s, fc.devices * fc.host_read_bytes_per_s)
 
     def finish() -> dict[str, Any]:
+        nand_rd, prog = nand()
+        die_ps = die_work_ps(fc, nand_rd, prog,
+                             cfg.run.steady_tolerance
+                             if cfg.run.warmup_iterations == "auto" else None)
         op_alone = _memo("npu", npu_key, alone)
         npu_ps = int(op_alone.sum())
         phase_ps = 0 if gp is None else phase_bound_ps(
@@ -188,14 +194,23 @@ def solved_parts(inp: BoundsInput, ahead: bool = False
     """The bounds' parts that are solved rather than simulated, each memoised by what it
     depends on: the gaps, the fewest bytes read and written (the traffic LP), the fewest
     NAND reads and programs (``least_pages``' LPs) and the drained flash batch of
-    those writes. Waits first for those ``solve_ahead`` started. ``ahead`` (on
-    ``solve_ahead``'s thread): the NAND LPs on a thread of their own, beside the traffic
-    LP and the batch (HiGHS lets Python's lock go while it solves), waited for before
-    this returns."""
+    those writes (``_solved``, the NAND LPs waited for: ``ahead``, on ``solve_ahead``'s
+    thread, solved on a thread of their own beside the traffic LP and the batch)."""
+    gp, rd, wr, batch_ps, nand = _solved(inp, background=ahead)
+    nand_rd, prog = nand()
+    return gp, rd, wr, nand_rd, prog, batch_ps
+
+
+def _solved(inp: BoundsInput, background: bool
+            ) -> tuple[GapPlan | None, int, int, int, Callable[[], tuple[int, int]]]:
+    """``solved_parts`` begun: the gaps, the traffic LP's bytes read and written and the
+    flash batch now, and a function giving the NAND LPs' bytes (NAND reads, programs).
+    Waits first for those ``solve_ahead`` started. Where ``background``, the NAND LPs
+    are solved on a thread of their own (``nand_later``), beside the rest and what
+    follows (HiGHS lets Python's lock go while it solves)."""
     from flash.batch import batch_time_ps
     from tmhw.placement.bounds import traffic_bound
     from tmhw.placement.gaps import GapPlan
-    from tmhw.placement.nand_bound import least_pages
 
     key = inp.memo_key("capacity")
     if key is not None:
@@ -205,28 +220,11 @@ def solved_parts(inp: BoundsInput, ahead: bool = False
             started.join()  # (the thread leaves ``_SOLVING`` when it ends)
     cfg, wl = inp.cfg, inp.workload
     fc = cfg.flash
-    whole = inp.whole_footprint
-    gp = None if whole else GapPlan(inp.ctx, windowed=True)
-    # what the SSDs' DRAM holds at once, in the workload's pages
-    dram_pages = fc.devices * (fc.write_buffer_bytes + fc.read_cache_bytes) // wl.page_size
-    def nand(g: GapPlan) -> tuple[int, int]:
-        prog = int(_memo("programs", key, lambda: least_pages(
-            g, inp.capacity_pages, "programs")) + _TOL) * wl.page_size
-        nand_rd = int(_memo("nand_reads", None if key is None else f"{key} {dram_pages}",
-                            lambda: least_pages(g, inp.capacity_pages + dram_pages,
-                                                "nand_reads")) + _TOL) * wl.page_size
-        return prog, nand_rd
-
-    side = None
+    gp = None if inp.whole_footprint else GapPlan(inp.ctx, windowed=True)
+    nand = (lambda: (0, 0)) if gp is None else nand_later(inp, gp, key, background)
     if gp is None:
         rd = wr = 0
     else:
-        if ahead:
-            # not a daemon, as ``solve_ahead``'s; an error is raised where the LPs are
-            # solved again, below
-            side = threading.Thread(target=_quietly, args=(nand, gp), daemon=False,
-                                    name="tmhw-bounds-nand")
-            side.start()
         # any policy may evict the mini-batch (AutoTM does, on ResNet-50 b32 at 12.5%);
         # the LP counts pages over the ops' order and takes no time or bandwidth, so a
         # sweep over flash and link solves it once per workload and capacity
@@ -238,10 +236,81 @@ def solved_parts(inp: BoundsInput, ahead: bool = False
                      lambda: batch_time_ps(fc, 0, wr, seed=cfg.run.seed, drain=True,
                                            precondition=wl.npages * wl.page_size
                                            / fc.total_capacity))
-    if side is not None:
-        side.join()
-    prog, nand_rd = (0, 0) if gp is None else nand(gp)
-    return gp, rd, wr, nand_rd, prog, batch_ps
+    return gp, rd, wr, batch_ps, nand
+
+
+def nand_later(inp: BoundsInput, gp: GapPlan, key: str | None, background: bool
+               ) -> Callable[[], tuple[int, int]]:
+    """A function giving the fewest bytes any policy reads from the NAND arrays (with
+    the SSDs' DRAM as extra capacity) and programs, each an LP (``least_pages``),
+    memoised by ``key``. Where ``background``, and they are neither memoised nor
+    being solved by another thread, they are solved on a thread of their own
+    (``tmhw-bounds-nand``) that gives way to the others (``_yielding``) and that the
+    function waits for: a run needs them only for its report, so they fill the core
+    the run's one thread leaves (GPT-2 medium at 1024 layers: 11 s of HiGHS, which
+    slowed the plan and the traffic LP and batch beside them before the run). Another
+    thread's such solve is waited for, not repeated; if it failed, the function solves
+    them again, where the error is raised."""
+    from tmhw.placement.nand_bound import least_pages
+
+    wl, fc = inp.workload, inp.cfg.flash
+    # what the SSDs' DRAM holds at once, in the workload's pages
+    dram_pages = fc.devices * (fc.write_buffer_bytes + fc.read_cache_bytes) // wl.page_size
+    rkey = None if key is None else f"{key} {dram_pages}"
+
+    def nand() -> tuple[int, int]:
+        prog = int(_memo("programs", key, lambda: least_pages(
+            gp, inp.capacity_pages, "programs")) + _TOL) * wl.page_size
+        nand_rd = int(_memo("nand_reads", rkey, lambda: least_pages(
+            gp, inp.capacity_pages + dram_pages, "nand_reads")) + _TOL) * wl.page_size
+        return nand_rd, prog
+
+    skey = None if key is None else f"nand {key}"
+    with _SOLVING_LOCK:
+        running = None if skey is None else _SOLVING.get(skey)
+        known = key is not None and ("programs", key) in MEMO \
+            and ("nand_reads", rkey) in MEMO
+        if running is None and background and not known:
+            got: list[tuple[int, int]] = []
+
+            def solve() -> None:
+                try:
+                    _yielding()
+                    _quietly(lambda: got.append(nand()))
+                finally:
+                    if skey is not None:
+                        with _SOLVING_LOCK:
+                            del _SOLVING[skey]
+
+            # not a daemon, as ``solve_ahead``'s
+            running = threading.Thread(target=solve, daemon=False, name="tmhw-bounds-nand")
+            if skey is not None:
+                _SOLVING[skey] = running
+            running.start()
+
+            def mine() -> tuple[int, int]:
+                assert running is not None
+                running.join()
+                return got[0] if got else nand()
+            return mine
+    if running is None or running is threading.current_thread():
+        return nand
+
+    def theirs() -> tuple[int, int]:
+        assert running is not None
+        running.join()
+        return nand()
+    return theirs
+
+
+def _yielding() -> None:
+    """This thread gives way to the others of the process (Linux: the lowest
+    scheduling priority, ``nice`` 19, of this thread alone)."""
+    if sys.platform == "linux":
+        try:
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), BOUNDS_NICE)
+        except OSError:
+            pass
 
 
 def _quietly(fn: Callable[..., Any], *args: Any) -> None:
@@ -258,13 +327,15 @@ def solve_ahead(inp: BoundsInput) -> None:
     there at once is the compiled work (the batch's kernels) and HiGHS's solves, which
     let go of Python's lock (``tmhw.placement.lp``: an LP of 10.7 s alone took 10.9 s
     on a thread beside a Python loop that ran at full speed); the Python around them
-    (the LPs' rows, numpy's calls, the kernels' loads) takes turns with the plan's. The
-    NAND LPs run on a third thread beside the traffic LP and the batch (GPT-2 medium at
-    1024 layers: the bounds done 6.4 s sooner, 38.7-41.4 s against 45.1-47.6 s, though
-    the plan beside them took 28-31 s before and 39-41 s now), all before the run:
-    beside the run instead, they slowed it by about as long as they took (11-23 s
-    there). ``solved_parts`` waits for them; if they fail, it solves them again on its
-    own thread, where the error is raised."""
+    (the LPs' rows, numpy's calls, the kernels' loads) takes turns with the plan's.
+    The traffic LP and the batch end before the run (``start_bounds`` waits for them):
+    the batch is the flash model's Python, which beside the run slowed it by about as
+    long as it took. The NAND LPs, HiGHS's alone, go on a third thread that gives way
+    to the others and runs on beside the run (``nand_later``): GPT-2 medium at 1024
+    layers began its run 6-10 s sooner and ended 5-12 s sooner (paired runs), where the
+    four threads had shared the two cores before the run. ``solved_parts`` waits for
+    them; if they fail, it solves them again on its own thread, where the error is
+    raised."""
     key = inp.memo_key("capacity")
     if key is None or inp.whole_footprint:
         return
@@ -284,7 +355,7 @@ def solve_ahead(inp: BoundsInput) -> None:
 
 def _solve_quietly(inp: BoundsInput, key: str) -> None:
     try:
-        _quietly(solved_parts, inp, True)
+        _quietly(_solved, inp, True)
     finally:
         # only now: a ``solved_parts`` that comes while these are still solving waits
         # for them instead of solving them again beside them
@@ -356,6 +427,7 @@ def npu_alone_later(inp: BoundsInput, background: bool) -> Callable[[], np.ndarr
     failed: list[BaseException] = []
 
     def work() -> None:
+        _yielding()
         try:
             got.append(passes())
         except BaseException as e:  # noqa: BLE001 (raised again in the caller's thread)

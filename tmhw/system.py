@@ -286,7 +286,7 @@ class System:
         The bounds come first: they do not depend on the run, and their solvers'
         memory (the traffic LP and the flash drain's batch) is then given back before
         the run's per-page state fills in, instead of piling on top of it; the NPU-alone
-        passes alone run on beside the run, on a thread of their own
+        passes and the NAND LPs run on beside the run, on threads of their own
         (``tmhw.lower_bounds.start_bounds``)."""
         bounds = start_bounds(self.bounds_input())
         self.root.elaborate()

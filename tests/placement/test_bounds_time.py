@@ -405,6 +405,44 @@ def test_the_nand_lps_are_solved_once_beside_the_traffic_lp(
     lower_bounds.MEMO.clear()
 
 
+def test_a_run_simulates_while_its_nand_lps_are_solved(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The NAND LPs are needed only for the report: the run simulates beside them
+    (``lower_bounds.nand_later``; GPT-2 medium at 1024 layers had waited 11 s of HiGHS
+    for them before its first event), and they are solved once each, on their own
+    thread, to the bounds a run that waited for them gives. The LPs here wait until
+    the simulation has begun: were the run to wait for them, they would give up and
+    the test fail."""
+    import threading
+
+    import tmhw.placement.nand_bound as NB
+    from tmhw import lower_bounds
+    from tmhw.sim.env import Environment
+
+    cfg = with_overrides(QUICK, ["policy.hbm_ratio=0.25", "run.iterations=2"])
+    monkeypatch.setattr(lower_bounds, "MEMO", {})
+    waited = System(cfg).run()["bounds"]
+    monkeypatch.setattr(lower_bounds, "MEMO", {})
+    began, calls = threading.Event(), []
+    real_lp, real_run = NB.least_pages, Environment.run
+
+    def held(gp: Any, cap: int, kind: str) -> float:
+        calls.append((threading.current_thread().name, kind))
+        if not began.wait(60):
+            raise AssertionError("the run waited for the NAND LPs")
+        return real_lp(gp, cap, kind)
+
+    def run(self: Environment, *args: Any, **kw: Any) -> Any:
+        began.set()
+        return real_run(self, *args, **kw)
+
+    monkeypatch.setattr(NB, "least_pages", held)
+    monkeypatch.setattr(Environment, "run", run)
+    assert System(cfg).run()["bounds"] == waited
+    assert sorted(calls) == [("tmhw-bounds-nand", "nand_reads"),
+                             ("tmhw-bounds-nand", "programs")]
+
+
 @pytest.mark.parametrize("policy", sorted(POLICIES))
 def test_at_hbm_ratio_one_every_policy_sits_on_the_time_bound(policy: str) -> None:
     """With HBM holding the whole footprint nothing moves between the tiers, every
