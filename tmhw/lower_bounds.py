@@ -84,17 +84,26 @@ BOUNDS_NICE = 19
 #: ``solved_parts`` started ahead (``solve_ahead``), by their key, until waited for
 _SOLVING: dict[str, threading.Thread] = {}
 _SOLVING_LOCK = threading.Lock()
+#: held while ``MEMO`` changes (``_memo``)
+_MEMO_LOCK = threading.Lock()
 
 
 def _memo(kind: str, key: str | None, fn: Callable[[], T]) -> T:
+    """``fn()``, memoised in ``MEMO`` by ``(kind, key)`` (None: not memoised), the
+    oldest entry dropped when it is full. The bounds' threads share it (and a thread may
+    still solve while a sweep's next point starts), so it changes under a lock."""
     if key is None:
         return fn()
-    if (kind, key) not in MEMO:
-        if len(MEMO) >= MEMO_SIZE:
+    with _MEMO_LOCK:
+        if (kind, key) in MEMO:
+            known: T = MEMO[(kind, key)]
+            return known
+    got = fn()
+    with _MEMO_LOCK:
+        while len(MEMO) >= MEMO_SIZE:
             MEMO.pop(next(iter(MEMO)))
-        MEMO[(kind, key)] = fn()
-    out: T = MEMO[(kind, key)]
-    return out
+        MEMO[(kind, key)] = got
+    return got
 
 
 @dataclass(frozen=True)
