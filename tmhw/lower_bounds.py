@@ -275,13 +275,14 @@ def nand_later(inp: BoundsInput, gp: GapPlan, key: str | None, background: bool
         return nand_rd, prog
 
     skey = None if key is None else f"nand {key}"
+    # what this thread's own solve found (unmemoised where ``key`` is None); another
+    # thread's is read from ``MEMO``
+    got: list[tuple[int, int]] = []
     with _SOLVING_LOCK:
         running = None if skey is None else _SOLVING.get(skey)
         known = key is not None and ("programs", key) in MEMO \
             and ("nand_reads", rkey) in MEMO
         if running is None and background and not known:
-            got: list[tuple[int, int]] = []
-
             def solve() -> None:
                 try:
                     _yielding()
@@ -296,20 +297,14 @@ def nand_later(inp: BoundsInput, gp: GapPlan, key: str | None, background: bool
             if skey is not None:
                 _SOLVING[skey] = running
             running.start()
-
-            def mine() -> tuple[int, int]:
-                assert running is not None
-                running.join()
-                return got[0] if got else nand()
-            return mine
     if running is None or running is threading.current_thread():
         return nand
+    solving = running
 
-    def theirs() -> tuple[int, int]:
-        assert running is not None
-        running.join()
-        return nand()
-    return theirs
+    def wait() -> tuple[int, int]:
+        solving.join()
+        return got[0] if got else nand()
+    return wait
 
 
 def _yielding() -> None:
