@@ -40,7 +40,15 @@ import numpy.typing as npt
 
 from flash.config import FlashConfig
 from flash.engine.chunks import CH_FULL, NO_WAIT, Lanes
-from flash.engine.commands import RESULTS, TIMES, program_cmds, queue_done, queue_issue
+from flash.engine.commands import (
+    READ_RESULTS,
+    RESULTS,
+    TIMES,
+    program_cmds,
+    queue_done,
+    queue_issue,
+    read_cmds,
+)
 from flash.ftl import GcJob
 from flash.ftl.gc import die_rows, step_planes
 from flash.phy import OnfiPhy
@@ -60,6 +68,7 @@ class DetailedModel(TimingBase):
         self.queues = np.zeros((cfg.dies, 2 + cfg.die_queue_depth), dtype=np.int64)
         self._times = np.zeros(TIMES, dtype=np.int64)
         self._res = np.zeros(RESULTS, dtype=np.int64)
+        self._read_res = np.zeros(READ_RESULTS, dtype=np.int64)
 
     # -- helpers -----------------------------------------------------------------------
     def _issue(self, die: int, earliest: int) -> int:
@@ -80,7 +89,25 @@ class DetailedModel(TimingBase):
 
     def read(self, ppns: I64, nb: I64, earliest: int) -> tuple[int, int]:
         """Pages ``ppns`` with ``nb`` bytes wanted of each: (start of the first data-out,
-        end of the last)."""
+        end of the last). Compiled (``flash.engine.commands.read_cmds``, one call a
+        transaction) but under MQSim's rules (``_read_convoy``)."""
+        if self.convoy:
+            return self._read_convoy(ppns, nb, earliest)
+        res = self._read_res
+        res[:] = -1, earliest, 0, 0
+        if self.dies.record:
+            self.dies.reserve_records(2 * len(ppns))
+        ppns = np.ascontiguousarray(ppns, dtype=np.int64)
+        data = self.phy.data_ps_of(nb)
+        while read_cmds(self.lanes(), self.geo, self.cmds, self.cell, ppns, data, earliest,
+                        res):
+            self.channels.grow()
+        self.c.read_cmds += int(res[2])
+        return int(res[0]), int(res[1])
+
+    def _read_convoy(self, ppns: I64, nb: I64, earliest: int) -> tuple[int, int]:
+        """``read`` under MQSim's rules: a read command needs idle channel time between
+        the drains of waiting data-outs, and a chip is busy until its data is out."""
         phy, former, counters = self.phy, self.former, self.c
         ppn_l = ppns.tolist()
         nb_l = nb.tolist()

@@ -18,6 +18,7 @@ Pure arithmetic: no SimPy, no state but the tables.
 from __future__ import annotations
 
 import numpy as np
+import numpy.typing as npt
 
 from flash.config import FlashConfig
 from tmhw.sim.units import NS
@@ -45,6 +46,17 @@ class OnfiPhy:
         self._xfer_ps = (1000 // cfg.channel_rate_mtps) * NS
         self._per_xfer_bytes = cfg.channel_width_bits // 8
         self.page_data = self.data_ps(cfg.page_size)
+
+    def data_ps_of(self, nbytes: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        """``data_ps`` of each of ``nbytes`` (a read's bytes wanted of each page: the
+        whole page but at its ends)."""
+        nbytes = np.asarray(nbytes, dtype=np.int64)
+        if nbytes.size and (nbytes == nbytes[0]).all():  # the usual case: whole pages
+            return np.full(nbytes.size, self.data_ps(int(nbytes[0])), dtype=np.int64)
+        values, inverse = np.unique(nbytes, return_inverse=True)
+        times = np.array([self.data_ps(v) for v in values.tolist()], dtype=np.int64)
+        out: npt.NDArray[np.int64] = times[inverse.reshape(-1)]
+        return out
 
     def data_ps(self, nbytes: int) -> int:
         """Time to move ``nbytes`` over one channel."""

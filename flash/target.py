@@ -479,6 +479,9 @@ def compile_kernels() -> None:
                 times = np.zeros((2, 4), dtype=np.int64)
                 loop.run(4, times[0], times[1])
                 loop.finish()
+    # the detailed model's reads of several pages (``read_cmds``)
+    FlashTarget(Environment(), "flash", None, plain, model="detailed").transport(
+        Transfer(Op.READ, 0, 4 * plain.page_size), 0)
     dev = FlashTarget(Environment(), "flash", None, PRESETS["990pro"], precondition=0.01)
     dev.transport(Transfer(Op.WRITE, 0, 2 * MiB), 0)
     dev.transport(Transfer(Op.WRITE, 0, 2 * MiB), 0)  # its L2P segment dense now

@@ -1,5 +1,13 @@
 """The detailed model's command-level bookings, compiled: one call per transaction.
 
+``read_cmds`` books a read's pages command by command as ``flash.detailed.DetailedModel``
+describes (the commands formed as for a program, below): the command cycles, then tR on
+the die (the longest page type of the command; a one-page command may overlap the
+die's other one-page reads, ``plane_read``), then each plane's data-out in the channel's
+earliest idle interval from the end of tR (the command cycles charged with the first),
+and the die's cache register held until the command's first data-out starts. Under
+MQSim's rules (the chip lock and data-out convoy) the model books reads in Python.
+
 ``program_cmds`` books a host write's pages as the detailed model describes
 (``flash.detailed``): the pages are formed into commands as
 ``flash.scheduler.CommandFormer.ops`` forms them (the pages of one die on distinct planes
@@ -23,8 +31,8 @@ import numpy as np
 import numpy.typing as npt
 
 from flash.engine.chunks import CH_FULL, LANE_FULL, Lanes
-from flash.engine.dies import die_prog, lane_full
-from flash.engine.gaps import gap_book, gap_room
+from flash.engine.dies import die_hold, die_prog, lane_full, plane_read
+from flash.engine.gaps import gap_book, gap_room, gap_room_for
 from tmhw.sim.jit import njit, njit_noref
 
 I64 = npt.NDArray[np.int64]
@@ -33,6 +41,9 @@ I64 = npt.NDArray[np.int64]
 TIMES = 4
 #: ``program_cmds``' results: the latest program end, commands formed, commands booked
 RESULTS = 3
+#: ``read_cmds``' results: the first data-out's start (-1: none yet), the last one's end,
+#: the commands booked, the next command to book
+READ_RESULTS = 4
 
 
 @njit_noref
@@ -177,4 +188,62 @@ def program_cmds(lanes: Lanes, geometry_rec: npt.NDArray[np.void],
         queue_done(queues, die, die_end)
         res[0] = max(res[0], die_end)
         res[2] = k + 1
+    return 0
+
+
+@njit
+def read_cmds(lanes: Lanes, geometry_rec: npt.NDArray[np.void],
+              cmds: npt.NDArray[np.void], cell: npt.NDArray[np.void], ppns: I64,
+              data_ps: I64, earliest: int, res: I64) -> int:
+    """Pages ``ppns`` read command by command (module docstring) from ``earliest``, page
+    ``i``'s data-out taking ``data_ps[i]`` on the channel, from command ``res[3]`` on.
+    Into ``res`` (set by the caller before the first call: -1, ``earliest``, 0, 0): the
+    start of the first data-out, the end of the last, the commands booked, the next
+    command to book. 0, or ``CH_FULL`` (nothing of that command booked: grow the
+    channels' rows, and call again). Off MQSim's rules only (no chip lock, no convoy).
+    A recording die lane needs room for two spans a page."""
+    die_state, ch_intervals, ch_meta = lanes[0], lanes[1], lanes[2]
+    g = geometry_rec[0]
+    pages_per_block, bits = g["ppb"], g["bits"]
+    dies_per_lane, lanes_per_channel = g["dies_per_lane"], g["lanes_per_channel"]
+    plane_reads = g["plane_reads"]
+    setup_first = cmds[1]["rsetup"]
+    setup_next = cmds[2]["rsetup"] - setup_first if cmds.size > 2 else 0
+    cmd_die, first, order = form_commands(ppns, g["ppp"], g["planes"], g["multi"] != 0)
+    for k in range(res[3], cmd_die.size):
+        die = cmd_die[k]
+        lane = die // dies_per_lane
+        ch = lane // lanes_per_channel
+        n_planes = first[k + 1] - first[k]
+        if not gap_room_for(ch_intervals, ch_meta, ch, n_planes):
+            res[3] = k
+            return CH_FULL
+        cmd = cmds[n_planes]["rcmd"]
+        t_r = 0
+        for j in range(first[k], first[k + 1]):
+            t_r = max(t_r, cell[(ppns[order[j]] % pages_per_block) % bits]["t_r"])
+        # reads wait in the scheduler's priority queue, not in the die's
+        die_end = plane_read(die_state, lane, earliest + cmd, t_r,
+                             plane_reads if n_planes == 1 else 1, 0, -1)
+        data_end = die_end
+        op_first = -1
+        for j in range(first[k], first[k + 1]):
+            # the command cycles go with the first data-out: a controller slips them
+            # between transfers rather than queueing them behind data booked for later
+            lead = cmd if j == first[k] else 0
+            data_out = (setup_first if j == first[k] else setup_next) \
+                + data_ps[order[j]] + lead
+            data_end = gap_book(ch_intervals, ch_meta, ch, data_end - lead, data_out)
+            start = data_end - data_out + lead
+            if op_first < 0:
+                op_first = start
+            if res[0] < 0 or start < res[0]:
+                res[0] = start
+        # the command's data sits in the cache register until its data-out starts
+        if n_planes > 1 or plane_reads == 1:
+            die_hold(die_state, lane, op_first)
+        if data_end > res[1]:
+            res[1] = data_end
+        res[2] += 1
+        res[3] = k + 1
     return 0

@@ -208,9 +208,16 @@ def gap_fit(intervals: I64, meta: Meta, lane: int, earliest: int, duration: int)
 @njit_noref
 def gap_room(intervals: I64, meta: Meta, lane: int) -> bool:
     """Whether row ``lane`` has a free slot for a booking (and for its record)."""
+    return gap_room_for(intervals, meta, lane, 1)
+
+
+@njit_noref
+def gap_room_for(intervals: I64, meta: Meta, lane: int, bookings: int) -> bool:
+    """Whether row ``lane`` has free slots for ``bookings`` bookings (and their records):
+    each adds at most one interval."""
     cap = intervals.shape[2]
-    return bool(meta[FILL, lane] < cap
-                and (intervals.shape[0] == 2 or meta[COUNT, lane] < cap))
+    return bool(meta[FILL, lane] + bookings <= cap
+                and (intervals.shape[0] == 2 or meta[COUNT, lane] + bookings <= cap))
 
 
 @njit_noref

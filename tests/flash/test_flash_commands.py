@@ -1,15 +1,21 @@
-"""The detailed model's compiled command forming and die queues
+"""The detailed model's compiled command forming, die queues and reads
 (``flash.engine.commands``) against the rules they state, written out plainly here."""
 
 from __future__ import annotations
 
 from collections import deque
+from dataclasses import replace
+from typing import Any
 
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from flash.config import PRESETS
+from flash.detailed import DetailedModel
 from flash.engine.commands import form_commands, queue_done, queue_issue
+from flash.phy import OnfiPhy
+from flash.scheduler import CommandFormer, Counters
 
 
 def reference_ops(ppns: list[int], pages_per_plane: int, planes: int,
@@ -61,3 +67,110 @@ def test_a_die_queue_takes_a_command_when_the_one_depth_ahead_has_finished(
         assert queue_issue(queues, die, t) == want
         queue_done(queues, die, want + 100)
         q.append(want + 100)
+
+
+def reference_read(m: DetailedModel, ppns: list[int], nb: list[int],
+                   earliest: int) -> tuple[int, int]:
+    """A detailed read as ``flash.detailed`` states it, booked a step at a time through
+    the lanes' own calls: per command (formed as ``reference_ops`` says) the command
+    cycles, then tR on its die lane (the longest page type; a one-page command overlaps
+    the die's other one-page reads where planes read independently), then each page's
+    data-out in the channel's earliest idle interval from tR's end, the command cycles
+    with the first; the die's cache register holds the data until its first data-out
+    starts. (start of the first data-out, end of the last)."""
+    phy, former = m.phy, m.former
+    end, first = earliest, -1
+    for die, idx in reference_ops(ppns, former.ppp, former.P, former.multi):
+        n_planes = len(idx)
+        ch, lane = die // former.dpc, former.lane_of(die)
+        m.c.read_cmds += 1
+        cmd = phy.rcmd[n_planes]
+        t_r = max(m.t_r_of[(ppns[i] % m.ppb) % m.bits] for i in idx)
+        die_end = m.dies.read1(lane, earliest + cmd, t_r,
+                               share=m.plane_reads if n_planes == 1 else 1)
+        data_end, op_first = die_end, -1
+        for j, i in enumerate(idx):
+            setup = phy.rsetup[1] if j == 0 else phy.rsetup[2] - phy.rsetup[1]
+            lead = cmd if j == 0 else 0
+            data_out = setup + phy.data_ps(nb[i]) + lead
+            data_end = m.channels.reserve1(ch, data_end - lead, data_out)
+            start = data_end - data_out + lead
+            op_first = start if op_first < 0 else op_first
+            first = start if first < 0 or start < first else first
+        if n_planes > 1 or m.plane_reads == 1:
+            m.dies.hold1(lane, op_first)
+        end = max(end, data_end)
+    return first, end
+
+
+def _lanes_state(m: DetailedModel) -> list[Any]:
+    """What a booking leaves on the model's lanes: the die lanes' records, queued ops and
+    recorded spans, each channel's intervals, numbers and recorded bookings (not the
+    rows' spare slots, which a grown row has more of)."""
+    lanes, ops, par, rec = m.dies.state
+    intervals, meta = m.channels.arrays()
+    fill, count = meta[0].tolist(), meta[2].tolist()
+    chans = [[intervals[r, ch, :fill[ch] if r < 2 else count[ch]].tolist()
+              for r in range(intervals.shape[0])] for ch in range(meta.shape[1])]
+    return [lanes.tolist(), ops.tolist(), par.tolist(), rec[:par[0]["nrec"]].tolist(),
+            meta.tolist(), chans]
+
+
+@settings(max_examples=60, deadline=None)
+@given(preset=st.sampled_from(["mqsim-default", "990pro"]), multi=st.booleans(),
+       independent=st.booleans(), record=st.booleans(), narrow=st.booleans(),
+       steps=st.lists(st.tuples(
+           st.booleans(),
+           st.lists(st.tuples(st.integers(0, 63), st.integers(0, 40)), min_size=1,
+                    max_size=24),
+           st.integers(0, 3_000_000_000),
+           st.lists(st.integers(1, 1 << 14), min_size=24, max_size=24)),
+           min_size=1, max_size=90))
+def test_a_detailed_read_books_what_its_commands_book_step_by_step(
+        preset: str, multi: bool, independent: bool, record: bool, narrow: bool,
+        steps: list[tuple[bool, list[tuple[int, int]], int, list[int]]]) -> None:
+    """``DetailedModel.read``, one compiled call (``read_cmds``), against the read booked a
+    step at a time (``reference_read``), between programs that leave the dies work to
+    suspend or queue behind: the same times, commands, lanes and channels, recorded or
+    not, with channel rows that grow on the way (64 slots to start with; ``narrow``: every
+    page on the first channel's dies, whose row then fills with a read's commands
+    under way)."""
+    cfg = replace(PRESETS[preset], multiplane=multi, independent_plane_reads=independent)
+    models = []
+    for _ in range(2):
+        phy = OnfiPhy(cfg)
+        models.append(DetailedModel(cfg, phy, CommandFormer(cfg), Counters(), record))
+    got, ref = models
+    planes = got.former.dpc * got.former.P if narrow else got.former.planes
+    for is_read, pages, t, nbytes in steps:
+        ppns = [(p * planes // 64) * got.former.ppp + off for p, off in pages]
+        if is_read:
+            nb = [min(b, cfg.page_size) for b in nbytes[:len(ppns)]]
+            assert got.read(np.array(ppns, dtype=np.int64), np.array(nb, dtype=np.int64),
+                            t) == reference_read(ref, ppns, nb, t)
+        else:
+            for m in models:
+                m.program(np.array(sorted(set(ppns)), dtype=np.int64), t, t + 1_000_000)
+    assert got.c == ref.c
+    assert _lanes_state(got) == _lanes_state(ref)
+
+
+def test_a_detailed_read_grows_a_full_channel_row_before_a_command_not_within_it() -> None:
+    """Multi-plane reads far apart on one channel, each of its data-outs an idle gap
+    apart from the last read's: the channel's row (64 slots) fills with a command's
+    data-outs under way, and the compiled read grows it before that command, booking
+    what the step-by-step read books."""
+    cfg = PRESETS["990pro"]
+    got, ref = (DetailedModel(cfg, OnfiPhy(cfg), CommandFormer(cfg), Counters())
+                for _ in range(2))
+    ppp, planes = got.former.ppp, got.former.P
+    for k in range(300):
+        # one page on each plane of die 0, at staggered offsets; reads 1 ms apart, the
+        # later first, so that none joins the interval of another
+        ppns = [p * ppp + k for p in range(planes)]
+        t = (300 - k) * 1_000_000_000
+        assert got.read(np.array(ppns, dtype=np.int64),
+                        np.full(planes, cfg.page_size, dtype=np.int64), t) == \
+            reference_read(ref, ppns, [cfg.page_size] * planes, t)
+    assert got.channels.arrays()[0].shape[2] > 64
+    assert _lanes_state(got) == _lanes_state(ref)
