@@ -48,14 +48,15 @@ class OnfiPhy:
         self.page_data = self.data_ps(cfg.page_size)
 
     def data_ps_of(self, nbytes: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
-        """``data_ps`` of each of ``nbytes`` (a read's bytes wanted of each page: the
-        whole page but at its ends)."""
+        """``data_ps`` of each of ``nbytes`` (a read's bytes wanted of each page: whole
+        pages but at a run's ends, each other size computed once)."""
         nbytes = np.asarray(nbytes, dtype=np.int64)
-        if nbytes.size and (nbytes == nbytes[0]).all():  # the usual case: whole pages
-            return np.full(nbytes.size, self.data_ps(int(nbytes[0])), dtype=np.int64)
-        values, inverse = np.unique(nbytes, return_inverse=True)
-        times = np.array([self.data_ps(v) for v in values.tolist()], dtype=np.int64)
-        out: npt.NDArray[np.int64] = times[inverse.reshape(-1)]
+        out = np.full(nbytes.size, self.page_data, dtype=np.int64)
+        odd = np.flatnonzero(nbytes != self.cfg.page_size)
+        if odd.size:
+            values, inverse = np.unique(nbytes[odd], return_inverse=True)
+            times = np.array([self.data_ps(v) for v in values.tolist()], dtype=np.int64)
+            out[odd] = times[inverse.reshape(-1)]
         return out
 
     def data_ps(self, nbytes: int) -> int:
