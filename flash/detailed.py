@@ -81,7 +81,8 @@ class DetailedModel(TimingBase):
     def lanes(self) -> Lanes:
         """The lanes' state the kernels take (new arrays after each growth)."""
         iv, meta = self.channels.arrays()
-        return self.dies.state, iv, meta, NO_WAIT[0], NO_WAIT[1]
+        wiv, wmeta = self.waiting.arrays() if self.waiting is not None else NO_WAIT
+        return self.dies.state, iv, meta, wiv, wmeta
 
     # -- transactions ------------------------------------------------------------------
     def read1(self, ppn: int, nbytes: int, earliest: int) -> tuple[int, int]:
@@ -89,66 +90,22 @@ class DetailedModel(TimingBase):
 
     def read(self, ppns: I64, nb: I64, earliest: int) -> tuple[int, int]:
         """Pages ``ppns`` with ``nb`` bytes wanted of each: (start of the first data-out,
-        end of the last). Compiled (``flash.engine.commands.read_cmds``, one call a
-        transaction) but under MQSim's rules (``_read_convoy``)."""
-        if self.convoy:
-            return self._read_convoy(ppns, nb, earliest)
+        end of the last): ``flash.engine.commands.read_cmds``, one call a transaction."""
         res = self._read_res
         res[:] = -1, earliest, 0, 0
         if self.dies.record:
             self.dies.reserve_records(2 * len(ppns))
         ppns = np.ascontiguousarray(ppns, dtype=np.int64)
         data = self.phy.data_ps_of(nb)
-        while read_cmds(self.lanes(), self.geo, self.cmds, self.cell, ppns, data, earliest,
-                        res):
-            self.channels.grow()
+        while why := read_cmds(self.lanes(), self.geo, self.cmds, self.cell, ppns, data,
+                               earliest, res):
+            if why == CH_FULL:
+                self.channels.grow()
+            else:
+                assert self.waiting is not None
+                self.waiting.grow()
         self.c.read_cmds += int(res[2])
         return int(res[0]), int(res[1])
-
-    def _read_convoy(self, ppns: I64, nb: I64, earliest: int) -> tuple[int, int]:
-        """``read`` under MQSim's rules: a read command needs idle channel time between
-        the drains of waiting data-outs, and a chip is busy until its data is out."""
-        phy, former, counters = self.phy, self.former, self.c
-        ppn_l = ppns.tolist()
-        nb_l = nb.tolist()
-        end = earliest
-        first = -1
-        for die, idx in former.ops(ppn_l):
-            n_planes = len(idx)
-            ch = die // former.dpc
-            lane = former.lane_of(die)
-            counters.read_cmds += 1
-            cmd = phy.rcmd[n_planes]
-            issue = earliest  # reads wait in the scheduler's priority queue, not here
-            if self.convoy:  # the command needs idle channel time, between drains
-                issue = self.command_slot(ch, max(issue, self.dies.read_free(lane)), cmd)
-            t_r = max(self.t_r_of[(ppn_l[i] % self.ppb) % self.bits] for i in idx)
-            die_end = self.dies.read1(lane, issue + cmd, t_r,
-                                    share=self.plane_reads if n_planes == 1 else 1)
-            data_end = die_end
-            op_first = -1
-            for j, i in enumerate(idx):
-                setup = phy.rsetup[1] if j == 0 else phy.rsetup[2] - phy.rsetup[1]
-                # The command cycles are charged to the channel with the first data-out:
-                # a controller slips them between transfers rather than queueing them
-                # behind data booked for later.
-                lead = cmd if j == 0 else 0
-                data_out_ps = setup + phy.data_ps(int(nb_l[i])) + lead
-                data_end = self.channels.reserve1(ch, data_end - lead, data_out_ps)
-                start = data_end - data_out_ps + lead
-                if self.convoy:
-                    self.data_waits(ch, die_end, start)
-                if op_first < 0:
-                    op_first = start
-                if first < 0 or start < first:
-                    first = start
-            # the command's data sits in the cache register until its data-out starts;
-            # under MQSim's rules the chip is busy until its data is out
-            if n_planes > 1 or self.plane_reads == 1:
-                self.dies.hold1(lane, data_end if self.convoy else op_first)
-            if data_end > end:
-                end = data_end
-        return first, end
 
     def program1(self, ppn: int, first_in: int, last_in: int, slc: bool = False) -> int:
         return self.program(np.array([ppn], dtype=np.int64), first_in, last_in, slc)

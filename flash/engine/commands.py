@@ -6,7 +6,10 @@ the die (the longest page type of the command; a one-page command may overlap th
 die's other one-page reads, ``plane_read``), then each plane's data-out in the channel's
 earliest idle interval from the end of tR (the command cycles charged with the first),
 and the die's cache register held until the command's first data-out starts. Under
-MQSim's rules (the chip lock and data-out convoy) the model books reads in Python.
+MQSim's rules (``Geometry.convoy``: the chip lock and the data-out convoy) a command
+also needs idle channel time outside the windows in which read data waits for the
+channel (``command_slot``), each page's data waits from tR's end to its data-out
+(those windows), and the chip is held until the command's last data-out ends.
 
 ``program_cmds`` books a host write's pages as the detailed model describes
 (``flash.detailed``): the pages are formed into commands as
@@ -30,9 +33,9 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from flash.engine.chunks import CH_FULL, LANE_FULL, Lanes
+from flash.engine.chunks import CH_FULL, LANE_FULL, WAIT_FULL, Lanes, command_slot
 from flash.engine.dies import die_hold, die_prog, lane_full, plane_read
-from flash.engine.gaps import gap_book, gap_room, gap_room_for
+from flash.engine.gaps import FILL, gap_book, gap_cover, gap_room, gap_room_for
 from tmhw.sim.jit import njit, njit_noref
 
 I64 = npt.NDArray[np.int64]
@@ -199,11 +202,12 @@ def read_cmds(lanes: Lanes, geometry_rec: npt.NDArray[np.void],
     ``i``'s data-out taking ``data_ps[i]`` on the channel, from command ``res[3]`` on.
     Into ``res`` (set by the caller before the first call: -1, ``earliest``, 0, 0): the
     start of the first data-out, the end of the last, the commands booked, the next
-    command to book. 0, or ``CH_FULL`` (nothing of that command booked: grow the
-    channels' rows, and call again). Off MQSim's rules only (no chip lock, no convoy).
-    A recording die lane needs room for two spans a page."""
-    die_state, ch_intervals, ch_meta = lanes[0], lanes[1], lanes[2]
+    command to book. 0, or ``CH_FULL`` or ``WAIT_FULL`` (nothing of that command booked:
+    grow the channels' or the wait windows' rows, and call again). A recording die lane
+    needs room for two spans a page."""
+    die_state, ch_intervals, ch_meta, wait_intervals, wait_meta = lanes
     g = geometry_rec[0]
+    convoy = g["convoy"] != 0
     pages_per_block, bits = g["ppb"], g["bits"]
     dies_per_lane, lanes_per_channel = g["dies_per_lane"], g["lanes_per_channel"]
     plane_reads = g["plane_reads"]
@@ -218,12 +222,20 @@ def read_cmds(lanes: Lanes, geometry_rec: npt.NDArray[np.void],
         if not gap_room_for(ch_intervals, ch_meta, ch, n_planes):
             res[3] = k
             return CH_FULL
+        if convoy and wait_meta[FILL, ch] + n_planes > wait_intervals.shape[2]:
+            res[3] = k
+            return WAIT_FULL
         cmd = cmds[n_planes]["rcmd"]
         t_r = 0
         for j in range(first[k], first[k + 1]):
             t_r = max(t_r, cell[(ppns[order[j]] % pages_per_block) % bits]["t_r"])
         # reads wait in the scheduler's priority queue, not in the die's
-        die_end = plane_read(die_state, lane, earliest + cmd, t_r,
+        issue = earliest
+        if convoy:  # the command needs idle channel time, between drains
+            read_free = die_state[0][lane]["rd"]
+            issue = command_slot(ch_intervals, ch_meta, wait_intervals, wait_meta, ch,
+                                 issue if issue > read_free else read_free, cmd)
+        die_end = plane_read(die_state, lane, issue + cmd, t_r,
                              plane_reads if n_planes == 1 else 1, 0, -1)
         data_end = die_end
         op_first = -1
@@ -235,13 +247,16 @@ def read_cmds(lanes: Lanes, geometry_rec: npt.NDArray[np.void],
                 + data_ps[order[j]] + lead
             data_end = gap_book(ch_intervals, ch_meta, ch, data_end - lead, data_out)
             start = data_end - data_out + lead
+            if convoy:  # its data waits from tR's end until its data-out starts
+                gap_cover(wait_intervals, wait_meta, ch, die_end, start)
             if op_first < 0:
                 op_first = start
             if res[0] < 0 or start < res[0]:
                 res[0] = start
-        # the command's data sits in the cache register until its data-out starts
+        # the command's data sits in the cache register until its data-out starts;
+        # under MQSim's rules the chip is busy until its data is out
         if n_planes > 1 or plane_reads == 1:
-            die_hold(die_state, lane, op_first)
+            die_hold(die_state, lane, data_end if convoy else op_first)
         if data_end > res[1]:
             res[1] = data_end
         res[2] += 1

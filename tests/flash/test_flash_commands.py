@@ -8,6 +8,7 @@ from dataclasses import replace
 from typing import Any
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -77,7 +78,10 @@ def reference_read(m: DetailedModel, ppns: list[int], nb: list[int],
     the die's other one-page reads where planes read independently), then each page's
     data-out in the channel's earliest idle interval from tR's end, the command cycles
     with the first; the die's cache register holds the data until its first data-out
-    starts. (start of the first data-out, end of the last)."""
+    starts. Under MQSim's rules the command waits for idle channel time outside the
+    windows in which read data waits for the channel, each page's data waits from tR's
+    end to its data-out, and the chip is held until its last data-out ends. (start of
+    the first data-out, end of the last)."""
     phy, former = m.phy, m.former
     end, first = earliest, -1
     for die, idx in reference_ops(ppns, former.ppp, former.P, former.multi):
@@ -86,7 +90,10 @@ def reference_read(m: DetailedModel, ppns: list[int], nb: list[int],
         m.c.read_cmds += 1
         cmd = phy.rcmd[n_planes]
         t_r = max(m.t_r_of[(ppns[i] % m.ppb) % m.bits] for i in idx)
-        die_end = m.dies.read1(lane, earliest + cmd, t_r,
+        issue = earliest
+        if m.convoy:
+            issue = m.command_slot(ch, max(issue, m.dies.read_free(lane)), cmd)
+        die_end = m.dies.read1(lane, issue + cmd, t_r,
                                share=m.plane_reads if n_planes == 1 else 1)
         data_end, op_first = die_end, -1
         for j, i in enumerate(idx):
@@ -95,30 +102,37 @@ def reference_read(m: DetailedModel, ppns: list[int], nb: list[int],
             data_out = setup + phy.data_ps(nb[i]) + lead
             data_end = m.channels.reserve1(ch, data_end - lead, data_out)
             start = data_end - data_out + lead
+            if m.convoy:
+                m.data_waits(ch, die_end, start)
             op_first = start if op_first < 0 else op_first
             first = start if first < 0 or start < first else first
         if n_planes > 1 or m.plane_reads == 1:
-            m.dies.hold1(lane, op_first)
+            m.dies.hold1(lane, data_end if m.convoy else op_first)
         end = max(end, data_end)
     return first, end
 
 
 def _lanes_state(m: DetailedModel) -> list[Any]:
     """What a booking leaves on the model's lanes: the die lanes' records, queued ops and
-    recorded spans, each channel's intervals, numbers and recorded bookings (not the
-    rows' spare slots, which a grown row has more of)."""
+    recorded spans, each channel's intervals, numbers and recorded bookings, and under
+    MQSim's rules the wait windows (not the rows' spare slots, which a grown row has
+    more of)."""
     lanes, ops, par, rec = m.dies.state
-    intervals, meta = m.channels.arrays()
-    fill, count = meta[0].tolist(), meta[2].tolist()
-    chans = [[intervals[r, ch, :fill[ch] if r < 2 else count[ch]].tolist()
-              for r in range(intervals.shape[0])] for ch in range(meta.shape[1])]
-    return [lanes.tolist(), ops.tolist(), par.tolist(), rec[:par[0]["nrec"]].tolist(),
-            meta.tolist(), chans]
+    out = [lanes.tolist(), ops.tolist(), par.tolist(), rec[:par[0]["nrec"]].tolist()]
+    for bank in (m.channels, m.waiting):
+        if bank is not None:
+            intervals, meta = bank.arrays()
+            fill, count = meta[0].tolist(), meta[2].tolist()
+            out += [meta.tolist(), [[intervals[r, ch, :fill[ch] if r < 2 else count[ch]].tolist()
+                                     for r in range(intervals.shape[0])]
+                                    for ch in range(meta.shape[1])]]
+    return out
 
 
 @settings(max_examples=60, deadline=None)
 @given(preset=st.sampled_from(["mqsim-default", "990pro"]), multi=st.booleans(),
        independent=st.booleans(), record=st.booleans(), narrow=st.booleans(),
+       compat=st.sampled_from(["onfi", "mqsim"]),
        steps=st.lists(st.tuples(
            st.booleans(),
            st.lists(st.tuples(st.integers(0, 63), st.integers(0, 40)), min_size=1,
@@ -128,14 +142,16 @@ def _lanes_state(m: DetailedModel) -> list[Any]:
            min_size=1, max_size=90))
 def test_a_detailed_read_books_what_its_commands_book_step_by_step(
         preset: str, multi: bool, independent: bool, record: bool, narrow: bool,
-        steps: list[tuple[bool, list[tuple[int, int]], int, list[int]]]) -> None:
+        compat: str, steps: list[tuple[bool, list[tuple[int, int]], int, list[int]]]
+) -> None:
     """``DetailedModel.read``, one compiled call (``read_cmds``), against the read booked a
     step at a time (``reference_read``), between programs that leave the dies work to
     suspend or queue behind: the same times, commands, lanes and channels, recorded or
     not, with channel rows that grow on the way (64 slots to start with; ``narrow``: every
     page on the first channel's dies, whose row then fills with a read's commands
     under way)."""
-    cfg = replace(PRESETS[preset], multiplane=multi, independent_plane_reads=independent)
+    cfg = replace(PRESETS[preset], multiplane=multi, independent_plane_reads=independent,
+                  compat=compat)
     models = []
     for _ in range(2):
         phy = OnfiPhy(cfg)
@@ -155,12 +171,15 @@ def test_a_detailed_read_books_what_its_commands_book_step_by_step(
     assert _lanes_state(got) == _lanes_state(ref)
 
 
-def test_a_detailed_read_grows_a_full_channel_row_before_a_command_not_within_it() -> None:
+@pytest.mark.parametrize("compat", ["onfi", "mqsim"])
+def test_a_detailed_read_grows_a_full_channel_row_before_a_command_not_within_it(
+        compat: str) -> None:
     """Multi-plane reads far apart on one channel, each of its data-outs an idle gap
     apart from the last read's: the channel's row (64 slots) fills with a command's
-    data-outs under way, and the compiled read grows it before that command, booking
-    what the step-by-step read books."""
-    cfg = PRESETS["990pro"]
+    data-outs under way (under MQSim's rules the wait windows' row too), and the
+    compiled read grows it before that command, booking what the step-by-step read
+    books."""
+    cfg = replace(PRESETS["990pro"], compat=compat)
     got, ref = (DetailedModel(cfg, OnfiPhy(cfg), CommandFormer(cfg), Counters())
                 for _ in range(2))
     ppp, planes = got.former.ppp, got.former.P
@@ -173,4 +192,6 @@ def test_a_detailed_read_grows_a_full_channel_row_before_a_command_not_within_it
                         np.full(planes, cfg.page_size, dtype=np.int64), t) == \
             reference_read(ref, ppns, [cfg.page_size] * planes, t)
     assert got.channels.arrays()[0].shape[2] > 64
+    if got.waiting is not None:
+        assert got.waiting.arrays()[0].shape[2] > 64
     assert _lanes_state(got) == _lanes_state(ref)
