@@ -53,8 +53,12 @@ from flash.ftl import GcJob
 from flash.ftl.gc import die_rows, step_planes
 from flash.phy import OnfiPhy
 from flash.scheduler import CommandFormer, Counters, TimingBase
+from tmhw.sim.jit import Direct
 
 I64 = npt.NDArray[np.int64]
+#: ``read_cmds`` past its dispatcher (``tmhw.sim.jit.Direct``): a read of a page or two is
+#: a call of a few microseconds
+_READ_CMDS = Direct(read_cmds)
 
 
 class DetailedModel(TimingBase):
@@ -69,6 +73,7 @@ class DetailedModel(TimingBase):
         self._times = np.zeros(TIMES, dtype=np.int64)
         self._res = np.zeros(RESULTS, dtype=np.int64)
         self._read_res = np.zeros(READ_RESULTS, dtype=np.int64)
+        self._data1 = np.zeros(1, dtype=np.int64)  # a one-page read's data-out time
 
     # -- helpers -----------------------------------------------------------------------
     def _issue(self, die: int, earliest: int) -> int:
@@ -96,9 +101,13 @@ class DetailedModel(TimingBase):
         if self.dies.record:
             self.dies.reserve_records(2 * len(ppns))
         ppns = np.ascontiguousarray(ppns, dtype=np.int64)
-        data = self.phy.data_ps_of(nb)
-        while why := read_cmds(self.lanes(), self.geo, self.cmds, self.cell, ppns, data,
-                               earliest, res):
+        if len(ppns) == 1:
+            data = self._data1
+            data[0] = self.phy.data_ps(int(nb[0]))
+        else:
+            data = self.phy.data_ps_of(nb)
+        while why := _READ_CMDS.call(self.lanes(), self.geo, self.cmds, self.cell, ppns,
+                                     data, earliest, res):
             if why == CH_FULL:
                 self.channels.grow()
             else:

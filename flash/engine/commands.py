@@ -213,7 +213,12 @@ def read_cmds(lanes: Lanes, geometry_rec: npt.NDArray[np.void],
     plane_reads = g["plane_reads"]
     setup_first = cmds[1]["rsetup"]
     setup_next = cmds[2]["rsetup"] - setup_first if cmds.size > 2 else 0
-    cmd_die, first, order = form_commands(ppns, g["ppp"], g["planes"], g["multi"] != 0)
+    if ppns.size == 1:  # one page, one command (no forming: its arrays cost more)
+        cmd_die = ppns // (g["ppp"] * g["planes"])
+        first = np.arange(2, dtype=np.int64)
+        order = first[:1]
+    else:
+        cmd_die, first, order = form_commands(ppns, g["ppp"], g["planes"], g["multi"] != 0)
     for k in range(res[3], cmd_die.size):
         die = cmd_die[k]
         lane = die // dies_per_lane
