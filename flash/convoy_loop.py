@@ -24,7 +24,7 @@ from flash.engine.gaps import Meta, gap_book, gap_prune, gap_room
 from flash.host import nvme_done, nvme_fetch
 from flash.scheduler import TimingBase
 from flash.ssd import Ssd
-from tmhw.sim.jit import njit
+from tmhw.sim.jit import njit, njit_inline
 from tmhw.sim.rowheap import row_pop, row_push
 
 I64 = npt.NDArray[np.int64]
@@ -63,7 +63,7 @@ Reads = tuple[I64, I64, I64, I64, I64, I64, I64]
 Rows = tuple[I64, Meta, DieState, I64, Meta, I64, Meta]
 
 
-@njit
+@njit_inline
 def _schedule(ev: I64, s: np.void, t: int, kind: int, a: int, b: int) -> None:
     """An event at ``t`` after every one scheduled before it at that time."""
     n = s["nev"]
@@ -138,7 +138,7 @@ def convoy_loop(rows: Rows, reads: Reads, req_first: I64, req_n: I64, phy: tuple
                              x, reqs, ev, pool, backlog, queue)
 
 
-@njit
+@njit_inline
 def _worker_next(rows: Rows, reads: Reads, req_first: I64, req_n: I64,
                  phy: tuple[I64, I64], s: np.void, lanes_q: tuple[I64, I64, I64, I64],
                  chans: tuple[I64, I64, I64, I64], wnext: I64, x: I64,
@@ -161,7 +161,7 @@ def _worker_next(rows: Rows, reads: Reads, req_first: I64, req_n: I64,
            queue, phy, i)
 
 
-@njit
+@njit_inline
 def _start(rows: Rows, reads: Reads, req_first: I64, req_n: I64, s: np.void,
            lanes_q: tuple[I64, I64, I64, I64], chans: tuple[I64, I64, I64, I64],
            wnext: I64, x: I64, reqs: tuple[I64, I64, I64, I64, I64], ev: I64, pool: I64,
@@ -194,7 +194,7 @@ def _start(rows: Rows, reads: Reads, req_first: I64, req_n: I64, s: np.void,
             _step(rows, reads, phy, s, lanes_q, chans, wnext, x, ev, pool, c)
 
 
-@njit
+@njit_inline
 def _append(head: I64, tail: I64, nxt: I64, q: int, r: int) -> None:
     """Read ``r`` last in line ``q`` (a list through ``nxt``, its ends in ``head`` and
     ``tail``, -1: empty)."""
@@ -206,13 +206,13 @@ def _append(head: I64, tail: I64, nxt: I64, q: int, r: int) -> None:
     tail[q] = r
 
 
-@njit
+@njit_inline
 def _wait(chans: tuple[I64, I64, I64, I64], wnext: I64, c: int, r: int) -> None:
     """Read ``r``'s data waits for channel ``c`` (last in line)."""
     _append(chans[2], chans[3], wnext, c, r)
 
 
-@njit
+@njit_inline
 def _step(rows: Rows, reads: Reads, phy: tuple[I64, I64], s: np.void,
           lanes_q: tuple[I64, I64, I64, I64], chans: tuple[I64, I64, I64, I64],
           wnext: I64, x: I64, ev: I64, pool: I64, c: int) -> None:
@@ -243,7 +243,7 @@ def _step(rows: Rows, reads: Reads, phy: tuple[I64, I64], s: np.void,
             return
 
 
-@njit
+@njit_inline
 def _issue(rows: Rows, reads: Reads, phy: tuple[I64, I64], s: np.void,
            lanes_q: tuple[I64, I64, I64, I64], chans: tuple[I64, I64, I64, I64], x: I64,
            ev: I64, pool: I64, c: int, lane: int) -> None:
@@ -299,7 +299,7 @@ def _issue(rows: Rows, reads: Reads, phy: tuple[I64, I64], s: np.void,
     _schedule(ev, s, d_end, READY, c, at)
 
 
-@njit
+@njit_inline
 def _out(rows: Rows, reads: Reads, s: np.void, lanes_q: tuple[I64, I64, I64, I64],
          chans: tuple[I64, I64, I64, I64], wnext: I64, x: I64,
          reqs: tuple[I64, I64, I64, I64, I64], ev: I64, queue: I64, c: int, r: int,

@@ -104,9 +104,11 @@ IN_USE_S = 3600.0
 class _Kernel:
     """A kernel before numba is loaded: its first call loads every kernel."""
 
-    def __init__(self, fn: Callable[..., Any], refcounted: bool = True) -> None:
+    def __init__(self, fn: Callable[..., Any], refcounted: bool = True,
+                 inline: bool = False) -> None:
         self.fn = fn
         self.refcounted = refcounted
+        self.inline = inline
         self.dispatcher: Any = None
         self.__name__ = fn.__name__
         self.__qualname__ = fn.__qualname__
@@ -239,6 +241,8 @@ def _load() -> None:
         if k.dispatcher is None:
             # ``_nrt`` is numba's switch for its runtime's reference counting
             opts: dict[str, Any] = {"cache": True, "nogil": True, "_nrt": k.refcounted}
+            if k.inline:
+                opts["inline"] = "always"
             k.dispatcher = numba.njit(**opts)(k.fn)
     ours = {id(k): k for k in _KERNELS}
     for mod in list(sys.modules.values()):
@@ -344,6 +348,17 @@ def njit_noref(fn: F) -> F:
     compiled without numba's reference counting (module docstring); an allocation in
     it fails to compile."""
     k = _Kernel(fn, refcounted=False)
+    _KERNELS.append(k)
+    return cast(F, k)
+
+
+def njit_inline(fn: F) -> F:
+    """``njit`` for a kernel's helper that takes the kernel's state, inlined where a
+    kernel calls it (numba's ``inline="always"``): a compiled call passes each array of
+    its tuples by value, and a helper of a dozen arrays in tuples pushed some 200 words
+    a call (the flash bench's convoy loop spent 44% of its time on it, ``perf``). Called
+    from Python it is a kernel like any other."""
+    k = _Kernel(fn, inline=True)
     _KERNELS.append(k)
     return cast(F, k)
 
