@@ -64,7 +64,7 @@ from flash.ftl.kernels import DONE, PLACED, Blocks, Fresh, L2p, l2p_of, write_ru
 from flash.host import nvme_done, nvme_fetch
 from flash.scheduler import TimingBase
 from flash.ssd import Ssd
-from tmhw.sim.jit import njit, njit_noref
+from tmhw.sim.jit import njit, njit_inline, njit_noref
 from tmhw.sim.rowheap import row_pop, row_push
 
 I64 = npt.NDArray[np.int64]
@@ -681,7 +681,7 @@ def _go_out(r: np.void, lp: np.void, work: I64, queue: I64) -> tuple[int, int]:
     return now, t
 
 
-@njit
+@njit_inline
 def _complete(st: npt.NDArray[np.void], lp: np.void, work: I64, queue: I64,
               lanes: Lanes, link: Link, lat: I64, done: I64, j: int, now: int,
               end: int) -> None:
