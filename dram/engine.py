@@ -57,7 +57,7 @@ from dram.mapping import (
     unit_of,
 )
 from dram.timing import ref_phase
-from tmhw.sim.jit import njit
+from tmhw.sim.jit import njit_noref
 
 #: Above this many address blocks a partial interleave period is split evenly.
 MAX_BLOCKS = 1 << 16
@@ -218,7 +218,7 @@ def new_state(cfg: DramConfig, amap: AddressMap) -> State:
 
 
 # -- the rules ----------------------------------------------------------------------------
-@njit
+@njit_noref
 def stretch(start: int, work: int, period: int, block: int, offset: int) -> tuple[int, int]:
     """(start, end) of ``work`` ps of bus time beginning no earlier than ``start`` and
     skipping the refresh windows [offset + k period, + block), k >= 0 (``period`` 0: none)."""
@@ -249,7 +249,7 @@ def stretch(start: int, work: int, period: int, block: int, offset: int) -> tupl
     return begin, offset + since + periods * period + block + rem
 
 
-@njit
+@njit_noref
 def head(geometry: Any, direction: int, state: int) -> int:
     """Unloaded latency to the first data of a read (``direction`` 0) or write (1) from
     first-row state ``state``: 0 row hit, 1 bank precharged, 2 another row open."""
@@ -264,14 +264,14 @@ def head(geometry: Any, direction: int, state: int) -> int:
     return latency
 
 
-@njit
+@njit_noref
 def banks_touched(geometry: Any, bursts: int) -> int:
     """Banks a run of ``bursts`` consecutive bursts of one unit opens rows in."""
     banks: int = -(-bursts // geometry.bursts_per_row) + geometry.bank_groups_rotated - 1
     return banks if banks < geometry.unit_banks else int(geometry.unit_banks)
 
 
-@njit
+@njit_noref
 def batch_turnarounds(geometry: Any, state: int) -> int:
     """Turnarounds of one buffered write batch: read to write, and back (the batch's
     writes took the banks ``banks_touched`` gives, whose reads reopen their rows)."""
@@ -281,7 +281,7 @@ def batch_turnarounds(geometry: Any, state: int) -> int:
     return turns
 
 
-@njit
+@njit_noref
 def book(unit: Any, totals: Any, geometry: Any, direction: int, start: int, state: int,
          n_bursts: int, small: bool) -> int:
     """Book ``n_bursts`` stream bursts on ``unit``'s bus from first-row state ``state``
@@ -324,7 +324,7 @@ def book(unit: Any, totals: Any, geometry: Any, direction: int, start: int, stat
     return end
 
 
-@njit
+@njit_noref
 def book_random(units: Any, totals: Any, geometry: Any, first: int, n_acc: int,
                 direction: int, start: int, state: int) -> int:
     """Book ``n_acc`` random accesses dealt out from unit ``first`` (``n_acc // units``
@@ -373,7 +373,7 @@ def book_random(units: Any, totals: Any, geometry: Any, first: int, n_acc: int,
     return end
 
 
-@njit
+@njit_noref
 def short_stream(units: Any, open_rows: Any, totals: Any, geometry: Any, first_burst: int,
                  n_bursts: int, direction: int, start: int) -> int:
     """Book a stream chunk of ``n_bursts`` bursts from burst ``first_burst`` row-block by
@@ -415,7 +415,7 @@ def short_stream(units: Any, open_rows: Any, totals: Any, geometry: Any, first_b
     return end
 
 
-@njit
+@njit_noref
 def _split(units: Any, geometry: Any, first_burst: int, n_bursts: int) -> None:
     """Each unit's bursts of the ``n_bursts`` consecutive bursts from ``first_burst``:
     whole interleave periods evenly, the remainder block by block (``UNIT.bursts``)."""
@@ -442,7 +442,7 @@ def _split(units: Any, geometry: Any, first_burst: int, n_bursts: int) -> None:
                 units[unit_of(geometry, j * unit_block)].bursts += weight
 
 
-@njit
+@njit_noref
 def _head_states(units: Any, open_rows: Any, geometry: Any, first_burst: int,
                  n_bursts: int) -> None:
     """Each unit's first-row state (``UNIT.head_state``): that of its first row-block in
@@ -470,7 +470,7 @@ def _head_states(units: Any, open_rows: Any, geometry: Any, first_burst: int,
                 unit.head_state = 0 if open_row == unit.head_row else 2
 
 
-@njit
+@njit_noref
 def _leave_rows(units: Any, open_rows: Any, geometry: Any, first_burst: int,
                 n_bursts: int) -> None:
     """The rows a long stream chunk leaves open: every bank it touched on an untracked
@@ -498,7 +498,7 @@ def _leave_rows(units: Any, open_rows: Any, geometry: Any, first_burst: int,
         open_rows[flat_bank_of(geometry, j * block)] = row_of(geometry, j * block)
 
 
-@njit
+@njit_noref
 def long_stream(units: Any, open_rows: Any, totals: Any, geometry: Any, first_burst: int,
                 n_bursts: int, direction: int, start: int) -> int:
     """Book a stream chunk of ``n_bursts`` bursts from burst ``first_burst`` from the
@@ -527,7 +527,7 @@ def long_stream(units: Any, open_rows: Any, totals: Any, geometry: Any, first_bu
     return end
 
 
-@njit
+@njit_noref
 def serve(state: tuple[Any, Any, Any, Any], write: bool, address: int, nbytes: int,
           stream: bool, earliest: int) -> int:
     """Book a chunk of ``nbytes`` > 0 at ``address`` (``stream``: consecutive bursts,
@@ -571,7 +571,7 @@ def serve(state: tuple[Any, Any, Any, Any], write: bool, address: int, nbytes: i
     return int(end)  # a Python int when run as Python (a no-op compiled)
 
 
-@njit
+@njit_noref
 def serve_many(state: tuple[Any, Any, Any, Any], writes: Any, addresses: Any, nbytes: Any,
                streams: Any, earliest: Any, ends: Any, starts: Any) -> None:
     """``serve`` each chunk in turn (``nbytes`` <= 0: none, it completes at its
@@ -587,7 +587,7 @@ def serve_many(state: tuple[Any, Any, Any, Any], writes: Any, addresses: Any, nb
         starts[i] = totals.start
 
 
-@njit
+@njit_noref
 def serve_op(state: tuple[Any, Any, Any, Any], r_chunks: Any, w_chunks: Any, c_chunks: Any,
              r_addr: int, w_addr: int, start: int) -> int:
     """An NPU op's chunked reads, compute and writes (``npu.core.NPU.book``, whose
@@ -620,7 +620,7 @@ def serve_op(state: tuple[Any, Any, Any, Any], r_chunks: Any, w_chunks: Any, c_c
     return end if end > done_prev else done_prev
 
 
-@njit
+@njit_noref
 def serve_ops(state: tuple[Any, Any, Any, Any], r_chunks: Any, w_chunks: Any, c_chunks: Any,
               first: Any, r_addrs: Any, w_addrs: Any, now: int, out: Any) -> int:
     """``serve_op`` of each of several ops in turn, every op starting as the one before
