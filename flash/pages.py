@@ -60,8 +60,18 @@ from flash.engine.commands import RESULTS, TIMES, program_cmds
 from flash.engine.dies import die_prune, lane_full
 from flash.engine.gaps import Meta, gap_book, gap_prune, gap_room
 from flash.fast import FastModel
-from flash.ftl.kernels import DONE, PLACED, Blocks, Fresh, L2p, l2p_of, write_run
+from flash.ftl.kernels import (
+    DONE,
+    PLACED,
+    Blocks,
+    Fresh,
+    L2p,
+    l2p_of,
+    write_open,
+    write_run,
+)
 from flash.host import nvme_done, nvme_fetch
+from flash.intmap import LIVE
 from flash.scheduler import TimingBase
 from flash.ssd import Ssd
 from tmhw.sim.jit import njit, njit_inline, njit_noref
@@ -96,8 +106,9 @@ LOOP = np.dtype([(name, np.int64) for name in (
 PLACED_, SENT = 1, 2
 #: ``stop`` of ``_write_loop`` besides the rows': the run kernel placed the pages and
 #: left their map to the caller (``FTL.map_placed``), or declined (``Ssd.write`` serves
-#: the request)
-MAP_PLACED, BY_COMMAND = 5, 6
+#: the request); a one-page write brought a segment of the map's dict to ``dense_at``
+#: entries (the caller makes it dense: ``L2P.densify_reached``)
+MAP_PLACED, BY_COMMAND, DENSIFY = 5, 6, 7
 #: ``_write_loop``'s programs: one chunk on the fast model, or command by command on the
 #: detailed one, from the data's first time on the link (cut-through) or its last
 #: (``compat = "mqsim"``)
@@ -173,12 +184,13 @@ class PageBatch:
         """The flash bench's closed loop of writes of ``nbytes`` at ``addresses`` at
         queue depth ``qd``, compiled (``WriteLoop``); None where it would book otherwise
         than ``Ssd.write``: off this path, a write not of whole pages or of a length the
-        FTL does not write by its run kernel first (``FTL.runs_first``), a write buffer
-        or an SLC cache, or a page the controller's DRAM holds."""
+        FTL does not write by its run kernel first (``FTL.runs_first``) or as one page
+        (``FTL.write1``), a write buffer or an SLC cache, or a page the controller's
+        DRAM holds."""
         ssd = self.ssd
         page = ssd.page
         if (not self.loop_writes or nbytes % page
-                or not ssd.ftl.runs_first(nbytes // page)
+                or (nbytes != page and not ssd.ftl.runs_first(nbytes // page))
                 or ssd.cache.write_pages or ssd.slc or not ssd.cache.holds_nothing()
                 or ssd.host.write_ps(nbytes) <= 0 or (addresses % page).any()):
             return None
@@ -399,7 +411,8 @@ class ReadLoop(ClosedLoop):
 
 class WriteLoop(ClosedLoop):
     """``ClosedLoop`` of writes of ``pages`` whole pages each (``_write_loop``), written
-    through: each request's pages placed by the FTL's run kernel (``kernels.write_run``)
+    through: each request's pages placed by the FTL's run kernel (``kernels.write_run``;
+    one page by ``kernels.write_open``, as ``FTL.write1`` places it)
     and programmed as one chunk (``program_chunk``) on the fast model, command by
     command (``program_cmds``, from the data's first time on the link, or its last
     under ``compat = "mqsim"``) on the detailed one, as ``Ssd.write`` does where
@@ -428,6 +441,10 @@ class WriteLoop(ClosedLoop):
             self.queues = model.queues
         self.times = np.zeros(TIMES, dtype=np.int64)
         self.cmd_res = np.zeros(RESULTS, dtype=np.int64)
+        #: a one-page write's (``kernels.write_open``): the write sequence, the page if
+        #: its segment of the map is not dense, and the dict's counts
+        self.one = (np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64),
+                    np.zeros(2, dtype=np.int64))
 
     def _loaded(self) -> None:
         lp = self.loop[0]
@@ -448,12 +465,16 @@ class WriteLoop(ClosedLoop):
                                      ftl.run_state(), self.lpns, self.out, self.ppns,
                                      self.res, self.st, self.loop, self.work, self.queue,
                                      lat, done, model.device, self.k, upto,
-                                     (self.mode, self.queues, self.times, self.cmd_res)))
+                                     (self.mode, self.queues, self.times, self.cmd_res),
+                                     (ftl.l2p.sparse_per_seg, *self.one)))
             if self.k == upto:
                 break
             stop = int(self.st[0]["stop"])
             if stop == MAP_PLACED:  # the map of the run placed, then the request goes on
                 ftl.map_placed(int(self.lpns[self.k]), self.out.copy())
+            elif stop == DENSIFY:  # as ``FTL.write1`` ends, then the request goes on
+                sparse, res = self.one[1], self.one[2]
+                ftl.l2p.densify_reached(sparse[:int(res[0])])
             elif stop == BY_COMMAND:
                 self._by_command(self.k + 1, lat, done)
             elif stop == LINK_FULL:
@@ -703,7 +724,8 @@ def _write_loop(lanes: Lanes, dev: Device, link: Link,
                            I64],
                 lpns: I64, out: I64, ppns: I64, res: I64, st: npt.NDArray[np.void],
                 loop: npt.NDArray[np.void], work: I64, queue: I64, lat: I64, done: I64,
-                device: int, k: int, upto: int, prog: Programs) -> int:
+                device: int, k: int, upto: int, prog: Programs,
+                one: tuple[npt.NDArray[np.int32], I64, I64, I64]) -> int:
     """The flash bench's closed loop (``flash.bench``) of writes of ``out.size`` whole
     pages from each of ``lpns``, from ``k`` to ``upto``, as ``Ssd.write`` books each
     where the FTL's run kernel takes it and nothing is buffered: its pages placed
@@ -717,9 +739,14 @@ def _write_loop(lanes: Lanes, dev: Device, link: Link,
     results): one chunk (``FAST``: ``program_chunk``; ``device``: the device's column
     of ``res``, its results), or command by command (``program_cmds``) from the data's
     first time on the link (``CUT_THROUGH``) or its last (``STORE_FORWARD``), as
-    ``DetailedModel.program`` books them. Where it stopped: ``upto``, or a request the
-    run kernel placed but did not map (``MAP_PLACED``), declined (``BY_COMMAND``;
-    nothing of it done) or whose link, channel or die lane row is full (why in ``st``;
+    ``DetailedModel.program`` books them. A write of one page is ``FTL.write1``'s
+    (``kernels.write_open``, on the map's dict counts and ``one``'s scratch: the write
+    sequence, the page and the counts) and, on the fast model, ``FastModel.program1``'s
+    (``program_page``). Where it stopped: ``upto``, or a request the run kernel placed
+    but did not map (``MAP_PLACED``), one whose page made a segment's dict full
+    (``DENSIFY``), one declined (``BY_COMMAND``; nothing of it done: a block to open,
+    a collection, a dict to grow) or whose link, channel or die lane row is full (why in
+    ``st``;
     ``pend`` in ``loop`` says how far it got, and the next call goes on from there: the
     detailed model's programs from the command they stopped at)."""
     mode, queues, ptimes, pres = prog
@@ -736,17 +763,35 @@ def _write_loop(lanes: Lanes, dev: Device, link: Link,
             if not gap_room(liv, lmeta, 1):  # (checked before anything is done)
                 r["stop"] = LINK_FULL
                 return j
-            got = write_run(lpns[j], n, fgeo, stripes, l2p, blocks, fresh, lp["seq"],
-                            (opened, need, out))
-            if got != DONE and got != PLACED:
-                r["stop"] = BY_COMMAND
-                return j
-            lp["seq"] += n
-            lp["runs"] += 1
-            lp["pend"] = PLACED_
-            if got == PLACED:
-                r["stop"] = MAP_PLACED
-                return j
+            if n == 1:
+                per_seg, seq1, sparse, res1 = one
+                if 2 * (l2p[1][LIVE] + 1) > l2p[0].shape[0]:  # (``IntMap.reserve``)
+                    r["stop"] = BY_COMMAND
+                    return j
+                seq1[0] = lp["seq"]
+                res1[0] = res1[1] = 0
+                if not write_open(lpns[j:j + 1], fgeo, stripes[0], l2p, blocks, seq1,
+                                  (out, per_seg, sparse, res1), 0):
+                    r["stop"] = BY_COMMAND
+                    return j
+                lp["seq"] = seq1[0]
+                lp["runs"] += 1
+                lp["pend"] = PLACED_
+                if res1[1]:
+                    r["stop"] = DENSIFY
+                    return j
+            else:
+                got = write_run(lpns[j], n, fgeo, stripes, l2p, blocks, fresh, lp["seq"],
+                                (opened, need, out))
+                if got != DONE and got != PLACED:
+                    r["stop"] = BY_COMMAND
+                    return j
+                lp["seq"] += n
+                lp["runs"] += 1
+                lp["pend"] = PLACED_
+                if got == PLACED:
+                    r["stop"] = MAP_PLACED
+                    return j
         if lp["pend"] == PLACED_:
             now, t = _go_out(r, lp, work, queue)
             lp["req_now"] = now
@@ -760,7 +805,13 @@ def _write_loop(lanes: Lanes, dev: Device, link: Link,
                 pres[0], pres[1], pres[2] = first_in, 0, 0
         for i in range(n):
             ppns[i] = out[i] + ppn0
-        if mode == FAST:
+        if mode == FAST and n == 1:  # (``FastModel.program1``)
+            busy = cmds[1]["pcmd"] + geo[0]["page_data"]
+            got1 = program_page(lanes, geo, cmds, cell, ppns[0],
+                                max(lp["t_in"], lp["t_end"] - busy), busy)
+            why = -got1 if got1 < 0 else 0
+            cmds_done, end = 1 - (got1 & 1), got1 >> 1
+        elif mode == FAST:
             times[0], times[1] = lp["t_in"], lp["t_end"]
             why = program_chunk(lanes, geo, cmds, ppns, times[:1], times[1:], res)
             cmds_done, end = res[0, device], res[2, device]

@@ -90,7 +90,7 @@ def test_deep_queue_waits_and_forgets_as_transport_does(
 @given(name=st.sampled_from(["990pro", "mqsim-default", "pm1743"]),
        model=st.sampled_from(["fast", "detailed", "detailed-mqsim"]),
        pattern=st.sampled_from(["seqwrite", "randwrite"]),
-       pages=st.sampled_from([2, 3, 4, 8, 72]),
+       pages=st.sampled_from([1, 2, 3, 4, 8, 72]),
        qd=st.integers(1, 40), count=st.integers(1, 500),
        depth=st.sampled_from([1, 3, 1024]),
        iops=st.sampled_from([0, 2_500_000]))
@@ -99,10 +99,11 @@ def test_compiled_write_loop_books_what_transport_books(
         iops: int) -> None:
     """Writes through no buffer on a device a few hundred of them fill: blocks open,
     collections are forced and follow in the background (``Ssd.write`` serves those
-    requests), and segments of the map turn dense. Runs of at most a stripe (8 planes)
-    and runs longer than ``DENSE_AT // 4`` (64) pages, on blocks of 16 pages so that
-    they are less than a block per plane (the lengths the FTL's run kernel takes). On
-    the fast model (one chunk a request), and on the detailed one command by command,
+    requests), and segments of the map turn dense. One page (``FTL.write1``'s), runs
+    of at most a stripe (8 planes) and runs longer than ``DENSE_AT // 4`` (64) pages,
+    on blocks of 16 pages so that they are less than a block per plane (the lengths the
+    FTL's run kernel takes). On the fast model (one chunk a request, one page's program
+    for a page), and on the detailed one command by command,
     multi-plane, with dies' queues of programs, and under MQSim's rules (chip lock,
     programs from the data's last time on the link)."""
     shrunk = dict(_SHRUNK, pages_per_block=16) if pages > 8 else _SHRUNK
@@ -173,7 +174,7 @@ def test_loop_declines_what_it_would_book_otherwise() -> None:
                           small(write_buffer_bytes=0, read_cache_bytes=0, **_SHRUNK),
                           model="fast", precondition=0.5, seed=1, age=0.0)
     assert through.closed_loop(False, whole, 2 * page, 4) is not None
-    assert through.closed_loop(False, whole, page, 4) is None   # one page: write1
+    assert through.closed_loop(False, whole, page, 4) is not None  # one page: write1's
     for compat in ("onfi", "mqsim"):  # the detailed model's programs, under either rules
         detailed = FlashTarget(Environment(), "flash", None,
                                small(write_buffer_bytes=0, read_cache_bytes=0,
@@ -184,3 +185,28 @@ def test_loop_declines_what_it_would_book_otherwise() -> None:
                            small(write_buffer_bytes=0, read_cache_bytes=0, **_SHRUNK),
                            model="detailed", precondition=0.5, seed=1, age=0.0, record=True)
     assert recorded.closed_loop(False, whole, 2 * page, 4) is None  # spans recorded
+
+
+@pytest.mark.parametrize("model", ["fast", "detailed", "detailed-mqsim"])
+@pytest.mark.parametrize("pattern,qd", [("seqwrite", 16), ("randwrite", 1)])
+def test_compiled_one_page_writes_book_what_transport_books(model: str, pattern: str,
+                                                           qd: int) -> None:
+    """One-page writes (``FTL.write1``'s placement, the fast model's one-page program)
+    until blocks open, collections run and, written in order, segments of the map's
+    dict turn dense (the loop hands those to Python and goes on: the same segments
+    dense, the same pages left in the dict)."""
+    cfg = dataclasses.replace(
+        small("990pro", nvme_queue_depth=1024, write_buffer_bytes=0, read_cache_bytes=0,
+              compat="mqsim" if model == "detailed-mqsim" else "onfi", **_SHRUNK),
+        controller_iops=0)
+    mp = pytest.MonkeyPatch()
+    kw = dict(pattern=pattern, size=cfg.page_size, qd=qd, count=500, seed=4,
+              model=model.split("-")[0])
+    got, a = _bench(cfg, True, mp, **kw)
+    want, b = _bench(cfg, False, mp, **kw)
+    assert got == want
+    assert a.transfers == b.transfers
+    assert device_state(a.devices[0]) == device_state(b.devices[0])
+    la, lb = a.devices[0].ftl.l2p, b.devices[0].ftl.l2p
+    assert la.arrays()[0].tolist() == lb.arrays()[0].tolist()
+    assert la.sparse.meta.tolist() == lb.sparse.meta.tolist()
