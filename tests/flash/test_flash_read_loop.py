@@ -41,6 +41,18 @@ def _bench(cfg: FlashConfig, compiled: bool, monkeypatch: pytest.MonkeyPatch,
     return out, target
 
 
+def _same_bookings(cfg: FlashConfig, **kw: Any) -> tuple[FlashTarget, FlashTarget]:
+    """``run_bench`` of ``kw`` on ``cfg`` through the compiled loop and through
+    ``transport``: the same figures, transfers and device state; both targets."""
+    mp = pytest.MonkeyPatch()
+    got, a = _bench(cfg, True, mp, **kw)
+    want, b = _bench(cfg, False, mp, **kw)
+    assert got == want
+    assert a.transfers == b.transfers
+    assert device_state(a.devices[0]) == device_state(b.devices[0])
+    return a, b
+
+
 def _taken(self: FlashTarget, read: bool, addresses: Any, nbytes: int, qd: int) -> Any:
     loop = _CLOSED_LOOP(self, read, addresses, nbytes, qd)
     assert loop is not None
@@ -111,14 +123,8 @@ def test_compiled_write_loop_books_what_transport_books(
         small(name, nvme_queue_depth=depth, write_buffer_bytes=0, read_cache_bytes=0,
               compat="mqsim" if model == "detailed-mqsim" else "onfi",
               **shrunk), controller_iops=iops)
-    mp = pytest.MonkeyPatch()
-    kw = dict(pattern=pattern, size=pages * cfg.page_size, qd=qd, count=count, seed=4,
-              model=model.split("-")[0])
-    got, a = _bench(cfg, True, mp, **kw)
-    want, b = _bench(cfg, False, mp, **kw)
-    assert got == want
-    assert a.transfers == b.transfers
-    assert device_state(a.devices[0]) == device_state(b.devices[0])
+    _same_bookings(cfg, pattern=pattern, size=pages * cfg.page_size, qd=qd, count=count,
+                   seed=4, model=model.split("-")[0])
 
 
 @settings(max_examples=25, deadline=None)
@@ -199,14 +205,8 @@ def test_compiled_one_page_writes_book_what_transport_books(model: str, pattern:
         small("990pro", nvme_queue_depth=1024, write_buffer_bytes=0, read_cache_bytes=0,
               compat="mqsim" if model == "detailed-mqsim" else "onfi", **_SHRUNK),
         controller_iops=0)
-    mp = pytest.MonkeyPatch()
-    kw = dict(pattern=pattern, size=cfg.page_size, qd=qd, count=500, seed=4,
-              model=model.split("-")[0])
-    got, a = _bench(cfg, True, mp, **kw)
-    want, b = _bench(cfg, False, mp, **kw)
-    assert got == want
-    assert a.transfers == b.transfers
-    assert device_state(a.devices[0]) == device_state(b.devices[0])
+    a, b = _same_bookings(cfg, pattern=pattern, size=cfg.page_size, qd=qd, count=500,
+                          seed=4, model=model.split("-")[0])
     la, lb = a.devices[0].ftl.l2p, b.devices[0].ftl.l2p
     assert la.arrays()[0].tolist() == lb.arrays()[0].tolist()
     assert la.sparse.meta.tolist() == lb.sparse.meta.tolist()
