@@ -25,7 +25,11 @@ another one cannot have the counting of its array arguments optimised away, and 
 count is an atomic operation, several times the cost of a die lane's whole read on an
 empty lane (docs/PERFORMANCE.md). The
 arrays such a kernel is given are its caller's for the whole call, so nothing it
-touches can be freed under it.
+touches can be freed under it. A helper that must stay counted (it makes an array, or
+calls a kernel that does) and that a loop calls with its whole state, tuples of
+arrays, is declared with ``njit_inline`` instead: numba inlines it where a kernel calls
+it, so the call and the counting of every array at it go (the flash bench's convoy
+loop spent 44% of its time counting them).
 
 Compiled code is cached on disk, so a process compiles a kernel once per source change,
 not once per run. numba checks a cached kernel only against its own file, so a kernel
