@@ -129,7 +129,6 @@ class FastModel(TimingBase):
     def program1(self, ppn: int, first_in: int, l_end: int, slc: bool = False) -> int:
         """One page whose data crosses the host link in [first_in, l_end] (``slc``: in
         SLC mode)."""
-        busy = self.phy.pcmd[1] + self.phy.page_data
         ppn += self.ppn0
         self.c.pages_programmed += 1
         self.c.channel_bytes += self.page
@@ -137,8 +136,7 @@ class FastModel(TimingBase):
             self.dies.reserve_records(1)
         while True:
             end = program_page(self.lanes(), self.geo, self.cmds,
-                               self.cell_slc if slc else self.cell, ppn,
-                               max(first_in, l_end - busy), busy)
+                               self.cell_slc if slc else self.cell, ppn, first_in, l_end)
             if end >= 0:
                 break
             self.grow(-end, np.array([ppn], dtype=np.int64))

@@ -131,10 +131,10 @@ class IntMap:
     def reserve(self, n: int) -> None:
         """Room for ``n`` new keys with the table at most half full (doubled and
         rehashed as often as that takes)."""
+        if _has_room(self.table, self.meta, n):
+            return
         rows = self.table.shape[0]
         live = self.meta.item(LIVE)
-        if 2 * (live + n) <= rows:
-            return
         while rows < 2 * (live + n):
             rows *= 2
         old = self.table
@@ -143,6 +143,15 @@ class IntMap:
         self.meta[:] = (0, rows - 1)
         im_put_many(self.table, self.meta, keep[:, 0] - 1,
                     np.ascontiguousarray(keep[:, 1]))
+
+
+def _has_room(table: I64, meta: I64, n: int) -> bool:
+    """Whether ``n`` new keys leave the table at most half full (``IntMap.reserve``
+    grows it otherwise); written once, for Python and for kernels (``im_has_room``)."""
+    return bool(2 * (meta[LIVE] + n) <= table.shape[0])
+
+
+im_has_room = njit_noref(_has_room)
 
 
 @njit_noref

@@ -71,7 +71,7 @@ from flash.ftl.kernels import (
     write_run,
 )
 from flash.host import nvme_done, nvme_fetch
-from flash.intmap import LIVE
+from flash.intmap import im_has_room
 from flash.scheduler import TimingBase
 from flash.ssd import Ssd
 from tmhw.sim.jit import njit, njit_inline, njit_noref
@@ -612,7 +612,6 @@ def _write_pages(lanes: Lanes, dev: Device, link: Link, ppns: I64,
     g = geo[0]
     r = st[0]
     t0, dur = r["t0"], r["dur"]
-    busy = cmds[1]["pcmd"] + g["page_data"]
     lpc, ppp, P = g["lanes_per_channel"], g["ppp"], g["planes"]
     for j in range(k, ppns.size):
         ppn = ppns[j]
@@ -630,7 +629,7 @@ def _write_pages(lanes: Lanes, dev: Device, link: Link, ppns: I64,
         t = _taken(r, t0)
         r["ctl"] = t + r["ctl_ps"]
         l_end = gap_book(liv, lmeta, 1, t, dur)
-        e = program_page(lanes, geo, cmds, cell, ppn, max(l_end - dur, l_end - busy), busy)
+        e = program_page(lanes, geo, cmds, cell, ppn, l_end - dur, l_end)
         if e & 1:
             r["joined"] += 1
         else:
@@ -765,7 +764,7 @@ def _write_loop(lanes: Lanes, dev: Device, link: Link,
                 return j
             if n == 1:
                 per_seg, seq1, sparse, res1 = one
-                if 2 * (l2p[1][LIVE] + 1) > l2p[0].shape[0]:  # (``IntMap.reserve``)
+                if not im_has_room(l2p[0], l2p[1], 1):  # (``IntMap.reserve`` would grow it)
                     r["stop"] = BY_COMMAND
                     return j
                 seq1[0] = lp["seq"]
@@ -806,9 +805,7 @@ def _write_loop(lanes: Lanes, dev: Device, link: Link,
         for i in range(n):
             ppns[i] = out[i] + ppn0
         if mode == FAST and n == 1:  # (``FastModel.program1``)
-            busy = cmds[1]["pcmd"] + geo[0]["page_data"]
-            got1 = program_page(lanes, geo, cmds, cell, ppns[0],
-                                max(lp["t_in"], lp["t_end"] - busy), busy)
+            got1 = program_page(lanes, geo, cmds, cell, ppns[0], lp["t_in"], lp["t_end"])
             why = -got1 if got1 < 0 else 0
             cmds_done, end = 1 - (got1 & 1), got1 >> 1
         elif mode == FAST:

@@ -199,14 +199,18 @@ def read_page(lanes: Lanes, geometry_rec: npt.NDArray[np.void], cmds: npt.NDArra
 
 @njit_noref
 def program_page(lanes: Lanes, geometry_rec: npt.NDArray[np.void], cmds: npt.NDArray[np.void],
-                 cell: npt.NDArray[np.void], ppn: int, earliest: int, busy: int) -> int:
-    """One page ``ppn`` (in the lanes' numbering) programmed: its command and data-in,
-    ``busy``, on the die's channel from ``earliest``, then the program, or the page
-    joining a waiting one (``die_prog``). Its end times two, plus one if it joined (end
-    times are far below 2**62), or minus why nothing was booked (``CH_FULL``,
-    ``LANE_FULL``). A recording die lane needs room for one more span."""
+                 cell: npt.NDArray[np.void], ppn: int, first_in: int, l_end: int) -> int:
+    """One page ``ppn`` (in the lanes' numbering) programmed, its data crossing the host
+    link in [``first_in``, ``l_end``]: its command and data-in on the die's channel
+    from the later of ``first_in`` and the time that lets them end with the link's
+    (cut-through), then the program, or the page joining a waiting one (``die_prog``).
+    Its end times two, plus one if it joined (end times are far below 2**62), or minus
+    why nothing was booked (``CH_FULL``, ``LANE_FULL``). A recording die lane needs
+    room for one more span."""
     die_state, ch_intervals, ch_meta = lanes[0], lanes[1], lanes[2]
     geometry = geometry_rec[0]
+    busy = cmds[1]["pcmd"] + geometry["page_data"]
+    earliest = first_in if first_in > l_end - busy else l_end - busy
     planes_per_die, dies_per_lane = geometry["planes"], geometry["dies_per_lane"]
     plane = ppn // geometry["ppp"]
     die = plane // planes_per_die

@@ -80,6 +80,9 @@ def form_commands(ppns: I64, pages_per_plane: int, planes: int,
     its pages as a run of ``order`` (indices into ``ppns``) from ``first[k]`` to
     ``first[k + 1]``."""
     n = ppns.size
+    if n == 1:  # one page, one command (the forming's arrays cost more than the page)
+        return (ppns // (pages_per_plane * planes), np.arange(2, dtype=np.int64),
+                np.zeros(1, dtype=np.int64))
     dies = np.empty(n, dtype=np.int64)        # distinct dies in order of first appearance
     n_dies = 0
     cmd_die = np.empty(n, dtype=np.int64)
@@ -213,12 +216,7 @@ def read_cmds(lanes: Lanes, geometry_rec: npt.NDArray[np.void],
     plane_reads = g["plane_reads"]
     setup_first = cmds[1]["rsetup"]
     setup_next = cmds[2]["rsetup"] - setup_first if cmds.size > 2 else 0
-    if ppns.size == 1:  # one page, one command (no forming: its arrays cost more)
-        cmd_die = ppns // (g["ppp"] * g["planes"])
-        first = np.arange(2, dtype=np.int64)
-        order = first[:1]
-    else:
-        cmd_die, first, order = form_commands(ppns, g["ppp"], g["planes"], g["multi"] != 0)
+    cmd_die, first, order = form_commands(ppns, g["ppp"], g["planes"], g["multi"] != 0)
     for k in range(res[3], cmd_die.size):
         die = cmd_die[k]
         lane = die // dies_per_lane
