@@ -27,7 +27,15 @@ import numpy as np
 import numpy.typing as npt
 
 from flash.config import FlashConfig
-from flash.engine.chunks import CELL, CH_FULL, COMMANDS, GEOMETRY, LANE_FULL, group_dies
+from flash.engine.chunks import (
+    CELL,
+    CH_FULL,
+    COMMANDS,
+    GEOMETRY,
+    LANE_FULL,
+    command_slot,
+    group_dies,
+)
 from flash.engine.commands import form_commands
 from flash.engine.dies import DieLanes, SuspendRule
 from flash.engine.gaps import GapBank
@@ -245,14 +253,12 @@ class TimingBase:
 
     def command_slot(self, ch: int, earliest: int, cmd: int) -> int:
         """Under MQSim's convoy: the earliest start >= ``earliest`` of ``cmd`` on channel
-        ``ch`` with the channel idle and no read data waiting for it."""
-        channels, wait = self.channels, self.waiting
-        assert wait is not None
-        while True:
-            fit = wait.fit(ch, channels.fit(ch, earliest, cmd), cmd)
-            if fit == earliest:
-                return earliest
-            earliest = fit
+        ``ch`` with the channel idle and no read data waiting for it (the kernels' rule,
+        ``flash.engine.chunks.command_slot``)."""
+        assert self.waiting is not None
+        iv, meta = self.channels.arrays()
+        wiv, wmeta = self.waiting.arrays()
+        return int(command_slot(iv, meta, wiv, wmeta, ch, earliest, cmd))
 
     def data_waits(self, ch: int, ready: int, start: int) -> None:
         """Under MQSim's convoy: read data ready at ``ready`` waits for channel ``ch``
