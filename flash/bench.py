@@ -19,10 +19,10 @@ timeout (the target books its work without events), except reads under
 (``FlashTarget.request``, ``flash.convoy``). On the bench's own device the loop needs
 no events: requests are booked by ``transport`` in the order the workers would issue
 them. On one device the whole loop is compiled (``FlashTarget.closed_loop``), the same
-bookings at a few microseconds a request, where every request reads one whole page
-(either timing model) or writes whole pages through no buffer (the fast model;
-``flash.pages``), and for reads under ``compat = "mqsim"``, whose events are compiled
-with the loop (``flash.convoy_loop``).
+bookings at a few microseconds a request, where every request reads one whole page,
+writes whole pages through no buffer, or (a mix) does either with one page (either
+timing model; ``flash.pages``), and for reads alone under ``compat = "mqsim"``, whose
+events are compiled with the loop (``flash.convoy_loop``).
 """
 
 from __future__ import annotations
@@ -90,8 +90,7 @@ def run_bench(cfg: FlashConfig, *, pattern: str, size: int, qd: int, count: int,
         # The loop issues each request when a slot's last one completes, in the order
         # the workers' timeouts (or events) would fire (completion time, then issue
         # order): compiled where the device's path allows (``FlashTarget.closed_loop``)
-        same = bool(is_read.all()) or not bool(is_read.any())
-        loop = dev.closed_loop(bool(is_read[0]), offsets, size, qd) if same else None
+        loop = dev.closed_loop(is_read, offsets, size, qd)
         if loop is not None:  # a bar's step at a time
             with shown:
                 for k in range(step, count + step, step):

@@ -24,7 +24,7 @@ Each layer does what the per-command path does, for the commands in order:
 The flash bench's closed loops (``ReadLoop``: whole-page reads; ``WriteLoop``: writes
 of whole pages through no buffer, placed by the FTL's run kernel and programmed as one
 chunk each on the fast model, command by command on the detailed one, under either
-rules) are this path with a time per command: each request goes out when the
+rules, and a mix of one-page reads and writes) are this path with a time per command: each request goes out when the
 earliest of the loop's outstanding ones completes, and the NVMe queue's waits and
 bounded memory of completions are booked in the kernel too (``nvme_fetch``,
 ``nvme_done``), so a loop of any length is one call per step of the bench's progress
@@ -78,6 +78,7 @@ from tmhw.sim.jit import njit, njit_inline, njit_noref
 from tmhw.sim.rowheap import row_pop, row_push
 
 I64 = npt.NDArray[np.int64]
+Bools = npt.NDArray[np.bool_]
 #: a batch's record (one, handed to its kernel and changed by it): the device's
 #: transfers so far, its active time and the end of the last transaction that extends
 #: it (``Ssd.activity``), program commands and pages joined to waiting programs in the
@@ -100,7 +101,7 @@ LINK_FULL = 4
 #: write sequence and the runs the FTL's run kernel wrote since the loop's last ``_load``
 LOOP = np.dtype([(name, np.int64) for name in (
     "qd", "nw", "nq", "depth", "waits", "now", "pend", "req_now", "t_in", "t_end", "seq",
-    "runs")])
+    "runs", "rdur")])
 #: a write's progress in ``_write_loop`` (0: not begun): its pages placed, then it went
 #: out and its data crossed the link
 PLACED_, SENT = 1, 2
@@ -173,12 +174,9 @@ class PageBatch:
         depth ``qd``, compiled (``ReadLoop``); None where it would book otherwise than
         ``Ssd.read``: off this path, a read not of one whole page, or a page the
         controller's DRAM holds."""
-        ssd = self.ssd
-        page = ssd.page
-        if (not self.on or nbytes != page or ssd.host.read_ps(nbytes) <= 0
-                or not ssd.cache.holds_nothing() or (addresses % page).any()):
+        if self._declines_reads(addresses, nbytes):
             return None
-        return ReadLoop(self, addresses // page, qd)
+        return ReadLoop(self, addresses // self.ssd.page, qd)
 
     def write_loop(self, addresses: I64, nbytes: int, qd: int) -> WriteLoop | None:
         """The flash bench's closed loop of writes of ``nbytes`` at ``addresses`` at
@@ -187,14 +185,40 @@ class PageBatch:
         FTL does not write by its run kernel first (``FTL.runs_first``) or as one page
         (``FTL.write1``), a write buffer or an SLC cache, or a page the controller's
         DRAM holds."""
+        if self._declines_writes(addresses, nbytes):
+            return None
+        page = self.ssd.page
+        return WriteLoop(self, addresses // page, qd, nbytes // page)
+
+    def mix_loop(self, reads: Bools, addresses: I64, nbytes: int,
+                 qd: int) -> WriteLoop | None:
+        """The flash bench's closed loop of requests of ``nbytes`` at ``addresses`` at
+        queue depth ``qd``, each a read where ``reads`` holds and a write where it does
+        not, compiled (``WriteLoop`` of one page with its ``reads``); None where
+        ``read_loop`` would decline the reads or ``write_loop`` the writes."""
+        if (self._declines_reads(addresses, nbytes)
+                or self._declines_writes(addresses, nbytes)):
+            return None
+        return WriteLoop(self, addresses // self.ssd.page, qd, 1, reads)
+
+    def _declines_reads(self, addresses: I64, nbytes: int) -> bool:
+        """``read_loop``'s refusals: off this path, a read not of one whole page, or a
+        page the controller's DRAM holds."""
         ssd = self.ssd
         page = ssd.page
-        if (not self.loop_writes or nbytes % page
-                or (nbytes != page and not ssd.ftl.runs_first(nbytes // page))
-                or ssd.cache.write_pages or ssd.slc or not ssd.cache.holds_nothing()
-                or ssd.host.write_ps(nbytes) <= 0 or (addresses % page).any()):
-            return None
-        return WriteLoop(self, addresses // page, qd, nbytes // page)
+        return (not self.on or nbytes != page or ssd.host.read_ps(nbytes) <= 0
+                or not ssd.cache.holds_nothing() or bool((addresses % page).any()))
+
+    def _declines_writes(self, addresses: I64, nbytes: int) -> bool:
+        """``write_loop``'s refusals: off this path, a write not of whole pages or of a
+        length the FTL does not write by its run kernel first or as one page, a write
+        buffer or an SLC cache, or a page the controller's DRAM holds."""
+        ssd = self.ssd
+        page = ssd.page
+        return bool(not self.loop_writes or nbytes % page
+                    or (nbytes != page and not ssd.ftl.runs_first(nbytes // page))
+                    or ssd.cache.write_pages or ssd.slc or not ssd.cache.holds_nothing()
+                    or ssd.host.write_ps(nbytes) <= 0 or (addresses % page).any())
 
     def _batch(self, read: bool, addresses: list[int], nbytes: int,
                earliest: int) -> list[int]:
@@ -298,6 +322,25 @@ class PageBatch:
         ssd.finished_many((transfers, active, active_until), out)
         return out
 
+    def lookup(self) -> Lookup:
+        """The FTL's map as ``_page_of`` reads it (taken again after Python changed it)."""
+        ftl = self.ssd.ftl
+        sp = ftl.l2p.sparse
+        seg_row, pool = ftl.l2p.arrays()
+        return (sp.table, sp.meta, ftl.mapping.plane_base, seg_row, pool), ftl.geo
+
+    def count_reads(self, st: npt.NDArray[np.void], n: int) -> None:
+        """The device's counters of ``n`` whole-page reads booked by a kernel (its pages
+        never written counted in ``st``)."""
+        ssd = self.ssd
+        c = ssd.c
+        c.unmapped_reads += int(st[0]["unmapped"])
+        st[0]["unmapped"] = 0
+        c.read_cmds += n
+        c.host_pages_read += n
+        c.channel_bytes += n * ssd.page
+        ssd.bytes_read += n * ssd.page
+
     def grow(self, r: np.void) -> None:
         """More room where a kernel stopped (``stop``), for the page it stopped at."""
         if r["stop"] == LINK_FULL:
@@ -385,11 +428,7 @@ class ReadLoop(ClosedLoop):
         completions into ``done``)."""
         b = self.batch
         ssd, model = b.ssd, b.model
-        ftl = ssd.ftl
-        sp = ftl.l2p.sparse
-        seg_row, pool = ftl.l2p.arrays()
-        lookup: Lookup = ((sp.table, sp.meta, ftl.mapping.plane_base, seg_row, pool),
-                          ftl.geo)
+        lookup = b.lookup()
         while self.k < upto:
             lanes = (model.dies.state, *model.channels.arrays(), *NO_WAIT)
             self.k = int(_read_loop(lanes, b.dev, ssd.host.links.arrays(), lookup,
@@ -399,14 +438,7 @@ class ReadLoop(ClosedLoop):
                 b.grow(self.st[0])
 
     def _count(self, n: int) -> None:
-        ssd = self.batch.ssd
-        c = ssd.c
-        c.unmapped_reads += int(self.st[0]["unmapped"])
-        self.st[0]["unmapped"] = 0
-        c.read_cmds += n
-        c.host_pages_read += n
-        c.channel_bytes += n * ssd.page
-        ssd.bytes_read += n * ssd.page
+        self.batch.count_reads(self.st, n)
 
 
 class WriteLoop(ClosedLoop):
@@ -420,12 +452,18 @@ class WriteLoop(ClosedLoop):
     to open, a collection) is served by ``Ssd.write`` from the state the loop left, and
     so is every request while a plane is under the soft collection threshold (each is
     followed by a background collection). Made by ``PageBatch.write_loop`` only where
-    the device has no write buffer, no SLC cache and its DRAM holds nothing."""
+    the device has no write buffer, no SLC cache and its DRAM holds nothing. A mix
+    (``PageBatch.mix_loop``: ``reads``, each request's kind) has requests of one page,
+    the reads among them booked as ``ReadLoop`` books them (``_read_one``)."""
 
-    def __init__(self, batch: PageBatch, lpns: I64, qd: int, pages: int) -> None:
+    def __init__(self, batch: PageBatch, lpns: I64, qd: int, pages: int,
+                 reads: Bools | None = None) -> None:
         ssd = batch.ssd
         super().__init__(batch, lpns, qd, ssd.host.write_ps(pages * ssd.page))
         self.pages = pages
+        #: each request a read (a mix) or not; empty: every one is a write
+        self.reads = np.zeros(0, dtype=np.bool_) if reads is None else reads
+        self.loop[0]["rdur"] = ssd.host.read_ps(ssd.page) if self.reads.any() else 0
         #: a request's ppns from the run kernel, and in the lanes' numbering
         self.out = np.zeros(pages, dtype=np.int64)
         self.ppns = np.zeros(pages, dtype=np.int64)
@@ -466,7 +504,8 @@ class WriteLoop(ClosedLoop):
                                      self.res, self.st, self.loop, self.work, self.queue,
                                      lat, done, model.device, self.k, upto,
                                      (self.mode, self.queues, self.times, self.cmd_res),
-                                     (ftl.l2p.sparse_per_seg, *self.one)))
+                                     (ftl.l2p.sparse_per_seg, *self.one),
+                                     (self.reads, b.lookup())))
             if self.k == upto:
                 break
             stop = int(self.st[0]["stop"])
@@ -483,21 +522,23 @@ class WriteLoop(ClosedLoop):
                 model.grow(stop, self.ppns)
 
     def _by_command(self, upto: int, lat: I64, done: I64) -> None:
-        """Requests from the next to ``upto`` through ``Ssd.write``, for as long as a
-        plane is under the soft threshold (the first in any case), the loop's state
-        given back first and taken again after."""
+        """Requests from the next to ``upto`` through ``Ssd.write`` (a mix's reads
+        through ``Ssd.read``), for as long as a plane is under the soft threshold (the
+        first in any case), the loop's state given back first and taken again after."""
         ssd = self.batch.ssd
         self._sync()
         lp = self.loop[0]
         nbytes = self.pages * ssd.page
         page = ssd.page
+        reads = self.reads
         while self.k < upto:
             j = self.k
             now = int(lp["now"])
             if lp["nw"] == lp["qd"]:
                 now = int(self.work[0, 0])
                 lp["nw"] = row_pop(self.work, lp["nw"])
-            end = ssd.write(int(self.lpns[j]) * page, nbytes, now)
+            serve = ssd.read if reads.size and reads[j] else ssd.write
+            end = serve(int(self.lpns[j]) * page, nbytes, now)
             lat[j] = end - now
             done[j] = end
             self.work[lp["nw"]] = end, j
@@ -511,6 +552,10 @@ class WriteLoop(ClosedLoop):
     def _count(self, n: int) -> None:
         ssd = self.batch.ssd
         lp = self.loop[0]
+        if self.reads.size:  # (a mix: its reads counted as ``ReadLoop`` counts them)
+            got = int(np.count_nonzero(self.reads[self.k0:self.k0 + n]))
+            self.batch.count_reads(self.st, got)
+            n -= got
         pages = n * self.pages
         ssd.ftl.count_run(int(lp["runs"]) * self.pages)
         lp["runs"] = 0
@@ -646,41 +691,54 @@ def _read_loop(lanes: Lanes, dev: Device, link: Link, lookup: Lookup, lpns: I64,
                st: npt.NDArray[np.void], loop: npt.NDArray[np.void], work: I64,
                queue: I64, lat: I64, done: I64, k: int, upto: int) -> int:
     """The flash bench's closed loop (``flash.bench``) of whole-page reads of ``lpns``
-    from ``k`` to ``upto``: request ``j`` goes out when the earliest of the ``qd``
-    outstanding completes (``work``, a heap of (completion, request); ties in issue
-    order), the NVMe queue (``queue``) and the controller take it (``nvme_fetch``,
-    ``_taken``), then as ``_read_pages``: its page, its read, its data on the link's
-    read direction and ``_finish``, and its completion into the NVMe queue
-    (``nvme_done``); its latency into ``lat``, its completion into ``done``. Where it
-    stopped: ``upto``, or a request whose channel or link row is full (why and its page
-    in ``st``; nothing of it booked, the loop as it was)."""
+    from ``k`` to ``upto``, each as ``_read_one`` books it. Where it stopped: ``upto``,
+    or a request whose channel or link row is full (why and its page in ``st``; nothing
+    of it booked, the loop as it was)."""
+    dur = st[0]["dur"]
+    for j in range(k, upto):
+        if not _read_one(lanes, dev, link, lookup, lpns[j], st, loop, work, queue, lat,
+                         done, j, dur):
+            return j
+    return upto
+
+
+@njit_inline
+def _read_one(lanes: Lanes, dev: Device, link: Link, lookup: Lookup, lpn: int,
+              st: npt.NDArray[np.void], loop: npt.NDArray[np.void], work: I64,
+              queue: I64, lat: I64, done: I64, j: int, dur: int) -> bool:
+    """A closed loop's whole-page read of ``lpn``, request ``j``: it goes out when the
+    earliest of the ``qd`` outstanding completes (``work``, a heap of (completion,
+    request); ties in issue order), the NVMe queue (``queue``) and the controller take
+    it (``nvme_fetch``, ``_taken``), then as ``_read_pages``: its page, its read, its
+    data's ``dur`` on the link's read direction and ``_finish``, and its completion into
+    the NVMe queue (``nvme_done``); its latency into ``lat``, its completion into
+    ``done``. False, with nothing booked, where its channel or link row is full (why and
+    its page in ``st``)."""
     geo, cmds, cell = dev
     liv, lmeta = link
     g = geo[0]
     r = st[0]
-    lp = loop[0]
-    dur, ppn0 = r["dur"], r["ppn0"]
     x = cmds[1]["rsetup"] + g["page_data"]
     per_ch = g["ppp"] * g["planes"] * g["dies_per_lane"] * g["lanes_per_channel"]
-    for j in range(k, upto):
-        ppn, unmapped = _page_of(lookup, lpns[j])
-        ppn += ppn0
-        r["ppn"] = ppn
-        # (read_page's one refusal, checked first so that nothing is taken before it)
-        if not gap_room(lanes[1], lanes[2], ppn // per_ch):
-            r["stop"] = CH_FULL
-            return j
-        if not gap_room(liv, lmeta, 0):
-            r["stop"] = LINK_FULL
-            return j
-        now, t = _go_out(r, lp, work, queue)
-        c_end = read_page(lanes, geo, cmds, cell, ppn, t, x)
-        r["unmapped"] += unmapped
-        end = gap_book(liv, lmeta, 0, c_end - x, dur)
-        if c_end > end:
-            end = c_end
-        _complete(st, lp, work, queue, lanes, link, lat, done, j, now, end)
-    return upto
+    ppn, unmapped = _page_of(lookup, lpn)
+    ppn += r["ppn0"]
+    r["ppn"] = ppn
+    # (read_page's one refusal, checked first so that nothing is taken before it)
+    if not gap_room(lanes[1], lanes[2], ppn // per_ch):
+        r["stop"] = CH_FULL
+        return False
+    if not gap_room(liv, lmeta, 0):
+        r["stop"] = LINK_FULL
+        return False
+    lp = loop[0]
+    now, t = _go_out(r, lp, work, queue)
+    c_end = read_page(lanes, geo, cmds, cell, ppn, t, x)
+    r["unmapped"] += unmapped
+    end = gap_book(liv, lmeta, 0, c_end - x, dur)
+    if c_end > end:
+        end = c_end
+    _complete(st, lp, work, queue, lanes, link, lat, done, j, now, end)
+    return True
 
 
 @njit_noref
@@ -724,7 +782,8 @@ def _write_loop(lanes: Lanes, dev: Device, link: Link,
                 lpns: I64, out: I64, ppns: I64, res: I64, st: npt.NDArray[np.void],
                 loop: npt.NDArray[np.void], work: I64, queue: I64, lat: I64, done: I64,
                 device: int, k: int, upto: int, prog: Programs,
-                one: tuple[npt.NDArray[np.int32], I64, I64, I64]) -> int:
+                one: tuple[npt.NDArray[np.int32], I64, I64, I64],
+                mix: tuple[Bools, Lookup]) -> int:
     """The flash bench's closed loop (``flash.bench``) of writes of ``out.size`` whole
     pages from each of ``lpns``, from ``k`` to ``upto``, as ``Ssd.write`` books each
     where the FTL's run kernel takes it and nothing is buffered: its pages placed
@@ -747,7 +806,9 @@ def _write_loop(lanes: Lanes, dev: Device, link: Link,
     a collection, a dict to grow) or whose link, channel or die lane row is full (why in
     ``st``;
     ``pend`` in ``loop`` says how far it got, and the next call goes on from there: the
-    detailed model's programs from the command they stopped at)."""
+    detailed model's programs from the command they stopped at). A mix (``mix``: each
+    request a read or not, empty for none, and the map as reads look it up): each read
+    as ``_read_one`` books it, its data ``rdur`` (in ``loop``) on the link."""
     mode, queues, ptimes, pres = prog
     geo, cmds, cell = dev
     liv, lmeta = link
@@ -757,7 +818,13 @@ def _write_loop(lanes: Lanes, dev: Device, link: Link,
     dur, ppn0 = r["dur"], r["ppn0"]
     n = out.size
     times = np.zeros(2, dtype=np.int64)
+    reads, lookup = mix
     for j in range(k, upto):
+        if reads.size and reads[j]:  # (never ``pend``: a read is booked whole or not)
+            if not _read_one(lanes, dev, link, lookup, lpns[j], st, loop, work, queue, lat,
+                             done, j, lp["rdur"]):
+                return j
+            continue
         if lp["pend"] == 0:
             if not gap_room(liv, lmeta, 1):  # (checked before anything is done)
                 r["stop"] = LINK_FULL

@@ -306,21 +306,28 @@ class FlashTarget(Component):
                 end = e
         return end
 
-    def closed_loop(self, read: bool, addresses: I64, nbytes: int, qd: int
-                    ) -> ClosedLoop | ConvoyLoop | None:
-        """The flash bench's closed loop (``flash.bench``) of reads (or writes) of
-        ``nbytes`` at each of ``addresses``, ``qd`` outstanding, compiled
-        (``flash.pages.ReadLoop``, ``WriteLoop``, on either timing model; under
-        ``compat = "mqsim"``, reads from time 0 by ``flash.convoy_loop``): what
-        ``transport`` of each (``request`` under MQSim's rules), issued as the loop
-        issues it, would book. None where that path does not take them (several devices, a trace, or
-        ``PageBatch.read_loop``'s, ``write_loop``'s and ``ConvoyLoop.make``'s cases)."""
+    def closed_loop(self, reads: npt.NDArray[np.bool_], addresses: I64, nbytes: int,
+                    qd: int) -> ClosedLoop | ConvoyLoop | None:
+        """The flash bench's closed loop (``flash.bench``) of requests of ``nbytes`` at
+        each of ``addresses``, each a read where ``reads`` holds and a write where it
+        does not, ``qd`` outstanding, compiled (``flash.pages.ReadLoop``,
+        ``WriteLoop``, a mix of one page each as a ``WriteLoop`` with its reads, on
+        either timing model; under ``compat = "mqsim"``, reads alone from time 0 by
+        ``flash.convoy_loop``): what ``transport`` of each (``request`` under MQSim's
+        rules), issued as the loop issues it, would book. None where that path does not
+        take them (several devices, a trace, a mix of reads MQSim's rules serve by
+        events, or ``PageBatch.read_loop``'s, ``write_loop``'s and ``ConvoyLoop.make``'s
+        cases)."""
         if (self._one is None or self.tracer.enabled or not addresses.size
                 or nbytes <= 0 or int(addresses.min()) < 0
                 or int(addresses.max()) + nbytes > self._capacity):
             return None
         loop: ClosedLoop | ConvoyLoop | None = None
-        if not read:
+        read = bool(reads.all())
+        if reads.any() and not read:  # a mix
+            if self._reads is not None and self._events is None:
+                loop = self._reads.mix_loop(reads, addresses, nbytes, qd)
+        elif not read:
             if self._reads is not None:
                 loop = self._reads.write_loop(addresses, nbytes, qd)
         elif self._events is not None:  # reads by events: the events compiled
@@ -471,10 +478,11 @@ def compile_kernels() -> None:
     plain = PRESETS["mqsim-default"]  # (no write buffer, no SLC cache: a write loop)
     for model, cfg in (("fast", plain), ("detailed", plain),
                        ("detailed", replace(plain, compat="mqsim"))):
-        for read, n in ((True, 1), (False, 2)):
+        for reads, n in (([True] * 4, 1), ([False] * 4, 2), ([True, False] * 2, 1)):
             bench = FlashTarget(Environment(), "flash", None, cfg, model=model)
             size = n * cfg.page_size
-            loop = bench.closed_loop(read, np.arange(4, dtype=np.int64) * size, size, 2)
+            loop = bench.closed_loop(np.array(reads), np.arange(4, dtype=np.int64) * size,
+                                     size, 2)
             if loop is not None:
                 times = np.zeros((2, 4), dtype=np.int64)
                 loop.run(4, times[0], times[1])
