@@ -236,6 +236,14 @@ class EventReads:
         self.holding -= 1
         call_after(self.env, end - int(self.env.now), lambda _: self._complete(ev, end))
 
+    def wake(self, _: object = None) -> None:
+        """A command that is not a read by events completed now (a write: its place in
+        the NVMe queue is free): the reads waiting for a place start while there is
+        one."""
+        host = self.ssd.host
+        while self.backlog and self.holding + host.held(int(self.env.now)) < host.depth:
+            self._start(*self.backlog.popleft())
+
     def _complete(self, ev: simpy.Event, end: int) -> None:
         """The read completes (now, at ``end``): the NVMe queue takes the next waiting
         one."""

@@ -24,11 +24,12 @@ Each layer does what the per-command path does, for the commands in order:
 The flash bench's closed loops (``ReadLoop``: whole-page reads; ``WriteLoop``: writes
 of whole pages through no buffer, placed by the FTL's run kernel and programmed as one
 chunk each on the fast model, command by command on the detailed one, under either
-rules, and a mix of one-page reads and writes) are this path with a time per command: each request goes out when the
-earliest of the loop's outstanding ones completes, and the NVMe queue's waits and
-bounded memory of completions are booked in the kernel too (``nvme_fetch``,
-``nvme_done``), so a loop of any length is one call per step of the bench's progress
-bar, plus one per request the kernel hands back (a write the run kernel declines).
+rules, and a mix of one-page reads and writes) are this path with a time per command:
+each request goes out when the earliest of the loop's outstanding ones completes, and
+the NVMe queue's waits and bounded memory of completions are booked in the kernel too
+(``nvme_fetch``, ``nvme_done``), so a loop of any length is one call per step of the
+bench's progress bar, plus one per request the kernel hands back (a write the run
+kernel declines).
 
 The command a layer does not take goes through the per-command path, from the state
 the batch left, and the batch path resumes after it (for the rest of the batch, if it
@@ -60,6 +61,7 @@ from flash.engine.commands import RESULTS, TIMES, program_cmds
 from flash.engine.dies import die_prune, lane_full
 from flash.engine.gaps import Meta, gap_book, gap_prune, gap_room
 from flash.fast import FastModel
+from flash.ftl import FTL
 from flash.ftl.kernels import (
     DONE,
     PLACED,
@@ -185,7 +187,7 @@ class PageBatch:
         FTL does not write by its run kernel first (``FTL.runs_first``) or as one page
         (``FTL.write1``), a write buffer or an SLC cache, or a page the controller's
         DRAM holds."""
-        if self._declines_writes(addresses, nbytes):
+        if self.declines_writes(addresses, nbytes):
             return None
         page = self.ssd.page
         return WriteLoop(self, addresses // page, qd, nbytes // page)
@@ -197,7 +199,7 @@ class PageBatch:
         not, compiled (``WriteLoop`` of one page with its ``reads``); None where
         ``read_loop`` would decline the reads or ``write_loop`` the writes."""
         if (self._declines_reads(addresses, nbytes)
-                or self._declines_writes(addresses, nbytes)):
+                or self.declines_writes(addresses, nbytes)):
             return None
         return WriteLoop(self, addresses // self.ssd.page, qd, 1, reads)
 
@@ -209,10 +211,11 @@ class PageBatch:
         return (not self.on or nbytes != page or ssd.host.read_ps(nbytes) <= 0
                 or not ssd.cache.holds_nothing() or bool((addresses % page).any()))
 
-    def _declines_writes(self, addresses: I64, nbytes: int) -> bool:
-        """``write_loop``'s refusals: off this path, a write not of whole pages or of a
-        length the FTL does not write by its run kernel first or as one page, a write
-        buffer or an SLC cache, or a page the controller's DRAM holds."""
+    def declines_writes(self, addresses: I64, nbytes: int) -> bool:
+        """``write_loop``'s refusals (and a mix's under MQSim's rules, ``ConvoyLoop``):
+        off this path, a write not of whole pages or of a length the FTL does not write
+        by its run kernel first or as one page, a write buffer or an SLC cache, or a
+        page the controller's DRAM holds."""
         ssd = self.ssd
         page = ssd.page
         return bool(not self.loop_writes or nbytes % page
@@ -323,8 +326,12 @@ class PageBatch:
         return out
 
     def lookup(self) -> Lookup:
-        """The FTL's map as ``_page_of`` reads it (taken again after Python changed it)."""
-        ftl = self.ssd.ftl
+        """The FTL's map as ``page_of`` reads it (taken again after Python changed it)."""
+        return self.lookup_of(self.ssd.ftl)
+
+    @staticmethod
+    def lookup_of(ftl: FTL) -> Lookup:
+        """``lookup`` of ``ftl``."""
         sp = ftl.l2p.sparse
         seg_row, pool = ftl.l2p.arrays()
         return (sp.table, sp.meta, ftl.mapping.plane_base, seg_row, pool), ftl.geo
@@ -592,7 +599,7 @@ def _taken(r: np.void, t0: int) -> int:
 
 
 @njit_noref
-def _page_of(lookup: Lookup, lpn: int) -> tuple[int, bool]:
+def page_of(lookup: Lookup, lpn: int) -> tuple[int, bool]:
     """The physical page a read of ``lpn`` reads (``flash.ftl.kernels.l2p_of``; a page
     never written where sequential preconditioning put it), and whether it was never
     written."""
@@ -619,7 +626,7 @@ def _read_pages(lanes: Lanes, dev: Device, link: Link, lookup: Lookup, lpns: I64
     t0, dur, ppn0 = r["t0"], r["dur"], r["ppn0"]
     x = cmds[1]["rsetup"] + geo[0]["page_data"]
     for j in range(k, lpns.size):
-        ppn, unmapped = _page_of(lookup, lpns[j])
+        ppn, unmapped = page_of(lookup, lpns[j])
         ppn += ppn0
         r["ppn"] = ppn
         if not gap_room(liv, lmeta, 0):
@@ -720,7 +727,7 @@ def _read_one(lanes: Lanes, dev: Device, link: Link, lookup: Lookup, lpn: int,
     r = st[0]
     x = cmds[1]["rsetup"] + g["page_data"]
     per_ch = g["ppp"] * g["planes"] * g["dies_per_lane"] * g["lanes_per_channel"]
-    ppn, unmapped = _page_of(lookup, lpn)
+    ppn, unmapped = page_of(lookup, lpn)
     ppn += r["ppn0"]
     r["ppn"] = ppn
     # (read_page's one refusal, checked first so that nothing is taken before it)

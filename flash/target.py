@@ -220,7 +220,12 @@ class FlashTarget(Component):
         if (evs is None or t.op is not Op.READ or t.nbytes == 0 or t.address < 0
                 or t.address + t.nbytes > self._capacity):
             end = self.transport(t, now)
-            return env.timeout(end - now, end)
+            done = env.timeout(end - now, end)
+            if evs is not None and t.nbytes > 0:
+                # reads waiting for its place in a device's NVMe queue start then
+                for dev, _, _ in self._split(t.address, t.nbytes):
+                    done.callbacks.append(evs[dev.device].wake)
+            return done
         self.transfers += 1
         parts = self._split(t.address, t.nbytes)
         if len(parts) == 1:
@@ -312,12 +317,11 @@ class FlashTarget(Component):
         each of ``addresses``, each a read where ``reads`` holds and a write where it
         does not, ``qd`` outstanding, compiled (``flash.pages.ReadLoop``,
         ``WriteLoop``, a mix of one page each as a ``WriteLoop`` with its reads, on
-        either timing model; under ``compat = "mqsim"``, reads alone from time 0 by
+        either timing model; under ``compat = "mqsim"``, reads or a mix from time 0 by
         ``flash.convoy_loop``): what ``transport`` of each (``request`` under MQSim's
         rules), issued as the loop issues it, would book. None where that path does not
-        take them (several devices, a trace, a mix of reads MQSim's rules serve by
-        events, or ``PageBatch.read_loop``'s, ``write_loop``'s and ``ConvoyLoop.make``'s
-        cases)."""
+        take them (several devices, a trace, or ``PageBatch.read_loop``'s,
+        ``write_loop``'s, ``mix_loop``'s and ``ConvoyLoop.make``'s cases)."""
         if (self._one is None or self.tracer.enabled or not addresses.size
                 or nbytes <= 0 or int(addresses.min()) < 0
                 or int(addresses.max()) + nbytes > self._capacity):
@@ -325,7 +329,12 @@ class FlashTarget(Component):
         loop: ClosedLoop | ConvoyLoop | None = None
         read = bool(reads.all())
         if reads.any() and not read:  # a mix
-            if self._reads is not None and self._events is None:
+            if self._events is not None:
+                evs = self._events[0]
+                if self.env.now == 0 and evs.idle():
+                    loop = ConvoyLoop.make(evs.ssd, evs.arbiter.m, evs.arbiter.turn,
+                                           addresses, nbytes, qd, reads, self._reads)
+            elif self._reads is not None:
                 loop = self._reads.mix_loop(reads, addresses, nbytes, qd)
         elif not read:
             if self._reads is not None:

@@ -129,34 +129,54 @@ def test_compiled_write_loop_books_what_transport_books(
 
 @settings(max_examples=25, deadline=None)
 @given(name=st.sampled_from(["990pro", "mqsim-default", "pm1743"]),
-       model=st.sampled_from(["fast", "detailed"]),
+       model=st.sampled_from(["fast", "detailed", "detailed-mqsim"]),
        qd=st.integers(1, 40), count=st.integers(2, 500),
        depth=st.sampled_from([1, 3, 1024]),
        iops=st.sampled_from([0, 2_500_000]), apart=st.booleans())
 def test_compiled_mix_books_what_transport_books(name: str, model: str, qd: int,
                                                  count: int, depth: int, iops: int,
                                                  apart: bool) -> None:
-    """fio's 70/30 mix of one-page requests through no buffer (``WriteLoop`` with its
-    reads) on either timing model: reads of pages the loop wrote a moment before, of
+    """fio's 70/30 mix of one-page requests through no buffer on either timing model
+    (``WriteLoop`` with its reads) and under MQSim's rules (``ConvoyLoop`` with its
+    writes, against the events): reads of pages the loop wrote a moment before, of
     pages never written and behind programs on their die, while blocks open,
     collections are forced and segments of the map turn dense."""
     cfg = dataclasses.replace(
         small(name, nvme_queue_depth=depth, write_buffer_bytes=0, read_cache_bytes=0,
-              **_SHRUNK), controller_iops=iops, independent_plane_reads=apart)
+              compat="mqsim" if model == "detailed-mqsim" else "onfi", **_SHRUNK),
+        controller_iops=iops, independent_plane_reads=apart)
     _same_bookings(cfg, pattern="mix", size=cfg.page_size, qd=qd, count=count, seed=4,
-                   model=model)
+                   model=model.split("-")[0])
 
 
-@pytest.mark.parametrize("model", ["fast", "detailed"])
+@pytest.mark.parametrize("model", ["fast", "detailed", "detailed-mqsim"])
 def test_compiled_mix_reads_while_collections_follow_each_write(model: str) -> None:
     """A mix long enough to bring planes under the soft collection threshold: while
     they are, every request is served per command, the reads by ``Ssd.read``."""
     cfg = dataclasses.replace(
         small("990pro", write_buffer_bytes=0, read_cache_bytes=0,
-              **_SHRUNK), controller_iops=0)
+              compat="mqsim" if model == "detailed-mqsim" else "onfi", **_SHRUNK),
+        controller_iops=0)
     a, _ = _same_bookings(cfg, pattern="mix", size=cfg.page_size, qd=8, count=5000,
-                          seed=4, model=model)
+                          seed=4, model=model.split("-")[0])
     assert a.devices[0].report(1)["gc_count"] > 0
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+def test_a_read_waiting_for_the_nvme_queue_starts_when_a_write_frees_it(
+        compiled: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under MQSim's rules reads wait for a place in the NVMe queue (``EventReads``'s
+    backlog); a write that completes frees one too. Through a queue of one command at
+    depth 2, every request of a mix completes: as many pages read and programmed as
+    requests, every request with its completion."""
+    cfg = small("990pro", nvme_queue_depth=1, write_buffer_bytes=0, read_cache_bytes=0,
+                compat="mqsim", **_SHRUNK)
+    out, t = _bench(cfg, compiled, monkeypatch, model="detailed", pattern="mix",
+                    size=cfg.page_size, qd=2, count=170, seed=4)
+    c = t.devices[0].c
+    assert c.host_pages_read + c.pages_programmed == 170
+    assert t.devices[0].transfers == 170
+    assert t.devices[0].host.queue_waits > 0
 
 
 @settings(max_examples=25, deadline=None)
@@ -224,8 +244,7 @@ def test_loop_declines_what_it_would_book_otherwise() -> None:
                                      compat=compat, **_SHRUNK),
                                model="detailed", precondition=0.5, seed=1, age=0.0)
         assert detailed.closed_loop(writes, whole, 2 * page, 4) is not None
-        # a mix's reads under MQSim's rules are served by events (``flash.convoy``)
-        assert (detailed.closed_loop(mix, whole, page, 4) is None) == (compat == "mqsim")
+        assert detailed.closed_loop(mix, whole, page, 4) is not None
     recorded = FlashTarget(Environment(), "flash", None,
                            small(write_buffer_bytes=0, read_cache_bytes=0, **_SHRUNK),
                            model="detailed", precondition=0.5, seed=1, age=0.0, record=True)
