@@ -86,8 +86,7 @@ class FastModel(TimingBase):
     # -- reads -------------------------------------------------------------------------
     def read1(self, ppn: int, nbytes: int, earliest: int) -> tuple[int, int]:
         """One page: (start of its data-out, end of it)."""
-        phy = self.phy
-        x = phy.rsetup[1] + (phy.page_data if nbytes == self.page else phy.data_ps(nbytes))
+        x = self.phy.read1_ps(nbytes)
         self.c.read_cmds += 1
         ppn += self.ppn0
         if self.dies.record:

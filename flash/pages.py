@@ -100,10 +100,11 @@ LINK_FULL = 4
 #: a heap in ``queue``) and its depth, the commands that waited for it, and the time the
 #: last request went out; for writes, how far the next request has got (``PLACED``,
 #: ``SENT``), when it went out and its data's first and last time on the link, the FTL's
-#: write sequence and the runs the FTL's run kernel wrote since the loop's last ``_load``
+#: write sequence and the runs the FTL's run kernel wrote since the loop's last ``_load``;
+#: for reads (a mix's too), their time on the link and on the channel after tR
 LOOP = np.dtype([(name, np.int64) for name in (
     "qd", "nw", "nq", "depth", "waits", "now", "pend", "req_now", "t_in", "t_end", "seq",
-    "runs", "rdur")])
+    "runs", "rdur", "x")])
 #: a write's progress in ``_write_loop`` (0: not begun): its pages placed, then it went
 #: out and its data crossed the link
 PLACED_, SENT = 1, 2
@@ -174,11 +175,11 @@ class PageBatch:
     def read_loop(self, addresses: I64, nbytes: int, qd: int) -> ReadLoop | None:
         """The flash bench's closed loop of reads of ``nbytes`` at ``addresses`` at queue
         depth ``qd``, compiled (``ReadLoop``); None where it would book otherwise than
-        ``Ssd.read``: off this path, a read not of one whole page, or a page the
-        controller's DRAM holds."""
+        ``Ssd.read``: off this path, a read not within one page, a part of a page where
+        the controller's DRAM keeps the pages read (a read cache), or a page it holds."""
         if self._declines_reads(addresses, nbytes):
             return None
-        return ReadLoop(self, addresses // self.ssd.page, qd)
+        return ReadLoop(self, addresses // self.ssd.page, qd, nbytes)
 
     def write_loop(self, addresses: I64, nbytes: int, qd: int) -> WriteLoop | None:
         """The flash bench's closed loop of writes of ``nbytes`` at ``addresses`` at
@@ -204,12 +205,15 @@ class PageBatch:
         return WriteLoop(self, addresses // self.ssd.page, qd, 1, reads)
 
     def _declines_reads(self, addresses: I64, nbytes: int) -> bool:
-        """``read_loop``'s refusals: off this path, a read not of one whole page, or a
-        page the controller's DRAM holds."""
+        """``read_loop``'s refusals: off this path, a read not within one page, a part
+        of a page where a read cache keeps the pages read, or a page the controller's
+        DRAM holds."""
         ssd = self.ssd
         page = ssd.page
-        return (not self.on or nbytes != page or ssd.host.read_ps(nbytes) <= 0
-                or not ssd.cache.holds_nothing() or bool((addresses % page).any()))
+        return (not self.on or nbytes > page or ssd.host.read_ps(nbytes) <= 0
+                or (nbytes < page and ssd.cache.read_pages > 0)
+                or not ssd.cache.holds_nothing()
+                or bool((addresses % page + nbytes > page).any()))
 
     def declines_writes(self, addresses: I64, nbytes: int) -> bool:
         """``write_loop``'s refusals (and a mix's under MQSim's rules, ``ConvoyLoop``):
@@ -336,17 +340,17 @@ class PageBatch:
         seg_row, pool = ftl.l2p.arrays()
         return (sp.table, sp.meta, ftl.mapping.plane_base, seg_row, pool), ftl.geo
 
-    def count_reads(self, st: npt.NDArray[np.void], n: int) -> None:
-        """The device's counters of ``n`` whole-page reads booked by a kernel (its pages
-        never written counted in ``st``)."""
+    def count_reads(self, st: npt.NDArray[np.void], n: int, nbytes: int) -> None:
+        """The device's counters of ``n`` reads of ``nbytes`` of a page booked by a
+        kernel (its pages never written counted in ``st``)."""
         ssd = self.ssd
         c = ssd.c
         c.unmapped_reads += int(st[0]["unmapped"])
         st[0]["unmapped"] = 0
         c.read_cmds += n
         c.host_pages_read += n
-        c.channel_bytes += n * ssd.page
-        ssd.bytes_read += n * ssd.page
+        c.channel_bytes += n * nbytes
+        ssd.bytes_read += n * nbytes
 
     def grow(self, r: np.void) -> None:
         """More room where a kernel stopped (``stop``), for the page it stopped at."""
@@ -423,12 +427,14 @@ class ClosedLoop:
 
 
 class ReadLoop(ClosedLoop):
-    """``ClosedLoop`` of reads (``_read_loop``): made by ``PageBatch.read_loop`` only
-    where every read is a whole page and the controller's DRAM holds none (so none
-    will be)."""
+    """``ClosedLoop`` of reads of ``nbytes`` within a page (``_read_loop``): made by
+    ``PageBatch.read_loop`` only where the controller's DRAM holds no page and, for
+    parts of pages, keeps none it reads (so none will be held)."""
 
-    def __init__(self, batch: PageBatch, lpns: I64, qd: int) -> None:
-        super().__init__(batch, lpns, qd, batch.ssd.host.read_ps(batch.ssd.page))
+    def __init__(self, batch: PageBatch, lpns: I64, qd: int, nbytes: int) -> None:
+        super().__init__(batch, lpns, qd, batch.ssd.host.read_ps(nbytes))
+        self.nbytes = nbytes
+        self.loop[0]["x"] = batch.model.phy.read1_ps(nbytes)
 
     def run(self, upto: int, lat: I64, done: I64) -> None:
         """Book the requests up to ``upto`` (their latencies into ``lat``, their
@@ -445,7 +451,7 @@ class ReadLoop(ClosedLoop):
                 b.grow(self.st[0])
 
     def _count(self, n: int) -> None:
-        self.batch.count_reads(self.st, n)
+        self.batch.count_reads(self.st, n, self.nbytes)
 
 
 class WriteLoop(ClosedLoop):
@@ -470,7 +476,9 @@ class WriteLoop(ClosedLoop):
         self.pages = pages
         #: each request a read (a mix) or not; empty: every one is a write
         self.reads = np.zeros(0, dtype=np.bool_) if reads is None else reads
-        self.loop[0]["rdur"] = ssd.host.read_ps(ssd.page) if self.reads.any() else 0
+        if self.reads.any():
+            self.loop[0]["rdur"] = ssd.host.read_ps(ssd.page)
+            self.loop[0]["x"] = batch.model.phy.read1_ps(ssd.page)
         #: a request's ppns from the run kernel, and in the lanes' numbering
         self.out = np.zeros(pages, dtype=np.int64)
         self.ppns = np.zeros(pages, dtype=np.int64)
@@ -561,7 +569,7 @@ class WriteLoop(ClosedLoop):
         lp = self.loop[0]
         if self.reads.size:  # (a mix: its reads counted as ``ReadLoop`` counts them)
             got = int(np.count_nonzero(self.reads[self.k0:self.k0 + n]))
-            self.batch.count_reads(self.st, got)
+            self.batch.count_reads(self.st, got, ssd.page)
             n -= got
         pages = n * self.pages
         ssd.ftl.count_run(int(lp["runs"]) * self.pages)
@@ -697,14 +705,14 @@ def _write_pages(lanes: Lanes, dev: Device, link: Link, ppns: I64,
 def _read_loop(lanes: Lanes, dev: Device, link: Link, lookup: Lookup, lpns: I64,
                st: npt.NDArray[np.void], loop: npt.NDArray[np.void], work: I64,
                queue: I64, lat: I64, done: I64, k: int, upto: int) -> int:
-    """The flash bench's closed loop (``flash.bench``) of whole-page reads of ``lpns``
-    from ``k`` to ``upto``, each as ``_read_one`` books it. Where it stopped: ``upto``,
+    """The flash bench's closed loop (``flash.bench``) of reads within the pages
+    ``lpns`` from ``k`` to ``upto``, each as ``_read_one`` books it. Where it stopped: ``upto``,
     or a request whose channel or link row is full (why and its page in ``st``; nothing
     of it booked, the loop as it was)."""
-    dur = st[0]["dur"]
+    dur, x = st[0]["dur"], loop[0]["x"]
     for j in range(k, upto):
         if not _read_one(lanes, dev, link, lookup, lpns[j], st, loop, work, queue, lat,
-                         done, j, dur):
+                         done, j, dur, x):
             return j
     return upto
 
@@ -712,20 +720,20 @@ def _read_loop(lanes: Lanes, dev: Device, link: Link, lookup: Lookup, lpns: I64,
 @njit_inline
 def _read_one(lanes: Lanes, dev: Device, link: Link, lookup: Lookup, lpn: int,
               st: npt.NDArray[np.void], loop: npt.NDArray[np.void], work: I64,
-              queue: I64, lat: I64, done: I64, j: int, dur: int) -> bool:
-    """A closed loop's whole-page read of ``lpn``, request ``j``: it goes out when the
+              queue: I64, lat: I64, done: I64, j: int, dur: int, x: int) -> bool:
+    """A closed loop's read within page ``lpn``, request ``j``: it goes out when the
     earliest of the ``qd`` outstanding completes (``work``, a heap of (completion,
     request); ties in issue order), the NVMe queue (``queue``) and the controller take
     it (``nvme_fetch``, ``_taken``), then as ``_read_pages``: its page, its read, its
     data's ``dur`` on the link's read direction and ``_finish``, and its completion into
     the NVMe queue (``nvme_done``); its latency into ``lat``, its completion into
-    ``done``. False, with nothing booked, where its channel or link row is full (why and
-    its page in ``st``)."""
+    ``done``; ``x``: its time on the channel after tR (``OnfiPhy.read1_ps``). False,
+    with nothing booked, where its channel or link row is full (why and its page in
+    ``st``)."""
     geo, cmds, cell = dev
     liv, lmeta = link
     g = geo[0]
     r = st[0]
-    x = cmds[1]["rsetup"] + g["page_data"]
     per_ch = g["ppp"] * g["planes"] * g["dies_per_lane"] * g["lanes_per_channel"]
     ppn, unmapped = page_of(lookup, lpn)
     ppn += r["ppn0"]
@@ -829,7 +837,7 @@ def _write_loop(lanes: Lanes, dev: Device, link: Link,
     for j in range(k, upto):
         if reads.size and reads[j]:  # (never ``pend``: a read is booked whole or not)
             if not _read_one(lanes, dev, link, lookup, lpns[j], st, loop, work, queue, lat,
-                             done, j, lp["rdur"]):
+                             done, j, lp["rdur"], lp["x"]):
                 return j
             continue
         if lp["pend"] == 0:

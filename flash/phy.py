@@ -59,6 +59,12 @@ class OnfiPhy:
             out[odd] = times[inverse.reshape(-1)]
         return out
 
+    def read1_ps(self, nbytes: int) -> int:
+        """A one-page read's time on its channel after tR: its setup and the data-out of
+        ``nbytes`` of it."""
+        return self.rsetup[1] + (self.page_data if nbytes == self.cfg.page_size
+                                 else self.data_ps(nbytes))
+
     def data_ps(self, nbytes: int) -> int:
         """Time to move ``nbytes`` over one channel."""
         if self.mqsim:
