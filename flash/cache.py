@@ -179,7 +179,7 @@ class DataCache:
 
     def read_state(self) -> tuple[Buffer, LruArrays]:
         """The write buffer and the read cache as a read's kernel takes them
-        (``flash.ssd._read_front``: ``held_runs``, then ``filled`` or ``filled_runs``,
+        (``flash.ssd.read_front``: ``held_runs``, then ``filled`` or ``filled_runs``,
         in one call)."""
         return self._buf, self._lru.arrays()
 

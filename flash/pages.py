@@ -47,6 +47,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
+from flash.cache import Buffer
 from flash.detailed import DetailedModel
 from flash.engine.chunks import (
     CH_FULL,
@@ -72,10 +73,12 @@ from flash.ftl.kernels import (
     write_open,
     write_run,
 )
+from flash.ftl.mapping import L2pArrays
 from flash.host import nvme_done, nvme_fetch
 from flash.intmap import im_has_room
+from flash.runlru import LruArrays, lru_spare
 from flash.scheduler import TimingBase
-from flash.ssd import Ssd
+from flash.ssd import BUF_HITS, CACHE_HITS, FILL_PARTIAL, UNMAPPED, WANTED, Ssd, read_front
 from tmhw.sim.jit import njit, njit_inline, njit_noref
 from tmhw.sim.rowheap import row_pop, row_push
 
@@ -101,10 +104,14 @@ LINK_FULL = 4
 #: last request went out; for writes, how far the next request has got (``PLACED``,
 #: ``SENT``), when it went out and its data's first and last time on the link, the FTL's
 #: write sequence and the runs the FTL's run kernel wrote since the loop's last ``_load``;
-#: for reads (a mix's too), their time on the link and on the channel after tR
+#: for reads (a mix's too), their time on the link and on the channel after tR; for
+#: reads of parts of pages a read cache keeps (``_cached_read_one``): whether they are,
+#: the cache's capacity, the page and request sizes, and the write-buffer and
+#: read-cache hits, the pages read from NAND and the bytes wanted of them so far
 LOOP = np.dtype([(name, np.int64) for name in (
     "qd", "nw", "nq", "depth", "waits", "now", "pend", "req_now", "t_in", "t_end", "seq",
-    "runs", "rdur", "x")])
+    "runs", "rdur", "x", "fill", "capacity", "page", "nbytes", "bufhits", "hits", "got",
+    "wanted")])
 #: a write's progress in ``_write_loop`` (0: not begun): its pages placed, then it went
 #: out and its data crossed the link
 PLACED_, SENT = 1, 2
@@ -113,6 +120,9 @@ PLACED_, SENT = 1, 2
 #: the request); a one-page write brought a segment of the map's dict to ``dense_at``
 #: entries (the caller makes it dense: ``L2P.densify_reached``)
 MAP_PLACED, BY_COMMAND, DENSIFY = 5, 6, 7
+#: ``stop`` of ``_read_loop``: the read cache's rows have too few spare for a read's
+#: move (the caller grows them: ``DataCache.grow_read_cache``)
+CACHE_FULL = 8
 #: ``_write_loop``'s programs: one chunk on the fast model, or command by command on the
 #: detailed one, from the data's first time on the link (cut-through) or its last
 #: (``compat = "mqsim"``)
@@ -129,6 +139,10 @@ Link = tuple[I64, Meta]
 #: what the reads look up a page in: the L2P and the FTL's geometry
 #: (``flash.ftl.kernels``)
 Lookup = tuple[L2p, npt.NDArray[np.void]]
+#: ``_cached_read_one``'s: the controller's DRAM (``DataCache.read_state``), the map
+#: (``SparseL2P.kernel_state``), ``read_front``'s scratch and the requests' addresses
+Cached = tuple[tuple[Buffer, LruArrays], tuple[L2pArrays, tuple[I64, int, int]],
+               npt.NDArray[np.bool_], I64, I64, I64, I64, I64]
 
 
 class PageBatch:
@@ -175,11 +189,11 @@ class PageBatch:
     def read_loop(self, addresses: I64, nbytes: int, qd: int) -> ReadLoop | None:
         """The flash bench's closed loop of reads of ``nbytes`` at ``addresses`` at queue
         depth ``qd``, compiled (``ReadLoop``); None where it would book otherwise than
-        ``Ssd.read``: off this path, a read not within one page, a part of a page where
-        the controller's DRAM keeps the pages read (a read cache), or a page it holds."""
+        ``Ssd.read``: off this path, a read not within one page, or a page the
+        controller's DRAM holds."""
         if self._declines_reads(addresses, nbytes):
             return None
-        return ReadLoop(self, addresses // self.ssd.page, qd, nbytes)
+        return ReadLoop(self, addresses, qd, nbytes)
 
     def write_loop(self, addresses: I64, nbytes: int, qd: int) -> WriteLoop | None:
         """The flash bench's closed loop of writes of ``nbytes`` at ``addresses`` at
@@ -205,13 +219,11 @@ class PageBatch:
         return WriteLoop(self, addresses // self.ssd.page, qd, 1, reads)
 
     def _declines_reads(self, addresses: I64, nbytes: int) -> bool:
-        """``read_loop``'s refusals: off this path, a read not within one page, a part
-        of a page where a read cache keeps the pages read, or a page the controller's
-        DRAM holds."""
+        """``read_loop``'s refusals: off this path, a read not within one page, or a
+        page the controller's DRAM holds."""
         ssd = self.ssd
         page = ssd.page
         return (not self.on or nbytes > page or ssd.host.read_ps(nbytes) <= 0
-                or (nbytes < page and ssd.cache.read_pages > 0)
                 or not ssd.cache.holds_nothing()
                 or bool((addresses % page + nbytes > page).any()))
 
@@ -427,14 +439,25 @@ class ClosedLoop:
 
 
 class ReadLoop(ClosedLoop):
-    """``ClosedLoop`` of reads of ``nbytes`` within a page (``_read_loop``): made by
-    ``PageBatch.read_loop`` only where the controller's DRAM holds no page and, for
-    parts of pages, keeps none it reads (so none will be held)."""
+    """``ClosedLoop`` of reads of ``nbytes`` within a page at ``addresses``
+    (``_read_loop``): made by ``PageBatch.read_loop`` only where the controller's DRAM
+    holds no page. Where a read cache keeps the pages read in part, such reads go
+    through the cache as ``Ssd.read_map`` takes them (``_cached_read_one``)."""
 
-    def __init__(self, batch: PageBatch, lpns: I64, qd: int, nbytes: int) -> None:
-        super().__init__(batch, lpns, qd, batch.ssd.host.read_ps(nbytes))
+    def __init__(self, batch: PageBatch, addresses: I64, qd: int, nbytes: int) -> None:
+        ssd = batch.ssd
+        super().__init__(batch, addresses // ssd.page, qd, ssd.host.read_ps(nbytes))
         self.nbytes = nbytes
-        self.loop[0]["x"] = batch.model.phy.read1_ps(nbytes)
+        self.addresses = addresses
+        lp = self.loop[0]
+        lp["x"] = batch.model.phy.read1_ps(nbytes)
+        lp["fill"] = int(nbytes < ssd.page and ssd.cache.read_pages > 0)
+        lp["capacity"], lp["page"], lp["nbytes"] = ssd.cache.read_pages, ssd.page, nbytes
+        #: ``read_front``'s scratch: the pages DRAM holds, its runs, the page to read
+        #: and the bytes wanted of it, its results
+        self.front = (np.zeros(2, dtype=np.bool_), np.zeros((3, 2), dtype=np.int64),
+                      np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64),
+                      np.zeros(4, dtype=np.int64))
 
     def run(self, upto: int, lat: I64, done: I64) -> None:
         """Book the requests up to ``upto`` (their latencies into ``lat``, their
@@ -444,14 +467,35 @@ class ReadLoop(ClosedLoop):
         lookup = b.lookup()
         while self.k < upto:
             lanes = (model.dies.state, *model.channels.arrays(), *NO_WAIT)
+            cached = (ssd.cache.read_state(), ssd.ftl.l2p.kernel_state(), *self.front,
+                      self.addresses)
             self.k = int(_read_loop(lanes, b.dev, ssd.host.links.arrays(), lookup,
                                     self.lpns, self.st, self.loop, self.work, self.queue,
-                                    lat, done, self.k, upto))
-            if self.k < upto:
+                                    lat, done, self.k, upto, cached))
+            if self.k == upto:
+                break
+            if self.st[0]["stop"] == CACHE_FULL:
+                ssd.cache.grow_read_cache()
+            else:
                 b.grow(self.st[0])
 
     def _count(self, n: int) -> None:
-        self.batch.count_reads(self.st, n, self.nbytes)
+        lp = self.loop[0]
+        if not lp["fill"]:
+            self.batch.count_reads(self.st, n, self.nbytes)
+            return
+        # (as ``Ssd.read_map`` and ``read1`` count them: the pages read from NAND)
+        ssd = self.batch.ssd
+        c, cache = ssd.c, ssd.cache
+        cache.buffer_read_hits += int(lp["bufhits"])
+        cache.cache_read_hits += int(lp["hits"])
+        c.unmapped_reads += int(self.st[0]["unmapped"])
+        c.read_cmds += int(lp["got"])
+        c.host_pages_read += int(lp["got"])
+        c.channel_bytes += int(lp["wanted"])
+        ssd.bytes_read += n * self.nbytes
+        lp["bufhits"] = lp["hits"] = lp["got"] = lp["wanted"] = 0
+        self.st[0]["unmapped"] = 0
 
 
 class WriteLoop(ClosedLoop):
@@ -704,17 +748,72 @@ def _write_pages(lanes: Lanes, dev: Device, link: Link, ppns: I64,
 @njit
 def _read_loop(lanes: Lanes, dev: Device, link: Link, lookup: Lookup, lpns: I64,
                st: npt.NDArray[np.void], loop: npt.NDArray[np.void], work: I64,
-               queue: I64, lat: I64, done: I64, k: int, upto: int) -> int:
+               queue: I64, lat: I64, done: I64, k: int, upto: int, cached: Cached) -> int:
     """The flash bench's closed loop (``flash.bench``) of reads within the pages
-    ``lpns`` from ``k`` to ``upto``, each as ``_read_one`` books it. Where it stopped: ``upto``,
-    or a request whose channel or link row is full (why and its page in ``st``; nothing
-    of it booked, the loop as it was)."""
+    ``lpns`` from ``k`` to ``upto``, each as ``_read_one`` books it, or
+    ``_cached_read_one`` (``fill`` in ``loop``). Where it stopped: ``upto``, or a
+    request whose channel or link row or read cache is full (why and its page in
+    ``st``; nothing of it booked, the loop as it was)."""
     dur, x = st[0]["dur"], loop[0]["x"]
+    fill = loop[0]["fill"]
     for j in range(k, upto):
-        if not _read_one(lanes, dev, link, lookup, lpns[j], st, loop, work, queue, lat,
-                         done, j, dur, x):
+        if fill:
+            if not _cached_read_one(lanes, dev, link, cached, st, loop, work, queue, lat,
+                                    done, j, dur, x):
+                return j
+        elif not _read_one(lanes, dev, link, lookup, lpns[j], st, loop, work, queue, lat,
+                           done, j, dur, x):
             return j
     return upto
+
+
+@njit_inline
+def _cached_read_one(lanes: Lanes, dev: Device, link: Link, cached: Cached,
+                     st: npt.NDArray[np.void], loop: npt.NDArray[np.void], work: I64,
+                     queue: I64, lat: I64, done: I64, j: int, dur: int, x: int) -> bool:
+    """A closed loop's read of part of a page a read cache keeps, request ``j`` at its
+    address in ``cached``: it goes out as ``_read_one``'s, then DRAM serves it or its
+    page is read and kept (``flash.ssd.read_front``, as ``Ssd.read_map`` takes it),
+    the page, if missed, read (``read_page``, ``x`` after tR), its data's ``dur`` on the
+    link's read direction from its data-out start (from when it was taken, from DRAM)
+    and ``_complete``. False, with nothing booked, where a channel's or the link's row
+    or the read cache's rows (``CACHE_FULL``) have no room for it."""
+    geo, cmds, cell = dev
+    liv, lmeta = link
+    r = st[0]
+    lp = loop[0]
+    dram, l2pk, mask, runs, ppns, nb, res, addresses = cached
+    lru = dram[1]
+    if lru_spare(lru[0], lru[2]) < 2:  # (a hit's move or a fill: ``read_front``)
+        r["stop"] = CACHE_FULL
+        return False
+    for c in range(r["ch0"], r["ch1"]):  # (its page is known once the cache is asked)
+        if not gap_room(lanes[1], lanes[2], c):
+            r["stop"] = CH_FULL
+            return False
+    if not gap_room(liv, lmeta, 0):
+        r["stop"] = LINK_FULL
+        return False
+    now, t = _go_out(r, lp, work, queue)
+    page, nbytes = lp["page"], lp["nbytes"]
+    address = addresses[j]
+    lo = address // page
+    got = read_front(dram, l2pk, lo, lo + 1, t, FILL_PARTIAL, address, nbytes, page,
+                     lp["capacity"], mask, runs, ppns, nb, res)
+    lp["bufhits"] += res[BUF_HITS]
+    lp["hits"] += res[CACHE_HITS]
+    r["unmapped"] += res[UNMAPPED]
+    lp["wanted"] += res[WANTED]
+    start = x_end = t
+    if got:
+        lp["got"] += 1
+        x_end = read_page(lanes, geo, cmds, cell, ppns[0] + r["ppn0"], t, x)
+        start = x_end - x
+    end = gap_book(liv, lmeta, 0, start, dur)
+    if x_end > end:
+        end = x_end
+    _complete(st, lp, work, queue, lanes, link, lat, done, j, now, end)
+    return True
 
 
 @njit_inline

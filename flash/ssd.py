@@ -60,10 +60,10 @@ from tmhw.sim.jit import Directs, njit_noref
 I64 = npt.NDArray[np.int64]
 _NONE: I64 = np.zeros(0, dtype=np.int64)
 MODELS = ("fast", "detailed")
-#: ``_read_front``'s fills of the read cache: none, every page read from NAND (an
+#: ``read_front``'s fills of the read cache: none, every page read from NAND (an
 #: in-place read), or the end pages a read wanted only part of
 NO_FILL, FILL_ALL, FILL_PARTIAL = 0, 1, 2
-#: ``_read_front``'s results: write-buffer hits, read-cache hits, unmapped pages read,
+#: ``read_front``'s results: write-buffer hits, read-cache hits, unmapped pages read,
 #: bytes wanted of the NAND pages
 BUF_HITS, CACHE_HITS, UNMAPPED, WANTED = range(4)
 
@@ -135,7 +135,7 @@ class Ssd:
         self.mmio_reads = 0
         self._active_until = 0
         self.active_ps = 0
-        #: ``read_map``'s scratch for ``_read_front``: a read's pages DRAM holds, the
+        #: ``read_map``'s scratch for ``read_front``: a read's pages DRAM holds, the
         #: runs that miss, and its results
         self._mask = np.zeros(0, dtype=np.bool_)
         self._runs = np.zeros((1, 2), dtype=np.int64)
@@ -392,7 +392,7 @@ class Ssd:
 
 # -- a read up to its NAND read, compiled ---------------------------------------------
 @njit_noref
-def _read_front(dram: tuple[Buffer, LruArrays], l2p: tuple[L2pArrays, tuple[I64, int, int]],
+def read_front(dram: tuple[Buffer, LruArrays], l2p: tuple[L2pArrays, tuple[I64, int, int]],
                 lo: int, hi: int, now: int, fill: int, address: int, nbytes: int,
                 page: int, capacity: int, mask: npt.NDArray[np.bool_], runs: I64,
                 ppns: I64, nb: I64, res: I64) -> int:
@@ -504,5 +504,5 @@ def _read_front(dram: tuple[Buffer, LruArrays], l2p: tuple[L2pArrays, tuple[I64,
     return k
 
 
-#: ``_read_front`` past its dispatcher (``tmhw.sim.jit.Directs``, by the FTL's maps' dtypes)
-_READ_FRONT = Directs(_read_front)
+#: ``read_front`` past its dispatcher (``tmhw.sim.jit.Directs``, by the FTL's maps' dtypes)
+_READ_FRONT = Directs(read_front)
