@@ -13,12 +13,13 @@ thirty.
 Only one device, reads of whole pages or parts of pages the controller's DRAM never
 keeps (no read cache, or whole pages), with nothing in that DRAM, and nothing recorded.
 
-A mix (fio's ``rwmixread``) of one-page reads and writes through no buffer is this
-loop too: a read's page is looked up when the device takes it (``_look_up``, the
-FTL's map as the writes before it left it), and a write is booked when its worker
-issues it, as ``Ssd.write`` books it (``transport``, then the worker's timeout):
-placed as ``FTL.write1`` places it (``kernels.write_open``), its data on the link's
-write direction, its program command by command (``program_cmds``), ``_finish``. A
+A mix (fio's ``rwmixread``) of reads and writes within a page each, through no buffer
+and no read cache keeping parts of pages, is this loop too: a read's page is looked
+up when the device takes it (``_look_up``, the FTL's map as the writes before it left
+it), and a write is booked when its worker issues it, as ``Ssd.write`` books it
+(``transport``, then the worker's timeout): placed as ``FTL.write1`` places it
+(``kernels.write_open``), its data on the link's write direction, its program command
+by command (``program_cmds``), ``_finish``. A
 write the kernel does not place (a block to open, a collection, a segment of the map
 to make dense) is handed to Python, and the loop goes on from it.
 """
@@ -520,7 +521,7 @@ class ConvoyLoop:
     been issued, ``finish`` gives the device its state back and the time of the
     loop's last event. Made by ``make`` only where it books what the events
     book. A mix (``is_read``: each request a read or not; ``batch``: the device's
-    ``flash.pages.PageBatch``, its writes' path) has requests of one page."""
+    ``flash.pages.PageBatch``, its writes' path) has requests within a page each."""
 
     @staticmethod
     def make(ssd: Ssd, m: TimingBase, turn: list[int], addresses: I64, nbytes: int,
@@ -537,9 +538,10 @@ class ConvoyLoop:
         if (not ssd.cache.holds_nothing() or (ssd.cache.read_pages and partial)
                 or m.dies.record or ssd.host.links.record or m.waiting is None):
             return None
-        if is_read is not None and (batch is None or nbytes != page or partial
-                                    or not isinstance(m, DetailedModel)
-                                    or batch.declines_writes(addresses, nbytes)):
+        if is_read is not None and (
+                batch is None or nbytes > page or not isinstance(m, DetailedModel)
+                or bool((addresses % page + nbytes > page).any())
+                or batch.declines_writes(addresses, nbytes)):
             return None
         return ConvoyLoop(ssd, m, turn, addresses, nbytes, qd, is_read, batch)
 
@@ -577,7 +579,8 @@ class ConvoyLoop:
         self.lpns = lo
         self.batch = batch
         self.rg = np.array([f.ppp, f.P, m.ppb, f.dies_per_chip, int(f.chip_lock), m.bits,
-                            phy.page_data], dtype=np.int64)
+                            phy.page_data if nbytes == page else phy.data_ps(nbytes)],
+                           dtype=np.int64)
         self.t_r_of = np.array(m.t_r_of, dtype=np.int64)
         #: a write's ppn, the dict's counts per segment (the FTL's), its page if sparse,
         #: the counts and the write sequence (``write_open``'s); ``program_cmds``' times,
@@ -748,13 +751,13 @@ class ConvoyLoop:
         s["cmds"] = 0
         if self.mixed:  # one page a request; the writes Python booked counted there
             total, unmapped = int(s["rpages"]), int(s["unmapped"])
-            channel_bytes = total * ssd.page
+            channel_bytes = total * self.nbytes
             s["rpages"] = s["unmapped"] = 0
             w = int(s["wpages"])
             c.pages_programmed += w
             c.channel_bytes += w * ssd.page
             c.program_cmds += int(s["wcmds"])
-            ssd.bytes_written += w * ssd.page
+            ssd.bytes_written += w * self.nbytes
         c.host_pages_read += total
         c.channel_bytes += channel_bytes
         c.unmapped_reads += unmapped

@@ -198,25 +198,29 @@ class PageBatch:
     def write_loop(self, addresses: I64, nbytes: int, qd: int) -> WriteLoop | None:
         """The flash bench's closed loop of writes of ``nbytes`` at ``addresses`` at
         queue depth ``qd``, compiled (``WriteLoop``); None where it would book otherwise
-        than ``Ssd.write``: off this path, a write not of whole pages or of a length the
-        FTL does not write by its run kernel first (``FTL.runs_first``) or as one page
-        (``FTL.write1``), a write buffer or an SLC cache, or a page the controller's
-        DRAM holds."""
+        than ``Ssd.write``: off this path, a write not within one page nor of whole pages
+        of a length the FTL writes by its run kernel first (``FTL.runs_first``), a write
+        buffer or an SLC cache, or a page the controller's DRAM holds."""
         if self.declines_writes(addresses, nbytes):
             return None
         page = self.ssd.page
-        return WriteLoop(self, addresses // page, qd, nbytes // page)
+        return WriteLoop(self, addresses // page, qd, max(1, nbytes // page),
+                         nbytes=nbytes)
 
     def mix_loop(self, reads: Bools, addresses: I64, nbytes: int,
                  qd: int) -> WriteLoop | None:
         """The flash bench's closed loop of requests of ``nbytes`` at ``addresses`` at
         queue depth ``qd``, each a read where ``reads`` holds and a write where it does
         not, compiled (``WriteLoop`` of one page with its ``reads``); None where
-        ``read_loop`` would decline the reads or ``write_loop`` the writes."""
+        ``read_loop`` would decline the reads or ``write_loop`` the writes, or where they
+        are of parts of pages a read cache would keep (the writes would have to drop
+        them)."""
+        ssd = self.ssd
         if (self._declines_reads(addresses, nbytes)
-                or self.declines_writes(addresses, nbytes)):
+                or self.declines_writes(addresses, nbytes) or nbytes > ssd.page
+                or (nbytes < ssd.page and ssd.cache.read_pages > 0)):
             return None
-        return WriteLoop(self, addresses // self.ssd.page, qd, 1, reads)
+        return WriteLoop(self, addresses // ssd.page, qd, 1, reads, nbytes)
 
     def _declines_reads(self, addresses: I64, nbytes: int) -> bool:
         """``read_loop``'s refusals: off this path, a read not within one page, or a
@@ -229,15 +233,19 @@ class PageBatch:
 
     def declines_writes(self, addresses: I64, nbytes: int) -> bool:
         """``write_loop``'s refusals (and a mix's under MQSim's rules, ``ConvoyLoop``):
-        off this path, a write not of whole pages or of a length the FTL does not write
-        by its run kernel first or as one page, a write buffer or an SLC cache, or a
-        page the controller's DRAM holds."""
+        off this path, a write not within one page nor of whole pages of a length the FTL
+        writes by its run kernel first, a write buffer (so no page packed with others)
+        or an SLC cache, or a page the controller's DRAM holds."""
         ssd = self.ssd
         page = ssd.page
-        return bool(not self.loop_writes or nbytes % page
-                    or (nbytes != page and not ssd.ftl.runs_first(nbytes // page))
+        off = addresses % page
+        if nbytes <= page:  # one page, or a part of one: ``FTL.write1``'s
+            shape = bool((off + nbytes <= page).all())
+        else:
+            shape = not nbytes % page and not off.any() and ssd.ftl.runs_first(nbytes // page)
+        return bool(not self.loop_writes or not shape
                     or ssd.cache.write_pages or ssd.slc or not ssd.cache.holds_nothing()
-                    or ssd.host.write_ps(nbytes) <= 0 or (addresses % page).any())
+                    or ssd.host.write_ps(nbytes) <= 0)
 
     def _batch(self, read: bool, addresses: list[int], nbytes: int,
                earliest: int) -> list[int]:
@@ -514,15 +522,18 @@ class WriteLoop(ClosedLoop):
     the reads among them booked as ``ReadLoop`` books them (``_read_one``)."""
 
     def __init__(self, batch: PageBatch, lpns: I64, qd: int, pages: int,
-                 reads: Bools | None = None) -> None:
+                 reads: Bools | None = None, nbytes: int = 0) -> None:
         ssd = batch.ssd
-        super().__init__(batch, lpns, qd, ssd.host.write_ps(pages * ssd.page))
+        nbytes = nbytes or pages * ssd.page
+        super().__init__(batch, lpns, qd, ssd.host.write_ps(nbytes))
         self.pages = pages
+        #: a request's bytes (a part of one page, or ``pages`` whole ones)
+        self.nbytes = nbytes
         #: each request a read (a mix) or not; empty: every one is a write
         self.reads = np.zeros(0, dtype=np.bool_) if reads is None else reads
         if self.reads.any():
-            self.loop[0]["rdur"] = ssd.host.read_ps(ssd.page)
-            self.loop[0]["x"] = batch.model.phy.read1_ps(ssd.page)
+            self.loop[0]["rdur"] = ssd.host.read_ps(nbytes)
+            self.loop[0]["x"] = batch.model.phy.read1_ps(nbytes)
         #: a request's ppns from the run kernel, and in the lanes' numbering
         self.out = np.zeros(pages, dtype=np.int64)
         self.ppns = np.zeros(pages, dtype=np.int64)
@@ -587,7 +598,7 @@ class WriteLoop(ClosedLoop):
         ssd = self.batch.ssd
         self._sync()
         lp = self.loop[0]
-        nbytes = self.pages * ssd.page
+        nbytes = self.nbytes
         page = ssd.page
         reads = self.reads
         while self.k < upto:
@@ -613,7 +624,7 @@ class WriteLoop(ClosedLoop):
         lp = self.loop[0]
         if self.reads.size:  # (a mix: its reads counted as ``ReadLoop`` counts them)
             got = int(np.count_nonzero(self.reads[self.k0:self.k0 + n]))
-            self.batch.count_reads(self.st, got, ssd.page)
+            self.batch.count_reads(self.st, got, self.nbytes)
             n -= got
         pages = n * self.pages
         ssd.ftl.count_run(int(lp["runs"]) * self.pages)
@@ -623,7 +634,7 @@ class WriteLoop(ClosedLoop):
         c.channel_bytes += pages * ssd.page
         c.program_cmds += int(self.st[0]["cmds"])
         self.st[0]["cmds"] = 0
-        ssd.bytes_written += pages * ssd.page
+        ssd.bytes_written += n * self.nbytes
 
 
 @njit_noref

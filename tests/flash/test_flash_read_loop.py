@@ -111,10 +111,10 @@ def test_deep_queue_waits_and_forgets_as_transport_does(
        pages=st.sampled_from([1, 2, 3, 4, 8, 72]),
        qd=st.integers(1, 40), count=st.integers(1, 500),
        depth=st.sampled_from([1, 3, 1024]),
-       iops=st.sampled_from([0, 2_500_000]))
+       iops=st.sampled_from([0, 2_500_000]), part=st.sampled_from([1, 1, 4]))
 def test_compiled_write_loop_books_what_transport_books(
         name: str, model: str, pattern: str, pages: int, qd: int, count: int, depth: int,
-        iops: int) -> None:
+        iops: int, part: int) -> None:
     """Writes through no buffer on a device a few hundred of them fill: blocks open,
     collections are forced and follow in the background (``Ssd.write`` serves those
     requests), and segments of the map turn dense. One page (``FTL.write1``'s), runs
@@ -123,14 +123,16 @@ def test_compiled_write_loop_books_what_transport_books(
     FTL's run kernel takes). On the fast model (one chunk a request, one page's program
     for a page), and on the detailed one command by command,
     multi-plane, with dies' queues of programs, and under MQSim's rules (chip lock,
-    programs from the data's last time on the link)."""
+    programs from the data's last time on the link). A ``part`` of a page (fio's 4 KiB
+    writes of 16 KiB pages, ``FTL.write1``'s with no buffer to pack them in)."""
     shrunk = dict(_SHRUNK, pages_per_block=16) if pages > 8 else _SHRUNK
     cfg = dataclasses.replace(
         small(name, nvme_queue_depth=depth, write_buffer_bytes=0, read_cache_bytes=0,
               compat="mqsim" if model == "detailed-mqsim" else "onfi",
               **shrunk), controller_iops=iops)
-    _same_bookings(cfg, pattern=pattern, size=pages * cfg.page_size, qd=qd, count=count,
-                   seed=4, model=model.split("-")[0])
+    size = pages * cfg.page_size if part == 1 else cfg.page_size // part
+    _same_bookings(cfg, pattern=pattern, size=size, qd=qd, count=count, seed=4,
+                   model=model.split("-")[0])
 
 
 @settings(max_examples=25, deadline=None)
@@ -138,20 +140,32 @@ def test_compiled_write_loop_books_what_transport_books(
        model=st.sampled_from(["fast", "detailed", "detailed-mqsim"]),
        qd=st.integers(1, 40), count=st.integers(2, 500),
        depth=st.sampled_from([1, 3, 1024]),
-       iops=st.sampled_from([0, 2_500_000]), apart=st.booleans())
+       iops=st.sampled_from([0, 2_500_000]), apart=st.booleans(),
+       part=st.sampled_from([1, 1, 2, 4]))
 def test_compiled_mix_books_what_transport_books(name: str, model: str, qd: int,
                                                  count: int, depth: int, iops: int,
-                                                 apart: bool) -> None:
+                                                 apart: bool, part: int) -> None:
     """fio's 70/30 mix of one-page requests through no buffer on either timing model
     (``WriteLoop`` with its reads) and under MQSim's rules (``ConvoyLoop`` with its
     writes, against the events): reads of pages the loop wrote a moment before, of
     pages never written and behind programs on their die, while blocks open,
-    collections are forced and segments of the map turn dense."""
+    collections are forced and segments of the map turn dense; of whole pages or a
+    ``part`` of one."""
     cfg = dataclasses.replace(
         small(name, nvme_queue_depth=depth, write_buffer_bytes=0, read_cache_bytes=0,
               compat="mqsim" if model == "detailed-mqsim" else "onfi", **_SHRUNK),
         controller_iops=iops, independent_plane_reads=apart)
-    _same_bookings(cfg, pattern="mix", size=cfg.page_size, qd=qd, count=count, seed=4,
+    _same_bookings(cfg, pattern="mix", size=cfg.page_size // part, qd=qd, count=count,
+                   seed=4, model=model.split("-")[0])
+
+
+@pytest.mark.parametrize("model", ["fast", "detailed", "detailed-mqsim"])
+def test_compiled_mix_of_parts_of_pages_books_what_transport_books(model: str) -> None:
+    """fio's 4 KiB mix on MQSim's device (8 KiB pages; its channels at 333 MT/s, so a
+    part of a page leaves the die in part of a page's time under either rules)."""
+    cfg = small("mqsim-default", write_buffer_bytes=0, read_cache_bytes=0,
+                compat="mqsim" if model == "detailed-mqsim" else "onfi", **_SHRUNK)
+    _same_bookings(cfg, pattern="mix", size=cfg.page_size // 2, qd=8, count=400, seed=4,
                    model=model.split("-")[0])
 
 
@@ -244,8 +258,14 @@ def test_loop_declines_what_it_would_book_otherwise() -> None:
     assert through.closed_loop(writes, whole, page, 4) is not None  # one page: write1's
     assert through.closed_loop(mix, whole, page, 4) is not None     # a mix of one page
     assert through.closed_loop(mix, whole, 2 * page, 4) is None     # reads of two pages
+    assert through.closed_loop(writes, whole, page // 4, 4) is not None  # a part of a page
+    assert through.closed_loop(writes, whole + page // 2, page, 4) is None  # across two
     assert through.closed_loop(reads, whole + page // 2, page // 4, 4) is not None
-    assert through.closed_loop(mix, whole, page // 4, 4) is None    # a part written
+    assert through.closed_loop(mix, whole, page // 4, 4) is not None  # a part of a page
+    cached = FlashTarget(Environment(), "flash", None,
+                         small(write_buffer_bytes=0, **_SHRUNK), model="fast",
+                         precondition=0.5, seed=1, age=0.0)
+    assert cached.closed_loop(mix, whole, page // 4, 4) is None  # parts a read cache keeps
     assert t.closed_loop(mix, whole, page, 4) is None               # a write buffer
     for compat in ("onfi", "mqsim"):  # the detailed model's programs, under either rules
         detailed = FlashTarget(Environment(), "flash", None,
