@@ -56,11 +56,12 @@ from flash.engine.chunks import (
     Lanes,
     program_chunk,
     program_page,
+    read_chunk,
     read_page,
 )
-from flash.engine.commands import RESULTS, TIMES, program_cmds
+from flash.engine.commands import RESULTS, TIMES, program_cmds, read_cmds
 from flash.engine.dies import die_prune, lane_full
-from flash.engine.gaps import Meta, gap_book, gap_prune, gap_room
+from flash.engine.gaps import Meta, gap_book, gap_prune, gap_room, gap_room_for
 from flash.fast import FastModel
 from flash.ftl import FTL
 from flash.ftl.kernels import (
@@ -78,7 +79,16 @@ from flash.host import nvme_done, nvme_fetch
 from flash.intmap import im_has_room
 from flash.runlru import LruArrays, lru_spare
 from flash.scheduler import TimingBase
-from flash.ssd import BUF_HITS, CACHE_HITS, FILL_PARTIAL, UNMAPPED, WANTED, Ssd, read_front
+from flash.ssd import (
+    BUF_HITS,
+    CACHE_HITS,
+    FILL_PARTIAL,
+    NO_FILL,
+    UNMAPPED,
+    WANTED,
+    Ssd,
+    read_front,
+)
 from tmhw.sim.jit import njit, njit_inline, njit_noref
 from tmhw.sim.rowheap import row_pop, row_push
 
@@ -105,13 +115,15 @@ LINK_FULL = 4
 #: ``SENT``), when it went out and its data's first and last time on the link, the FTL's
 #: write sequence and the runs the FTL's run kernel wrote since the loop's last ``_load``;
 #: for reads (a mix's too), their time on the link and on the channel after tR; for
-#: reads of parts of pages a read cache keeps (``_cached_read_one``): whether they are,
-#: the cache's capacity, the page and request sizes, and the write-buffer and
-#: read-cache hits, the pages read from NAND and the bytes wanted of them so far
+#: reads of several pages or of parts of pages a read cache keeps
+#: (``_front_read_one``): whether they are, the pages a read spans, the timing model
+#: (``FAST`` or not) and the device's column of its results, the cache's capacity, the
+#: page and request sizes, and the write-buffer and read-cache hits, the pages read
+#: from NAND, the read commands and the bytes wanted of them so far
 LOOP = np.dtype([(name, np.int64) for name in (
     "qd", "nw", "nq", "depth", "waits", "now", "pend", "req_now", "t_in", "t_end", "seq",
-    "runs", "rdur", "x", "fill", "capacity", "page", "nbytes", "bufhits", "hits", "got",
-    "wanted")])
+    "runs", "rdur", "x", "front", "span", "mode", "device", "capacity", "page", "nbytes",
+    "bufhits", "hits", "got", "rcmds", "wanted")])
 #: a write's progress in ``_write_loop`` (0: not begun): its pages placed, then it went
 #: out and its data crossed the link
 PLACED_, SENT = 1, 2
@@ -139,10 +151,10 @@ Link = tuple[I64, Meta]
 #: what the reads look up a page in: the L2P and the FTL's geometry
 #: (``flash.ftl.kernels``)
 Lookup = tuple[L2p, npt.NDArray[np.void]]
-#: ``_cached_read_one``'s: the controller's DRAM (``DataCache.read_state``), the map
-#: (``SparseL2P.kernel_state``), ``read_front``'s scratch and the requests' addresses
-Cached = tuple[tuple[Buffer, LruArrays], tuple[L2pArrays, tuple[I64, int, int]],
-               npt.NDArray[np.bool_], I64, I64, I64, I64, I64]
+#: ``_front_read_one``'s: the controller's DRAM (``DataCache.read_state``), the map
+#: (``SparseL2P.kernel_state``), the requests' addresses and ``ReadLoop.front``
+Front = tuple[tuple[Buffer, LruArrays], tuple[L2pArrays, tuple[I64, int, int]], I64,
+              npt.NDArray[np.bool_], I64, I64, I64, I64, I64, I64, I64, I64]
 
 
 class PageBatch:
@@ -189,8 +201,8 @@ class PageBatch:
     def read_loop(self, addresses: I64, nbytes: int, qd: int) -> ReadLoop | None:
         """The flash bench's closed loop of reads of ``nbytes`` at ``addresses`` at queue
         depth ``qd``, compiled (``ReadLoop``); None where it would book otherwise than
-        ``Ssd.read``: off this path, a read not within one page, or a page the
-        controller's DRAM holds."""
+        ``Ssd.read``: off this path, a read neither within one page nor of whole pages,
+        or a page the controller's DRAM holds."""
         if self._declines_reads(addresses, nbytes):
             return None
         return ReadLoop(self, addresses, qd, nbytes)
@@ -223,13 +235,15 @@ class PageBatch:
         return WriteLoop(self, addresses // ssd.page, qd, 1, reads, nbytes)
 
     def _declines_reads(self, addresses: I64, nbytes: int) -> bool:
-        """``read_loop``'s refusals: off this path, a read not within one page, or a
-        page the controller's DRAM holds."""
+        """``read_loop``'s refusals: off this path, a read neither within one page nor
+        of whole pages, or a page the controller's DRAM holds."""
         ssd = self.ssd
         page = ssd.page
-        return (not self.on or nbytes > page or ssd.host.read_ps(nbytes) <= 0
-                or not ssd.cache.holds_nothing()
-                or bool((addresses % page + nbytes > page).any()))
+        off = addresses % page
+        shape = (bool((off + nbytes <= page).all()) if nbytes <= page
+                 else not nbytes % page and not off.any())
+        return (not self.on or not shape or ssd.host.read_ps(nbytes) <= 0
+                or not ssd.cache.holds_nothing())
 
     def declines_writes(self, addresses: I64, nbytes: int) -> bool:
         """``write_loop``'s refusals (and a mix's under MQSim's rules, ``ConvoyLoop``):
@@ -447,10 +461,10 @@ class ClosedLoop:
 
 
 class ReadLoop(ClosedLoop):
-    """``ClosedLoop`` of reads of ``nbytes`` within a page at ``addresses``
-    (``_read_loop``): made by ``PageBatch.read_loop`` only where the controller's DRAM
-    holds no page. Where a read cache keeps the pages read in part, such reads go
-    through the cache as ``Ssd.read_map`` takes them (``_cached_read_one``)."""
+    """``ClosedLoop`` of reads of ``nbytes`` at ``addresses``, within a page or of whole
+    pages (``_read_loop``): made by ``PageBatch.read_loop`` only where the controller's
+    DRAM holds no page. Reads of several pages, and of parts of pages where a read cache
+    keeps them, go through DRAM as ``Ssd.read_map`` takes them (``_front_read_one``)."""
 
     def __init__(self, batch: PageBatch, addresses: I64, qd: int, nbytes: int) -> None:
         ssd = batch.ssd
@@ -458,13 +472,24 @@ class ReadLoop(ClosedLoop):
         self.nbytes = nbytes
         self.addresses = addresses
         lp = self.loop[0]
-        lp["x"] = batch.model.phy.read1_ps(nbytes)
-        lp["fill"] = int(nbytes < ssd.page and ssd.cache.read_pages > 0)
-        lp["capacity"], lp["page"], lp["nbytes"] = ssd.cache.read_pages, ssd.page, nbytes
-        #: ``read_front``'s scratch: the pages DRAM holds, its runs, the page to read
-        #: and the bytes wanted of it, its results
-        self.front = (np.zeros(2, dtype=np.bool_), np.zeros((3, 2), dtype=np.int64),
-                      np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64),
+        page, model = ssd.page, batch.model
+        span = max(1, nbytes // page)
+        lp["x"] = model.phy.read1_ps(min(nbytes, page))
+        lp["front"] = int(nbytes > page or (nbytes < page and ssd.cache.read_pages > 0))
+        lp["span"], lp["mode"], lp["device"] = span, FAST, model.device
+        if isinstance(model, DetailedModel):
+            lp["mode"] = CUT_THROUGH
+        lp["capacity"], lp["page"], lp["nbytes"] = ssd.cache.read_pages, page, nbytes
+        #: ``read_front``'s scratch (the pages DRAM holds, its runs, the pages to read
+        #: and the bytes wanted of each, its results), then the pages' data-out times
+        #: (``read_cmds``'), ``read_chunk``'s time and results and ``read_cmds``' results
+        self.front = (np.zeros(span + 1, dtype=np.bool_),
+                      np.zeros((span + 2, 2), dtype=np.int64),
+                      np.zeros(span, dtype=np.int64), np.zeros(span, dtype=np.int64),
+                      np.zeros(4, dtype=np.int64),
+                      np.full(span, model.phy.page_data, dtype=np.int64),
+                      np.zeros(1, dtype=np.int64),
+                      np.zeros((3, model.former.devices), dtype=np.int64),
                       np.zeros(4, dtype=np.int64))
 
     def run(self, upto: int, lat: I64, done: I64) -> None:
@@ -475,8 +500,8 @@ class ReadLoop(ClosedLoop):
         lookup = b.lookup()
         while self.k < upto:
             lanes = (model.dies.state, *model.channels.arrays(), *NO_WAIT)
-            cached = (ssd.cache.read_state(), ssd.ftl.l2p.kernel_state(), *self.front,
-                      self.addresses)
+            cached = (ssd.cache.read_state(), ssd.ftl.l2p.kernel_state(), self.addresses,
+                      *self.front)
             self.k = int(_read_loop(lanes, b.dev, ssd.host.links.arrays(), lookup,
                                     self.lpns, self.st, self.loop, self.work, self.queue,
                                     lat, done, self.k, upto, cached))
@@ -489,20 +514,20 @@ class ReadLoop(ClosedLoop):
 
     def _count(self, n: int) -> None:
         lp = self.loop[0]
-        if not lp["fill"]:
+        if not lp["front"]:
             self.batch.count_reads(self.st, n, self.nbytes)
             return
-        # (as ``Ssd.read_map`` and ``read1`` count them: the pages read from NAND)
+        # (as ``Ssd.read_map`` and the model's read count them: the pages read from NAND)
         ssd = self.batch.ssd
         c, cache = ssd.c, ssd.cache
         cache.buffer_read_hits += int(lp["bufhits"])
         cache.cache_read_hits += int(lp["hits"])
         c.unmapped_reads += int(self.st[0]["unmapped"])
-        c.read_cmds += int(lp["got"])
+        c.read_cmds += int(lp["rcmds"])
         c.host_pages_read += int(lp["got"])
         c.channel_bytes += int(lp["wanted"])
         ssd.bytes_read += n * self.nbytes
-        lp["bufhits"] = lp["hits"] = lp["got"] = lp["wanted"] = 0
+        lp["bufhits"] = lp["hits"] = lp["got"] = lp["rcmds"] = lp["wanted"] = 0
         self.st[0]["unmapped"] = 0
 
 
@@ -759,18 +784,18 @@ def _write_pages(lanes: Lanes, dev: Device, link: Link, ppns: I64,
 @njit
 def _read_loop(lanes: Lanes, dev: Device, link: Link, lookup: Lookup, lpns: I64,
                st: npt.NDArray[np.void], loop: npt.NDArray[np.void], work: I64,
-               queue: I64, lat: I64, done: I64, k: int, upto: int, cached: Cached) -> int:
+               queue: I64, lat: I64, done: I64, k: int, upto: int, front: Front) -> int:
     """The flash bench's closed loop (``flash.bench``) of reads within the pages
     ``lpns`` from ``k`` to ``upto``, each as ``_read_one`` books it, or
-    ``_cached_read_one`` (``fill`` in ``loop``). Where it stopped: ``upto``, or a
+    ``_front_read_one`` (``front`` in ``loop``). Where it stopped: ``upto``, or a
     request whose channel or link row or read cache is full (why and its page in
     ``st``; nothing of it booked, the loop as it was)."""
     dur, x = st[0]["dur"], loop[0]["x"]
-    fill = loop[0]["fill"]
+    by_front = loop[0]["front"]
     for j in range(k, upto):
-        if fill:
-            if not _cached_read_one(lanes, dev, link, cached, st, loop, work, queue, lat,
-                                    done, j, dur, x):
+        if by_front:
+            if not _front_read_one(lanes, dev, link, front, st, loop, work, queue, lat,
+                                   done, j, dur, x):
                 return j
         elif not _read_one(lanes, dev, link, lookup, lpns[j], st, loop, work, queue, lat,
                            done, j, dur, x):
@@ -779,47 +804,69 @@ def _read_loop(lanes: Lanes, dev: Device, link: Link, lookup: Lookup, lpns: I64,
 
 
 @njit_inline
-def _cached_read_one(lanes: Lanes, dev: Device, link: Link, cached: Cached,
-                     st: npt.NDArray[np.void], loop: npt.NDArray[np.void], work: I64,
-                     queue: I64, lat: I64, done: I64, j: int, dur: int, x: int) -> bool:
-    """A closed loop's read of part of a page a read cache keeps, request ``j`` at its
-    address in ``cached``: it goes out as ``_read_one``'s, then DRAM serves it or its
-    page is read and kept (``flash.ssd.read_front``, as ``Ssd.read_map`` takes it),
-    the page, if missed, read (``read_page``, ``x`` after tR), its data's ``dur`` on the
-    link's read direction from its data-out start (from when it was taken, from DRAM)
-    and ``_complete``. False, with nothing booked, where a channel's or the link's row
-    or the read cache's rows (``CACHE_FULL``) have no room for it."""
+def _front_read_one(lanes: Lanes, dev: Device, link: Link, front: Front,
+                    st: npt.NDArray[np.void], loop: npt.NDArray[np.void], work: I64,
+                    queue: I64, lat: I64, done: I64, j: int, dur: int, x: int) -> bool:
+    """A closed loop's read of ``span`` whole pages, or of part of a page a read cache
+    keeps, request ``j`` at its address in ``front``, as ``Ssd.read`` books it: it goes
+    out as ``_read_one``'s, then DRAM serves what it holds and the rest is looked up
+    and, a part of a page, kept (``flash.ssd.read_front``, as ``Ssd.read_map`` takes
+    it); the pages missed are read as the model reads them: one by ``read_page``
+    (``x`` after tR), several by ``read_chunk`` (``FAST``) or ``read_cmds``; its data's
+    ``dur`` on the link's read direction from its first data-out (from when it was
+    taken where DRAM served a page) and ``_complete``. False, with nothing booked,
+    where a channel's or the link's row or the read cache's rows (``CACHE_FULL``) may
+    have no room for it."""
     geo, cmds, cell = dev
     liv, lmeta = link
     r = st[0]
     lp = loop[0]
-    dram, l2pk, mask, runs, ppns, nb, res, addresses = cached
+    dram, l2pk, addresses, mask, runs, ppns, nb, res, data, e, cres, rres = front
+    span, page, nbytes, capacity = lp["span"], lp["page"], lp["nbytes"], lp["capacity"]
     lru = dram[1]
-    if lru_spare(lru[0], lru[2]) < 2:  # (a hit's move or a fill: ``read_front``)
+    if capacity and lru_spare(lru[0], lru[2]) < 2 * (span + 2):  # (``read_front``'s)
         r["stop"] = CACHE_FULL
         return False
-    for c in range(r["ch0"], r["ch1"]):  # (its page is known once the cache is asked)
-        if not gap_room(lanes[1], lanes[2], c):
+    for c in range(r["ch0"], r["ch1"]):  # (its pages are known once DRAM is asked)
+        if not gap_room_for(lanes[1], lanes[2], c, span):
             r["stop"] = CH_FULL
             return False
     if not gap_room(liv, lmeta, 0):
         r["stop"] = LINK_FULL
         return False
     now, t = _go_out(r, lp, work, queue)
-    page, nbytes = lp["page"], lp["nbytes"]
     address = addresses[j]
     lo = address // page
-    got = read_front(dram, l2pk, lo, lo + 1, t, FILL_PARTIAL, address, nbytes, page,
-                     lp["capacity"], mask, runs, ppns, nb, res)
+    fill = FILL_PARTIAL if capacity and nbytes < page else NO_FILL
+    got = read_front(dram, l2pk, lo, lo + span, t, fill, address, nbytes, page, capacity,
+                     mask, runs, ppns, nb, res)
     lp["bufhits"] += res[BUF_HITS]
     lp["hits"] += res[CACHE_HITS]
     r["unmapped"] += res[UNMAPPED]
     lp["wanted"] += res[WANTED]
-    start = x_end = t
-    if got:
-        lp["got"] += 1
+    lp["got"] += got
+    start = t if got < span else -1
+    x_end = t
+    if got == 1:
+        lp["rcmds"] += 1
         x_end = read_page(lanes, geo, cmds, cell, ppns[0] + r["ppn0"], t, x)
-        start = x_end - x
+        x_start = x_end - x
+    elif got:
+        for i in range(got):
+            ppns[i] += r["ppn0"]
+        if lp["mode"] == FAST:
+            e[0] = t
+            read_chunk(lanes, geo, cmds, ppns[:got], nb[:got], e, cres)
+            d = lp["device"]
+            lp["rcmds"] += cres[0, d]
+            x_start, x_end = cres[1, d], cres[2, d]
+        else:
+            rres[0], rres[1], rres[2], rres[3] = -1, t, 0, 0
+            read_cmds(lanes, geo, cmds, cell, ppns[:got], data[:got], t, rres)
+            lp["rcmds"] += rres[2]
+            x_start, x_end = rres[0], rres[1]
+    if got and (start < 0 or x_start < start):
+        start = x_start
     end = gap_book(liv, lmeta, 0, start, dur)
     if x_end > end:
         end = x_end

@@ -69,13 +69,15 @@ _CLOSED_LOOP = FlashTarget.closed_loop
        qd=st.integers(1, 70), count=st.integers(1, 600),
        depth=st.sampled_from([1, 3, 8, 1024]),
        iops=st.sampled_from([0, 300_000, 2_500_000]), apart=st.booleans(),
-       part=st.sampled_from([1, 1, 2, 4, 16]), cache=st.sampled_from([0, 8, 64 << 20]))
+       part=st.sampled_from([1, 1, 2, 4, 16]), cache=st.sampled_from([0, 8, 64 << 20]),
+       pages=st.sampled_from([1, 1, 1, 2, 3, 8]))
 def test_compiled_loop_books_what_transport_books(name: str, model: str, pattern: str,
                                                   qd: int, count: int, depth: int,
                                                   iops: int, apart: bool, part: int,
-                                                  cache: int) -> None:
-    """Whole-page reads, and reads of a ``part`` of a page (fio's 4 KiB reads of 16 KiB
-    pages), on either timing model (the detailed model's one-page read is the fast
+                                                  cache: int, pages: int) -> None:
+    """Whole-page reads, reads of a ``part`` of a page (fio's 4 KiB reads of 16 KiB
+    pages) and of several ``pages`` (the fast model's chunk read, the detailed one's
+    commands), on either timing model (the detailed model's one-page read is the fast
     one's), with and without independent plane reads; with no read cache, or one of
     ``cache`` bytes (8: one page, rounded up) that keeps the pages read in part, hit
     by later reads of them and trimmed."""
@@ -83,7 +85,8 @@ def test_compiled_loop_books_what_transport_books(name: str, model: str, pattern
                                     **_SHRUNK),
                               controller_iops=iops, independent_plane_reads=apart)
     mp = pytest.MonkeyPatch()
-    kw = dict(pattern=pattern, size=cfg.page_size // part, qd=qd, count=count, seed=2)
+    size = cfg.page_size * pages if pages > 1 else cfg.page_size // part
+    kw = dict(pattern=pattern, size=size, qd=qd, count=count, seed=2)
     got, a = _bench(cfg, True, mp, model=model, **kw)
     want, b = _bench(cfg, False, mp, model=model, **kw)
     assert got == want
@@ -243,7 +246,8 @@ def test_loop_declines_what_it_would_book_otherwise() -> None:
     assert t.closed_loop(reads, whole + 512, page, 4) is None    # not page-aligned
     assert t.closed_loop(reads, whole, page // 2, 4) is not None  # a part, by the cache
     assert t.closed_loop(reads, whole + page // 2, page, 4) is None  # across two pages
-    assert t.closed_loop(reads, whole, 2 * page, 4) is None      # two pages
+    assert t.closed_loop(reads, whole, 2 * page, 4) is not None  # two pages
+    assert t.closed_loop(reads, whole + page // 2, 2 * page, 4) is None  # parts of three
     assert t.closed_loop(writes, whole, 2 * page, 4) is None     # a write buffer
     t.transport(Transfer(Op.WRITE, 0, page, Pattern.RANDOM), 0)
     assert t.closed_loop(reads, whole, page, 4) is None          # the buffer holds a page
