@@ -19,10 +19,11 @@ timeout (the target books its work without events), except reads under
 (``FlashTarget.request``, ``flash.convoy``). On the bench's own device the loop needs
 no events: requests are booked by ``transport`` in the order the workers would issue
 them. On one device the whole loop is compiled (``FlashTarget.closed_loop``), the same
-bookings at a few microseconds a request, where every request reads one whole page,
-writes whole pages through no buffer, or (a mix) does either with one page (either
-timing model; ``flash.pages``), and for reads alone under ``compat = "mqsim"``, whose
-events are compiled with the loop (``flash.convoy_loop``).
+bookings at a few microseconds a request, where every request reads or writes within
+one page or whole pages (through a write buffer, but not an SLC cache), or (a mix, with
+no write buffer) does either within one page (either timing model; ``flash.pages``),
+and under ``compat = "mqsim"`` for reads and mixes too, whose events are compiled with
+the loop (``flash.convoy_loop``).
 """
 
 from __future__ import annotations

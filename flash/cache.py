@@ -109,6 +109,11 @@ class DataCache:
             return
         self._buf = (self._heap, m, self._pages.table, self._pages.meta)
 
+    def make_room(self, writes: int, pages: int) -> None:
+        """Room for ``writes`` more writes of ``pages`` pages in all, for a kernel that
+        buffers them (``flash.pages``' write loop: ``buffer_run``)."""
+        self._room(writes, pages)
+
     def admit(self, pages: int, earliest: int) -> int:
         """Earliest time >= ``earliest`` at which ``pages`` fit in the write buffer;
         -1 when the transaction is larger than the buffer (written through)."""

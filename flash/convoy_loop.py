@@ -541,7 +541,7 @@ class ConvoyLoop:
         if is_read is not None and (
                 batch is None or nbytes > page or not isinstance(m, DetailedModel)
                 or bool((addresses % page + nbytes > page).any())
-                or batch.declines_writes(addresses, nbytes)):
+                or ssd.cache.write_pages > 0 or batch.declines_writes(addresses, nbytes)):
             return None
         return ConvoyLoop(ssd, m, turn, addresses, nbytes, qd, is_read, batch)
 

@@ -21,10 +21,11 @@ Each layer does what the per-command path does, for the commands in order:
   controller's active time, and prunes the channels, the dies' queues and the link after
   every 256th command, as ``Ssd._finish`` does.
 
-The flash bench's closed loops (``ReadLoop``: whole-page reads; ``WriteLoop``: writes
-of whole pages through no buffer, placed by the FTL's run kernel and programmed as one
-chunk each on the fast model, command by command on the detailed one, under either
-rules, and a mix of one-page reads and writes) are this path with a time per command:
+The flash bench's closed loops (``ReadLoop``: reads within a page or of whole pages;
+``WriteLoop``: writes within a page or of whole pages, through a write buffer or not,
+placed by the FTL's run kernel and programmed as one chunk each on the fast model,
+command by command on the detailed one, under either rules, and a mix of reads and
+writes within a page each) are this path with a time per command:
 each request goes out when the earliest of the loop's outstanding ones completes, and
 the NVMe queue's waits and bounded memory of completions are booked in the kernel too
 (``nvme_fetch``, ``nvme_done``), so a loop of any length is one call per step of the
@@ -47,7 +48,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from flash.cache import Buffer
+from flash.cache import COUNT, Buffer, admit_write, buffer_run
 from flash.detailed import DetailedModel
 from flash.engine.chunks import (
     CH_FULL,
@@ -119,11 +120,16 @@ LINK_FULL = 4
 #: (``_front_read_one``): whether they are, the pages a read spans, the timing model
 #: (``FAST`` or not) and the device's column of its results, the cache's capacity, the
 #: page and request sizes, and the write-buffer and read-cache hits, the pages read
-#: from NAND, the read commands and the bytes wanted of them so far
+#: from NAND, the read commands and the bytes wanted of them so far; for writes through
+#: a write buffer: whether there is one and its pages, whether small writes share a page
+#: (``Ssd.packs``) and the bytes gathered for the next (``Ssd.packed``), whether this
+#: write only waits for the page to fill, and the writes that waited for room, the pages
+#: acknowledged from the buffer, the writes that only waited and the pages programmed
 LOOP = np.dtype([(name, np.int64) for name in (
     "qd", "nw", "nq", "depth", "waits", "now", "pend", "req_now", "t_in", "t_end", "seq",
     "runs", "rdur", "x", "front", "span", "mode", "device", "capacity", "page", "nbytes",
-    "bufhits", "hits", "got", "rcmds", "wanted")])
+    "bufhits", "hits", "got", "rcmds", "wanted", "wbuf", "wcap", "packs", "packed",
+    "pack_now", "bwaits", "whits", "pwrites", "wprog")])
 #: a write's progress in ``_write_loop`` (0: not begun): its pages placed, then it went
 #: out and its data crossed the link
 PLACED_, SENT = 1, 2
@@ -133,8 +139,9 @@ PLACED_, SENT = 1, 2
 #: entries (the caller makes it dense: ``L2P.densify_reached``)
 MAP_PLACED, BY_COMMAND, DENSIFY = 5, 6, 7
 #: ``stop`` of ``_read_loop``: the read cache's rows have too few spare for a read's
-#: move (the caller grows them: ``DataCache.grow_read_cache``)
-CACHE_FULL = 8
+#: move (the caller grows them: ``DataCache.grow_read_cache``); of ``_write_loop``: the
+#: write buffer has no room for a write's row or pages (``DataCache.make_room``)
+CACHE_FULL, BUF_ROOM = 8, 9
 #: ``_write_loop``'s programs: one chunk on the fast model, or command by command on the
 #: detailed one, from the data's first time on the link (cut-through) or its last
 #: (``compat = "mqsim"``)
@@ -226,11 +233,12 @@ class PageBatch:
         not, compiled (``WriteLoop`` of one page with its ``reads``); None where
         ``read_loop`` would decline the reads or ``write_loop`` the writes, or where they
         are of parts of pages a read cache would keep (the writes would have to drop
-        them)."""
+        them), or the writes go through a write buffer."""
         ssd = self.ssd
         if (self._declines_reads(addresses, nbytes)
                 or self.declines_writes(addresses, nbytes) or nbytes > ssd.page
-                or (nbytes < ssd.page and ssd.cache.read_pages > 0)):
+                or (nbytes < ssd.page and ssd.cache.read_pages > 0)
+                or ssd.cache.write_pages > 0):  # (a read of a page it holds is DRAM's)
             return None
         return WriteLoop(self, addresses // ssd.page, qd, 1, reads, nbytes)
 
@@ -248,8 +256,8 @@ class PageBatch:
     def declines_writes(self, addresses: I64, nbytes: int) -> bool:
         """``write_loop``'s refusals (and a mix's under MQSim's rules, ``ConvoyLoop``):
         off this path, a write not within one page nor of whole pages of a length the FTL
-        writes by its run kernel first, a write buffer (so no page packed with others)
-        or an SLC cache, or a page the controller's DRAM holds."""
+        writes by its run kernel first, one larger than the write buffer, an SLC cache,
+        or a page the controller's DRAM holds."""
         ssd = self.ssd
         page = ssd.page
         off = addresses % page
@@ -257,9 +265,9 @@ class PageBatch:
             shape = bool((off + nbytes <= page).all())
         else:
             shape = not nbytes % page and not off.any() and ssd.ftl.runs_first(nbytes // page)
-        return bool(not self.loop_writes or not shape
-                    or ssd.cache.write_pages or ssd.slc or not ssd.cache.holds_nothing()
-                    or ssd.host.write_ps(nbytes) <= 0)
+        return bool(not self.loop_writes or not shape or ssd.slc
+                    or max(1, nbytes // page) > ssd.cache.write_pages > 0  # (through it)
+                    or not ssd.cache.holds_nothing() or ssd.host.write_ps(nbytes) <= 0)
 
     def _batch(self, read: bool, addresses: list[int], nbytes: int,
                earliest: int) -> list[int]:
@@ -532,9 +540,10 @@ class ReadLoop(ClosedLoop):
 
 
 class WriteLoop(ClosedLoop):
-    """``ClosedLoop`` of writes of ``pages`` whole pages each (``_write_loop``), written
-    through: each request's pages placed by the FTL's run kernel (``kernels.write_run``;
-    one page by ``kernels.write_open``, as ``FTL.write1`` places it)
+    """``ClosedLoop`` of writes of ``pages`` whole pages each, or of ``nbytes`` of one
+    (``_write_loop``), through the write buffer if there is one: each request's pages
+    placed by the FTL's run kernel (``kernels.write_run``; one page by
+    ``kernels.write_open``, as ``FTL.write1`` places it)
     and programmed as one chunk (``program_chunk``) on the fast model, command by
     command (``program_cmds``, from the data's first time on the link, or its last
     under ``compat = "mqsim"``) on the detailed one, as ``Ssd.write`` does where
@@ -542,9 +551,10 @@ class WriteLoop(ClosedLoop):
     to open, a collection) is served by ``Ssd.write`` from the state the loop left, and
     so is every request while a plane is under the soft collection threshold (each is
     followed by a background collection). Made by ``PageBatch.write_loop`` only where
-    the device has no write buffer, no SLC cache and its DRAM holds nothing. A mix
-    (``PageBatch.mix_loop``: ``reads``, each request's kind) has requests of one page,
-    the reads among them booked as ``ReadLoop`` books them (``_read_one``)."""
+    the device has no SLC cache and its DRAM holds nothing. A mix
+    (``PageBatch.mix_loop``: ``reads``, each request's kind; no write buffer) has
+    requests within one page, the reads among them booked as ``ReadLoop`` books them
+    (``_read_one``)."""
 
     def __init__(self, batch: PageBatch, lpns: I64, qd: int, pages: int,
                  reads: Bools | None = None, nbytes: int = 0) -> None:
@@ -554,6 +564,10 @@ class WriteLoop(ClosedLoop):
         self.pages = pages
         #: a request's bytes (a part of one page, or ``pages`` whole ones)
         self.nbytes = nbytes
+        lp = self.loop[0]
+        lp["nbytes"], lp["page"] = nbytes, ssd.page
+        lp["wbuf"], lp["wcap"] = int(ssd.cache.write_pages > 0), ssd.cache.write_pages
+        lp["packs"] = int(ssd.packs)
         #: each request a read (a mix) or not; empty: every one is a write
         self.reads = np.zeros(0, dtype=np.bool_) if reads is None else reads
         if self.reads.any():
@@ -581,7 +595,8 @@ class WriteLoop(ClosedLoop):
 
     def _loaded(self) -> None:
         lp = self.loop[0]
-        lp["seq"], lp["runs"] = self.batch.ssd.ftl.blocks.seq, 0
+        ssd = self.batch.ssd
+        lp["seq"], lp["runs"], lp["packed"] = ssd.ftl.blocks.seq, 0, ssd.packed
 
     def run(self, upto: int, lat: I64, done: I64) -> None:
         """Book the requests up to ``upto`` (their latencies into ``lat``, their
@@ -600,7 +615,7 @@ class WriteLoop(ClosedLoop):
                                      lat, done, model.device, self.k, upto,
                                      (self.mode, self.queues, self.times, self.cmd_res),
                                      (ftl.l2p.sparse_per_seg, *self.one),
-                                     (self.reads, b.lookup())))
+                                     (self.reads, b.lookup()), ssd.cache.read_state()[0]))
             if self.k == upto:
                 break
             stop = int(self.st[0]["stop"])
@@ -613,6 +628,8 @@ class WriteLoop(ClosedLoop):
                 self._by_command(self.k + 1, lat, done)
             elif stop == LINK_FULL:
                 ssd.host.links.grow()
+            elif stop == BUF_ROOM:
+                ssd.cache.make_room(1, self.pages)
             else:
                 model.grow(stop, self.ppns)
 
@@ -651,15 +668,19 @@ class WriteLoop(ClosedLoop):
             got = int(np.count_nonzero(self.reads[self.k0:self.k0 + n]))
             self.batch.count_reads(self.st, got, self.nbytes)
             n -= got
-        pages = n * self.pages
+        pages = int(lp["wprog"])
         ssd.ftl.count_run(int(lp["runs"]) * self.pages)
-        lp["runs"] = 0
-        c = ssd.c
+        c, cache = ssd.c, ssd.cache
         c.pages_programmed += pages
         c.channel_bytes += pages * ssd.page
         c.program_cmds += int(self.st[0]["cmds"])
         self.st[0]["cmds"] = 0
         ssd.bytes_written += n * self.nbytes
+        cache.write_waits += int(lp["bwaits"])
+        cache.write_hits += int(lp["whits"])
+        ssd.packed_writes += int(lp["pwrites"])
+        ssd.packed = int(lp["packed"])
+        lp["runs"] = lp["wprog"] = lp["bwaits"] = lp["whits"] = lp["pwrites"] = 0
 
 
 @njit_noref
@@ -955,7 +976,7 @@ def _write_loop(lanes: Lanes, dev: Device, link: Link,
                 loop: npt.NDArray[np.void], work: I64, queue: I64, lat: I64, done: I64,
                 device: int, k: int, upto: int, prog: Programs,
                 one: tuple[npt.NDArray[np.int32], I64, I64, I64],
-                mix: tuple[Bools, Lookup]) -> int:
+                mix: tuple[Bools, Lookup], wbuf: Buffer) -> int:
     """The flash bench's closed loop (``flash.bench``) of writes of ``out.size`` whole
     pages from each of ``lpns``, from ``k`` to ``upto``, as ``Ssd.write`` books each
     where the FTL's run kernel takes it and nothing is buffered: its pages placed
@@ -980,7 +1001,12 @@ def _write_loop(lanes: Lanes, dev: Device, link: Link,
     ``pend`` in ``loop`` says how far it got, and the next call goes on from there: the
     detailed model's programs from the command they stopped at). A mix (``mix``: each
     request a read or not, empty for none, and the map as reads look it up): each read
-    as ``_read_one`` books it, its data ``rdur`` (in ``loop``) on the link."""
+    as ``_read_one`` books it, its data ``rdur`` (in ``loop``) on the link. Through a
+    write buffer (``wbuf``, ``wbuf`` in ``loop``), as ``Ssd.write`` books it: the buffer
+    admits the write (``admit_write``, its data on the link from then), a small write
+    that does not fill the page being gathered (``packs``) is only buffered, and the
+    write completes when its data is in the buffer, where it stays until its programs
+    end (``buffer_run``); a write the buffer has no room for stops (``BUF_ROOM``)."""
     mode, queues, ptimes, pres = prog
     geo, cmds, cell = dev
     liv, lmeta = link
@@ -1001,7 +1027,17 @@ def _write_loop(lanes: Lanes, dev: Device, link: Link,
             if not gap_room(liv, lmeta, 1):  # (checked before anything is done)
                 r["stop"] = LINK_FULL
                 return j
-            if n == 1:
+            # (``DataCache._room``: a row for the write, entries for its pages)
+            if lp["wbuf"] and (wbuf[1][COUNT] + 1 > wbuf[0].shape[0]
+                               or not im_has_room(wbuf[2], wbuf[3], n)):
+                r["stop"] = BUF_ROOM
+                return j
+            lp["pack_now"] = 0
+            if lp["packs"] and n == 1 and lp["nbytes"] < lp["page"] \
+                    and lp["packed"] + lp["nbytes"] < lp["page"]:
+                lp["pack_now"] = 1  # (its data waits in the buffer for the page to fill)
+                lp["pend"] = PLACED_
+            elif n == 1:
                 per_seg, seq1, sparse, res1 = one
                 if not im_has_room(l2p[0], l2p[1], 1):  # (``IntMap.reserve`` would grow it)
                     r["stop"] = BY_COMMAND
@@ -1033,6 +1069,17 @@ def _write_loop(lanes: Lanes, dev: Device, link: Link,
         if lp["pend"] == PLACED_:
             now, t = _go_out(r, lp, work, queue)
             lp["req_now"] = now
+            if lp["wbuf"]:  # (``DataCache.admit``: its data crosses once it fits)
+                adm = admit_write(wbuf, n, lp["wcap"], t)
+                if adm > t:
+                    lp["bwaits"] += 1
+                    t = adm
+            if lp["packs"] and n == 1 and lp["nbytes"] < lp["page"]:
+                lp["packed"] += lp["nbytes"]
+                if lp["pack_now"]:
+                    lp["pwrites"] += 1
+                else:
+                    lp["packed"] -= lp["page"]
             l_end = gap_book(liv, lmeta, 1, t, dur)
             lp["t_in"], lp["t_end"] = l_end - dur, l_end
             lp["pend"] = SENT
@@ -1043,7 +1090,9 @@ def _write_loop(lanes: Lanes, dev: Device, link: Link,
                 pres[0], pres[1], pres[2] = first_in, 0, 0
         for i in range(n):
             ppns[i] = out[i] + ppn0
-        if mode == FAST and n == 1:  # (``FastModel.program1``)
+        if lp["pack_now"]:  # (no program: its page is not full)
+            why, cmds_done, end = 0, 0, lp["t_end"]
+        elif mode == FAST and n == 1:  # (``FastModel.program1``)
             got1 = program_page(lanes, geo, cmds, cell, ppns[0], lp["t_in"], lp["t_end"])
             why = -got1 if got1 < 0 else 0
             cmds_done, end = 1 - (got1 & 1), got1 >> 1
@@ -1060,6 +1109,12 @@ def _write_loop(lanes: Lanes, dev: Device, link: Link,
             r["stop"] = why
             return j
         r["cmds"] += cmds_done
+        if not lp["pack_now"]:
+            lp["wprog"] += n
+        if lp["wbuf"]:  # (``DataCache.buffered``: acknowledged from the buffer)
+            buffer_run(wbuf, lpns[j], lpns[j] + n, end)
+            lp["whits"] += n
+            end = lp["t_end"]
         _complete(st, lp, work, queue, lanes, link, lat, done, j, lp["req_now"], end)
         lp["pend"] = 0
     return upto

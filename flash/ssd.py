@@ -147,7 +147,7 @@ class Ssd:
         #: small writes share NAND pages (module docstring): only under ONFI rules and
         #: with a write buffer to gather them in; the bytes gathered so far
         self.packs = cfg.compat == "onfi" and cfg.write_buffer_bytes > 0
-        self._packed = 0
+        self.packed = 0
         self.packed_writes = 0
 
     # -- serving -----------------------------------------------------------------------
@@ -257,11 +257,11 @@ class Ssd:
         ftl = self.ftl
         model = self.model
         if hi - lo == 1 and nbytes < page and self.packs:
-            self._packed += nbytes
-            if self._packed < page:  # its data waits in the buffer for the page to fill
+            self.packed += nbytes
+            if self.packed < page:  # its data waits in the buffer for the page to fill
                 self.packed_writes += 1
                 return t0, adm, first_in, l_end, l_end, None
-            self._packed -= page
+            self.packed -= page
         slc = self.slc_mode = bool(self.slc) and self.slc.take(hi - lo, t0, self._active_until)
         if hi - lo == 1:
             ppn, jobs = ftl.write1(lo)

@@ -17,7 +17,7 @@ from flash_devices import device_state, small
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from flash import FlashConfig
+from flash import PRESETS, FlashConfig
 from flash.bench import run_bench
 from flash.target import FlashTarget
 from tmhw.sim import Op, Pattern, Transfer
@@ -114,11 +114,12 @@ def test_deep_queue_waits_and_forgets_as_transport_does(
        pages=st.sampled_from([1, 2, 3, 4, 8, 72]),
        qd=st.integers(1, 40), count=st.integers(1, 500),
        depth=st.sampled_from([1, 3, 1024]),
-       iops=st.sampled_from([0, 2_500_000]), part=st.sampled_from([1, 1, 4]))
+       iops=st.sampled_from([0, 2_500_000]), part=st.sampled_from([1, 1, 4]),
+       buffer=st.sampled_from([0, 0, 80, 1 << 30]))
 def test_compiled_write_loop_books_what_transport_books(
         name: str, model: str, pattern: str, pages: int, qd: int, count: int, depth: int,
-        iops: int, part: int) -> None:
-    """Writes through no buffer on a device a few hundred of them fill: blocks open,
+        iops: int, part: int, buffer: int) -> None:
+    """Writes on a device a few hundred of them fill: blocks open,
     collections are forced and follow in the background (``Ssd.write`` serves those
     requests), and segments of the map turn dense. One page (``FTL.write1``'s), runs
     of at most a stripe (8 planes) and runs longer than ``DENSE_AT // 4`` (64) pages,
@@ -127,10 +128,16 @@ def test_compiled_write_loop_books_what_transport_books(
     for a page), and on the detailed one command by command,
     multi-plane, with dies' queues of programs, and under MQSim's rules (chip lock,
     programs from the data's last time on the link). A ``part`` of a page (fio's 4 KiB
-    writes of 16 KiB pages, ``FTL.write1``'s with no buffer to pack them in)."""
+    writes of 16 KiB pages). Through no buffer, or a write buffer of ``buffer`` pages
+    (80: writes wait for room in it; under ONFI rules small writes share its pages)
+    larger than the writes."""
     shrunk = dict(_SHRUNK, pages_per_block=16) if pages > 8 else _SHRUNK
+    base = small(name, **shrunk)
+    wb = min(buffer, 1 << 30) * (base.page_size if buffer < 1 << 30 else 1)
+    if wb and wb < pages * base.page_size:
+        wb = 0  # (a write larger than the buffer goes through it unbuffered: declined)
     cfg = dataclasses.replace(
-        small(name, nvme_queue_depth=depth, write_buffer_bytes=0, read_cache_bytes=0,
+        small(name, nvme_queue_depth=depth, write_buffer_bytes=wb, read_cache_bytes=0,
               compat="mqsim" if model == "detailed-mqsim" else "onfi",
               **shrunk), controller_iops=iops)
     size = pages * cfg.page_size if part == 1 else cfg.page_size // part
@@ -248,7 +255,17 @@ def test_loop_declines_what_it_would_book_otherwise() -> None:
     assert t.closed_loop(reads, whole + page // 2, page, 4) is None  # across two pages
     assert t.closed_loop(reads, whole, 2 * page, 4) is not None  # two pages
     assert t.closed_loop(reads, whole + page // 2, 2 * page, 4) is None  # parts of three
-    assert t.closed_loop(writes, whole, 2 * page, 4) is None     # a write buffer
+    assert t.closed_loop(writes, whole, 2 * page, 4) is not None  # through a write buffer
+    assert t.closed_loop(mix, whole, page, 4) is None            # reads it would serve
+    tiny = FlashTarget(Environment(), "flash", None,
+                       small(write_buffer_bytes=page, **_SHRUNK), model="fast",
+                       precondition=0.5, seed=1, age=0.0)
+    assert tiny.closed_loop(writes, whole, 2 * page, 4) is None  # larger than the buffer
+    slc = FlashTarget(Environment(), "flash", None,
+                      dataclasses.replace(small(**_SHRUNK), slc_cache_bytes=64 * page,
+                                          t_prog_slc=PRESETS["990pro"].t_prog_slc),
+                      model="fast", precondition=0.5, seed=1, age=0.0)
+    assert slc.closed_loop(writes, whole, page, 4) is None       # an SLC cache
     t.transport(Transfer(Op.WRITE, 0, page, Pattern.RANDOM), 0)
     assert t.closed_loop(reads, whole, page, 4) is None          # the buffer holds a page
     striped = FlashTarget(Environment(), "flash", None,
