@@ -80,6 +80,7 @@ from flash.host import nvme_done, nvme_fetch
 from flash.intmap import im_has_room
 from flash.runlru import LruArrays, lru_spare
 from flash.scheduler import TimingBase
+from flash.slc import slc_take
 from flash.ssd import (
     BUF_HITS,
     CACHE_HITS,
@@ -95,6 +96,9 @@ from tmhw.sim.rowheap import row_pop, row_push
 
 I64 = npt.NDArray[np.int64]
 Bools = npt.NDArray[np.bool_]
+#: an SLC cache as the write loop takes it: ``SlcCache.ints`` and ``floats``, then the
+#: model's geometry and cell records in SLC mode (``TimingBase.geo_slc``, ``cell_slc``)
+Slc = tuple[I64, npt.NDArray[np.float64], npt.NDArray[np.void], npt.NDArray[np.void]]
 #: a batch's record (one, handed to its kernel and changed by it): the device's
 #: transfers so far, its active time and the end of the last transaction that extends
 #: it (``Ssd.activity``), program commands and pages joined to waiting programs in the
@@ -124,12 +128,15 @@ LINK_FULL = 4
 #: a write buffer: whether there is one and its pages, whether small writes share a page
 #: (``Ssd.packs``) and the bytes gathered for the next (``Ssd.packed``), whether this
 #: write only waits for the page to fill, and the writes that waited for room, the pages
-#: acknowledged from the buffer, the writes that only waited and the pages programmed
+#: acknowledged from the buffer, the writes that only waited and the pages programmed;
+#: the SLC cache's pages (0: none), whether this write programs in SLC mode and the
+#: last write's (-1: none since ``_load``), and its tPROG
 LOOP = np.dtype([(name, np.int64) for name in (
     "qd", "nw", "nq", "depth", "waits", "now", "pend", "req_now", "t_in", "t_end", "seq",
     "runs", "rdur", "x", "front", "span", "mode", "device", "capacity", "page", "nbytes",
     "bufhits", "hits", "got", "rcmds", "wanted", "wbuf", "wcap", "packs", "packed",
-    "pack_now", "bwaits", "whits", "pwrites", "wprog")])
+    "pack_now", "bwaits", "whits", "pwrites", "wprog", "slc_cap", "slc_now", "slc_last",
+    "t_slc")])
 #: a write's progress in ``_write_loop`` (0: not begun): its pages placed, then it went
 #: out and its data crossed the link
 PLACED_, SENT = 1, 2
@@ -256,8 +263,8 @@ class PageBatch:
     def declines_writes(self, addresses: I64, nbytes: int) -> bool:
         """``write_loop``'s refusals (and a mix's under MQSim's rules, ``ConvoyLoop``):
         off this path, a write not within one page nor of whole pages of a length the FTL
-        writes by its run kernel first, one larger than the write buffer, an SLC cache,
-        or a page the controller's DRAM holds."""
+        writes by its run kernel first, one larger than the write buffer, or a page the
+        controller's DRAM holds."""
         ssd = self.ssd
         page = ssd.page
         off = addresses % page
@@ -265,7 +272,7 @@ class PageBatch:
             shape = bool((off + nbytes <= page).all())
         else:
             shape = not nbytes % page and not off.any() and ssd.ftl.runs_first(nbytes // page)
-        return bool(not self.loop_writes or not shape or ssd.slc
+        return bool(not self.loop_writes or not shape
                     or max(1, nbytes // page) > ssd.cache.write_pages > 0  # (through it)
                     or not ssd.cache.holds_nothing() or ssd.host.write_ps(nbytes) <= 0)
 
@@ -568,6 +575,7 @@ class WriteLoop(ClosedLoop):
         lp["nbytes"], lp["page"] = nbytes, ssd.page
         lp["wbuf"], lp["wcap"] = int(ssd.cache.write_pages > 0), ssd.cache.write_pages
         lp["packs"] = int(ssd.packs)
+        lp["slc_cap"], lp["t_slc"] = ssd.slc.cap, batch.model.t_prog_slc
         #: each request a read (a mix) or not; empty: every one is a write
         self.reads = np.zeros(0, dtype=np.bool_) if reads is None else reads
         if self.reads.any():
@@ -597,6 +605,7 @@ class WriteLoop(ClosedLoop):
         lp = self.loop[0]
         ssd = self.batch.ssd
         lp["seq"], lp["runs"], lp["packed"] = ssd.ftl.blocks.seq, 0, ssd.packed
+        lp["slc_last"] = -1
 
     def run(self, upto: int, lat: I64, done: I64) -> None:
         """Book the requests up to ``upto`` (their latencies into ``lat``, their
@@ -615,7 +624,9 @@ class WriteLoop(ClosedLoop):
                                      lat, done, model.device, self.k, upto,
                                      (self.mode, self.queues, self.times, self.cmd_res),
                                      (ftl.l2p.sparse_per_seg, *self.one),
-                                     (self.reads, b.lookup()), ssd.cache.read_state()[0]))
+                                     (self.reads, b.lookup()), ssd.cache.read_state()[0],
+                                     (ssd.slc.ints, ssd.slc.floats, model.geo_slc,
+                                      model.cell_slc)))
             if self.k == upto:
                 break
             stop = int(self.st[0]["stop"])
@@ -680,6 +691,9 @@ class WriteLoop(ClosedLoop):
         cache.write_hits += int(lp["whits"])
         ssd.packed_writes += int(lp["pwrites"])
         ssd.packed = int(lp["packed"])
+        if lp["slc_last"] >= 0:  # (the last write's mode, as ``write_map`` leaves it)
+            ssd.slc_mode = bool(lp["slc_last"])
+            lp["slc_last"] = -1
         lp["runs"] = lp["wprog"] = lp["bwaits"] = lp["whits"] = lp["pwrites"] = 0
 
 
@@ -976,7 +990,7 @@ def _write_loop(lanes: Lanes, dev: Device, link: Link,
                 loop: npt.NDArray[np.void], work: I64, queue: I64, lat: I64, done: I64,
                 device: int, k: int, upto: int, prog: Programs,
                 one: tuple[npt.NDArray[np.int32], I64, I64, I64],
-                mix: tuple[Bools, Lookup], wbuf: Buffer) -> int:
+                mix: tuple[Bools, Lookup], wbuf: Buffer, slc: Slc) -> int:
     """The flash bench's closed loop (``flash.bench``) of writes of ``out.size`` whole
     pages from each of ``lpns``, from ``k`` to ``upto``, as ``Ssd.write`` books each
     where the FTL's run kernel takes it and nothing is buffered: its pages placed
@@ -1006,7 +1020,9 @@ def _write_loop(lanes: Lanes, dev: Device, link: Link,
     admits the write (``admit_write``, its data on the link from then), a small write
     that does not fill the page being gathered (``packs``) is only buffered, and the
     write completes when its data is in the buffer, where it stays until its programs
-    end (``buffer_run``); a write the buffer has no room for stops (``BUF_ROOM``)."""
+    end (``buffer_run``); a write the buffer has no room for stops (``BUF_ROOM``). With
+    an SLC cache (``slc``: its state, and the device's records in SLC mode), a write that
+    programs asks it whether in SLC mode (``slc_take``), as ``Ssd.write_map`` does."""
     mode, queues, ptimes, pres = prog
     geo, cmds, cell = dev
     liv, lmeta = link
@@ -1080,25 +1096,32 @@ def _write_loop(lanes: Lanes, dev: Device, link: Link,
                     lp["pwrites"] += 1
                 else:
                     lp["packed"] -= lp["page"]
+            lp["slc_now"] = 0
+            if lp["slc_cap"] and not lp["pack_now"]:  # (``SlcCache.take``)
+                lp["slc_now"] = slc_take(slc[0], slc[1], lp["slc_cap"], n, r["t0"],
+                                         r["active_until"])
+                lp["slc_last"] = lp["slc_now"]
             l_end = gap_book(liv, lmeta, 1, t, dur)
             lp["t_in"], lp["t_end"] = l_end - dur, l_end
             lp["pend"] = SENT
             if mode != FAST:  # (``DetailedModel.program``'s times, from its first command)
                 first_in = l_end if mode == STORE_FORWARD else l_end - dur
                 ptimes[0], ptimes[1], ptimes[2], ptimes[3] = first_in, \
-                    (l_end - first_in) // n, -1, 0
+                    (l_end - first_in) // n, lp["t_slc"] if lp["slc_now"] else -1, 0
                 pres[0], pres[1], pres[2] = first_in, 0, 0
         for i in range(n):
             ppns[i] = out[i] + ppn0
         if lp["pack_now"]:  # (no program: its page is not full)
             why, cmds_done, end = 0, 0, lp["t_end"]
         elif mode == FAST and n == 1:  # (``FastModel.program1``)
-            got1 = program_page(lanes, geo, cmds, cell, ppns[0], lp["t_in"], lp["t_end"])
+            got1 = program_page(lanes, geo, cmds, slc[3] if lp["slc_now"] else cell,
+                                ppns[0], lp["t_in"], lp["t_end"])
             why = -got1 if got1 < 0 else 0
             cmds_done, end = 1 - (got1 & 1), got1 >> 1
         elif mode == FAST:
             times[0], times[1] = lp["t_in"], lp["t_end"]
-            why = program_chunk(lanes, geo, cmds, ppns, times[:1], times[1:], res)
+            why = program_chunk(lanes, slc[2] if lp["slc_now"] else geo, cmds, ppns,
+                                times[:1], times[1:], res)
             cmds_done, end = res[0, device], res[2, device]
         else:
             why = program_cmds(lanes, geo, cmds, cell, ppns, queues, ptimes, pres)

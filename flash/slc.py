@@ -28,50 +28,90 @@ Pure bookkeeping, one per device (``flash.ssd.Ssd``).
 
 from __future__ import annotations
 
+import numpy as np
+import numpy.typing as npt
+
 from flash.config import FlashConfig
+from tmhw.sim.jit import Direct, njit_noref
 from tmhw.sim.units import S
+
+I64 = npt.NDArray[np.int64]
+F64 = npt.NDArray[np.float64]
+#: ``SlcCache.ints``: the time up to which folding has been accounted, the host pages
+#: written in SLC mode and straight to TLC, the pages folded; ``floats``: the pages in
+#: the cache (a fraction: folding moves fractions of pages per ps), the pages folded per
+#: ps of idle time
+SINCE, SLC_PAGES, DIRECT_PAGES, FOLDED_PAGES = range(4)
+USED, FOLD_PER_PS = range(2)
+
+
+@njit_noref
+def slc_take(ints: I64, floats: F64, cap: int, pages: int, now: int,
+             busy_until: int) -> bool:
+    """``SlcCache.take`` on its state (``ints``, ``floats``; ``cap``: its pages), for
+    Python and for a kernel that writes (``flash.pages``' write loop)."""
+    since = ints[SINCE]
+    idle_from = busy_until if busy_until > since else since
+    if now > idle_from and floats[USED] > 0:
+        folded = min(floats[USED], (now - idle_from) * floats[FOLD_PER_PS])
+        floats[USED] -= folded
+        ints[FOLDED_PAGES] += round(folded)
+    if now > since:
+        ints[SINCE] = now
+    if floats[USED] + pages <= cap:
+        floats[USED] += pages
+        ints[SLC_PAGES] += pages
+        return True
+    ints[DIRECT_PAGES] += pages
+    return False
+
+
+_TAKE = Direct(slc_take)
 
 
 class SlcCache:
-    """The SLC write cache of one device, in NAND pages."""
+    """The SLC write cache of one device, in NAND pages; its changing state in two
+    arrays (``ints``, ``floats``) that a kernel may change as ``take`` does."""
 
-    __slots__ = ("cap", "used", "since", "fold_per_ps", "page", "slc_pages",
-                 "direct_pages", "folded_pages", "advanced_pages")
+    __slots__ = ("cap", "page", "ints", "floats", "advanced_pages")
 
     def __init__(self, cfg: FlashConfig) -> None:
         self.page = cfg.page_size
         self.cap = cfg.slc_cache_bytes // cfg.page_size
-        #: pages in the cache (a float: folding moves fractions of pages per ps)
-        self.used = 0.0
-        #: the time up to which folding has been accounted
-        self.since = 0
-        #: pages folded per ps of idle time: the TLC program rate
-        self.fold_per_ps = cfg.tlc_program_bytes_per_s / cfg.page_size / S
-        self.slc_pages = 0
-        self.direct_pages = 0
-        self.folded_pages = 0
+        self.ints = np.zeros(4, dtype=np.int64)
+        #: the pages in the cache, and the TLC program rate in pages per ps
+        self.floats = np.array([0.0, cfg.tlc_program_bytes_per_s / cfg.page_size / S])
         #: net pages the run moved the cache by without simulating (``advance``)
         self.advanced_pages = 0.0
 
     def __bool__(self) -> bool:
         return self.cap > 0
 
+    @property
+    def used(self) -> float:
+        """Pages in the cache."""
+        return float(self.floats[USED])
+
+    @property
+    def slc_pages(self) -> int:
+        """Host pages written in SLC mode."""
+        return int(self.ints[SLC_PAGES])
+
+    @property
+    def direct_pages(self) -> int:
+        """Host pages written straight to TLC past a full cache."""
+        return int(self.ints[DIRECT_PAGES])
+
+    @property
+    def folded_pages(self) -> int:
+        """Pages folded into TLC in idle time."""
+        return int(self.ints[FOLDED_PAGES])
+
     def take(self, pages: int, now: int, busy_until: int) -> bool:
         """Whether a host write of ``pages`` taken at ``now`` programs in SLC mode; the
-        device was busy until ``busy_until`` (idle from then to ``now``: folding)."""
-        idle_from = busy_until if busy_until > self.since else self.since
-        if now > idle_from and self.used > 0:
-            folded = min(self.used, (now - idle_from) * self.fold_per_ps)
-            self.used -= folded
-            self.folded_pages += round(folded)
-        if now > self.since:
-            self.since = now
-        if self.used + pages <= self.cap:
-            self.used += pages
-            self.slc_pages += pages
-            return True
-        self.direct_pages += pages
-        return False
+        device was busy until ``busy_until`` (idle from then to ``now``: folding).
+        Compiled (``slc_take``)."""
+        return bool(_TAKE.call(self.ints, self.floats, self.cap, pages, now, busy_until))
 
     @property
     def written_pages(self) -> int:
@@ -83,7 +123,7 @@ class SlcCache:
         writes and folds that would do it, kept within [0, capacity]."""
         new = min(float(self.cap), max(0.0, self.used + pages))
         self.advanced_pages += new - self.used
-        self.used = new
+        self.floats[USED] = new
 
     def report(self) -> dict[str, int]:
         return {"slc_cache_pages": self.cap, "slc_cached_pages": round(self.used),

@@ -115,10 +115,10 @@ def test_deep_queue_waits_and_forgets_as_transport_does(
        qd=st.integers(1, 40), count=st.integers(1, 500),
        depth=st.sampled_from([1, 3, 1024]),
        iops=st.sampled_from([0, 2_500_000]), part=st.sampled_from([1, 1, 4]),
-       buffer=st.sampled_from([0, 0, 80, 1 << 30]))
+       buffer=st.sampled_from([0, 0, 80, 1 << 30]), slc=st.sampled_from([0, 0, 48, 4096]))
 def test_compiled_write_loop_books_what_transport_books(
         name: str, model: str, pattern: str, pages: int, qd: int, count: int, depth: int,
-        iops: int, part: int, buffer: int) -> None:
+        iops: int, part: int, buffer: int, slc: int) -> None:
     """Writes on a device a few hundred of them fill: blocks open,
     collections are forced and follow in the background (``Ssd.write`` serves those
     requests), and segments of the map turn dense. One page (``FTL.write1``'s), runs
@@ -130,7 +130,8 @@ def test_compiled_write_loop_books_what_transport_books(
     programs from the data's last time on the link). A ``part`` of a page (fio's 4 KiB
     writes of 16 KiB pages). Through no buffer, or a write buffer of ``buffer`` pages
     (80: writes wait for room in it; under ONFI rules small writes share its pages)
-    larger than the writes."""
+    larger than the writes; with an SLC cache of ``slc`` pages (48: it fills, folds in
+    the idle time between requests at QD1 and fills again) or none."""
     shrunk = dict(_SHRUNK, pages_per_block=16) if pages > 8 else _SHRUNK
     base = small(name, **shrunk)
     wb = min(buffer, 1 << 30) * (base.page_size if buffer < 1 << 30 else 1)
@@ -139,7 +140,8 @@ def test_compiled_write_loop_books_what_transport_books(
     cfg = dataclasses.replace(
         small(name, nvme_queue_depth=depth, write_buffer_bytes=wb, read_cache_bytes=0,
               compat="mqsim" if model == "detailed-mqsim" else "onfi",
-              **shrunk), controller_iops=iops)
+              **shrunk), controller_iops=iops, slc_cache_bytes=slc * base.page_size,
+        t_prog_slc=PRESETS["990pro"].t_prog_slc if slc else 0)
     size = pages * cfg.page_size if part == 1 else cfg.page_size // part
     _same_bookings(cfg, pattern=pattern, size=size, qd=qd, count=count, seed=4,
                    model=model.split("-")[0])
@@ -265,7 +267,7 @@ def test_loop_declines_what_it_would_book_otherwise() -> None:
                       dataclasses.replace(small(**_SHRUNK), slc_cache_bytes=64 * page,
                                           t_prog_slc=PRESETS["990pro"].t_prog_slc),
                       model="fast", precondition=0.5, seed=1, age=0.0)
-    assert slc.closed_loop(writes, whole, page, 4) is None       # an SLC cache
+    assert slc.closed_loop(writes, whole, page, 4) is not None   # an SLC cache
     t.transport(Transfer(Op.WRITE, 0, page, Pattern.RANDOM), 0)
     assert t.closed_loop(reads, whole, page, 4) is None          # the buffer holds a page
     striped = FlashTarget(Environment(), "flash", None,
