@@ -78,7 +78,8 @@ from flash.ftl.kernels import (
 from flash.ftl.mapping import L2pArrays
 from flash.host import nvme_done, nvme_fetch
 from flash.intmap import im_has_room
-from flash.runlru import LruArrays, lru_spare
+from flash.runlru import SIZE as LRU_SIZE
+from flash.runlru import LruArrays, lru_remove, lru_spare
 from flash.scheduler import TimingBase
 from flash.slc import slc_take
 from flash.ssd import (
@@ -238,16 +239,15 @@ class PageBatch:
         """The flash bench's closed loop of requests of ``nbytes`` at ``addresses`` at
         queue depth ``qd``, each a read where ``reads`` holds and a write where it does
         not, compiled (``WriteLoop`` of one page with its ``reads``); None where
-        ``read_loop`` would decline the reads or ``write_loop`` the writes, or where they
-        are of parts of pages a read cache would keep (the writes would have to drop
-        them), or the writes go through a write buffer."""
+        ``read_loop`` would decline the reads or ``write_loop`` the writes. Where DRAM
+        may hold a page (a write buffer, a read cache), the reads go through it as
+        ``ReadLoop``'s do (``_front_read_one``) and the writes drop the read cache's
+        copies."""
         ssd = self.ssd
         if (self._declines_reads(addresses, nbytes)
-                or self.declines_writes(addresses, nbytes) or nbytes > ssd.page
-                or (nbytes < ssd.page and ssd.cache.read_pages > 0)
-                or ssd.cache.write_pages > 0):  # (a read of a page it holds is DRAM's)
+                or self.declines_writes(addresses, nbytes) or nbytes > ssd.page):
             return None
-        return WriteLoop(self, addresses // ssd.page, qd, 1, reads, nbytes)
+        return WriteLoop(self, addresses // ssd.page, qd, 1, reads, nbytes, addresses)
 
     def _declines_reads(self, addresses: I64, nbytes: int) -> bool:
         """``read_loop``'s refusals: off this path, a read neither within one page nor
@@ -463,6 +463,59 @@ class ClosedLoop:
         completions into ``done``)."""
         raise NotImplementedError
 
+    def _reads_from(self, addresses: I64, nbytes: int, front: bool) -> None:
+        """The loop's reads: of ``nbytes`` at ``addresses``, through DRAM
+        (``_front_read_one``) where ``front``, else by ``_read_one``."""
+        ssd, model = self.batch.ssd, self.batch.model
+        self.addresses = addresses
+        lp = self.loop[0]
+        page = ssd.page
+        span = max(1, nbytes // page)
+        lp["x"] = model.phy.read1_ps(min(nbytes, page))
+        lp["front"] = int(front)
+        lp["span"], lp["mode"], lp["device"] = span, FAST, model.device
+        if isinstance(model, DetailedModel):
+            lp["mode"] = CUT_THROUGH
+        lp["capacity"], lp["page"], lp["nbytes"] = ssd.cache.read_pages, page, nbytes
+        #: ``read_front``'s scratch (the pages DRAM holds, its runs, the pages to read
+        #: and the bytes wanted of each, its results), then the pages' data-out times
+        #: (``read_cmds``'), ``read_chunk``'s time and results and ``read_cmds``' results
+        self.front = (np.zeros(span + 1, dtype=np.bool_),
+                      np.zeros((span + 2, 2), dtype=np.int64),
+                      np.zeros(span, dtype=np.int64), np.zeros(span, dtype=np.int64),
+                      np.zeros(4, dtype=np.int64),
+                      np.full(span, model.phy.page_data, dtype=np.int64),
+                      np.zeros(1, dtype=np.int64),
+                      np.zeros((3, model.former.devices), dtype=np.int64),
+                      np.zeros(4, dtype=np.int64))
+
+    def _front(self) -> Front:
+        """``_front_read_one``'s arrays (DRAM's and the map's taken again at each call:
+        Python may have grown them)."""
+        ssd = self.batch.ssd
+        return (ssd.cache.read_state(), ssd.ftl.l2p.kernel_state(), self.addresses,
+                *self.front)
+
+    def _count_reads(self, n: int, nbytes: int) -> None:
+        """The device's counters of ``n`` reads of ``nbytes`` booked by the kernel, as
+        ``Ssd.read_map`` and the model's read count them (through DRAM: the pages read
+        from NAND)."""
+        lp = self.loop[0]
+        if not lp["front"]:
+            self.batch.count_reads(self.st, n, nbytes)
+            return
+        ssd = self.batch.ssd
+        c, cache = ssd.c, ssd.cache
+        cache.buffer_read_hits += int(lp["bufhits"])
+        cache.cache_read_hits += int(lp["hits"])
+        c.unmapped_reads += int(self.st[0]["unmapped"])
+        c.read_cmds += int(lp["rcmds"])
+        c.host_pages_read += int(lp["got"])
+        c.channel_bytes += int(lp["wanted"])
+        ssd.bytes_read += n * nbytes
+        lp["bufhits"] = lp["hits"] = lp["got"] = lp["rcmds"] = lp["wanted"] = 0
+        self.st[0]["unmapped"] = 0
+
     def _count(self, n: int) -> None:
         """The device's counters of ``n`` requests booked by the kernel."""
         raise NotImplementedError
@@ -485,27 +538,8 @@ class ReadLoop(ClosedLoop):
         ssd = batch.ssd
         super().__init__(batch, addresses // ssd.page, qd, ssd.host.read_ps(nbytes))
         self.nbytes = nbytes
-        self.addresses = addresses
-        lp = self.loop[0]
-        page, model = ssd.page, batch.model
-        span = max(1, nbytes // page)
-        lp["x"] = model.phy.read1_ps(min(nbytes, page))
-        lp["front"] = int(nbytes > page or (nbytes < page and ssd.cache.read_pages > 0))
-        lp["span"], lp["mode"], lp["device"] = span, FAST, model.device
-        if isinstance(model, DetailedModel):
-            lp["mode"] = CUT_THROUGH
-        lp["capacity"], lp["page"], lp["nbytes"] = ssd.cache.read_pages, page, nbytes
-        #: ``read_front``'s scratch (the pages DRAM holds, its runs, the pages to read
-        #: and the bytes wanted of each, its results), then the pages' data-out times
-        #: (``read_cmds``'), ``read_chunk``'s time and results and ``read_cmds``' results
-        self.front = (np.zeros(span + 1, dtype=np.bool_),
-                      np.zeros((span + 2, 2), dtype=np.int64),
-                      np.zeros(span, dtype=np.int64), np.zeros(span, dtype=np.int64),
-                      np.zeros(4, dtype=np.int64),
-                      np.full(span, model.phy.page_data, dtype=np.int64),
-                      np.zeros(1, dtype=np.int64),
-                      np.zeros((3, model.former.devices), dtype=np.int64),
-                      np.zeros(4, dtype=np.int64))
+        self._reads_from(addresses, nbytes, nbytes > ssd.page
+                         or (nbytes < ssd.page and ssd.cache.read_pages > 0))
 
     def run(self, upto: int, lat: I64, done: I64) -> None:
         """Book the requests up to ``upto`` (their latencies into ``lat``, their
@@ -515,11 +549,9 @@ class ReadLoop(ClosedLoop):
         lookup = b.lookup()
         while self.k < upto:
             lanes = (model.dies.state, *model.channels.arrays(), *NO_WAIT)
-            cached = (ssd.cache.read_state(), ssd.ftl.l2p.kernel_state(), self.addresses,
-                      *self.front)
             self.k = int(_read_loop(lanes, b.dev, ssd.host.links.arrays(), lookup,
                                     self.lpns, self.st, self.loop, self.work, self.queue,
-                                    lat, done, self.k, upto, cached))
+                                    lat, done, self.k, upto, self._front()))
             if self.k == upto:
                 break
             if self.st[0]["stop"] == CACHE_FULL:
@@ -528,22 +560,7 @@ class ReadLoop(ClosedLoop):
                 b.grow(self.st[0])
 
     def _count(self, n: int) -> None:
-        lp = self.loop[0]
-        if not lp["front"]:
-            self.batch.count_reads(self.st, n, self.nbytes)
-            return
-        # (as ``Ssd.read_map`` and the model's read count them: the pages read from NAND)
-        ssd = self.batch.ssd
-        c, cache = ssd.c, ssd.cache
-        cache.buffer_read_hits += int(lp["bufhits"])
-        cache.cache_read_hits += int(lp["hits"])
-        c.unmapped_reads += int(self.st[0]["unmapped"])
-        c.read_cmds += int(lp["rcmds"])
-        c.host_pages_read += int(lp["got"])
-        c.channel_bytes += int(lp["wanted"])
-        ssd.bytes_read += n * self.nbytes
-        lp["bufhits"] = lp["hits"] = lp["got"] = lp["rcmds"] = lp["wanted"] = 0
-        self.st[0]["unmapped"] = 0
+        self._count_reads(n, self.nbytes)
 
 
 class WriteLoop(ClosedLoop):
@@ -564,7 +581,8 @@ class WriteLoop(ClosedLoop):
     (``_read_one``)."""
 
     def __init__(self, batch: PageBatch, lpns: I64, qd: int, pages: int,
-                 reads: Bools | None = None, nbytes: int = 0) -> None:
+                 reads: Bools | None = None, nbytes: int = 0,
+                 addresses: I64 | None = None) -> None:
         ssd = batch.ssd
         nbytes = nbytes or pages * ssd.page
         super().__init__(batch, lpns, qd, ssd.host.write_ps(nbytes))
@@ -578,9 +596,11 @@ class WriteLoop(ClosedLoop):
         lp["slc_cap"], lp["t_slc"] = ssd.slc.cap, batch.model.t_prog_slc
         #: each request a read (a mix) or not; empty: every one is a write
         self.reads = np.zeros(0, dtype=np.bool_) if reads is None else reads
+        # (a mix's reads through DRAM where it may hold their pages)
+        self._reads_from(lpns * ssd.page if addresses is None else addresses, nbytes,
+                         ssd.cache.write_pages > 0 or ssd.cache.read_pages > 0)
         if self.reads.any():
             self.loop[0]["rdur"] = ssd.host.read_ps(nbytes)
-            self.loop[0]["x"] = batch.model.phy.read1_ps(nbytes)
         #: a request's ppns from the run kernel, and in the lanes' numbering
         self.out = np.zeros(pages, dtype=np.int64)
         self.ppns = np.zeros(pages, dtype=np.int64)
@@ -626,7 +646,7 @@ class WriteLoop(ClosedLoop):
                                      (ftl.l2p.sparse_per_seg, *self.one),
                                      (self.reads, b.lookup()), ssd.cache.read_state()[0],
                                      (ssd.slc.ints, ssd.slc.floats, model.geo_slc,
-                                      model.cell_slc)))
+                                      model.cell_slc), self._front()))
             if self.k == upto:
                 break
             stop = int(self.st[0]["stop"])
@@ -641,6 +661,8 @@ class WriteLoop(ClosedLoop):
                 ssd.host.links.grow()
             elif stop == BUF_ROOM:
                 ssd.cache.make_room(1, self.pages)
+            elif stop == CACHE_FULL:
+                ssd.cache.grow_read_cache()
             else:
                 model.grow(stop, self.ppns)
 
@@ -677,7 +699,7 @@ class WriteLoop(ClosedLoop):
         lp = self.loop[0]
         if self.reads.size:  # (a mix: its reads counted as ``ReadLoop`` counts them)
             got = int(np.count_nonzero(self.reads[self.k0:self.k0 + n]))
-            self.batch.count_reads(self.st, got, self.nbytes)
+            self._count_reads(got, self.nbytes)
             n -= got
         pages = int(lp["wprog"])
         ssd.ftl.count_run(int(lp["runs"]) * self.pages)
@@ -990,7 +1012,7 @@ def _write_loop(lanes: Lanes, dev: Device, link: Link,
                 loop: npt.NDArray[np.void], work: I64, queue: I64, lat: I64, done: I64,
                 device: int, k: int, upto: int, prog: Programs,
                 one: tuple[npt.NDArray[np.int32], I64, I64, I64],
-                mix: tuple[Bools, Lookup], wbuf: Buffer, slc: Slc) -> int:
+                mix: tuple[Bools, Lookup], wbuf: Buffer, slc: Slc, front: Front) -> int:
     """The flash bench's closed loop (``flash.bench``) of writes of ``out.size`` whole
     pages from each of ``lpns``, from ``k`` to ``upto``, as ``Ssd.write`` books each
     where the FTL's run kernel takes it and nothing is buffered: its pages placed
@@ -1035,8 +1057,12 @@ def _write_loop(lanes: Lanes, dev: Device, link: Link,
     reads, lookup = mix
     for j in range(k, upto):
         if reads.size and reads[j]:  # (never ``pend``: a read is booked whole or not)
-            if not _read_one(lanes, dev, link, lookup, lpns[j], st, loop, work, queue, lat,
-                             done, j, lp["rdur"], lp["x"]):
+            if lp["front"]:
+                if not _front_read_one(lanes, dev, link, front, st, loop, work, queue, lat,
+                                       done, j, lp["rdur"], lp["x"]):
+                    return j
+            elif not _read_one(lanes, dev, link, lookup, lpns[j], st, loop, work, queue,
+                               lat, done, j, lp["rdur"], lp["x"]):
                 return j
             continue
         if lp["pend"] == 0:
@@ -1047,6 +1073,10 @@ def _write_loop(lanes: Lanes, dev: Device, link: Link,
             if lp["wbuf"] and (wbuf[1][COUNT] + 1 > wbuf[0].shape[0]
                                or not im_has_room(wbuf[2], wbuf[3], n)):
                 r["stop"] = BUF_ROOM
+                return j
+            lru = front[0][1]
+            if lru[2][LRU_SIZE] and lru_spare(lru[0], lru[2]) < 1:  # (``_invalidate``)
+                r["stop"] = CACHE_FULL
                 return j
             lp["pack_now"] = 0
             if lp["packs"] and n == 1 and lp["nbytes"] < lp["page"] \
@@ -1138,6 +1168,9 @@ def _write_loop(lanes: Lanes, dev: Device, link: Link,
             buffer_run(wbuf, lpns[j], lpns[j] + n, end)
             lp["whits"] += n
             end = lp["t_end"]
+        lru = front[0][1]
+        if lru[2][LRU_SIZE]:  # (``DataCache.invalidate``: the read cache's copies go)
+            lru_remove(lru[0], lru[1], lru[2], lru[3], lpns[j], lpns[j] + n)
         _complete(st, lp, work, queue, lanes, link, lat, done, j, lp["req_now"], end)
         lp["pend"] = 0
     return upto

@@ -153,20 +153,26 @@ def test_compiled_write_loop_books_what_transport_books(
        qd=st.integers(1, 40), count=st.integers(2, 500),
        depth=st.sampled_from([1, 3, 1024]),
        iops=st.sampled_from([0, 2_500_000]), apart=st.booleans(),
-       part=st.sampled_from([1, 1, 2, 4]))
+       part=st.sampled_from([1, 1, 2, 4]), dram=st.sampled_from([0, 0, 1, 2]))
 def test_compiled_mix_books_what_transport_books(name: str, model: str, qd: int,
                                                  count: int, depth: int, iops: int,
-                                                 apart: bool, part: int) -> None:
+                                                 apart: bool, part: int, dram: int) -> None:
     """fio's 70/30 mix of one-page requests through no buffer on either timing model
     (``WriteLoop`` with its reads) and under MQSim's rules (``ConvoyLoop`` with its
     writes, against the events): reads of pages the loop wrote a moment before, of
     pages never written and behind programs on their die, while blocks open,
     collections are forced and segments of the map turn dense; of whole pages or a
-    ``part`` of one."""
+    ``part`` of one; with no DRAM, or (``dram``, not under MQSim's rules, whose reads of
+    DRAM's pages are events) a write buffer and a read cache of 16 pages (1: reads hit
+    the buffer, parts of pages the cache) or of 4,096."""
+    mb = 16 if dram == 1 else 4096
+    if model == "detailed-mqsim":
+        dram = 0
     cfg = dataclasses.replace(
-        small(name, nvme_queue_depth=depth, write_buffer_bytes=0, read_cache_bytes=0,
-              compat="mqsim" if model == "detailed-mqsim" else "onfi", **_SHRUNK),
-        controller_iops=iops, independent_plane_reads=apart)
+        small(name, nvme_queue_depth=depth, compat="mqsim" if model == "detailed-mqsim"
+              else "onfi", **_SHRUNK), controller_iops=iops, independent_plane_reads=apart)
+    cfg = dataclasses.replace(cfg, write_buffer_bytes=mb * cfg.page_size if dram else 0,
+                              read_cache_bytes=mb * cfg.page_size if dram else 0)
     _same_bookings(cfg, pattern="mix", size=cfg.page_size // part, qd=qd, count=count,
                    seed=4, model=model.split("-")[0])
 
@@ -179,6 +185,24 @@ def test_compiled_mix_of_parts_of_pages_books_what_transport_books(model: str) -
                 compat="mqsim" if model == "detailed-mqsim" else "onfi", **_SHRUNK)
     _same_bookings(cfg, pattern="mix", size=cfg.page_size // 2, qd=8, count=400, seed=4,
                    model=model.split("-")[0])
+
+
+@pytest.mark.parametrize("model", ["fast", "detailed"])
+def test_compiled_mix_through_dram_books_what_transport_books(model: str) -> None:
+    """fio's 4 KiB mix on a drive with a write buffer, a read cache and an SLC cache
+    (the 990 PRO's shape): reads of pages the buffer holds or the cache kept from an
+    earlier read of part of them, writes that share a page, wait for the buffer and
+    drop the cache's stale copies (a cache of most of the device's pages, so that a
+    stale copy would be read again), over a few thousand requests."""
+    cfg = dataclasses.replace(small("990pro", write_buffer_bytes=2 * 16384,
+                                    read_cache_bytes=1024 * 16384, **_SHRUNK),
+                              slc_cache_bytes=48 * 16384,
+                              t_prog_slc=PRESETS["990pro"].t_prog_slc)
+    a, _ = _same_bookings(cfg, pattern="mix", size=4096, qd=4, count=3000, seed=4,
+                          model=model)
+    cache = a.devices[0].cache
+    assert cache.cache_read_hits > 0 and cache.buffer_read_hits > 0
+    assert cache.write_waits > 0 and a.devices[0].packed_writes > 0
 
 
 @pytest.mark.parametrize("model", ["fast", "detailed", "detailed-mqsim"])
@@ -258,7 +282,7 @@ def test_loop_declines_what_it_would_book_otherwise() -> None:
     assert t.closed_loop(reads, whole, 2 * page, 4) is not None  # two pages
     assert t.closed_loop(reads, whole + page // 2, 2 * page, 4) is None  # parts of three
     assert t.closed_loop(writes, whole, 2 * page, 4) is not None  # through a write buffer
-    assert t.closed_loop(mix, whole, page, 4) is None            # reads it would serve
+    assert t.closed_loop(mix, whole, page, 4) is not None        # reads through DRAM
     tiny = FlashTarget(Environment(), "flash", None,
                        small(write_buffer_bytes=page, **_SHRUNK), model="fast",
                        precondition=0.5, seed=1, age=0.0)
@@ -288,7 +312,7 @@ def test_loop_declines_what_it_would_book_otherwise() -> None:
     cached = FlashTarget(Environment(), "flash", None,
                          small(write_buffer_bytes=0, **_SHRUNK), model="fast",
                          precondition=0.5, seed=1, age=0.0)
-    assert cached.closed_loop(mix, whole, page // 4, 4) is None  # parts a read cache keeps
+    assert cached.closed_loop(mix, whole, page // 4, 4) is not None  # through its cache
     assert t.closed_loop(mix, whole, page, 4) is None               # a write buffer
     for compat in ("onfi", "mqsim"):  # the detailed model's programs, under either rules
         detailed = FlashTarget(Environment(), "flash", None,
