@@ -20,10 +20,10 @@ timeout (the target books its work without events), except reads under
 no events: requests are booked by ``transport`` in the order the workers would issue
 them. On one device the whole loop is compiled (``FlashTarget.closed_loop``), the same
 bookings at a few microseconds a request, where every request reads or writes within
-one page or whole pages (through a write buffer, but not an SLC cache), or (a mix, with
-no write buffer) does either within one page (either timing model; ``flash.pages``),
-and under ``compat = "mqsim"`` for reads and mixes too, whose events are compiled with
-the loop (``flash.convoy_loop``).
+one page or whole pages (through the write buffer and the SLC cache, if any), or (a
+mix) does either within one page (either timing model; ``flash.pages``), and under
+``compat = "mqsim"`` for reads, and mixes on a drive with no DRAM, whose events are
+compiled with the loop (``flash.convoy_loop``).
 """
 
 from __future__ import annotations

@@ -577,6 +577,7 @@ class ConvoyLoop:
         self.phy = (phy.rcmd_a, phy.rsetup_a)
         self.is_read = is_read
         self.lpns = lo
+        self.addresses = addresses
         self.batch = batch
         self.rg = np.array([f.ppp, f.P, m.ppb, f.dies_per_chip, int(f.chip_lock), m.bits,
                             phy.page_data if nbytes == page else phy.data_ps(nbytes)],
@@ -712,7 +713,7 @@ class ConvoyLoop:
         s = self.sc[0]
         i = int(s["pending"])
         self._give_back()
-        end = ssd.write(int(self.lpns[i]) * ssd.page, self.nbytes, int(s["now"]))
+        end = ssd.write(int(self.addresses[i]), self.nbytes, int(s["now"]))
         self._take_again()
         resume_at(self.ev, self.sc, i, end)
 

@@ -226,8 +226,8 @@ class PageBatch:
         """The flash bench's closed loop of writes of ``nbytes`` at ``addresses`` at
         queue depth ``qd``, compiled (``WriteLoop``); None where it would book otherwise
         than ``Ssd.write``: off this path, a write not within one page nor of whole pages
-        of a length the FTL writes by its run kernel first (``FTL.runs_first``), a write
-        buffer or an SLC cache, or a page the controller's DRAM holds."""
+        of a length the FTL writes by its run kernel first (``FTL.runs_first``), one
+        larger than the write buffer, or a page the controller's DRAM holds."""
         if self.declines_writes(addresses, nbytes):
             return None
         page = self.ssd.page
@@ -575,10 +575,9 @@ class WriteLoop(ClosedLoop):
     to open, a collection) is served by ``Ssd.write`` from the state the loop left, and
     so is every request while a plane is under the soft collection threshold (each is
     followed by a background collection). Made by ``PageBatch.write_loop`` only where
-    the device has no SLC cache and its DRAM holds nothing. A mix
-    (``PageBatch.mix_loop``: ``reads``, each request's kind; no write buffer) has
-    requests within one page, the reads among them booked as ``ReadLoop`` books them
-    (``_read_one``)."""
+    its DRAM holds nothing. A mix (``PageBatch.mix_loop``: ``reads``, each request's
+    kind) has requests within one page, the reads among them booked as ``ReadLoop``
+    books them (``_read_one``, or ``_front_read_one`` where DRAM may hold a page)."""
 
     def __init__(self, batch: PageBatch, lpns: I64, qd: int, pages: int,
                  reads: Bools | None = None, nbytes: int = 0,
@@ -674,7 +673,6 @@ class WriteLoop(ClosedLoop):
         self._sync()
         lp = self.loop[0]
         nbytes = self.nbytes
-        page = ssd.page
         reads = self.reads
         while self.k < upto:
             j = self.k
@@ -683,7 +681,7 @@ class WriteLoop(ClosedLoop):
                 now = int(self.work[0, 0])
                 lp["nw"] = row_pop(self.work, lp["nw"])
             serve = ssd.read if reads.size and reads[j] else ssd.write
-            end = serve(int(self.lpns[j]) * page, nbytes, now)
+            end = serve(int(self.addresses[j]), nbytes, now)
             lat[j] = end - now
             done[j] = end
             self.work[lp["nw"]] = end, j
