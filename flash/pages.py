@@ -24,8 +24,8 @@ Each layer does what the per-command path does, for the commands in order:
 The flash bench's closed loops (``ReadLoop``: reads within a page or of whole pages;
 ``WriteLoop``: writes within a page or of whole pages, through a write buffer or not,
 placed by the FTL's run kernel and programmed as one chunk each on the fast model,
-command by command on the detailed one, under either rules, and a mix of reads and
-writes within a page each) are this path with a time per command:
+command by command on the detailed one, under either rules, and a mix of such reads
+and writes) are this path with a time per command:
 each request goes out when the earliest of the loop's outstanding ones completes, and
 the NVMe queue's waits and bounded memory of completions are booked in the kernel too
 (``nvme_fetch``, ``nvme_done``), so a loop of any length is one call per step of the
@@ -238,16 +238,17 @@ class PageBatch:
                  qd: int) -> WriteLoop | None:
         """The flash bench's closed loop of requests of ``nbytes`` at ``addresses`` at
         queue depth ``qd``, each a read where ``reads`` holds and a write where it does
-        not, compiled (``WriteLoop`` of one page with its ``reads``); None where
-        ``read_loop`` would decline the reads or ``write_loop`` the writes. Where DRAM
-        may hold a page (a write buffer, a read cache), the reads go through it as
-        ``ReadLoop``'s do (``_front_read_one``) and the writes drop the read cache's
+        not, compiled (``WriteLoop`` with its ``reads``); None where ``read_loop`` would
+        decline the reads or ``write_loop`` the writes. Where DRAM may hold a page (a
+        write buffer, a read cache), or a read is of several pages, the reads go as
+        ``ReadLoop``'s do (``_front_read_one``), and the writes drop the read cache's
         copies."""
         ssd = self.ssd
         if (self._declines_reads(addresses, nbytes)
-                or self.declines_writes(addresses, nbytes) or nbytes > ssd.page):
+                or self.declines_writes(addresses, nbytes)):
             return None
-        return WriteLoop(self, addresses // ssd.page, qd, 1, reads, nbytes, addresses)
+        return WriteLoop(self, addresses // ssd.page, qd, max(1, nbytes // ssd.page),
+                         reads, nbytes, addresses)
 
     def _declines_reads(self, addresses: I64, nbytes: int) -> bool:
         """``read_loop``'s refusals: off this path, a read neither within one page nor
@@ -576,8 +577,8 @@ class WriteLoop(ClosedLoop):
     so is every request while a plane is under the soft collection threshold (each is
     followed by a background collection). Made by ``PageBatch.write_loop`` only where
     its DRAM holds nothing. A mix (``PageBatch.mix_loop``: ``reads``, each request's
-    kind) has requests within one page, the reads among them booked as ``ReadLoop``
-    books them (``_read_one``, or ``_front_read_one`` where DRAM may hold a page)."""
+    kind) has its reads booked as ``ReadLoop`` books them (``_read_one``, or
+    ``_front_read_one`` where DRAM may hold a page or a read is of several)."""
 
     def __init__(self, batch: PageBatch, lpns: I64, qd: int, pages: int,
                  reads: Bools | None = None, nbytes: int = 0,
@@ -595,9 +596,10 @@ class WriteLoop(ClosedLoop):
         lp["slc_cap"], lp["t_slc"] = ssd.slc.cap, batch.model.t_prog_slc
         #: each request a read (a mix) or not; empty: every one is a write
         self.reads = np.zeros(0, dtype=np.bool_) if reads is None else reads
-        # (a mix's reads through DRAM where it may hold their pages)
+        # (a mix's reads through DRAM where it may hold their pages, or of several)
         self._reads_from(lpns * ssd.page if addresses is None else addresses, nbytes,
-                         ssd.cache.write_pages > 0 or ssd.cache.read_pages > 0)
+                         ssd.cache.write_pages > 0 or ssd.cache.read_pages > 0
+                         or nbytes > ssd.page)
         if self.reads.any():
             self.loop[0]["rdur"] = ssd.host.read_ps(nbytes)
         #: a request's ppns from the run kernel, and in the lanes' numbering

@@ -316,7 +316,7 @@ class FlashTarget(Component):
         """The flash bench's closed loop (``flash.bench``) of requests of ``nbytes`` at
         each of ``addresses``, each a read where ``reads`` holds and a write where it
         does not, ``qd`` outstanding, compiled (``flash.pages.ReadLoop``,
-        ``WriteLoop``, a mix within a page each as a ``WriteLoop`` with its reads, on
+        ``WriteLoop``, a mix as a ``WriteLoop`` with its reads, on
         either timing model; under ``compat = "mqsim"``, reads or a mix from time 0 by
         ``flash.convoy_loop``): what ``transport`` of each (``request`` under MQSim's
         rules), issued as the loop issues it, would book. None where that path does not

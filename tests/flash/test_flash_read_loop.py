@@ -153,28 +153,32 @@ def test_compiled_write_loop_books_what_transport_books(
        qd=st.integers(1, 40), count=st.integers(2, 500),
        depth=st.sampled_from([1, 3, 1024]),
        iops=st.sampled_from([0, 2_500_000]), apart=st.booleans(),
-       part=st.sampled_from([1, 1, 2, 4]), dram=st.sampled_from([0, 0, 1, 2]))
+       part=st.sampled_from([1, 1, 2, 4]), dram=st.sampled_from([0, 0, 1, 2]),
+       pages=st.sampled_from([1, 1, 1, 2, 3, 8]))
 def test_compiled_mix_books_what_transport_books(name: str, model: str, qd: int,
                                                  count: int, depth: int, iops: int,
-                                                 apart: bool, part: int, dram: int) -> None:
+                                                 apart: bool, part: int, dram: int,
+                                                 pages: int) -> None:
     """fio's 70/30 mix of one-page requests through no buffer on either timing model
     (``WriteLoop`` with its reads) and under MQSim's rules (``ConvoyLoop`` with its
     writes, against the events): reads of pages the loop wrote a moment before, of
     pages never written and behind programs on their die, while blocks open,
-    collections are forced and segments of the map turn dense; of whole pages or a
-    ``part`` of one; with no DRAM, or (``dram``, not under MQSim's rules, whose reads of
+    collections are forced and segments of the map turn dense; of whole pages, a
+    ``part`` of one or several ``pages`` (not under MQSim's rules: its loop takes
+    requests within a page); with no DRAM, or (``dram``, not under MQSim's rules, whose reads of
     DRAM's pages are events) a write buffer and a read cache of 16 pages (1: reads hit
     the buffer, parts of pages the cache) or of 4,096."""
     mb = 16 if dram == 1 else 4096
     if model == "detailed-mqsim":
-        dram = 0
+        dram, pages = 0, 1
     cfg = dataclasses.replace(
         small(name, nvme_queue_depth=depth, compat="mqsim" if model == "detailed-mqsim"
               else "onfi", **_SHRUNK), controller_iops=iops, independent_plane_reads=apart)
     cfg = dataclasses.replace(cfg, write_buffer_bytes=mb * cfg.page_size if dram else 0,
                               read_cache_bytes=mb * cfg.page_size if dram else 0)
-    _same_bookings(cfg, pattern="mix", size=cfg.page_size // part, qd=qd, count=count,
-                   seed=4, model=model.split("-")[0])
+    size = cfg.page_size * pages if pages > 1 else cfg.page_size // part
+    _same_bookings(cfg, pattern="mix", size=size, qd=qd, count=count, seed=4,
+                   model=model.split("-")[0])
 
 
 @pytest.mark.parametrize("model", ["fast", "detailed", "detailed-mqsim"])
@@ -304,7 +308,8 @@ def test_loop_declines_what_it_would_book_otherwise() -> None:
     assert through.closed_loop(writes, whole, 2 * page, 4) is not None
     assert through.closed_loop(writes, whole, page, 4) is not None  # one page: write1's
     assert through.closed_loop(mix, whole, page, 4) is not None     # a mix of one page
-    assert through.closed_loop(mix, whole, 2 * page, 4) is None     # reads of two pages
+    assert through.closed_loop(mix, whole, 2 * page, 4) is not None  # of two pages
+    assert through.closed_loop(mix, whole + page // 2, page, 4) is None  # across two
     assert through.closed_loop(writes, whole, page // 4, 4) is not None  # a part of a page
     assert through.closed_loop(writes, whole + page // 2, page, 4) is None  # across two
     assert through.closed_loop(reads, whole + page // 2, page // 4, 4) is not None
