@@ -35,7 +35,7 @@ from flash.engine.commands import RESULTS, TIMES, program_cmds
 from flash.engine.dies import DieState, die_hold, die_prune, lane_full, plane_read
 from flash.engine.gaps import Meta, gap_book, gap_prune, gap_room
 from flash.ftl.kernels import Blocks, Fresh, L2p, write_open
-from flash.host import nvme_done, nvme_fetch
+from flash.host import ctl_take, nvme_done, nvme_fetch
 from flash.intmap import im_has_room
 from flash.pages import Device, Lookup, PageBatch, page_of
 from flash.scheduler import TimingBase
@@ -259,12 +259,7 @@ def _start(rows: Rows, reads: Reads, req_first: I64, req_n: I64, s: np.void,
 def _fetch(queue: I64, s: np.void) -> int:
     """When the NVMe queue and the controller take a command the device got now
     (``HostInterface.fetch``)."""
-    t = nvme_fetch(queue, s, s["now"])
-    if s["ctl_ps"]:
-        if s["ctl"] > t:
-            t = s["ctl"]
-        s["ctl"] = t + s["ctl_ps"]
-    return t
+    return ctl_take(s, nvme_fetch(queue, s, s["now"]))
 
 
 @njit_inline

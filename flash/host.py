@@ -162,6 +162,18 @@ class HostInterface:
 
 
 @njit_noref
+def ctl_take(rec: np.void, t: int) -> int:
+    """``HostInterface.fetch``'s controller compiled: when a command the NVMe queue
+    hands over at ``t`` is taken, the controller's next free time (``ctl``) and time per
+    command (``ctl_ps``, 0: none) in the record ``rec``."""
+    if rec["ctl_ps"]:
+        if rec["ctl"] > t:
+            t = rec["ctl"]
+        rec["ctl"] = t + rec["ctl_ps"]
+    return t
+
+
+@njit_noref
 def nvme_fetch(queue: I64, lp: np.void, t: int) -> int:
     """``HostInterface._slot`` compiled: when the device takes a command submitted at
     ``t``, its NVMe queue (the ``nq`` commands of the record ``lp`` in ``queue``, a

@@ -76,7 +76,7 @@ from flash.ftl.kernels import (
     write_run,
 )
 from flash.ftl.mapping import L2pArrays
-from flash.host import nvme_done, nvme_fetch
+from flash.host import ctl_take, nvme_done, nvme_fetch
 from flash.intmap import im_has_room
 from flash.runlru import SIZE as LRU_SIZE
 from flash.runlru import LruArrays, lru_remove, lru_spare
@@ -126,7 +126,7 @@ LINK_FULL = 4
 #: (``FAST`` or not) and the device's column of its results, the cache's capacity, the
 #: page and request sizes, and the write-buffer and read-cache hits, the pages read
 #: from NAND, the read commands and the bytes wanted of them so far; for writes through
-#: a write buffer: whether there is one and its pages, whether small writes share a page
+#: a write buffer: its pages (0: none), whether small writes share a page
 #: (``Ssd.packs``) and the bytes gathered for the next (``Ssd.packed``), whether this
 #: write only waits for the page to fill, and the writes that waited for room, the pages
 #: acknowledged from the buffer, the writes that only waited and the pages programmed;
@@ -135,7 +135,7 @@ LINK_FULL = 4
 LOOP = np.dtype([(name, np.int64) for name in (
     "qd", "nw", "nq", "depth", "waits", "now", "pend", "req_now", "t_in", "t_end", "seq",
     "runs", "rdur", "x", "front", "span", "mode", "device", "capacity", "page", "nbytes",
-    "bufhits", "hits", "got", "rcmds", "wanted", "wbuf", "wcap", "packs", "packed",
+    "bufhits", "hits", "got", "rcmds", "wanted", "wcap", "packs", "packed",
     "pack_now", "bwaits", "whits", "pwrites", "wprog", "slc_cap", "slc_now", "slc_last",
     "t_slc")])
 #: a write's progress in ``_write_loop`` (0: not begun): its pages placed, then it went
@@ -591,7 +591,7 @@ class WriteLoop(ClosedLoop):
         self.nbytes = nbytes
         lp = self.loop[0]
         lp["nbytes"], lp["page"] = nbytes, ssd.page
-        lp["wbuf"], lp["wcap"] = int(ssd.cache.write_pages > 0), ssd.cache.write_pages
+        lp["wcap"] = ssd.cache.write_pages
         lp["packs"] = int(ssd.packs)
         lp["slc_cap"], lp["t_slc"] = ssd.slc.cap, batch.model.t_prog_slc
         #: each request a read (a mix) or not; empty: every one is a write
@@ -979,11 +979,7 @@ def _go_out(r: np.void, lp: np.void, work: I64, queue: I64) -> tuple[int, int]:
     if lp["nw"] == lp["qd"]:  # a worker's request completed: it issues the next
         now = work[0, 0]
         lp["nw"] = row_pop(work, lp["nw"])
-    t = nvme_fetch(queue, lp, now)
-    if r["ctl_ps"]:
-        if r["ctl"] > t:
-            t = r["ctl"]
-        r["ctl"] = t + r["ctl_ps"]
+    t = ctl_take(r, nvme_fetch(queue, lp, now))
     r["t0"] = t
     return now, t
 
@@ -1038,8 +1034,8 @@ def _write_loop(lanes: Lanes, dev: Device, link: Link,
     detailed model's programs from the command they stopped at). A mix (``mix``: each
     request a read or not, empty for none, and the map as reads look it up): each read
     as ``_read_one`` books it, its data ``rdur`` (in ``loop``) on the link. Through a
-    write buffer (``wbuf``, ``wbuf`` in ``loop``), as ``Ssd.write`` books it: the buffer
-    admits the write (``admit_write``, its data on the link from then), a small write
+    write buffer (``wbuf``; its pages ``wcap`` in ``loop``), as ``Ssd.write`` books it:
+    the buffer admits the write (``admit_write``, its data on the link from then), a small write
     that does not fill the page being gathered (``packs``) is only buffered, and the
     write completes when its data is in the buffer, where it stays until its programs
     end (``buffer_run``); a write the buffer has no room for stops (``BUF_ROOM``). With
@@ -1070,7 +1066,7 @@ def _write_loop(lanes: Lanes, dev: Device, link: Link,
                 r["stop"] = LINK_FULL
                 return j
             # (``DataCache._room``: a row for the write, entries for its pages)
-            if lp["wbuf"] and (wbuf[1][COUNT] + 1 > wbuf[0].shape[0]
+            if lp["wcap"] and (wbuf[1][COUNT] + 1 > wbuf[0].shape[0]
                                or not im_has_room(wbuf[2], wbuf[3], n)):
                 r["stop"] = BUF_ROOM
                 return j
@@ -1115,7 +1111,7 @@ def _write_loop(lanes: Lanes, dev: Device, link: Link,
         if lp["pend"] == PLACED_:
             now, t = _go_out(r, lp, work, queue)
             lp["req_now"] = now
-            if lp["wbuf"]:  # (``DataCache.admit``: its data crosses once it fits)
+            if lp["wcap"]:  # (``DataCache.admit``: its data crosses once it fits)
                 adm = admit_write(wbuf, n, lp["wcap"], t)
                 if adm > t:
                     lp["bwaits"] += 1
@@ -1164,7 +1160,7 @@ def _write_loop(lanes: Lanes, dev: Device, link: Link,
         r["cmds"] += cmds_done
         if not lp["pack_now"]:
             lp["wprog"] += n
-        if lp["wbuf"]:  # (``DataCache.buffered``: acknowledged from the buffer)
+        if lp["wcap"]:  # (``DataCache.buffered``: acknowledged from the buffer)
             buffer_run(wbuf, lpns[j], lpns[j] + n, end)
             lp["whits"] += n
             end = lp["t_end"]
