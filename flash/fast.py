@@ -259,19 +259,20 @@ class FastArray:
         self.n = len(models)
         #: each device's first page in the shared numbering
         self.ppn0 = [m.ppn0 for m in models]
+        self._tbuf = (np.zeros(self.n, dtype=np.int64), np.zeros(self.n, dtype=np.int64))
 
     def _pages(self, devs: list[int], ppns: list[I64]) -> I64:
         """The devices' pages, in the shared numbering."""
-        out: I64 = np.empty(sum(p.size for p in ppns), dtype=np.int64)
-        at = 0
-        for d, p in zip(devs, ppns, strict=True):
-            np.add(p, self.ppn0[d], out=out[at:at + p.size])
-            at += p.size
-        return out
+        ppn0 = self.ppn0
+        return np.concatenate([p + ppn0[d] for d, p in zip(devs, ppns, strict=True)])
 
-    def _per_device(self, devs: list[int], times: list[int]) -> I64:
-        out = np.zeros(self.n, dtype=np.int64)
-        out[devs] = times
+    def _per_device(self, devs: list[int], times: list[int], slot: int = 0) -> I64:
+        """``times[i]`` at device ``devs[i]``, 0 elsewhere (in a buffer of this array's,
+        ``slot`` 0 or 1, valid until the next call)."""
+        out = self._tbuf[slot]
+        out[:] = 0
+        for d, t in zip(devs, times, strict=True):
+            out[d] = t
         return out
 
     def read(self, devs: list[int], ppns: list[I64], nb: list[I64],
@@ -292,7 +293,7 @@ class FastArray:
         for each ``i``, in one call: per device, the end of its last program."""
         m = self.m
         res = m.program_lanes(self._pages(devs, ppns), self._per_device(devs, first_in),
-                              self._per_device(devs, l_end), slc).tolist()
+                              self._per_device(devs, l_end, 1), slc).tolist()
         out = {}
         for k, p in zip(devs, ppns, strict=True):
             c = self.models[k].c

@@ -53,6 +53,9 @@ __all__ = ["MODELS", "FlashTarget", "compile_kernels"]
 I64 = npt.NDArray[np.int64]
 
 #: Report entries that are not summed over devices.
+#: the ranges ``FlashTarget._split`` remembers (a training iteration's chunks; the
+#: memo starts again when full, so a sweep of distinct ranges stays bounded)
+_SPLITS = 1 << 16
 _NOT_SUMMED = ("waf", "max_erase_count", "link_rd", "link_wr", "ftl_state_bytes")
 
 
@@ -102,6 +105,11 @@ class FlashTarget(Component):
         #: transfer's NAND work on all the devices it touches is one call
         fast = [d.fast for d in self.devices if d.fast is not None]
         self._array = FastArray(fast) if n > 1 and len(fast) == n else None
+        #: whether a device may program in SLC mode (else the array's programs of a
+        #: transfer are one call)
+        self._any_slc = any(d.slc for d in self.devices)
+        #: ``_split``'s ranges
+        self._splits: dict[tuple[int, int], tuple[tuple[Ssd, int, int], ...]] = {}
         #: under MQSim's rules, each device's reads served by events (``request``)
         self._events = ([EventReads(env, d) for d in self.devices] if cfg.compat == "mqsim"
                         else None)
@@ -296,14 +304,20 @@ class FlashTarget(Component):
                 ppns.append(p)
                 first_in.append(fi)
                 l_ends.append(l_end)
-        assert self._array is not None
+        array = self._array
+        assert array is not None
         got: dict[int, int] = {}
-        for slc in (False, True):  # (the devices' writes in SLC mode and not: two calls)
-            k = [i for i, d in enumerate(devs) if self.devices[d].slc_mode == slc]
-            if k:
-                got.update(self._array.program([devs[i] for i in k], [ppns[i] for i in k],
-                                               [first_in[i] for i in k],
-                                               [l_ends[i] for i in k], slc))
+        if not devs:
+            pass
+        elif not self._any_slc:
+            got = array.program(devs, ppns, first_in, l_ends, False)
+        else:
+            for slc in (False, True):  # (the devices' writes in SLC mode and not: two calls)
+                k = [i for i, d in enumerate(devs) if self.devices[d].slc_mode == slc]
+                if k:
+                    got.update(array.program([devs[i] for i in k], [ppns[i] for i in k],
+                                             [first_in[i] for i in k],
+                                             [l_ends[i] for i in k], slc))
         end = earliest
         for dev, address, nbytes, t0, adm, l_end, p_end in parts:
             e = dev.write_done(address, nbytes, t0, adm, l_end, got.get(dev.device, p_end))
@@ -365,15 +379,20 @@ class FlashTarget(Component):
             return self._pages.serve(op is Op.READ, addresses, nbytes, earliest)
         return self._one.serve_many(op is Op.READ, addresses, nbytes, earliest)
 
-    def _split(self, address: int, nbytes: int) -> list[tuple[Ssd, int, int]]:
+    def _split(self, address: int, nbytes: int) -> tuple[tuple[Ssd, int, int], ...]:
         """RAID-0: the contiguous device-local range of each device the bytes touch, in
         the order of their first stripes (the devices share no state, so the order they
         are served in changes nothing). Only the touched devices are visited: a 2 MiB
-        chunk on 16 devices of 512 KiB stripes is four steps, not sixteen."""
+        chunk on 16 devices of 512 KiB stripes is four steps, not sixteen. Remembered
+        per range (a training iteration moves the same chunks every time), up to
+        ``_SPLITS`` ranges."""
+        got = self._splits.get((address, nbytes))
+        if got is not None:
+            return got
         devs = self.devices
         n = len(devs)
         if n == 1:
-            return [(devs[0], address, nbytes)]
+            return ((devs[0], address, nbytes),)
         S = self.cfg.stripe_bytes
         end = address + nbytes
         s0, s1 = address // S, (end - 1) // S
@@ -383,7 +402,10 @@ class FlashTarget(Component):
             lo = (j // n) * S + max(address, j * S) - j * S
             hi = (jl // n) * S + min(end, (jl + 1) * S) - jl * S
             out.append((devs[j % n], lo, hi - lo))
-        return out
+        if len(self._splits) >= _SPLITS:
+            self._splits.clear()
+        got = self._splits[(address, nbytes)] = tuple(out)
+        return got
 
     # -- state that drifts across iterations ---------------------------------------------
     def drift(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

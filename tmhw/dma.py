@@ -328,12 +328,16 @@ class DmaEngine(Component):
     # -- the engine process --------------------------------------------------------------
     @staticmethod
     def _head(heap: list[tuple[Key, DmaRequest]]) -> DmaRequest | None:
-        while heap and heap[0][1].done:
-            req = heapq.heappop(heap)[1]
-            assert req.booked is not None
-            if not req.booked.triggered:
-                req.booked.succeed(req.end_ps)
-        return heap[0][1] if heap else None
+        while heap:
+            req = heap[0][1]
+            if req.cursor < req.p1:  # (not ``done``)
+                return req
+            heapq.heappop(heap)
+            booked = req.booked
+            assert booked is not None
+            if not booked.triggered:
+                booked.succeed(req.end_ps)
+        return None
 
     def _run(self) -> Generator[simpy.Event, Any, None]:
         env = self.env
@@ -379,9 +383,9 @@ class DmaEngine(Component):
                     if not progressed and f.urgent and self.client is not None:
                         self.client.make_room(self._need(f, now), now, f.deadline_op)
                         progressed = self._book_window(f, now, None)
-            self._head(self._fetches)
-            self._head(self._writebacks)
-            self._head(self._cleans)
+            for heap in (self._fetches, self._writebacks, self._cleans):
+                if heap and heap[0][1].cursor >= heap[0][1].p1:
+                    self._head(heap)  # (requests booked whole: their events succeed)
             if not progressed:
                 # Nothing could be booked: wait for space or a new request.
                 self.wakeups.add()

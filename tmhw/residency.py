@@ -570,13 +570,12 @@ class Residency:
     # -- occupancy -----------------------------------------------------------------------
     def settle(self, now: int) -> None:
         """Release the space of write-backs that completed by ``now``."""
-        changed = False
-        while self._freeing and self._freeing[0][0] <= now:
-            _, count = heapq.heappop(self._freeing)
-            self._freeing_pages -= count
-            changed = True
-        if changed:
-            self.level.set(now, self.occupied_pages * self.page_size)
+        freeing = self._freeing
+        if not freeing or freeing[0][0] > now:
+            return
+        while freeing and freeing[0][0] <= now:
+            self._freeing_pages -= heapq.heappop(freeing)[1]
+        self.level.set(now, self.occupied_pages * self.page_size)
 
     @property
     def freeing_pages(self) -> int:
@@ -588,8 +587,10 @@ class Residency:
         return self.held + self._freeing_pages
 
     def free_pages(self, now: int) -> int:
-        self.settle(now)
-        return self.capacity - self.occupied_pages
+        freeing = self._freeing
+        if freeing and freeing[0][0] <= now:
+            self.settle(now)
+        return self.capacity - self.held - self._freeing_pages
 
     def claim_freeing(self, pages: int, now: int) -> int | None:
         """Hand ``pages`` of the space that in-flight write-backs will free over to a

@@ -89,6 +89,9 @@ class Op:
     vector_ops_per_elem: float = 1.0
     reads: tuple[int, ...] = ()
     writes: tuple[int, ...] = ()
+    #: ``tensors``, once asked for (an op's reads and writes do not change once built)
+    _tensors: tuple[int, ...] | None = field(default=None, init=False, repr=False,
+                                             compare=False)
 
     @property
     def macs(self) -> int:
@@ -96,7 +99,11 @@ class Op:
 
     @property
     def tensors(self) -> tuple[int, ...]:
-        return tuple(dict.fromkeys(self.reads + self.writes))
+        """The tensors the op reads or writes, each once, reads first."""
+        t = self._tensors
+        if t is None:
+            t = self._tensors = tuple(dict.fromkeys(self.reads + self.writes))
+        return t
 
 
 @dataclass(slots=True)
