@@ -4,6 +4,7 @@ devices, each against its formula."""
 from __future__ import annotations
 
 import dataclasses
+import random
 
 import pytest
 import simpy
@@ -144,6 +145,29 @@ def test_raid0_splits_a_transfer_into_one_range_per_device() -> None:
     d0 = [(a, n) for d, a, n in parts if d is t.devices[0]]
     assert d0 == [(300 * KiB, 212 * KiB + 512 * KiB)]
     assert t.devices[1] in [d for d, _, _ in parts]
+
+
+def test_a_remembered_split_is_the_split_computed_afresh(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """``_split`` remembers ranges (a training iteration moves the same chunks again):
+    what it returns from its memo, and after the memo has filled and started again, is
+    the split a target that has seen nothing computes."""
+    import flash.target as target_mod
+
+    monkeypatch.setattr(target_mod, "_SPLITS", 8)
+    cfg = dataclasses.replace(PRESETS["990pro"], devices=3, stripe_bytes=512 * KiB)
+    t, fresh = _dev(cfg), _dev(cfg)
+    rng = random.Random(3)
+    starts = [rng.randrange(0, 64 * MiB) for _ in range(6)]
+    # each start twice, with two lengths
+    ranges = [(a, rng.randrange(1, 4 * MiB)) for a in starts for _ in range(2)]
+    for address, nbytes in ranges * 3:  # the second and third rounds hit the memo
+        # (or, past eight ranges, compute again after a restart)
+        fresh._splits.clear()
+        want = [(d.device, a, n) for d, a, n in fresh._split(address, nbytes)]
+        assert [(d.device, a, n) for d, a, n in t._split(address, nbytes)] == want
+        assert sum(n for _, _, n in want) == nbytes
+        assert len(t._splits) <= 8
 
 
 def test_two_devices_halve_a_flash_bound_iterations_stall() -> None:
