@@ -53,12 +53,12 @@ __all__ = ["MODELS", "FlashTarget", "compile_kernels"]
 I64 = npt.NDArray[np.int64]
 
 #: Report entries that are not summed over devices.
+_NOT_SUMMED = ("waf", "max_erase_count", "link_rd", "link_wr", "ftl_state_bytes")
 #: the ranges ``FlashTarget._split`` remembers (a training iteration's chunks: 787 to
 #: 5,120 ranges in the headline's trials on two and four SSDs; the memo starts again
 #: when full, so a run of more distinct ranges holds at most this many, some 25 MB on
 #: 16 devices)
 _SPLITS = 1 << 14
-_NOT_SUMMED = ("waf", "max_erase_count", "link_rd", "link_wr", "ftl_state_bytes")
 
 
 def _wire(t: Transfer, nbytes: int) -> int:
@@ -309,11 +309,9 @@ class FlashTarget(Component):
         array = self._array
         assert array is not None
         got: dict[int, int] = {}
-        if not devs:
-            pass
-        elif not self._any_slc:
+        if devs and not self._any_slc:
             got = array.program(devs, ppns, first_in, l_ends, False)
-        else:
+        elif devs:
             for slc in (False, True):  # (the devices' writes in SLC mode and not: two calls)
                 k = [i for i, d in enumerate(devs) if self.devices[d].slc_mode == slc]
                 if k:

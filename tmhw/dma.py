@@ -330,7 +330,7 @@ class DmaEngine(Component):
     def _head(heap: list[tuple[Key, DmaRequest]]) -> DmaRequest | None:
         while heap:
             req = heap[0][1]
-            if req.cursor < req.p1:  # (not ``done``)
+            if not req.done:
                 return req
             heapq.heappop(heap)
             booked = req.booked
@@ -384,7 +384,7 @@ class DmaEngine(Component):
                         self.client.make_room(self._need(f, now), now, f.deadline_op)
                         progressed = self._book_window(f, now, None)
             for heap in (self._fetches, self._writebacks, self._cleans):
-                if heap and heap[0][1].cursor >= heap[0][1].p1:
+                if heap and heap[0][1].done:
                     self._head(heap)  # (requests booked whole: their events succeed)
             if not progressed:
                 # Nothing could be booked: wait for space or a new request.

@@ -590,7 +590,7 @@ class Residency:
         freeing = self._freeing
         if freeing and freeing[0][0] <= now:
             self.settle(now)
-        return self.capacity - self.held - self._freeing_pages
+        return self.capacity - self.occupied_pages
 
     def claim_freeing(self, pages: int, now: int) -> int | None:
         """Hand ``pages`` of the space that in-flight write-backs will free over to a
