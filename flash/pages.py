@@ -172,6 +172,15 @@ Front = tuple[tuple[Buffer, LruArrays], tuple[L2pArrays, tuple[I64, int, int]], 
               npt.NDArray[np.bool_], I64, I64, I64, I64, I64, I64, I64, I64]
 
 
+def _within_or_whole(addresses: I64, nbytes: int, page: int) -> bool:
+    """Whether every request of ``nbytes`` at ``addresses`` lies within one page, or
+    is of whole pages from a page's start (what the closed loops take)."""
+    off = addresses % page
+    if nbytes <= page:
+        return bool((off + nbytes <= page).all())
+    return not nbytes % page and not off.any()
+
+
 class PageBatch:
     """The batch path of one device (module docstring) on its timing ``model``: the
     fast model, or for reads alone the detailed one (whose one-page read is
@@ -254,12 +263,8 @@ class PageBatch:
         """``read_loop``'s refusals: off this path, a read neither within one page nor
         of whole pages, or a page the controller's DRAM holds."""
         ssd = self.ssd
-        page = ssd.page
-        off = addresses % page
-        shape = (bool((off + nbytes <= page).all()) if nbytes <= page
-                 else not nbytes % page and not off.any())
-        return (not self.on or not shape or ssd.host.read_ps(nbytes) <= 0
-                or not ssd.cache.holds_nothing())
+        return (not self.on or not _within_or_whole(addresses, nbytes, ssd.page)
+                or ssd.host.read_ps(nbytes) <= 0 or not ssd.cache.holds_nothing())
 
     def declines_writes(self, addresses: I64, nbytes: int) -> bool:
         """``write_loop``'s refusals (and a mix's under MQSim's rules, ``ConvoyLoop``):
@@ -268,11 +273,9 @@ class PageBatch:
         controller's DRAM holds."""
         ssd = self.ssd
         page = ssd.page
-        off = addresses % page
-        if nbytes <= page:  # one page, or a part of one: ``FTL.write1``'s
-            shape = bool((off + nbytes <= page).all())
-        else:
-            shape = not nbytes % page and not off.any() and ssd.ftl.runs_first(nbytes // page)
+        # one page, or a part of one (``FTL.write1``'s), or a run the run kernel takes
+        shape = _within_or_whole(addresses, nbytes, page) and (
+            nbytes <= page or ssd.ftl.runs_first(nbytes // page))
         return bool(not self.loop_writes or not shape
                     or max(1, nbytes // page) > ssd.cache.write_pages > 0  # (through it)
                     or not ssd.cache.holds_nothing() or ssd.host.write_ps(nbytes) <= 0)
