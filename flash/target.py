@@ -474,13 +474,17 @@ class FlashTarget(Component):
             out.update(reps[0])
             out["transfers"] = self.transfers
             return out
-        for key, v in reps[0].items():
+        # A device's report may leave out a figure it has nothing of (the SLC cache's
+        # ``slc_advanced_pages`` where the run moved no fill on it): the array's is the
+        # sum over the devices that give it, in the order the devices first give it.
+        for key in _union(reps):
             if key in _NOT_SUMMED or key.startswith("ch"):
                 continue
-            if isinstance(v, dict):
-                out[key] = {k: sum(r[key][k] for r in reps) for k in v}
+            parts = [r[key] for r in reps if key in r]
+            if isinstance(parts[0], dict):
+                out[key] = {k: sum(p.get(k, 0) for p in parts) for k in _union(parts)}
             else:
-                out[key] = sum(r[key] for r in reps)
+                out[key] = sum(parts)
         out["transfers"] = self.transfers
         written = sum(r["host_pages_written"] for r in reps)
         moved = sum(r["gc_pages_moved"] + r["wl_pages_moved"] for r in reps)
@@ -490,6 +494,11 @@ class FlashTarget(Component):
         for k, r in enumerate(reps):
             out[f"dev{k}"] = r
         return out
+
+
+def _union(dicts: list[dict[str, Any]]) -> list[str]:
+    """The keys of ``dicts``, each once, in the order they first appear."""
+    return list(dict.fromkeys(k for d in dicts for k in d))
 
 
 def compile_kernels() -> None:
