@@ -235,8 +235,10 @@ def study(st: Study) -> str:
 
         def text(x: float, d: int, key: str = key) -> str:
             margin, name, per_usd = wins[(key, x, d)]
-            out = f"{name.replace(chr(10), '; ')} " \
-                f"({margin if isinstance(margin, str) else pct(margin)})"
+            # the margin beside the winner it is of, then what does not fit
+            head, _, unfit_note = name.partition("\n")
+            out = (f"{head} ({margin if isinstance(margin, str) else pct(margin)})"
+                   + (f"; {unfit_note}" if unfit_note else ""))
             return out + (f"; HBM-only {pct(per_usd)} per $" if per_usd is not None
                           else "")
         body = [[r, *[text(x, d) for d in devices]] for r, x in zip(rows, ratios,
