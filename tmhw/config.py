@@ -369,6 +369,14 @@ class PolicyConfig:
 MAX_ITERATIONS = 10_000
 #: The longest period ``warmup_iterations = "auto"`` looks for (``RunConfig``).
 MAX_PERIOD = 4
+#: How far a drift's last two moves may differ and still be one drift that the run skips
+#: ahead (``Executor._skip_drift``): each within this factor of the other. An SSD's SLC
+#: cache that fills or drains moves by about as much each iteration; a fill that stands
+#: at a level moves by noise (BERT-large at 1/8 HBM on four SSDs with per-layer
+#: recomputation: +-214 pages an iteration about 25k, just over 0.5% of the pages
+#: written), and two moves of the same sign there are no drift. An estimate: 2 keeps every
+#: skip of the fills that move steadily and none of that noise's.
+DRIFT_RATE_RATIO = 2.0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

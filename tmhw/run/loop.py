@@ -46,7 +46,7 @@ import numpy as np
 import simpy
 
 from npu import NPU, ComputeTask, Gemm
-from tmhw.config import MAX_PERIOD, SystemConfig
+from tmhw.config import DRIFT_RATE_RATIO, MAX_PERIOD, SystemConfig
 from tmhw.dma import FETCH, INPLACE, WRITEBACK, DmaRequest
 from tmhw.placement.base import Feedback, PlanContext, Policy
 from tmhw.placement.table import Move, PlacementTable
@@ -103,6 +103,8 @@ class Executor(Component):
         #: the flash tier's drifting state and the work behind it after each iteration
         #: (``_skip_drift``)
         self._drift: list[tuple[np.ndarray, np.ndarray]] = []
+        #: how far each iteration moved it, a skip after the iteration left out
+        self._moved: list[np.ndarray] = []
         #: and the work done in the regime the drift leads to (``Drifting.regime``)
         self._regime: list[np.ndarray] = []
         #: iterations in a row the drift has stood at its bound (``_skip_drift``)
@@ -263,7 +265,8 @@ class Executor(Component):
         """Skip the flash tier's slow drift (``Drifting``: an SSD's SLC cache filling
         over many iterations) after iteration ``it``. Where a quantity has moved by more
         than ``run.steady_tolerance`` of the work done in each of the last two warm
-        iterations, in the same direction, it drifts; the run then moves it, at the
+        iterations, in the same direction and by about as much (each move within
+        ``DRIFT_RATE_RATIO`` of the other), it drifts; the run then moves it, at the
         last iteration's rate, as many whole iterations as leave one more before it
         reaches its bound (full or empty), so the change of regime is simulated, and
         counts them (``Metrics.skipped_iterations``). At the bound it still drifts
@@ -281,15 +284,18 @@ class Executor(Component):
         if not isinstance(flash, Drifting):
             return False
         value, bound, work = flash.drift()
+        self._moved.append(value - self._drift[-1][0] if self._drift else 0 * value)
         self._drift.append((value, work))
         self._regime.append(flash.regime())
         if not len(value) or it < 3:
             return False
         tol = self.cfg.run.steady_tolerance
-        (v1, w1), (v0, w0) = self._drift[-2], self._drift[-3]
-        g, g0 = value - v1, v1 - v0
+        w1, w0 = self._drift[-2][1], self._drift[-3][1]
+        g, g0 = self._moved[-1], self._moved[-2]
         moving = (np.abs(g) > tol * np.maximum(work - w1, 1)) & \
-            (np.abs(g0) > tol * np.maximum(w1 - w0, 1)) & (np.sign(g) == np.sign(g0))
+            (np.abs(g0) > tol * np.maximum(w1 - w0, 1)) & (np.sign(g) == np.sign(g0)) & \
+            (np.abs(g) <= DRIFT_RATE_RATIO * np.abs(g0)) & \
+            (np.abs(g0) <= DRIFT_RATE_RATIO * np.abs(g))
         if not moving.any():
             # at its bound the two regimes mix, and the mix takes iterations to settle:
             # the device still drifts until it repeats with some period, or has stood
