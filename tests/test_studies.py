@@ -344,3 +344,29 @@ def test_a_study_of_warm_up_iterations_only_says_so(tmp_path: Path) -> None:
         rows = list(csv.DictReader(fh))
     assert rows and {r["steady_state"] for r in rows if r["status"] == "ok"} == {"false"}
     assert "**Not a steady state:**" in (tmp_path / "summary.md").read_text()
+
+
+@pytest.mark.parametrize("lim", [0.004, 0.021, 0.09, 0.15, 0.9])
+def test_a_heatmaps_colour_scale_tells_its_ticks_apart(lim: float) -> None:
+    """The colour bar of a heatmap of gains within +-``lim`` labels each of the ticks
+    matplotlib puts on it differently (the regime map's winners, within +-2%, had
+    ticks every 0.5% labelled in whole percents: "+2%" and "+0%" twice each)."""
+    from matplotlib.ticker import AutoLocator
+
+    from tmhw.studies.figures import _decimals
+
+    ticks = [t for t in AutoLocator().tick_values(-lim, lim) if -lim <= t <= lim]
+    labels = [f"{t:+.{_decimals(lim)}%}" for t in ticks]
+    assert len(ticks) >= 3 and len(set(labels)) == len(labels), labels
+
+
+def test_a_heatmap_cells_note_is_broken_into_lines_a_cell_holds() -> None:
+    """A note wider than a cell (the strategies that do not fit) is broken into lines
+    of at most ``_NOTE_WIDTH`` characters, its first "what:" on a line of its own, and
+    loses no word."""
+    from tmhw.studies.figures import _NOTE_WIDTH, _fit_note
+
+    note = f"recompute, offload, TM + recompute: {studies.DOES_NOT_FIT}"
+    lines = _fit_note(note).split("\n")
+    assert all(len(line) <= _NOTE_WIDTH for line in lines)
+    assert lines[-1] == studies.DOES_NOT_FIT and " ".join(lines).split() == note.split()

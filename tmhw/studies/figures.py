@@ -9,6 +9,7 @@ decade still has labels.
 from __future__ import annotations
 
 import math
+import textwrap
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,9 @@ from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 from matplotlib.transforms import blended_transform_factory
 
 from tmhw.plots import _save  # (importing tmhw.plots also selects the Agg backend)
+
+#: characters a line of a heatmap cell's note takes (5.5 pt text in a cell 1.15 in wide)
+_NOTE_WIDTH = 26
 
 Value = float | str
 
@@ -247,8 +251,8 @@ def heatmaps(panels: dict[str, list[list[Value]]], rows: Sequence[str], cols: Se
                         va="center", fontsize=7 if isinstance(v, str) else 8,
                         color="white" if dark else "black")
                 note = notes[i][j] if notes else ""
-                if note:  # "what: who" on two lines, to fit the cell
-                    ax.text(j, i - 0.3, note.replace(": ", ":\n", 1), ha="center",
+                if note:  # "what: who" on two lines or more, to fit the cell
+                    ax.text(j, i - 0.3, _fit_note(note), ha="center",
                             va="center", fontsize=5.5, linespacing=0.9,
                             color="#dddddd" if dark else "#444444")
         if boundary is not None:
@@ -268,9 +272,26 @@ def heatmaps(panels: dict[str, list[list[Value]]], rows: Sequence[str], cols: Se
     if title:
         fig.suptitle(title, fontsize=10)
     if image is not None and cbar:
+        # ticks as far apart as the scale's tenth: a scale of +-2% ticks every 0.5%,
+        # which whole percents would label "+0%" twice
+        fmt = f"{{:+.{_decimals(lim)}%}}"
         fig.colorbar(image, ax=list(axes.flat), shrink=0.8, label=cbar,
-                     format=FuncFormatter(lambda v, _pos: f"{v:+.0%}"))
+                     format=FuncFormatter(lambda v, _pos: fmt.format(v)))
     return _save(fig, Path(stem))
+
+
+def _decimals(lim: float) -> int:
+    """Decimals of a percentage that tell apart the ticks of a scale of +-``lim``
+    (matplotlib puts some eight of them on it): 0 from 10%, 1 from 1%, else 2."""
+    return 0 if lim >= 0.1 else 1 if lim >= 0.01 else 2
+
+
+def _fit_note(note: str) -> str:
+    """A cell's note in lines of at most ``_NOTE_WIDTH`` characters, its first "what:
+    who" broken after the colon (a list of strategies or policies is wider than a
+    cell)."""
+    lines = note.replace(": ", ":\n", 1).split("\n")
+    return "\n".join(textwrap.fill(line, _NOTE_WIDTH) for line in lines)
 
 
 def _region_edges(ax: Any, marked: list[list[bool]]) -> None:
