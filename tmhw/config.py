@@ -369,6 +369,13 @@ class PolicyConfig:
 MAX_ITERATIONS = 10_000
 #: The longest period ``warmup_iterations = "auto"`` looks for (``RunConfig``).
 MAX_PERIOD = 4
+#: The longest cycle ``warmup_iterations = "auto"`` looks for beyond ``MAX_PERIOD``: the
+#: traffic of each iteration repeats the one a cycle before, and the cycle's mean time
+#: the cycle's before it, while single iterations may differ by more than the tolerance
+#: (``RunConfig``). FlatFlash's promotions on the quick preset cycle with periods of 6
+#: and 12 (``policy.flatflash.promote_after`` 3 and 4, BERT-base 6 layers at 1/8 HBM,
+#: measured); 12 leaves 24 iterations of ``run.max_iterations`` (48) to find one in.
+MAX_CYCLE = 12
 #: How far a drift's last two moves may differ and still be one drift that the run skips
 #: ahead (``Executor._skip_drift``): each within this factor of the other. An SSD's SLC
 #: cache that fills or drains moves by about as much each iteration; a fill that stands
@@ -400,7 +407,10 @@ class RunConfig:
     each iteration the run looks for a period ``p`` (1 to ``MAX_PERIOD``) over which the
     last ``p`` iterations repeat the ``p`` before them, time and traffic each within
     ``steady_tolerance`` (the first, cold, iteration never counts), with the policy
-    settled (``Policy.settled``: TM-Training's monitor has judged its last trial). The
+    settled (``Policy.settled``: TM-Training's monitor has judged its last trial); or,
+    failing that, a cycle ``p`` (``MAX_PERIOD`` + 1 to ``MAX_CYCLE``) over which each
+    iteration's traffic repeats and the cycle's mean time repeats, while single
+    iterations may not (FlatFlash's promotions cycle with periods of 6 and 12). The
     warm-up ends there, and the run measures ``iterations`` more, rounded up to whole
     periods (so ``iterations`` counts measured iterations, not all of them). A run that
     finds none by ``max_iterations`` in all measures its last ``iterations`` and
@@ -408,7 +418,8 @@ class RunConfig:
     ``max_iterations`` 48: beyond TM-Training's monitor on a drive whose SLC cache
     fills during the warm-up (the quick preset, 6 layers at 75% HBM: the cache's cliff,
     a trial undone because the drive drifted while it was judged, then five trials,
-    converge after 32 iterations), with room for a period of 4 (an estimate).
+    converge after 32 iterations), with room for a period of 4 (an estimate) and a cycle
+    of 12 from the 24th iteration on (measured whole, which may take the run past it).
     ``steady_tolerance`` 0.005: iterations that differ by less than 0.5% repeat (the
     figures a study compares differ by 1% and more)."""
 

@@ -1,7 +1,8 @@
 """``run.warmup_iterations = "auto"``: the warm-up ends where the iterations repeat
 (time and traffic within ``run.steady_tolerance``, over a period of 1 to
-``MAX_PERIOD``), and the run measures whole periods after it; a run that finds none by
-``run.max_iterations`` says so."""
+``MAX_PERIOD``, or a cycle's traffic and mean time up to ``MAX_CYCLE``), and the run
+measures whole periods after it; a run that finds none by ``run.max_iterations`` says
+so."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import Any
 import pytest
 
 import tmhw
-from tmhw.config import MAX_PERIOD
+from tmhw.config import MAX_CYCLE, MAX_PERIOD
 from tmhw.sim.errors import ConfigError
 
 CELL = ["workload.layers=3", "policy.hbm_ratio=0.25", 'run.warmup_iterations="auto"']
@@ -50,6 +51,29 @@ def test_a_run_that_does_not_repeat_says_so_and_measures_its_last_iterations() -
     assert m["converged"] is False and m["period"] == 0
     assert m["iterations"] == 6 and m["measured_iterations"] == 2
     assert any("did not repeat" in w for w in rep["warnings"])
+
+
+def test_a_cycle_longer_than_any_period_is_found_and_measured_whole() -> None:
+    """FlatFlash's promotions cycle on BERT-base, 6 layers at 1/8 HBM behind 32
+    channels: its iterations 6 apart move the same bytes, but their times differ by up
+    to 1.2%, so no period up to ``MAX_PERIOD`` repeats. Before cycles were looked for, the
+    run went to ``run.max_iterations`` (48) and measured its last two, 121.45 ms. The
+    cycle's mean is the steady state: 119.625 ms over iterations 216-227 of a run with
+    every iteration simulated (``tmhw run --preset quick --policy flatflash --hbm-ratio
+    0.125 --set workload.layers=6 --set flash.channels=32 --set flash.pcie_lanes=16
+    --set run.warmup_iterations=216 --set run.iterations=228``)."""
+    rep = tmhw.simulate("quick", [
+        "workload.layers=6", "policy.name=flatflash", "policy.hbm_ratio=0.125",
+        "flash.channels=32", "flash.pcie_lanes=16", 'run.warmup_iterations="auto"']).to_dict()
+    m, t = rep["measurement"], times(rep)
+    assert m["converged"] and MAX_PERIOD < m["period"] <= MAX_CYCLE and not rep["warnings"]
+    warm, p = m["warmup_iterations"], m["period"]
+    assert m["measured_iterations"] == p and warm >= 2 * p + 1
+    # single iterations a cycle apart do not repeat within the tolerance; the cycles do
+    assert any(abs(t[j] - t[j - p]) > 0.005 * t[j - p] for j in range(warm - p, warm))
+    assert abs(sum(t[warm - p:warm]) - sum(t[warm - 2 * p:warm - p])) <= \
+        0.005 * sum(t[warm - 2 * p:warm - p])
+    assert abs(rep["steady"]["iteration_time_ps"] - 119.625e9) <= 0.005 * 119.625e9
 
 
 def test_a_given_warm_up_is_not_a_verdict() -> None:

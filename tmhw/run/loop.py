@@ -46,7 +46,7 @@ import numpy as np
 import simpy
 
 from npu import NPU, ComputeTask, Gemm
-from tmhw.config import DRIFT_RATE_RATIO, MAX_PERIOD, SystemConfig
+from tmhw.config import DRIFT_RATE_RATIO, MAX_CYCLE, MAX_PERIOD, SystemConfig
 from tmhw.dma import FETCH, INPLACE, WRITEBACK, DmaRequest
 from tmhw.placement.base import Feedback, PlanContext, Policy
 from tmhw.placement.table import Move, PlacementTable
@@ -331,8 +331,15 @@ class Executor(Component):
         ``time_ps``) and those before it repeat (``RunConfig``: "auto"): times of
         iterations ``it-p+1 .. it`` against ``p`` before, and the inter-tier bytes each
         of ``it-p .. it-1`` released (the last one's are still being booked), within
-        ``run.steady_tolerance``, none of them the cold first; 0: none yet, or the
-        policy still changes its table."""
+        ``run.steady_tolerance``, none of them the cold first. Failing that, the
+        shortest cycle ``p`` (``MAX_PERIOD`` + 1 to ``MAX_CYCLE``) over which each
+        iteration's traffic (and regime) repeats the one ``p`` before and the mean time
+        of the last ``p`` iterations the ``p`` before's: a policy whose placement cycles
+        (FlatFlash's promotions) with times that vary around the cycle by more than the
+        tolerance (up to 1.2% at BERT-base 6 layers, 1/8 HBM, 32 channels). A time that
+        drifts steadily by ``d`` an iteration moves a cycle's mean by ``p * d``, so a
+        cycle takes no drift that a period of 1 would not. 0: none yet, or the policy
+        still changes its table."""
         if not self.policy.settled:
             return 0
         tol = self.cfg.run.steady_tolerance
@@ -344,13 +351,20 @@ class Executor(Component):
         def same(a: int, b: int) -> bool:
             return abs(a - b) <= tol * max(abs(b), 1)
 
-        for p in range(1, MAX_PERIOD + 1):
-            if it < 2 * p + 1:
-                break
-            if all(same(times[j], times[j - p]) and self._same_regime(j, p)
-                   for j in range(it - p + 1, it + 1)) and \
-                    all(same(moved[j], moved[j - p]) for j in range(it - p, it)):
-                return p
+        def repeats(p: int, each: bool) -> bool:
+            last = range(it - p + 1, it + 1)
+            return all(self._same_regime(j, p) for j in last) and \
+                all(same(moved[j], moved[j - p]) for j in range(it - p, it)) and \
+                (all(same(times[j], times[j - p]) for j in last) if each else
+                 same(sum(times[j] for j in last), sum(times[j - p] for j in last)))
+
+        for each, ps in ((True, range(1, MAX_PERIOD + 1)),
+                         (False, range(MAX_PERIOD + 1, MAX_CYCLE + 1))):
+            for p in ps:
+                if it < 2 * p + 1:
+                    break
+                if repeats(p, each):
+                    return p
         return 0
 
     def _host_input(self) -> Generator[simpy.Event, Any, None]:
