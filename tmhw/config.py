@@ -370,9 +370,9 @@ MAX_ITERATIONS = 10_000
 #: The longest period ``warmup_iterations = "auto"`` looks for (``RunConfig``).
 MAX_PERIOD = 4
 #: The longest cycle ``warmup_iterations = "auto"`` looks for beyond ``MAX_PERIOD``: the
-#: traffic of each iteration repeats the one a cycle before, and the cycle's mean time
-#: the cycle's before it, while single iterations may differ by more than the tolerance
-#: (``RunConfig``). FlatFlash's promotions on the quick preset cycle with periods of 6
+#: traffic of each iteration repeats the one a cycle before (and not one ``MAX_PERIOD``
+#: or fewer before), and the cycle's mean time the cycle's before it, while single
+#: iterations may differ by more than the tolerance (``RunConfig``). FlatFlash's promotions on the quick preset cycle with periods of 6
 #: and 12 (``policy.flatflash.promote_after`` 3 and 4, BERT-base 6 layers at 1/8 HBM,
 #: measured); 12 leaves 24 iterations of ``run.max_iterations`` (48) to find one in.
 MAX_CYCLE = 12
@@ -409,8 +409,9 @@ class RunConfig:
     ``steady_tolerance`` (the first, cold, iteration never counts), with the policy
     settled (``Policy.settled``: TM-Training's monitor has judged its last trial); or,
     failing that, a cycle ``p`` (``MAX_PERIOD`` + 1 to ``MAX_CYCLE``) over which each
-    iteration's traffic repeats and the cycle's mean time repeats, while single
-    iterations may not (FlatFlash's promotions cycle with periods of 6 and 12). The
+    iteration's traffic repeats, and no shorter period's does, and the cycle's mean
+    time repeats, while single iterations may not (FlatFlash's promotions cycle with
+    periods of 6 and 12). The
     warm-up ends there, and the run measures ``iterations`` more, rounded up to whole
     periods (so ``iterations`` counts measured iterations, not all of them). A run that
     finds none by ``max_iterations`` in all measures its last ``iterations`` and

@@ -333,13 +333,13 @@ class Executor(Component):
         of ``it-p .. it-1`` released (the last one's are still being booked), within
         ``run.steady_tolerance``, none of them the cold first. Failing that, the
         shortest cycle ``p`` (``MAX_PERIOD`` + 1 to ``MAX_CYCLE``) over which each
-        iteration's traffic (and regime) repeats the one ``p`` before and the mean time
-        of the last ``p`` iterations the ``p`` before's: a policy whose placement cycles
-        (FlatFlash's promotions) with times that vary around the cycle by more than the
-        tolerance (up to 1.2% at BERT-base 6 layers, 1/8 HBM, 32 channels). A time that
-        drifts steadily by ``d`` an iteration moves a cycle's mean by ``p * d``, so a
-        cycle takes no drift that a period of 1 would not. 0: none yet, or the policy
-        still changes its table."""
+        iteration's traffic (and regime) repeats the one ``p`` before, but not the one
+        ``MAX_PERIOD`` or fewer before, and the mean time of the last ``p`` iterations
+        the ``p`` before's: a policy whose placement cycles (FlatFlash's promotions)
+        with times that vary around the cycle by more than the tolerance (up to 1.2% at
+        BERT-base 6 layers, 1/8 HBM, 32 channels). A run whose traffic repeats within
+        ``MAX_PERIOD`` iterations is left to the periods, as its times will be. 0: none
+        yet, or the policy still changes its table."""
         if not self.policy.settled:
             return 0
         tol = self.cfg.run.steady_tolerance
@@ -351,12 +351,18 @@ class Executor(Component):
         def same(a: int, b: int) -> bool:
             return abs(a - b) <= tol * max(abs(b), 1)
 
+        def traffic_repeats(p: int, lag: int) -> bool:
+            return all(same(moved[j], moved[j - lag]) for j in range(it - p, it))
+
         def repeats(p: int, each: bool) -> bool:
             last = range(it - p + 1, it + 1)
+            if each:
+                return all(same(times[j], times[j - p]) and self._same_regime(j, p)
+                           for j in last) and traffic_repeats(p, p)
             return all(self._same_regime(j, p) for j in last) and \
-                all(same(moved[j], moved[j - p]) for j in range(it - p, it)) and \
-                (all(same(times[j], times[j - p]) for j in last) if each else
-                 same(sum(times[j] for j in last), sum(times[j - p] for j in last)))
+                traffic_repeats(p, p) and \
+                not any(traffic_repeats(p, q) for q in range(1, MAX_PERIOD + 1)) and \
+                same(sum(times[j] for j in last), sum(times[j - p] for j in last))
 
         for each, ps in ((True, range(1, MAX_PERIOD + 1)),
                          (False, range(MAX_PERIOD + 1, MAX_CYCLE + 1))):
