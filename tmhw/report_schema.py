@@ -123,8 +123,10 @@ FIELDS: tuple[Field, ...] = (
           "the last, and the report warns); null where the warm-up was given.",
           nullable=True),
     Field("measurement.period", "int", "iterations", R, "period",
-          "With \"auto\": the period over which the iterations repeat (the measured ones "
-          "are whole periods); 0 where none was found or the warm-up was given."),
+          "With \"auto\": the period over which the iterations repeat, or over which "
+          "their traffic and mean time do (a cycle longer than `MAX_PERIOD`: "
+          "`tmhw.config.MAX_CYCLE`); the measured ones are whole periods; 0 where none "
+          "was found or the warm-up was given."),
     Field("measurement.skipped_iterations", "int", "iterations", R, "skipped",
           "With \"auto\": iterations by which the SSDs' SLC caches were moved without "
           "simulating them, where a cache filled (or drained) at a steady rate (their "
