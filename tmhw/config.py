@@ -372,9 +372,12 @@ MAX_PERIOD = 4
 #: The longest cycle ``warmup_iterations = "auto"`` looks for beyond ``MAX_PERIOD``: the
 #: traffic of each iteration repeats the one a cycle before (and not one ``MAX_PERIOD``
 #: or fewer before), and the cycle's mean time the cycle's before it, while single
-#: iterations may differ by more than the tolerance (``RunConfig``). FlatFlash's promotions on the quick preset cycle with periods of 6
-#: and 12 (``policy.flatflash.promote_after`` 3 and 4, BERT-base 6 layers at 1/8 HBM,
-#: measured); 12 leaves 24 iterations of ``run.max_iterations`` (48) to find one in.
+#: iterations may differ by more than the tolerance (``RunConfig``). FlatFlash's
+#: promotions cycle: on the quick preset's BERT-base, 6 layers at 1/8 HBM behind 32
+#: channels, its traffic repeats exactly every 6 iterations at
+#: ``policy.flatflash.promote_after`` 3 and 6 and every 12 at 4, the default (measured;
+#: within the tolerance every 6). 12 leaves 24 iterations of ``run.max_iterations``
+#: (48) to find one in.
 MAX_CYCLE = 12
 #: How far a drift's last two moves may differ and still be one drift that the run skips
 #: ahead (``Executor._skip_drift``): each within this factor of the other. An SSD's SLC
