@@ -354,23 +354,22 @@ class Executor(Component):
         def traffic_repeats(p: int, lag: int) -> bool:
             return all(same(moved[j], moved[j - lag]) for j in range(it - p, it))
 
-        def repeats(p: int, each: bool) -> bool:
+        def period(p: int) -> bool:
+            return all(same(times[j], times[j - p]) and self._same_regime(j, p)
+                       for j in range(it - p + 1, it + 1)) and traffic_repeats(p, p)
+
+        def cycle(p: int) -> bool:
             last = range(it - p + 1, it + 1)
-            if each:
-                return all(same(times[j], times[j - p]) and self._same_regime(j, p)
-                           for j in last) and traffic_repeats(p, p)
             return all(self._same_regime(j, p) for j in last) and \
                 traffic_repeats(p, p) and \
                 not any(traffic_repeats(p, q) for q in range(1, MAX_PERIOD + 1)) and \
                 same(sum(times[j] for j in last), sum(times[j - p] for j in last))
 
-        for each, ps in ((True, range(1, MAX_PERIOD + 1)),
-                         (False, range(MAX_PERIOD + 1, MAX_CYCLE + 1))):
-            for p in ps:
-                if it < 2 * p + 1:
-                    break
-                if repeats(p, each):
-                    return p
+        for p in range(1, MAX_CYCLE + 1):
+            if it < 2 * p + 1:
+                break
+            if (period if p <= MAX_PERIOD else cycle)(p):
+                return p
         return 0
 
     def _host_input(self) -> Generator[simpy.Event, Any, None]:
