@@ -225,3 +225,21 @@ def test_a_direct_handle_under_disabled_jit_calls_the_python_function(
             "print(b.count(0, 200), h.call is h.kernel.dispatcher)")
     env = {**os.environ, "NUMBA_DISABLE_JIT": "1"}
     assert fresh_python(code, env=env).split() == ["147", "True"]
+
+
+def test_a_kernels_first_load_registers_no_type_with_numba_after_the_kernels_are_made(
+        fresh_python: Callable[..., str]) -> None:
+    # numba's first load of a kernel refreshes its target context, whose imports
+    # register types with ``numba.typeof``'s singledispatch registry; a kernel called
+    # on another thread meanwhile iterated that registry as it grew ("dictionary
+    # changed size during iteration", one point of paper_headline). The kernels'
+    # making (under the load's lock) refreshes it first, so the first loads add nothing.
+    code = ("from tmhw.sim import jit\n"
+            "from tmhw.residency import Residency\n"
+            "jit.load()\n"
+            "from numba.core.typing.typeof import typeof_impl\n"
+            "before = set(typeof_impl.registry)\n"
+            "Residency(64, 64, 4096).count_missing(0, 64)\n"
+            "print(len(before) > 0, set(typeof_impl.registry) == before)")
+    out = fresh_python(code)
+    assert out.split() == ["True", "True"]

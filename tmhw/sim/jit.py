@@ -236,6 +236,7 @@ def _load() -> None:
         event.register("numba:compiler_lock", _LOADS)  # type: ignore[no-untyped-call]
 
     _skip_blas_probe()
+    _register_numba_types()
     _locator()
     global _CACHE
     if not _CACHE:
@@ -257,6 +258,22 @@ def _load() -> None:
             if id(v) in ours and v is ours[id(v)]:
                 d[name] = ours[id(v)].dispatcher
     _LOAD_S += time.perf_counter() - t0
+
+
+def _register_numba_types() -> None:
+    """Make numba's CPU target load what it registers lazily, now, under ``_LOADING``.
+    numba's first load of a kernel from the cache, or compile, refreshes its target
+    context, which imports its typed containers, jitclass and the rest; their imports
+    register types with ``numba.typeof``'s ``functools.singledispatch`` registry. A
+    call of a kernel on another thread that meanwhile typed an argument of a class
+    that registry had not seen yet iterated it while it grew: "RuntimeError: dictionary
+    changed size during iteration (functools.py)" (a study's worker, whose bounds'
+    passes call the HBM kernels on a thread beside the run's first flash kernels:
+    1 point of ``paper_headline`` in one run of it). Once the context is refreshed
+    here, a kernel's later loads add nothing to the registry."""
+    from numba.core.registry import cpu_target
+
+    cpu_target.target_context.refresh()
 
 
 def _locator() -> None:
