@@ -370,3 +370,39 @@ def test_a_heatmap_cells_note_is_broken_into_lines_a_cell_holds() -> None:
     lines = _fit_note(note).split("\n")
     assert all(len(line) <= _NOTE_WIDTH for line in lines)
     assert lines[-1] == studies.DOES_NOT_FIT and " ".join(lines).split() == note.split()
+
+
+@pytest.mark.usefixtures("tiny_quick")
+def test_a_point_that_crashes_is_named_at_the_end_and_the_study_exits_1(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A point that stops with an error (a crash, not a refusal) is a row that says so;
+    the study still writes its outputs, says in summary.md how many failed, names each
+    on stderr after its table (where a long study's progress lines would have scrolled
+    the first report of it away) and exits 1, as ``tmhw sweep`` does."""
+    import tmhw.tune
+
+    real = tmhw.tune.simulate
+    crashed: list[str] = []
+
+    def crash_once(cfg: Any) -> Any:
+        if not crashed:
+            crashed.append(cfg.policy.name)
+            raise RuntimeError("dictionary changed size during iteration")
+        return real(cfg)
+
+    monkeypatch.setattr(tmhw.tune, "simulate", crash_once)
+    name = "paper_headline"
+    argv = [name, "--quick", "--out", str(tmp_path), "--quiet", "--workers", "1"]
+    assert _scenario(argv) == 1
+    captured = capsys.readouterr()
+    with (tmp_path / "summary.csv").open() as fh:
+        rows = list(csv.DictReader(fh))
+    bad = [r for r in rows if r["status"] == "error"]
+    assert len(bad) == 1 and bad[0]["policy"] == crashed[0]
+    assert "RuntimeError: dictionary changed size" in bad[0]["error"]
+    tail = captured.err.strip().splitlines()[-2:]
+    assert tail[0].startswith(f"{name}: point {bad[0]['id']} error: RuntimeError")
+    assert tail[1].startswith(f"{name}: 1 of {len(rows)} points stopped with an error")
+    assert f"**Failed:** 1 of the {len(rows)} runs" in (tmp_path / "summary.md").read_text()
+    assert list(tmp_path.glob("*.png"))

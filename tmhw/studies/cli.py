@@ -97,7 +97,9 @@ def check_options(name: str, args: argparse.Namespace
 
 
 def run(name: str, study: StudyFn, args: argparse.Namespace) -> int:
-    """Run ``study`` with the parsed options; print its markdown table."""
+    """Run ``study`` with the parsed options; print its markdown table. Status 1 when a
+    point stopped with an error (as ``tmhw sweep``), each named on stderr at the end,
+    where a long study's progress lines would have scrolled it away."""
     from tmhw.outputs import mark
 
     sets, out, models = check_options(name, args)
@@ -108,7 +110,13 @@ def run(name: str, study: StudyFn, args: argparse.Namespace) -> int:
     text = study(st)
     print(text, end="")
     print(f"\n{name}: {time.perf_counter() - st.started:.1f} s; outputs in {out}/")
-    return 0
+    failed = st.failed()
+    for r in failed:
+        sys.stderr.write(f"{name}: point {r['id']} error: {r['error']}\n")
+    if failed:
+        sys.stderr.write(f"{name}: {len(failed)} of {len(st.results)} points stopped with "
+                         "an error; their rows in summary.csv say which\n")
+    return 1 if failed else 0
 
 
 def script_main(script: str, argv: Sequence[str] | None = None) -> int:

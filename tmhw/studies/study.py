@@ -131,6 +131,11 @@ class Study:
         self.results.extend(out)
         return out
 
+    def failed(self) -> list[SW.Result]:
+        """The points run so far that stopped with an error (``tmhw.sweeps.run_point``:
+        a crash, not a refusal)."""
+        return [r for r in self.results if r["status"] == "error"]
+
     # -- outputs -------------------------------------------------------------------------
     def write_csv(self, results: Sequence[SW.Result],
                   extra: Callable[[SW.Result], dict[str, Any]] | None = None) -> None:
@@ -155,6 +160,11 @@ class Study:
                     "run after a warm-up that ends where the iterations repeat")
                  + (f", with {sets}" if sets else "")
                  + limits + ".", ""]
+        failed = self.failed()
+        if failed:
+            parts += [f"**Failed:** {len(failed)} of the {len(self.results)} runs stopped "
+                      "with an error (`status` error in summary.csv, the error beside it); "
+                      "every table and chart leaves their figures out.", ""]
         warm = sum(1 for r in self.results
                    if r.get("report") is not None
                    and not r["report"]["measurement"]["steady_state"])
