@@ -17,7 +17,8 @@ Defaults of the system-level sections and their sources:
 - ``dma.chunk_bytes`` and ``dma.writeback_chunk_bytes`` 0: derived from the flash tier's
   geometry and timing and the HBM capacity when the engine is built
   (``tmhw.dma.chunk_sizes``, where the rule and its measurements are); a power of two
-  sets it. A flash read burst on a die that is programming pays one program suspend
+  of at least a page (``workload.page_size``: the engine moves whole pages) sets it.
+  A flash read burst on a die that is programming pays one program suspend
   (``flash.t_suspend_program``, 100 us on the shipped TLC presets, against a 45 us
   tR), so a fetch chunk carries enough pages per plane of every die of every device
   that the burst's reads outlast twice its suspend; a write-back chunk carries four
@@ -496,6 +497,17 @@ class SystemConfig:
     workload: WorkloadConfig = field(default_factory=WorkloadConfig)
     policy: PolicyConfig = field(default_factory=PolicyConfig)
     run: RunConfig = field(default_factory=RunConfig)
+
+    def __post_init__(self) -> None:
+        # The engine moves whole pages: a chunk under a page would be a page, not the
+        # size asked for.
+        page = self.workload.page_size
+        for f in ("chunk_bytes", "writeback_chunk_bytes"):
+            v = getattr(self.dma, f)
+            if 0 < v < page:
+                raise ConfigError(f"dma.{f}", v, "0 (derived from the flash geometry) or a "
+                                  f"power of two of at least a page (workload.page_size "
+                                  f"= {page})")
 
     @property
     def link_bytes_per_s(self) -> float:
