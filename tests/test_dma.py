@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tmhw.config import PAPER, DmaConfig, LinkConfig
-from tmhw.dma import FETCH, WRITEBACK, DmaEngine, DmaRequest
+from tmhw.dma import FETCH, WRITEBACK, DmaEngine, DmaRequest, _refill
 from tmhw.residency import Residency
 from tmhw.run.pager import PageBook
 from tmhw.sim.component import Component
@@ -126,6 +126,41 @@ def test_events_per_chunk_are_bounded_by_one_sleep_per_half_window(
     # With long requests that is about 4 / max_outstanding events per chunk.
     if nreq == 1:
         assert rig.env.events / chunks <= 4 / outstanding + 4 / chunks
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 40), st.lists(st.integers(0, 50), max_size=120))
+def test_a_chunk_takes_the_earliest_free_slot_of_its_window(
+        outstanding: int, ends: list[int]) -> None:
+    """The window's slots, kept in time order (``_refill``), are the ones a window that
+    hands each chunk its earliest free slot keeps: the same earliest slot, and the same
+    time by which half the window is free (the engine's wake-up)."""
+    slots, ref = [0] * outstanding, [0] * outstanding
+    half = max(1, outstanding // 2)
+    for end in ends:
+        assert slots[0] == min(ref)
+        ref[ref.index(min(ref))] = max(end, min(ref))
+        _refill(slots, max(end, slots[0]))
+        assert slots == sorted(ref) and slots[half - 1] == sorted(ref)[half - 1]
+
+
+@pytest.mark.parametrize("outstanding", [2, 16, 1024])
+def test_a_window_of_n_slots_books_n_chunks_at_once_and_the_next_only_later(
+        outstanding: int) -> None:
+    """``dma.max_outstanding`` chunks go out together and the next waits for a slot;
+    a window wider than the work (1024 slots, 64 chunks) books all of it at time 0.
+    Its slots stay in time order whatever its width."""
+    rig = Rig(1024, 1024, chunk_bytes=64 * KiB, outstanding=outstanding)
+    rig.fetch(0, 1024, "w")
+    rig.env.run()
+    assert sorted(rig.dma.fetch_slots) == rig.dma.fetch_slots
+    assert rig.dma.chunks.value == 64
+    starts = sorted(t for t, op, *_ in rig.flash.log if op == Op.READ)
+    assert len(starts) == 64
+    if outstanding >= 64:
+        assert starts[-1] == starts[0]         # all 64 chunks issued at once
+    else:
+        assert starts[outstanding] > starts[0]  # the chunk past the window waits
 
 
 def test_event_budget_does_not_grow_with_chunk_size() -> None:

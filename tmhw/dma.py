@@ -56,6 +56,7 @@ that the program suspend its reads cause is a small part of their die time.
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import itertools
 from collections.abc import Generator
@@ -84,6 +85,13 @@ WRITEBACK = "writeback"
 INPLACE = "inplace"
 
 Key = tuple[int, int, int, int, int]
+
+
+def _refill(slots: list[int], end: int) -> None:
+    """The earliest free slot of a window (``slots``, in time order) is taken until
+    ``end``."""
+    del slots[0]
+    bisect.insort(slots, end)
 
 
 @dataclass(slots=True)
@@ -198,7 +206,9 @@ class DmaEngine(Component):
         #: flash -> HBM and HBM -> flash: PCIe is full duplex
         self.link_in = Timeline(f"{self.path}.link_in", record=rec)
         self.link_out = Timeline(f"{self.path}.link_out", record=rec)
-        #: per direction, when each slot of the window is free again
+        #: per direction, when each slot of the window is free again, in time order (the
+        #: earliest free is the first; half the window is free at the middle one): a
+        #: window of any size costs a few operations a chunk (``_refill``)
         self.fetch_slots = [0] * cfg.max_outstanding
         self.wb_slots = [0] * cfg.max_outstanding
         self._fetches: list[tuple[Key, DmaRequest]] = []
@@ -355,8 +365,8 @@ class DmaEngine(Component):
             # a direction is open while at least half its window is free; an urgent
             # fetch (a fault) is booked at once
             f_at = (now if f is not None and f.urgent
-                    else sorted(self.fetch_slots)[half - 1] if f is not None else None)
-            w_at = sorted(self.wb_slots)[half - 1] if w is not None else None
+                    else self.fetch_slots[half - 1] if f is not None else None)
+            w_at = self.wb_slots[half - 1] if w is not None else None
             if (f_at is None or f_at > now) and (w_at is None or w_at > now):
                 self.wakeups.add()
                 self._kick = env.event()
@@ -414,8 +424,7 @@ class DmaEngine(Component):
         start = req.cursor
         slots = self.wb_slots if req.kind == WRITEBACK else self.fetch_slots
         while req.cursor < req.p1:
-            k = slots.index(min(slots))  # the earliest free, the first of equals
-            if slots[k] > now and booked_any:
+            if slots[0] > now and booked_any:  # (the earliest free slot)
                 break
             c0 = req.cursor
             c1 = min(req.p1, c0 + chunk)
@@ -433,7 +442,7 @@ class DmaEngine(Component):
                     if t is None:
                         break
                     after = t
-                end = self._fetch(miss, max(now, slots[k]), req, after)
+                end = self._fetch(miss, max(now, slots[0]), req, after)
             else:
                 if not req.keep and self.client is not None and self.client.is_stale(req):
                     self.void_writebacks += 1
@@ -446,7 +455,7 @@ class DmaEngine(Component):
                 continue
             if self.order_log is not None:
                 self.order_log.append((req.key(), None if blocked else other))
-            slots[k] = end
+            _refill(slots, end)
             req.end_ps = max(req.end_ps, end)
             req.cursor = c1
             booked_any = True
@@ -461,9 +470,8 @@ class DmaEngine(Component):
         c0 = req.cursor
         c1 = min(req.p1, c0 + (req.chunk_pages or self.wb_chunk_pages))
         slots = self.wb_slots
-        k = slots.index(min(slots))  # the earliest free, the first of equals
-        free_at, _ = self._writeback(c0, c1, max(now, slots[k]), req)
-        slots[k] = free_at
+        free_at, _ = self._writeback(c0, c1, max(now, slots[0]), req)  # the earliest free
+        _refill(slots, free_at)
         req.end_ps = max(req.end_ps, free_at)
         req.cursor = c1
 
