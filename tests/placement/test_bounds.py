@@ -282,6 +282,31 @@ def test_without_time_to_prove_optimality_the_rounded_relaxation_is_still_a_plan
     check_plan(b, Brute(gp), 3)
 
 
+def test_a_program_solved_before_in_the_process_is_not_solved_again(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A planner that plans again at the same capacity asks the same MILP: it is
+    solved once and gives the same plan; another node budget is another program."""
+    import scipy.optimize
+
+    import tmhw.placement.bounds as B
+    monkeypatch.setattr(B, "_MILP_SOLVED", {})
+    solves: list[int] = []
+    milp = scipy.optimize.milp
+
+    def counted(*args: Any, **kw: Any) -> Any:
+        solves.append(kw["options"]["node_limit"])
+        return milp(*args, **kw)
+
+    monkeypatch.setattr(scipy.optimize, "milp", counted)
+    gp = gap_plan(TRIANGLE)
+    first, again = traffic_bound(gp, 3), traffic_bound(gp, 3)
+    assert solves == [20000]
+    assert first.integral and again.integral and first.total_bytes == again.total_bytes
+    assert np.array_equal(first.evicted_pages, again.evicted_pages)
+    assert not traffic_bound(gp, 3, node_limit=0).integral
+    assert solves == [20000, 0]
+
+
 def test_capacity_under_unevictable_pages_is_relaxed_and_counted_not_an_error() -> None:
     gp = gap_plan(STEP)
     brute = Brute(gp)

@@ -94,6 +94,7 @@ MILP runs (``milp``).
 
 from __future__ import annotations
 
+import hashlib
 import math
 import time
 from dataclasses import dataclass
@@ -111,6 +112,14 @@ if TYPE_CHECKING:
 _S = 10**12
 #: A relaxed value within this of an integer counts as that integer.
 _TOL = 1e-6
+#: ``_milp``'s programs solved in this process, by their every number, the oldest
+#: dropped first past ``_MILP_KEEP``: a planner that plans again at the same capacity
+#: (TM-Training's plan rounds and its monitor's trials, the tuned trials of a point)
+#: asks the same program, whose branch and bound may take seconds (Qwen2-7B, one
+#: layer, seq 128, at 25% HBM: 1.6-1.8 s, three times in a run); HiGHS gives the same
+#: program the same answer, so the one kept is the one it would give
+_MILP_SOLVED: dict[bytes, tuple[int, np.ndarray | None]] = {}
+_MILP_KEEP = 16
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -428,15 +437,25 @@ def _milp(c: np.ndarray, nv: int, a: Sparse, b: np.ndarray, lb: np.ndarray,
           ub: np.ndarray, node_limit: int) -> tuple[int, np.ndarray | None]:
     """``traffic_bound``'s MILP (its first ``nv`` columns integral) by scipy's ``milp``
     within ``node_limit`` branch-and-bound nodes: its status (0: proved optimal) and
-    its best solution so far (None: none). scipy is imported here only: BERT-large,
+    its best solution so far (None: none); a program solved before in this process is
+    not solved again (``_MILP_SOLVED``). scipy is imported here only: BERT-large,
     ResNet-50 and the GPT-3 block at 1/16 to 1/2 never get here."""
-    import scipy.sparse as sp
-    from scipy.optimize import Bounds, LinearConstraint, milp
-    mat = sp.csr_matrix((a.data, a.indices, a.indptr), shape=a.shape)
-    res = milp(c, integrality=np.concatenate((np.ones(nv), np.zeros(len(c) - nv))),
-               bounds=Bounds(lb, ub), constraints=LinearConstraint(mat, -np.inf, b),
-               options={"node_limit": int(node_limit), "mip_rel_gap": 0.0})
-    return int(res.status), (None if res.x is None else np.asarray(res.x))
+    key = hashlib.sha256(repr((nv, a.shape, int(node_limit))).encode())
+    for arr in (c, a.data, a.indices, a.indptr, b, lb, ub):
+        key.update(np.ascontiguousarray(arr).tobytes())
+    done = _MILP_SOLVED.get(key.digest())
+    if done is None:
+        import scipy.sparse as sp
+        from scipy.optimize import Bounds, LinearConstraint, milp
+        mat = sp.csr_matrix((a.data, a.indices, a.indptr), shape=a.shape)
+        res = milp(c, integrality=np.concatenate((np.ones(nv), np.zeros(len(c) - nv))),
+                   bounds=Bounds(lb, ub), constraints=LinearConstraint(mat, -np.inf, b),
+                   options={"node_limit": int(node_limit), "mip_rel_gap": 0.0})
+        done = (int(res.status), None if res.x is None else np.array(res.x))
+        if len(_MILP_SOLVED) >= _MILP_KEEP:
+            del _MILP_SOLVED[next(iter(_MILP_SOLVED))]
+        _MILP_SOLVED[key.digest()] = done
+    return done[0], (None if done[1] is None else done[1].copy())
 
 
 #: nonzeros of the cost row per partial sum of ``_interior_lp2``'s chain
