@@ -96,6 +96,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import threading
 import time
 from dataclasses import dataclass
 from fractions import Fraction
@@ -120,6 +121,9 @@ _TOL = 1e-6
 #: program the same answer, so the one kept is the one it would give
 _MILP_SOLVED: dict[bytes, tuple[int, np.ndarray | None]] = {}
 _MILP_KEEP = 16
+#: held while ``_MILP_SOLVED`` is read or changed (the bounds' thread solves beside
+#: the planner: ``tmhw.lower_bounds``)
+_MILP_LOCK = threading.Lock()
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -443,7 +447,8 @@ def _milp(c: np.ndarray, nv: int, a: Sparse, b: np.ndarray, lb: np.ndarray,
     key = hashlib.sha256(repr((nv, a.shape, int(node_limit))).encode())
     for arr in (c, a.data, a.indices, a.indptr, b, lb, ub):
         key.update(np.ascontiguousarray(arr).tobytes())
-    done = _MILP_SOLVED.get(key.digest())
+    with _MILP_LOCK:
+        done = _MILP_SOLVED.get(key.digest())
     if done is None:
         import scipy.sparse as sp
         from scipy.optimize import Bounds, LinearConstraint, milp
@@ -452,9 +457,10 @@ def _milp(c: np.ndarray, nv: int, a: Sparse, b: np.ndarray, lb: np.ndarray,
                    bounds=Bounds(lb, ub), constraints=LinearConstraint(mat, -np.inf, b),
                    options={"node_limit": int(node_limit), "mip_rel_gap": 0.0})
         done = (int(res.status), None if res.x is None else np.array(res.x))
-        if len(_MILP_SOLVED) >= _MILP_KEEP:
-            del _MILP_SOLVED[next(iter(_MILP_SOLVED))]
-        _MILP_SOLVED[key.digest()] = done
+        with _MILP_LOCK:
+            if len(_MILP_SOLVED) >= _MILP_KEEP:
+                del _MILP_SOLVED[next(iter(_MILP_SOLVED))]
+            _MILP_SOLVED[key.digest()] = done
     return done[0], (None if done[1] is None else done[1].copy())
 
 
