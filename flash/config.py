@@ -351,9 +351,12 @@ class FlashConfig:
         spare = self.blocks_per_plane - self.logical_blocks_per_plane
         if spare < self.gc_soft_blocks + 3:
             raise ConfigError("over_provisioning", self.over_provisioning,
-                              f"must leave at least gc threshold + 3 = "
-                              f"{self.gc_soft_blocks + 3} spare blocks per plane "
-                              f"(has {spare})")
+                              f"must leave at least the GC threshold's "
+                              f"{self.gc_soft_blocks} blocks (gc_threshold "
+                              f"{self.gc_threshold} of blocks_per_plane "
+                              f"{self.blocks_per_plane}, at least 2) + 3 = "
+                              f"{self.gc_soft_blocks + 3} spare blocks per plane (has "
+                              f"{spare}): more over-provisioning or a lower gc_threshold")
 
     # -- derived geometry --------------------------------------------------------------
     @property
