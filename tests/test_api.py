@@ -75,6 +75,15 @@ def test_a_bare_string_of_overrides_is_refused_in_library_words(call: Any) -> No
     assert "single string" in msg and "dotted.path=value" in msg and "--" not in msg, msg
 
 
+@pytest.mark.parametrize("overrides", [5, 0.25, None])
+def test_overrides_that_are_neither_a_list_nor_a_dict_are_refused_by_name(
+        overrides: Any) -> None:
+    with pytest.raises(TmhwError) as e:
+        tmhw.load_config("quick", overrides)
+    msg = str(e.value)
+    assert msg.startswith(f"load_config: overrides = {overrides!r}") and "dict" in msg, msg
+
+
 def test_a_malformed_override_names_the_call_not_a_flag() -> None:
     with pytest.raises(TmhwError) as e:
         tmhw.load_config("quick", ["policy.hbm_ratio"])

@@ -20,7 +20,7 @@ call, the value and what is allowed.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -42,6 +42,9 @@ def override_items(overrides: Overrides, where: str) -> list[str]:
                         "dotted paths to values")
     if isinstance(overrides, Mapping):
         return _mapping_items(overrides, "", where)
+    if not isinstance(overrides, Iterable):
+        raise TmhwError(f"{where}: overrides = {overrides!r} is neither a list of "
+                        "'dotted.path=value' strings nor a dict of dotted paths to values")
     from tmhw.sim import tomlio
     from tmhw.sim.errors import ConfigError
 
