@@ -39,6 +39,8 @@ def test_a_report_gives_its_figures_and_saves_what_the_command_line_writes(
     path = rep.save(tmp_path / "run")
     saved = json.loads(path.read_text())
     assert saved["steady"]["iteration_time_ps"] == d["steady"]["iteration_time_ps"]
+    with pytest.raises(TmhwError, match=r"^Report.save: folder = '': an empty path"):
+        rep.save("")
 
 
 def test_load_config_takes_a_preset_a_file_and_overrides(tmp_path: Path) -> None:

@@ -145,8 +145,12 @@ class Report:
         return self.data
 
     def save(self, folder: str | Path) -> Path:
-        """Write ``report.json`` into ``folder`` (created if needed); return its path."""
+        """Write ``report.json`` into ``folder`` (created if needed); return its path.
+        An empty path is refused, as the command line refuses one (it would be the
+        current folder)."""
         from tmhw.report import write_json
+        if not str(folder):
+            raise TmhwError("Report.save: folder = '': an empty path; give a folder")
         path = Path(folder) / "report.json"
         write_json(self.data, path)
         return path
