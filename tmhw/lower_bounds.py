@@ -61,6 +61,7 @@ from npu import NPU
 from tmhw.sim import jit
 from tmhw.sim.component import Component
 from tmhw.sim.env import Environment
+from tmhw.sim.memo import memoised
 from tmhw.sim.units import S
 
 if TYPE_CHECKING:
@@ -94,16 +95,7 @@ def _memo(kind: str, key: str | None, fn: Callable[[], T]) -> T:
     still solve while a sweep's next point starts), so it changes under a lock."""
     if key is None:
         return fn()
-    with _MEMO_LOCK:
-        if (kind, key) in MEMO:
-            known: T = MEMO[(kind, key)]
-            return known
-    got = fn()
-    with _MEMO_LOCK:
-        while len(MEMO) >= MEMO_SIZE:
-            MEMO.pop(next(iter(MEMO)))
-        MEMO[(kind, key)] = got
-    return got
+    return memoised(MEMO, _MEMO_LOCK, MEMO_SIZE, (kind, key), fn)
 
 
 @dataclass(frozen=True)

@@ -105,6 +105,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from tmhw.placement.lp import LpResult, Sparse, linprog, stack
+from tmhw.sim.memo import memoised
 
 if TYPE_CHECKING:
     from tmhw.placement.gaps import GapPlan
@@ -447,21 +448,18 @@ def _milp(c: np.ndarray, nv: int, a: Sparse, b: np.ndarray, lb: np.ndarray,
     key = hashlib.sha256(repr((nv, a.shape, int(node_limit))).encode())
     for arr in (c, a.data, a.indices, a.indptr, b, lb, ub):
         key.update(np.ascontiguousarray(arr).tobytes())
-    with _MILP_LOCK:
-        done = _MILP_SOLVED.get(key.digest())
-    if done is None:
+
+    def solve() -> tuple[int, np.ndarray | None]:
         import scipy.sparse as sp
         from scipy.optimize import Bounds, LinearConstraint, milp
         mat = sp.csr_matrix((a.data, a.indices, a.indptr), shape=a.shape)
         res = milp(c, integrality=np.concatenate((np.ones(nv), np.zeros(len(c) - nv))),
                    bounds=Bounds(lb, ub), constraints=LinearConstraint(mat, -np.inf, b),
                    options={"node_limit": int(node_limit), "mip_rel_gap": 0.0})
-        done = (int(res.status), None if res.x is None else np.array(res.x))
-        with _MILP_LOCK:
-            if len(_MILP_SOLVED) >= _MILP_KEEP:
-                del _MILP_SOLVED[next(iter(_MILP_SOLVED))]
-            _MILP_SOLVED[key.digest()] = done
-    return done[0], (None if done[1] is None else done[1].copy())
+        return int(res.status), (None if res.x is None else np.array(res.x))
+
+    status, x = memoised(_MILP_SOLVED, _MILP_LOCK, _MILP_KEEP, key.digest(), solve)
+    return status, (None if x is None else x.copy())
 
 
 #: nonzeros of the cost row per partial sum of ``_interior_lp2``'s chain
