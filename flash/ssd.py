@@ -52,6 +52,7 @@ from flash.host import HostInterface
 from flash.intmap import LIVE
 from flash.phy import OnfiPhy
 from flash.runlru import SIZE, LruArrays, lru_push, lru_runs_in, lru_spare, lru_trim
+from flash.runwrite import INVALIDATE_LEFT, PROGRAM_LEFT, RunWriter
 from flash.scheduler import CommandFormer, Counters
 from flash.slc import SlcCache
 from tmhw.sim.errors import TmhwError
@@ -149,6 +150,9 @@ class Ssd:
         self.packs = cfg.compat == "onfi" and cfg.write_buffer_bytes > 0
         self.packed = 0
         self.packed_writes = 0
+        #: a run's write in one compiled call, on the fast model (``flash.runwrite``)
+        self._run_writer = None if self.fast is None else RunWriter(
+            self.ftl, self.cache, self.host, self.slc, self.fast, self.store_forward)
 
     # -- serving -----------------------------------------------------------------------
     def read(self, address: int, nbytes: int, earliest: int, wire_bytes: int = 0) -> int:
@@ -234,22 +238,66 @@ class Ssd:
         return [f(a, nbytes, earliest) for a in addresses]
 
     def write(self, address: int, nbytes: int, earliest: int) -> int:
-        t0, adm, first_in, l_end, p_end, ppns = self.write_map(address, nbytes, earliest)
+        t0 = -1
+        runs = self._run_writer
+        if runs is not None:
+            page = self.page
+            lo = address // page
+            n = (address + nbytes + page - 1) // page - lo
+            if runs.takes(n):
+                self.bytes_written += nbytes
+                t0 = self.host.fetch(earliest)
+                end = self._write_run(address, nbytes, lo, n, t0)
+                if end >= 0:
+                    return end
+        t0, adm, first_in, l_end, p_end, ppns = self.write_map(address, nbytes, earliest,
+                                                               t0)
         if ppns is not None:
             p_end = self.model.program(ppns, first_in, l_end, self.slc_mode)
         return self.write_done(address, nbytes, t0, adm, l_end, p_end)
 
-    def write_map(self, address: int, nbytes: int, earliest: int
+    def _write_run(self, address: int, nbytes: int, lo: int, n: int, t0: int) -> int:
+        """``write`` of the run of ``n`` pages from ``lo`` taken at ``t0``, its steps
+        but the NVMe queue's in one compiled call (``flash.runwrite``); -1 where that
+        call declined (nothing done)."""
+        assert self._run_writer is not None
+        got = self._run_writer.book(lo, n, nbytes, t0, self._active_until)
+        if got is None:
+            return -1
+        out, (adm, l_end, first_in, slc, cmds, p_end, end, stage, _) = got
+        self.slc_mode = bool(slc)
+        cache = self.cache
+        if adm > t0:
+            cache.write_waits += 1
+        if stage == PROGRAM_LEFT:  # (their rows grow, then the rest as ``write`` books it)
+            p_end = self.model.program(out, first_in, l_end, self.slc_mode)
+            return self.write_done(address, nbytes, t0, adm, l_end, p_end)
+        c = self.c
+        c.pages_programmed += n
+        c.channel_bytes += n * self.page
+        c.program_cmds += cmds
+        if adm >= 0:
+            cache.write_hits += n
+        if stage == INVALIDATE_LEFT:
+            cache.invalidate(range(lo, lo + n))
+        if self.ftl.low_planes:
+            self._background_gc(p_end)
+        self._finish(t0, end)
+        return end
+
+    def write_map(self, address: int, nbytes: int, earliest: int, t0: int = -1
                   ) -> tuple[int, int, int, int, int, I64 | None]:
         """``write`` up to the programming of several pages: when the device takes the
         command, when the write buffer admits it (-1: written through), when its data
         starts and ends crossing the link, and the pages to program (None: none; a
-        single page is programmed here, the end of its program next to it)."""
+        single page is programmed here, the end of its program next to it). ``t0``:
+        when the device took the command, where it already has (-1: not yet)."""
         page = self.page
         lo = address // page
         hi = (address + nbytes + page - 1) // page
-        self.bytes_written += nbytes
-        t0 = self.host.fetch(earliest)
+        if t0 < 0:
+            self.bytes_written += nbytes
+            t0 = self.host.fetch(earliest)
         cache = self.cache
         adm = cache.admit(hi - lo, t0) if cache.write_pages else -1
         l_start, l_end = self.host.from_host(adm if adm > t0 else t0, nbytes)

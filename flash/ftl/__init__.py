@@ -22,6 +22,8 @@ run touches, not with the device (see ``mapping``).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import numpy.typing as npt
 
@@ -52,6 +54,10 @@ __all__ = ["ACTIVE", "BAD", "FREE", "FTL", "FULL", "I64", "SEG", "SEG_BITS", "Ad
            "BlockManager", "GarbageCollector", "GcJob", "PlacementOnlyError", "Programmer",
            "SparseL2P", "stripe_planes"]
 
+
+#: what places a run in the place of ``kernels.write_run`` (``FTL.write_run_by``): its
+#: arguments, then the answer
+RunCall = Callable[..., int]
 
 #: ``kernels.write_run`` past its dispatcher (``tmhw.sim.jit.Directs``, by the maps' dtypes)
 _WRITE_RUN = Directs(write_run)
@@ -391,7 +397,13 @@ class FTL:
         self.host_pages += int(lpns.size)
         return out, jobs
 
-    def _write_run(self, lo: int, n: int) -> I64 | None:
+    def write_run_by(self, lo: int, n: int, call: RunCall) -> I64 | None:
+        """``_write_run`` with ``call`` in the place of ``kernels.write_run``: a kernel
+        that takes its arguments first, places the run as it does, and books more after
+        it (``flash.runwrite``). The pages placed, or None (nothing placed)."""
+        return self._write_run(lo, n, call)
+
+    def _write_run(self, lo: int, n: int, call: RunCall | None = None) -> I64 | None:
         """``write`` of the run of ``n`` pages from ``lo`` (more than
         ``DENSE_AT // 4`` pages or at most a stripe of two or more) where no plane must
         collect, compiled (``kernels.write_run``): the blocks it must open are opened
@@ -411,11 +423,11 @@ class FTL:
         out = np.empty(n, dtype=np.int64)
         opened, need = self._opened, self._need
         io = (opened, need, out)
-        got = self._run_kernel(lo, n, io)
+        got = self._run_kernel(lo, n, io, call)
         if got == NEEDS_ROWS:
             for blk in need[1:1 + int(need[0])].tolist():
                 m.row(blk)
-            got = self._run_kernel(lo, n, io)
+            got = self._run_kernel(lo, n, io, call)
         if got == NEEDS_BLOCKS:
             planes = need[1:1 + int(need[0])].tolist()
             if any(b.free_count[p] <= b.hard_blocks for p in planes):
@@ -424,7 +436,7 @@ class FTL:
                 blk = b.take_free(p)
                 m.row(blk)
                 opened[p] = blk
-            got = self._run_kernel(lo, n, io)
+            got = self._run_kernel(lo, n, io, call)
             opened[planes] = -1
         if got == NOT_ERASED:
             raise AssertionError("FTL: program to a non-erased page")
@@ -475,15 +487,16 @@ class FTL:
         self.blocks.seq += n
         self.host_pages += n
 
-    def _run_kernel(self, lo: int, n: int, io: tuple[I64, I64, I64]) -> int:
-        """``kernels.write_run`` of the run of ``n`` pages from ``lo`` on the maps and
-        blocks as they are now (the P2L rows are rebound as they grow)."""
+    def _run_kernel(self, lo: int, n: int, io: tuple[I64, I64, I64],
+                    call: RunCall | None = None) -> int:
+        """``kernels.write_run`` (or ``call``, ``write_run_by``) of the run of ``n``
+        pages from ``lo`` on the maps and blocks as they are now (the P2L rows are
+        rebound as they grow)."""
         b, m = self.blocks, self.mapping
         # (``_fresh_state``, inline: one Python call fewer a run)
-        got: int = self._run_direct.call(lo, n, self.geo, self._stripes, self._l2p_state(),
-                                         self._block_state(),
-                                         (b.fresh_next, b.free_count, m.rows, m.free_rows),
-                                         b.seq, io)
+        got: int = (call or self._run_direct.call)(
+            lo, n, self.geo, self._stripes, self._l2p_state(), self._block_state(),
+            (b.fresh_next, b.free_count, m.rows, m.free_rows), b.seq, io)
         return got
 
     def _l2p_state(self) -> L2p:
