@@ -184,7 +184,7 @@ class DataCache:
 
     def read_state(self) -> tuple[Buffer, LruArrays]:
         """The write buffer and the read cache as a read's kernel takes them
-        (``flash.ssd.read_front``: ``held_runs``, then ``filled`` or ``filled_runs``,
+        (``flash.runs.read_front``: ``held_runs``, then ``filled`` or ``filled_runs``,
         in one call)."""
         return self._buf, self._lru.arrays()
 

@@ -80,18 +80,18 @@ from flash.host import ctl_take, nvme_done, nvme_fetch
 from flash.intmap import im_has_room
 from flash.runlru import SIZE as LRU_SIZE
 from flash.runlru import LruArrays, lru_remove, lru_spare
-from flash.scheduler import TimingBase
-from flash.slc import slc_take
-from flash.ssd import (
+from flash.runs import (
     BUF_HITS,
     CACHE_HITS,
     FILL_PARTIAL,
     NO_FILL,
     UNMAPPED,
     WANTED,
-    Ssd,
     read_front,
 )
+from flash.scheduler import TimingBase
+from flash.slc import slc_take
+from flash.ssd import Ssd
 from tmhw.sim.jit import njit, njit_inline, njit_noref
 from tmhw.sim.rowheap import row_pop, row_push
 
@@ -870,7 +870,7 @@ def _front_read_one(lanes: Lanes, dev: Device, link: Link, front: Front,
     """A closed loop's read of ``span`` whole pages, or of part of a page a read cache
     keeps, request ``j`` at its address in ``front``, as ``Ssd.read`` books it: it goes
     out as ``_read_one``'s, then DRAM serves what it holds and the rest is looked up
-    and, a part of a page, kept (``flash.ssd.read_front``, as ``Ssd.read_map`` takes
+    and, a part of a page, kept (``flash.runs.read_front``, as ``Ssd.read_map`` takes
     it); the pages missed are read as the model reads them: one by ``read_page``
     (``x`` after tR), several by ``read_chunk`` (``FAST``) or ``read_cmds``; its data's
     ``dur`` on the link's read direction from its first data-out (from when it was

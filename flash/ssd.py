@@ -40,33 +40,34 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from flash.cache import Buffer, DataCache, held_pages
+from flash.cache import DataCache
 from flash.config import FlashConfig
 from flash.detailed import DetailedModel
 from flash.engine.dies import DieLanes
 from flash.engine.gaps import GapBank
 from flash.fast import FastModel
 from flash.ftl import FTL, GcJob
-from flash.ftl.mapping import L2pArrays, l2p_read_run
 from flash.host import HostInterface
-from flash.intmap import LIVE
 from flash.phy import OnfiPhy
-from flash.runlru import SIZE, LruArrays, lru_push, lru_runs_in, lru_spare, lru_trim
-from flash.runwrite import INVALIDATE_LEFT, PROGRAM_LEFT, RunWriter
+from flash.runs import (
+    ALL_DONE,
+    FILL_ALL,
+    FILL_PARTIAL,
+    INVALIDATE_LEFT,
+    NO_FILL,
+    PROGRAM_LEFT,
+    READ1_LEFT,
+    READ_FRONT,
+    RunReader,
+    RunWriter,
+)
 from flash.scheduler import CommandFormer, Counters
 from flash.slc import SlcCache
 from tmhw.sim.errors import TmhwError
-from tmhw.sim.jit import Directs, njit_noref
 
 I64 = npt.NDArray[np.int64]
 _NONE: I64 = np.zeros(0, dtype=np.int64)
 MODELS = ("fast", "detailed")
-#: ``read_front``'s fills of the read cache: none, every page read from NAND (an
-#: in-place read), or the end pages a read wanted only part of
-NO_FILL, FILL_ALL, FILL_PARTIAL = 0, 1, 2
-#: ``read_front``'s results: write-buffer hits, read-cache hits, unmapped pages read,
-#: bytes wanted of the NAND pages
-BUF_HITS, CACHE_HITS, UNMAPPED, WANTED = range(4)
 
 
 class TimingModel(Protocol):
@@ -111,7 +112,7 @@ class Ssd:
         self.device = device
         self.page = cfg.page_size
         self.ftl = FTL(cfg)
-        self._read_front = _READ_FRONT.get(self.ftl.mapping.dtypes)
+        self._read_front = READ_FRONT.get(self.ftl.mapping.dtypes)
         self.ftl.precondition(precondition)
         self.ftl.age(age, seed)
         self.c = Counters()
@@ -150,12 +151,18 @@ class Ssd:
         self.packs = cfg.compat == "onfi" and cfg.write_buffer_bytes > 0
         self.packed = 0
         self.packed_writes = 0
-        #: a run's write in one compiled call, on the fast model (``flash.runwrite``)
+        #: a read and a run's write in one compiled call, on the fast model
+        #: (``flash.runs``)
         self._run_writer = None if self.fast is None else RunWriter(
             self.ftl, self.cache, self.host, self.slc, self.fast, self.store_forward)
+        self._run_reader = None if self.fast is None else RunReader(
+            self.ftl, self.cache, self.host, self.fast, self.store_forward)
 
     # -- serving -----------------------------------------------------------------------
     def read(self, address: int, nbytes: int, earliest: int, wire_bytes: int = 0) -> int:
+        reader = self._run_reader
+        if reader is not None and reader.takes():
+            return self._read_run(reader, address, nbytes, earliest, wire_bytes)
         t0, start, x_end, ppns, nb = self.read_map(address, nbytes, earliest, wire_bytes)
         if ppns is not None:
             x_start, x_end = self.model.read(ppns, nb, t0)
@@ -163,12 +170,36 @@ class Ssd:
                 start = x_start
         return self.read_done(t0, start, x_end, nbytes, wire_bytes)
 
-    def read_map(self, address: int, nbytes: int, earliest: int, wire_bytes: int,
-                 nand1: bool = True) -> tuple[int, int, int, I64 | None, I64]:
-        """``read`` up to the NAND read of several pages: when the device takes the
-        command, the first data-out start so far (-1: none), the last end so far, and
-        the pages still to read with the bytes wanted of each (None: none; a single
-        page is read here, unless ``nand1`` is False)."""
+    def _read_run(self, reader: RunReader, address: int, nbytes: int, earliest: int,
+                  wire_bytes: int) -> int:
+        """``read``, its steps but the NVMe queue's in one compiled call
+        (``flash.runs``), where more than one page is read from NAND or none."""
+        t0, lo, hi, fill = self._read_taken(address, nbytes, earliest, wire_bytes)
+        host = self.host
+        got, ppns, nb, front, rres = reader.book(
+            lo, hi, t0, fill, address, nbytes, self._mask, self._runs,
+            host.read_ps(wire_bytes or nbytes, not wire_bytes))
+        self._count_front(got, front)
+        start, x_end, end, cmds, stage = rres
+        if stage == ALL_DONE:
+            self.c.read_cmds += cmds
+            if wire_bytes:
+                self.mmio_reads += 1
+            self._finish(t0, end)
+            return end
+        if stage == READ1_LEFT:
+            x_start, x_end = self.model.read1(ppns.item(0), nb.item(0), t0)
+        else:  # (the rows grow, and the rest as ``read`` books it)
+            x_start, x_end = self.model.read(ppns[:got], nb[:got], t0)
+        if start < 0 or x_start < start:
+            start = x_start
+        return self.read_done(t0, start, x_end, nbytes, wire_bytes)
+
+    def _read_taken(self, address: int, nbytes: int, earliest: int,
+                    wire_bytes: int) -> tuple[int, int, int, int]:
+        """``read`` up to its pages in DRAM: when the device takes the command, its
+        logical pages [lo, hi), and which of them the read cache keeps
+        (``flash.runs.read_front``'s ``fill``); ``read_front``'s scratch sized."""
         page = self.page
         lo = address // page
         hi = (address + nbytes + page - 1) // page
@@ -192,25 +223,42 @@ class Ssd:
         if self._mask.size < n:
             self._mask = np.zeros(2 * n, dtype=np.bool_)
             self._runs = np.zeros((2 * n + 1, 2), dtype=np.int64)
+        return t0, lo, hi, fill
+
+    def _count_front(self, got: int, front: list[int]) -> None:
+        """The counters of ``read_front``'s results (``front``), ``got`` pages missing."""
+        bufs, hits, unmapped, wanted = front
+        cache = self.cache
+        cache.buffer_read_hits += bufs
+        cache.cache_read_hits += hits
+        if got:
+            c = self.c
+            c.unmapped_reads += unmapped
+            c.host_pages_read += got
+            c.channel_bytes += wanted
+
+    def read_map(self, address: int, nbytes: int, earliest: int, wire_bytes: int,
+                 nand1: bool = True) -> tuple[int, int, int, I64 | None, I64]:
+        """``read`` up to the NAND read of several pages: when the device takes the
+        command, the first data-out start so far (-1: none), the last end so far, and
+        the pages still to read with the bytes wanted of each (None: none; a single
+        page is read here, unless ``nand1`` is False)."""
+        t0, lo, hi, fill = self._read_taken(address, nbytes, earliest, wire_bytes)
+        n = hi - lo
+        cache = self.cache
         ppns = np.empty(n, dtype=np.int64)
         nb = np.empty(n, dtype=np.int64)
         res = self._res
-        l2p = ftl.l2p.kernel_state()
+        l2p = self.ftl.l2p.kernel_state()
         while (got := int(self._read_front.call(cache.read_state(), l2p, lo, hi, t0, fill,
-                                                address, nbytes, page, cache.read_pages,
-                                                self._mask, self._runs, ppns, nb,
-                                                res))) < 0:
+                                                address, nbytes, self.page,
+                                                cache.read_pages, self._mask, self._runs,
+                                                ppns, nb, res))) < 0:
             cache.grow_read_cache()
-        bufs, hits, unmapped, wanted = res.tolist()
-        cache.buffer_read_hits += bufs
-        cache.cache_read_hits += hits
+        self._count_front(got, res.tolist())
         start = t0 if got < n else -1
         if not got:
             return t0, start, t0, None, _NONE
-        c = self.c
-        c.unmapped_reads += unmapped
-        c.host_pages_read += got
-        c.channel_bytes += wanted
         if got > 1 or not nand1:
             return t0, start, t0, ppns[:got], nb[:got]
         x_start, x_end = self.model.read1(ppns.item(0), nb.item(0), t0)
@@ -258,7 +306,7 @@ class Ssd:
 
     def _write_run(self, address: int, nbytes: int, lo: int, n: int, t0: int) -> int:
         """``write`` of the run of ``n`` pages from ``lo`` taken at ``t0``, its steps
-        but the NVMe queue's in one compiled call (``flash.runwrite``); -1 where that
+        but the NVMe queue's in one compiled call (``flash.runs``); -1 where that
         call declined (nothing done)."""
         assert self._run_writer is not None
         got = self._run_writer.book(lo, n, nbytes, t0, self._active_until)
@@ -436,121 +484,3 @@ class Ssd:
             out["slc"] = self.slc.report()
         out.update(m.lane_reports(elapsed))
         return out
-
-
-# -- a read up to its NAND read, compiled ---------------------------------------------
-@njit_noref
-def read_front(dram: tuple[Buffer, LruArrays], l2p: tuple[L2pArrays, tuple[I64, int, int]],
-                lo: int, hi: int, now: int, fill: int, address: int, nbytes: int,
-                page: int, capacity: int, mask: npt.NDArray[np.bool_], runs: I64,
-                ppns: I64, nb: I64, res: I64) -> int:
-    """``Ssd.read_map``'s read of the logical pages [lo, hi) (``nbytes`` from
-    ``address``) taken at ``now``, from DRAM on: the pages the write buffer holds
-    (``held_pages``: a buffered page whose program ended leaves it), then those the
-    read cache holds besides, which become its most recently used, run by run in page
-    order; the rest miss. Of these the read cache then keeps (``fill``) every one
-    (``FILL_ALL``), or the end pages the read wants only part of (``FILL_PARTIAL``),
-    each run in ascending order, the least recently used leaving down to ``capacity``.
-    The missing pages' physical pages (``l2p_read_run``) go into ``ppns`` and the
-    bytes wanted of each into ``nb``; ``res``: ``BUF_HITS``, ``CACHE_HITS``,
-    ``UNMAPPED``, ``WANTED``. Returns how many pages miss, or -1 (nothing done but
-    buffered pages whose programs ended leaving) where the read cache has too few
-    spare rows for its moves (two a run: ``lru_push``), to grow and call again.
-    ``mask`` and ``runs`` are scratch of at least ``hi - lo`` entries and
-    ``hi - lo + 1`` rows."""
-    buf, lru = dram
-    seg, idx, meta, free, out = lru
-    n = hi - lo
-    for j in range(n):
-        mask[j] = False
-    res[BUF_HITS] = res[CACHE_HITS] = res[UNMAPPED] = res[WANTED] = 0
-    if buf[3][LIVE] > 0:
-        res[BUF_HITS] = held_pages(buf, lo, now, mask[:n])
-    # the read-cache hits the buffer does not hold, as maximal runs in page order
-    n_hit = 0
-    hits = 0
-    if meta[SIZE] > 0:
-        k = lru_runs_in(seg, idx, meta, lo, hi, out)
-        for r in range(k):
-            at = -1
-            for p in range(out[r, 0], out[r, 1]):
-                if mask[p - lo]:
-                    if at >= 0:
-                        runs[n_hit, 0], runs[n_hit, 1] = at, p
-                        n_hit += 1
-                        at = -1
-                elif at < 0:
-                    at = p
-            if at >= 0:
-                runs[n_hit, 0], runs[n_hit, 1] = at, out[r, 1]
-                n_hit += 1
-    for h in range(n_hit):
-        for p in range(runs[h, 0], runs[h, 1]):
-            mask[p - lo] = True
-    # the runs that miss (between the pages DRAM holds), after the hits' runs
-    m0 = n_hit
-    m = m0
-    at = -1
-    for j in range(n):
-        if mask[j]:
-            if at >= 0:
-                runs[m, 0], runs[m, 1] = at, lo + j
-                m += 1
-                at = -1
-        elif at < 0:
-            at = lo + j
-    if at >= 0:
-        runs[m, 0], runs[m, 1] = at, hi
-        m += 1
-    # the read cache's moves: the hits, then the fills
-    # (the end pages that missed and that the read wants only part of)
-    first_part = last_part = False
-    if m > m0 and fill == FILL_PARTIAL:
-        end_b = address + nbytes
-        first_part = runs[m0, 0] == lo and (lo * page < address or (lo + 1) * page > end_b)
-        last_part = (hi - 1 > lo and runs[m - 1, 1] == hi
-                     and ((hi - 1) * page < address or hi * page > end_b))
-    pushes = n_hit + (m - m0 if fill == FILL_ALL else int(first_part) + int(last_part))
-    if pushes and lru_spare(seg, meta) < 2 * pushes:
-        return -1
-    for h in range(n_hit):
-        lru_push(seg, idx, meta, free, runs[h, 0], runs[h, 1])
-        hits += runs[h, 1] - runs[h, 0]
-    res[CACHE_HITS] = hits
-    if m > m0:
-        if fill == FILL_ALL:
-            for r in range(m0, m):
-                lru_push(seg, idx, meta, free, runs[r, 0], runs[r, 1])
-            lru_trim(seg, idx, meta, free, capacity, out)
-        elif first_part or last_part:
-            # (two pages in a row: the second push continues the first's segment)
-            if first_part:
-                lru_push(seg, idx, meta, free, lo, lo + 1)
-            if last_part:
-                lru_push(seg, idx, meta, free, hi - 1, hi)
-            lru_trim(seg, idx, meta, free, capacity, out)
-    # the missing pages' physical pages and the bytes wanted of each
-    table_pre = l2p[1]
-    k = 0
-    for r in range(m0, m):
-        a, b = runs[r, 0], runs[r, 1]
-        res[UNMAPPED] += l2p_read_run(l2p[0], table_pre, a, ppns[k:k + b - a])
-        k += b - a
-    for j in range(k):
-        nb[j] = page
-    wanted = k * page
-    if k:
-        first_off = address - runs[m0, 0] * page
-        last_cut = runs[m - 1, 1] * page - (address + nbytes)
-        if first_off > 0:
-            nb[0] -= first_off
-            wanted -= first_off
-        if last_cut > 0:
-            nb[k - 1] -= last_cut
-            wanted -= last_cut
-    res[WANTED] = wanted
-    return k
-
-
-#: ``read_front`` past its dispatcher (``tmhw.sim.jit.Directs``, by the FTL's maps' dtypes)
-_READ_FRONT = Directs(read_front)

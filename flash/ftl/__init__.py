@@ -400,7 +400,7 @@ class FTL:
     def write_run_by(self, lo: int, n: int, call: RunCall) -> I64 | None:
         """``_write_run`` with ``call`` in the place of ``kernels.write_run``: a kernel
         that takes its arguments first, places the run as it does, and books more after
-        it (``flash.runwrite``). The pages placed, or None (nothing placed)."""
+        it (``flash.runs``). The pages placed, or None (nothing placed)."""
         return self._write_run(lo, n, call)
 
     def _write_run(self, lo: int, n: int, call: RunCall | None = None) -> I64 | None:

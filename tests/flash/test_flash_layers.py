@@ -1,7 +1,7 @@
 """The flash package's layers import downward only: no cycle, and no layer reaches up to
 the one that owns it (host side first: target, the event-driven reads of a device
 (convoy), their compiled closed loop (convoy_loop) and the batches of one-page commands
-(pages), ssd, its compiled write of a run (runwrite), then cache and host, the
+(pages), ssd, its compiled reads and writes of a run (runs), then cache and host, the
 timing models, the FTL and the scheduler, phy, the booking kernels (engine), the
 sparse tables (intmap) and the read cache's order (runlru)). No module reads or writes
 another object's private names."""
@@ -21,7 +21,7 @@ RANK: dict[str, float] = {
     # (a mix's reads look pages up and its writes are refused as the batch path's)
     "convoy_loop": 9.5,
     "pcie": -1, "datasheets": 12, "slc": 6, "pages": 9,
-    "ssd": 8, "runwrite": 7, "cache": 6, "host": 6, "fast": 4, "detailed": 4, "ftl": 3,
+    "ssd": 8, "runs": 7, "cache": 6, "host": 6, "fast": 4, "detailed": 4, "ftl": 3,
     "scheduler": 3, "phy": 2, "engine": 1, "intmap": 1, "runlru": 1, "config": 0}
 
 

@@ -1,4 +1,4 @@
-"""A read up to its NAND read is one compiled call (``flash.ssd.read_front``) that
+"""A read up to its NAND read is one compiled call (``flash.runs.read_front``) that
 books exactly what the rules it replaces book one by one (``Ssd.read_map`` as it was):
 the write buffer's probe (``DataCache.held_runs``), the read cache's hits made the most
 recently used run by run, the misses between, the fills of the read cache

@@ -1,11 +1,12 @@
-"""A run's write in one compiled call (``flash.runwrite``) books exactly what
-``Ssd.write``'s Python steps book: two devices built alike, one with the compiled call
-and one without (``Ssd._run_writer`` None), served the same reads and writes, give every
-command the same completion time and end in the same state, through the edges where the
-call declines or hands the rest back: a write buffer that fills and one a write is
-larger than, an SLC cache that fills and folds, the read cache's copies cut in two,
-collections forced and in the background, runs of two pages to past a stripe, not on a
-page's bounds, and MQSim's rules (data stored before it is programmed)."""
+"""A read, and a run's write, in one compiled call (``flash.runs``) book exactly what
+``Ssd``'s Python steps book: two devices built alike, one with the compiled calls and
+one without (``Ssd._run_writer`` and ``_run_reader`` None), served the same reads and
+writes, in place or not, give every command the same completion time and end in the
+same state, through the edges where the call declines or hands the rest back: reads of
+pages DRAM holds, of one page and of none from NAND, a write buffer that fills and one
+a write is larger than, an SLC cache that fills and folds, the read cache's copies cut
+in two, collections forced and in the background, runs of two pages to past a stripe,
+not on a page's bounds, and MQSim's rules (data stored before it is programmed)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from flash import FlashConfig
-from flash.runwrite import RunWriter
+from flash.runs import ALL_DONE, R_STAGE, READ1_LEFT, RunReader, RunWriter
 from flash.ssd import Ssd
 from tmhw.sim.units import US, KiB
 
@@ -37,8 +38,12 @@ CASES = {
 HOT = 400  # pages the commands touch: writes overwrite, reads meet recent writes, and
 #           the map's first segment turns dense (``SparseL2P.DENSE_AT``) in longer plans
 
+#: what a command is; an in-place read's lines carry this much framing in all
+KINDS = ("write", "read", "in place")
+FRAMING = 640
+
 commands = st.lists(
-    st.tuples(st.booleans(),                       # read or write
+    st.tuples(st.sampled_from(KINDS),               # write, read, or read in place
               st.integers(0, HOT - 1),             # first page
               st.one_of(st.integers(1, 9),         # pages: up to a stripe and past it,
                         st.integers(60, 70)),      # or past DENSE_AT // 4
@@ -51,27 +56,32 @@ def _pair(cfg: FlashConfig) -> tuple[Ssd, Ssd]:
     def make() -> Ssd:
         return Ssd(cfg, model="fast", precondition=0.6, seed=0, age=0.0, record=False)
     compiled, python = make(), make()
-    python._run_writer = None
+    python._run_writer = python._run_reader = None
     return compiled, python
 
 
-def _run(cfg: FlashConfig, plan: list[tuple[bool, int, int, int, int]]) -> None:
+def _serve(d: Ssd, kind: str, address: int, nbytes: int, now: int) -> int:
+    if kind == "write":
+        return d.write(address, nbytes, now)
+    return d.read(address, nbytes, now, nbytes + FRAMING if kind == "in place" else 0)
+
+
+def _run(cfg: FlashConfig, plan: list[tuple[str, int, int, int, int]]) -> None:
     compiled, python = _pair(cfg)
     now = 0
-    for read, first, pages, skew, gap in plan:
+    for kind, first, pages, skew, gap in plan:
         now += gap * US
         address, nbytes = first * PAGE + skew, pages * PAGE - skew
-        for d in (compiled, python):
-            d.sent = (d.read if read else d.write)(address, nbytes, now)  # type: ignore[attr-defined]
-        assert compiled.sent == python.sent  # type: ignore[attr-defined]
+        assert (_serve(compiled, kind, address, nbytes, now)
+                == _serve(python, kind, address, nbytes, now))
     assert device_state(compiled) == device_state(python)
 
 
 @pytest.mark.parametrize("case", list(CASES))
 @settings(max_examples=25, deadline=None)
 @given(plan=commands)
-def test_run_write_books_what_python_steps_book(
-        case: str, plan: list[tuple[bool, int, int, int, int]]) -> None:
+def test_compiled_reads_and_writes_book_what_python_steps_book(
+        case: str, plan: list[tuple[str, int, int, int, int]]) -> None:
     _run(CASES[case], plan)
 
 
@@ -88,7 +98,7 @@ def test_writes_take_the_compiled_call_and_its_declines(monkeypatch: Any) -> Non
         return got
 
     monkeypatch.setattr(RunWriter, "book", counted)
-    plan = [(False, (37 * k) % HOT, 2 + k % 7 if k % 3 else 66, 0, 30) for k in range(300)]
+    plan = [("write", (37 * k) % HOT, 2 + k % 7 if k % 3 else 66, 0, 30) for k in range(300)]
     _run(CFG, plan)
     assert sum(took) > 200 and not all(took)
 
@@ -103,3 +113,22 @@ def test_a_write_of_one_page_or_of_a_block_per_plane_goes_the_python_way() -> No
     assert not writer.takes(1)
     assert writer.takes(2)
     assert not writer.takes(ftl.U * ftl.ppb)
+
+
+def test_reads_take_the_compiled_call_to_its_end_and_hand_one_page_back(
+        monkeypatch: Any) -> None:
+    """Reads of several pages from NAND, and of none (all in the write buffer), end in
+    the compiled call; a read of one page from NAND is handed to ``FastModel.read1``."""
+    stages: list[int] = []
+    book = RunReader.book
+
+    def counted(self: RunReader, *a: Any) -> Any:
+        got = book(self, *a)
+        stages.append(got[4][R_STAGE])
+        return got
+
+    monkeypatch.setattr(RunReader, "book", counted)
+    plan = [("write", 0, 8, 0, 0), ("read", 0, 8, 0, 0), ("read", 200, 8, 0, 0),
+            ("read", 210, 1, 0, 0), ("in place", 220, 3, 0, 10)]
+    _run(CFG, plan)
+    assert stages == [ALL_DONE, ALL_DONE, READ1_LEFT, ALL_DONE]
