@@ -161,7 +161,10 @@ class Ssd:
     # -- serving -----------------------------------------------------------------------
     def read(self, address: int, nbytes: int, earliest: int, wire_bytes: int = 0) -> int:
         reader = self._run_reader
-        if reader is not None and reader.takes():
+        page = self.page
+        if reader is not None and (address + nbytes - 1) // page > address // page \
+                and reader.takes():
+            # (more than one page: one page from NAND is ``read1``'s, in Python)
             return self._read_run(reader, address, nbytes, earliest, wire_bytes)
         t0, start, x_end, ppns, nb = self.read_map(address, nbytes, earliest, wire_bytes)
         if ppns is not None:
@@ -172,8 +175,9 @@ class Ssd:
 
     def _read_run(self, reader: RunReader, address: int, nbytes: int, earliest: int,
                   wire_bytes: int) -> int:
-        """``read``, its steps but the NVMe queue's in one compiled call
-        (``flash.runs``), where more than one page is read from NAND or none."""
+        """``read`` of more than one page, its steps but the NVMe queue's in one
+        compiled call (``flash.runs``) where more than one page is read from NAND or
+        none."""
         t0, lo, hi, fill = self._read_taken(address, nbytes, earliest, wire_bytes)
         host = self.host
         got, ppns, nb, front, rres = reader.book(

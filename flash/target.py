@@ -555,6 +555,14 @@ def compile_kernels() -> None:
     pages = FlashTarget(Environment(), "flash", None, PRESETS["990pro"], precondition=0.01)
     for op, t in ((Op.READ, 0), (Op.WRITE, 0), (Op.READ, 0), (Op.WRITE, S)):
         pages.transport_many(op, [128 * MiB, 160 * MiB], 16 * 1024, Pattern.RANDOM, t)
+    # a chunk on two devices striped (``FastArray``: ``read_chunk``, ``program_chunk`` on
+    # every device's pages at once; one device's reads and writes of several pages are
+    # ``flash.runs``' compiled calls, which call them from compiled code)
+    striped = FlashTarget(Environment(), "flash", None,
+                          replace(PRESETS["990pro"], devices=2, stripe_bytes=512 * 1024),
+                          precondition=0.01)
+    striped.transport(Transfer(Op.WRITE, 0, 2 * MiB), 0)
+    striped.transport(Transfer(Op.READ, 64 * MiB, 2 * MiB), 0)
     # the detailed model's per-transaction command bookings (``flash.engine.commands``)
     detailed = FlashTarget(Environment(), "flash", None, PRESETS["990pro"],
                            model="detailed", precondition=0.01)

@@ -118,7 +118,8 @@ def test_a_write_of_one_page_or_of_a_block_per_plane_goes_the_python_way() -> No
 def test_reads_take_the_compiled_call_to_its_end_and_hand_one_page_back(
         monkeypatch: Any) -> None:
     """Reads of several pages from NAND, and of none (all in the write buffer), end in
-    the compiled call; a read of one page from NAND is handed to ``FastModel.read1``."""
+    the compiled call; a read of several pages of which one is read from NAND hands it
+    to ``FastModel.read1``, and a read of one page is ``Ssd.read``'s in Python."""
     stages: list[int] = []
     book = RunReader.book
 
@@ -129,6 +130,7 @@ def test_reads_take_the_compiled_call_to_its_end_and_hand_one_page_back(
 
     monkeypatch.setattr(RunReader, "book", counted)
     plan = [("write", 0, 8, 0, 0), ("read", 0, 8, 0, 0), ("read", 200, 8, 0, 0),
-            ("read", 210, 1, 0, 0), ("in place", 220, 3, 0, 10)]
+            ("read", 210, 1, 0, 0), ("write", 300, 2, 0, 0), ("read", 300, 3, 0, 0),
+            ("in place", 220, 3, 0, 10)]
     _run(CFG, plan)
     assert stages == [ALL_DONE, ALL_DONE, READ1_LEFT, ALL_DONE]
