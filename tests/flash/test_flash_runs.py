@@ -19,7 +19,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from flash import FlashConfig
-from flash.runs import ALL_DONE, R_STAGE, READ1_LEFT, RunReader, RunWriter
+from flash.runs import (
+    ALL_DONE,
+    PROGRAM_LEFT,
+    R_STAGE,
+    READ1_LEFT,
+    STAGE,
+    RunReader,
+    RunWriter,
+)
 from flash.ssd import Ssd
 from tmhw.sim.units import US, KiB
 
@@ -86,21 +94,23 @@ def test_compiled_reads_and_writes_book_what_python_steps_book(
 
 
 def test_writes_take_the_compiled_call_and_its_declines(monkeypatch: Any) -> None:
-    """The compiled call books the runs (not only declines them to the Python steps),
-    and the edges it hands back are reached: a write that fills the buffer's rows, a
-    run the FTL declines (blocks to open on a full device)."""
-    took: list[bool] = []
+    """The compiled call books the runs to their end (not only declines them to the
+    Python steps), and the edges it hands back are reached: a run it declines (the
+    FTL's: a block to open, a segment not dense), and programs whose die lane's or
+    channel's row was full (``PROGRAM_LEFT``)."""
+    stages: list[int] = []
     book = RunWriter.book
 
     def counted(self: RunWriter, *a: Any) -> Any:
         got = book(self, *a)
-        took.append(got is not None)
+        stages.append(-1 if got is None else got[1][STAGE])
         return got
 
     monkeypatch.setattr(RunWriter, "book", counted)
     plan = [("write", (37 * k) % HOT, 2 + k % 7 if k % 3 else 66, 0, 30) for k in range(300)]
     _run(CFG, plan)
-    assert sum(took) > 200 and not all(took)
+    assert stages.count(ALL_DONE) > 250
+    assert stages.count(-1) and stages.count(PROGRAM_LEFT)
 
 
 def test_a_write_of_one_page_or_of_a_block_per_plane_goes_the_python_way() -> None:
