@@ -35,7 +35,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 import numpy.typing as npt
 
-from flash.intmap import MASK, IntMap, im_find, im_put, im_remove
+from flash.intmap import MASK, IntMap, im_find, im_has_room, im_put, im_remove
 from flash.runlru import LruArrays, RunLru
 from tmhw.sim.jit import Direct, njit_noref
 from tmhw.sim.rowheap import row_pop, row_push
@@ -346,6 +346,13 @@ def admit_write(buf: Buffer, pages: int, capacity: int, earliest: int) -> int:
         if end > t:
             t = end
     return t
+
+
+@njit_noref
+def buffer_room(buf: Buffer, pages: int) -> bool:
+    """Whether the buffer's arrays take one more write of ``pages`` pages without
+    growing (``DataCache._room``, which a kernel that buffers asks for otherwise)."""
+    return buf[1][COUNT] + 1 <= buf[0].shape[0] and im_has_room(buf[2], buf[3], pages)
 
 
 @njit_noref

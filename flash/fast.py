@@ -149,12 +149,9 @@ class FastModel(TimingBase):
         n = int(ppns.size)
         if self.ppn0:
             ppns = ppns + self.ppn0
-        c = self.c
-        c.pages_programmed += n
-        c.channel_bytes += n * self.page
         cmds, _, last = self.program_lanes(ppns, first_in, l_end,
                                            slc)[:, self.device].tolist()
-        c.program_cmds += cmds
+        self.c.programmed(n, cmds, self.page)
         return int(last)
 
     def program_lanes(self, ppns: I64, first_in: int | I64, l_end: int | I64,
@@ -296,9 +293,6 @@ class FastArray:
                               self._per_device(devs, l_end, 1), slc).tolist()
         out = {}
         for k, p in zip(devs, ppns, strict=True):
-            c = self.models[k].c
-            c.program_cmds += res[0][k]
-            c.pages_programmed += int(p.size)
-            c.channel_bytes += int(p.size) * m.page
+            self.models[k].c.programmed(int(p.size), res[0][k], m.page)
             out[k] = res[2][k]
         return out

@@ -48,7 +48,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from flash.cache import COUNT, Buffer, admit_write, buffer_run
+from flash.cache import Buffer, admit_write, buffer_room, buffer_run
 from flash.detailed import DetailedModel
 from flash.engine.chunks import (
     CH_FULL,
@@ -370,10 +370,7 @@ class PageBatch:
             self.grow(st[0])
         transfers, active, active_until, cmds = st.item()[:4]
         ssd.host.ctl_free = int(st[0]["ctl"])
-        c = ssd.c
-        c.pages_programmed += n
-        c.channel_bytes += n * ssd.page
-        c.program_cmds += cmds
+        ssd.c.programmed(n, cmds, ssd.page)
         ssd.bytes_written += n * nbytes
         if ssd.cache.write_pages > 0:  # (the batch's ``buffered``)
             ssd.cache.buffered_pages(lpns[:n], p_ends)
@@ -1069,8 +1066,7 @@ def _write_loop(lanes: Lanes, dev: Device, link: Link,
                 r["stop"] = LINK_FULL
                 return j
             # (``DataCache._room``: a row for the write, entries for its pages)
-            if lp["wcap"] and (wbuf[1][COUNT] + 1 > wbuf[0].shape[0]
-                               or not im_has_room(wbuf[2], wbuf[3], n)):
+            if lp["wcap"] and not buffer_room(wbuf, n):
                 r["stop"] = BUF_ROOM
                 return j
             lru = front[0][1]

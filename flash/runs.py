@@ -37,7 +37,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from flash.cache import COUNT, Buffer, DataCache, admit_write, buffer_run, held_pages
+from flash.cache import Buffer, DataCache, admit_write, buffer_room, buffer_run, held_pages
 from flash.engine.chunks import Lanes, program_chunk, read_chunk
 from flash.engine.gaps import Meta, gap_book, gap_room
 from flash.fast import FastModel
@@ -45,7 +45,7 @@ from flash.ftl import FTL
 from flash.ftl.kernels import DECLINED, DONE, PLACED, Blocks, Fresh, L2p, write_run
 from flash.ftl.mapping import L2pArrays, l2p_read_run
 from flash.host import HostInterface
-from flash.intmap import LIVE, im_has_room
+from flash.intmap import LIVE
 from flash.runlru import SIZE as LRU_SIZE
 from flash.runlru import LruArrays, lru_push, lru_remove, lru_runs_in, lru_spare, lru_trim
 from flash.slc import SlcCache, slc_take
@@ -64,9 +64,8 @@ BUF_HITS, CACHE_HITS, UNMAPPED, WANTED = range(4)
 #: ``write_run_fused``'s results (``res``): the write buffer's admission (-1: written
 #: through), the end of the data's time on the link and the first time its programs
 #: may take data, whether in SLC mode, the program commands, the end of the last
-#: program, when the write completes, what is left to the caller (``STAGE``) and why
-#: the programs were not booked (a ``flash.engine.chunks`` answer)
-ADM, L_END, FIRST_IN, SLC, CMDS, P_END, END, STAGE, WHY = range(9)
+#: program, when the write completes, and what is left to the caller (``STAGE``)
+ADM, L_END, FIRST_IN, SLC, CMDS, P_END, END, STAGE = range(8)
 #: ``STAGE``: nothing left; the programs and all after them (no room in a die lane's or
 #: a channel's row); the read cache's copies (no spare row to cut a run in two)
 ALL_DONE, PROGRAM_LEFT, INVALIDATE_LEFT = range(3)
@@ -100,8 +99,7 @@ def write_run_fused(lo: int, n: int, geo: npt.NDArray[np.void], stripes: tuple[I
     if not gap_room(liv, lmeta, 1):
         return DECLINED
     buffered = wcap > 0 and n <= wcap
-    if buffered and (wbuf[1][COUNT] + 1 > wbuf[0].shape[0]
-                     or not im_has_room(wbuf[2], wbuf[3], n)):
+    if buffered and not buffer_room(wbuf, n):
         return DECLINED  # (``DataCache._room`` grows them)
     got = write_run(lo, n, geo, stripes, l2p, blocks, fresh, seq, io)
     if got != DONE and got != PLACED:
@@ -125,7 +123,7 @@ def write_run_fused(lo: int, n: int, geo: npt.NDArray[np.void], stripes: tuple[I
     why = program_chunk(lanes, dev[1] if s else dev[0], dev[2], ppns, times[:1],
                         times[1:], pres)
     if why:
-        res[STAGE], res[WHY] = PROGRAM_LEFT, why
+        res[STAGE] = PROGRAM_LEFT
         return got
     p_end = pres[2, device]
     res[CMDS], res[P_END] = pres[0, device], p_end
@@ -140,7 +138,7 @@ def write_run_fused(lo: int, n: int, geo: npt.NDArray[np.void], stripes: tuple[I
 
 
 #: one entry per FTL map dtypes (``tmhw.sim.jit.Directs``)
-_FUSED = Directs(write_run_fused)
+_WRITE_FUSED = Directs(write_run_fused)
 
 
 class RunWriter:
@@ -154,11 +152,11 @@ class RunWriter:
         self.ftl, self.cache, self.host, self.slc = ftl, cache, host, slc
         self.model = model
         self.store_forward = int(store_forward)
-        self._kernel = _FUSED.get(ftl.mapping.dtypes)
+        self._kernel = _WRITE_FUSED.get(ftl.mapping.dtypes)
         self._ppns = np.zeros(64, dtype=np.int64)
         self._times = np.zeros(2, dtype=np.int64)
         self._pres = np.zeros((3, model.former.devices), dtype=np.int64)
-        self._res = np.zeros(9, dtype=np.int64)
+        self._res = np.zeros(8, dtype=np.int64)
         self._dev = (model.geo, model.geo_slc, model.cmds)
 
     def takes(self, n: int) -> bool:
@@ -387,7 +385,6 @@ class RunReader:
         self._pres = np.zeros((3, model.former.devices), dtype=np.int64)
         self._fres = np.zeros(4, dtype=np.int64)
         self._rres = np.zeros(5, dtype=np.int64)
-        self._dev = (model.geo, model.cmds)
 
     def takes(self) -> bool:
         """Whether reads go this way: nothing recorded."""
@@ -412,7 +409,7 @@ class RunReader:
             got = int(self._kernel.call(
                 cache.read_state(), l2p, lo, hi, t0, fill, address, nbytes, model.page,
                 cache.read_pages, mask, runs, self._ppns, self._nb, self._fres,
-                model.lanes(), self._dev[0], self._dev[1], model.ppn0, model.device,
+                model.lanes(), model.geo, model.cmds, model.ppn0, model.device,
                 self._lppns, self._times, self._pres, links.arrays(), dur,
                 self.store_forward, self._rres))
             if got >= 0:

@@ -57,6 +57,12 @@ class Counters:
     channel_bytes: int = 0
     unmapped_reads: int = 0
 
+    def programmed(self, pages: int, cmds: int, page_bytes: int) -> None:
+        """``pages`` host pages of ``page_bytes`` programmed by ``cmds`` commands."""
+        self.pages_programmed += pages
+        self.channel_bytes += pages * page_bytes
+        self.program_cmds += cmds
+
 
 def suspend_rule(cfg: FlashConfig) -> SuspendRule | None:
     """The device's suspend rule, or None when it suspends nothing."""

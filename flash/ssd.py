@@ -316,7 +316,7 @@ class Ssd:
         got = self._run_writer.book(lo, n, nbytes, t0, self._active_until)
         if got is None:
             return -1
-        out, (adm, l_end, first_in, slc, cmds, p_end, end, stage, _) = got
+        out, (adm, l_end, first_in, slc, cmds, p_end, end, stage) = got
         self.slc_mode = bool(slc)
         cache = self.cache
         if adm > t0:
@@ -324,18 +324,12 @@ class Ssd:
         if stage == PROGRAM_LEFT:  # (their rows grow, then the rest as ``write`` books it)
             p_end = self.model.program(out, first_in, l_end, self.slc_mode)
             return self.write_done(address, nbytes, t0, adm, l_end, p_end)
-        c = self.c
-        c.pages_programmed += n
-        c.channel_bytes += n * self.page
-        c.program_cmds += cmds
+        self.c.programmed(n, cmds, self.page)
         if adm >= 0:
             cache.write_hits += n
         if stage == INVALIDATE_LEFT:
             cache.invalidate(range(lo, lo + n))
-        if self.ftl.low_planes:
-            self._background_gc(p_end)
-        self._finish(t0, end)
-        return end
+        return self._written(t0, p_end, end)
 
     def write_map(self, address: int, nbytes: int, earliest: int, t0: int = -1
                   ) -> tuple[int, int, int, int, int, I64 | None]:
@@ -386,6 +380,11 @@ class Ssd:
         else:
             cache.invalidate(range(lo, hi))
             end = p_end
+        return self._written(t0, p_end, end)
+
+    def _written(self, t0: int, p_end: int, end: int) -> int:
+        """A write's last steps, its programs ending at ``p_end``: a background
+        collection where a plane is under the soft threshold, and ``_finish``."""
         if self.ftl.low_planes:
             self._background_gc(p_end)
         self._finish(t0, end)
