@@ -27,10 +27,9 @@ by the data-out of a read that arrives later, as MQSim's PHY does: callers that 
 on an event (``FlashTarget.request``, the flash bench) have reads arbitrated when the
 channel frees instead (``flash.convoy``).
 
-Several devices striped together (``FastArray``) keep their dies and channels in one
-array, device by device: a transfer's pages on every device it touches are read or
-programmed in one call, each device from its own start time and with its own ends and
-counters. Devices share no lane, so this books what a call per device would.
+Several devices striped together keep their dies and channels in one array, device by
+device (``FastModel``'s ``shared``): each device books on its own lanes only, from its
+own start time and with its own ends and counters, and the tier's timelines are one.
 """
 
 from __future__ import annotations
@@ -101,28 +100,21 @@ class FastModel(TimingBase):
 
     def read(self, ppns: I64, nb: I64, earliest: int) -> tuple[int, int]:
         """Pages ``ppns`` with ``nb`` bytes wanted of each: (start of the first data-out,
-        end of the last)."""
+        end of the last), in one call of ``read_chunk`` (another after each growth of
+        the rows)."""
         if self.ppn0:
             ppns = ppns + self.ppn0
-        cmds, first, last = self.read_lanes(ppns, nb, earliest)[:, self.device].tolist()
-        self.c.read_cmds += cmds
-        return first, last
-
-    def read_lanes(self, ppns: I64, nb: I64, earliest: int | I64) -> I64:
-        """``read`` of pages in the shared numbering from ``earliest`` (one time, or one
-        per device), in one call of ``read_chunk`` (another after each growth of the
-        rows): per device of the lanes' array, its read commands, the start of its
-        first data-out and the end of its last (-1: no page there). The result is
-        overwritten by the next call."""
         e = self._time(earliest, 0)
         nb = np.ascontiguousarray(nb, dtype=np.int64)
         if self.dies.record:
             self.dies.reserve_records(2 * ppns.size)
-        while True:
-            why = _READ_CHUNK.call(self.lanes(), self.geo, self.cmds, ppns, nb, e, self._res)
-            if not why:
-                return self._res
+        while why := _READ_CHUNK.call(self.lanes(), self.geo, self.cmds, ppns, nb, e,
+                                      self._res):
             self.grow(why, ppns)
+        # (the kernel's answer is per device of the lanes' array: this one's)
+        cmds, first, last = self._res[:, self.device].tolist()
+        self.c.read_cmds += cmds
+        return first, last
 
     # -- programs ----------------------------------------------------------------------
     def program1(self, ppn: int, first_in: int, l_end: int, slc: bool = False) -> int:
@@ -145,40 +137,29 @@ class FastModel(TimingBase):
 
     def program(self, ppns: I64, first_in: int, l_end: int, slc: bool = False) -> int:
         """Pages ``ppns`` whose data crosses the host link in [first_in, l_end] (``slc``:
-        in SLC mode); the end of the last program."""
+        in SLC mode), in one call of ``program_chunk`` (another after each growth of the
+        rows); the end of the last program."""
         n = int(ppns.size)
         if self.ppn0:
             ppns = ppns + self.ppn0
-        cmds, _, last = self.program_lanes(ppns, first_in, l_end,
-                                           slc)[:, self.device].tolist()
+        f, le = self._time(first_in, 0), self._time(l_end, 1)
+        if self.dies.record:
+            self.dies.reserve_records(n)
+        while why := _PROGRAM_CHUNK.call(self.lanes(), self.geo_slc if slc else self.geo,
+                                         self.cmds, ppns, f, le, self._res):
+            self.grow(why, ppns)
+        # (per device of the lanes' array: this one's commands and end of its last
+        # program)
+        cmds, _, last = self._res[:, self.device].tolist()
         self.c.programmed(n, cmds, self.page)
         return int(last)
 
-    def program_lanes(self, ppns: I64, first_in: int | I64, l_end: int | I64,
-                      slc: bool = False) -> I64:
-        """``program`` of pages in the shared numbering (``first_in`` and ``l_end``: one
-        time, or one per device), in one call of ``program_chunk`` (another after each
-        growth of the rows): per device of the lanes' array, its program commands, its
-        lanes that joined a waiting program and the end of its last program (-1: no page
-        there). The result is overwritten by the next call."""
-        f, le = self._time(first_in, 0), self._time(l_end, 1)
-        if self.dies.record:
-            self.dies.reserve_records(ppns.size)
-        while True:
-            why = _PROGRAM_CHUNK.call(self.lanes(), self.geo_slc if slc else self.geo,
-                                      self.cmds, ppns, f, le, self._res)
-            if not why:
-                return self._res
-            self.grow(why, ppns)
-
-    def _time(self, t: int | I64, slot: int) -> I64:
-        """A kernel's time argument: one time for all devices (in a buffer of this
-        model's, ``slot`` 0 or 1, valid until the next call), or one per device."""
-        if isinstance(t, int):
-            buf = self._tbuf[slot]
-            buf[0] = t
-            return buf
-        return np.ascontiguousarray(t, dtype=np.int64)
+    def _time(self, t: int, slot: int) -> I64:
+        """A kernel's time argument, the same for every device of the lanes' array (in a
+        buffer of this model's, ``slot`` 0 or 1, valid until the next call)."""
+        buf = self._tbuf[slot]
+        buf[0] = t
+        return buf
 
     # -- garbage collection ------------------------------------------------------------
     def gc(self, job: GcJob, earliest: int) -> int:
@@ -241,58 +222,3 @@ class FastModel(TimingBase):
         for _ in erases:
             end = self.dies.work1(lane, earliest, cfg.t_bers, erase=True)
         return end
-
-
-class FastArray:
-    """The fast timing of several devices whose lanes are one array (``models``, one
-    per device, sharing the first one's lanes): a transfer's pages on every device it
-    touches are read or programmed in one call, each device from its own start time,
-    with each device's end and counters its own. The devices share no lane, so this
-    books exactly what a call per device would."""
-
-    def __init__(self, models: list[FastModel]) -> None:
-        self.models = models
-        self.m = models[0]
-        self.n = len(models)
-        #: each device's first page in the shared numbering
-        self.ppn0 = [m.ppn0 for m in models]
-        self._tbuf = (np.zeros(self.n, dtype=np.int64), np.zeros(self.n, dtype=np.int64))
-
-    def _pages(self, devs: list[int], ppns: list[I64]) -> I64:
-        """The devices' pages, in the shared numbering."""
-        ppn0 = self.ppn0
-        return np.concatenate([p + ppn0[d] for d, p in zip(devs, ppns, strict=True)])
-
-    def _per_device(self, devs: list[int], times: list[int], slot: int = 0) -> I64:
-        """``times[i]`` at device ``devs[i]``, 0 elsewhere (in a buffer of this array's,
-        ``slot`` 0 or 1, valid until the next call)."""
-        out = self._tbuf[slot]
-        out[:] = 0
-        for d, t in zip(devs, times, strict=True):
-            out[d] = t
-        return out
-
-    def read(self, devs: list[int], ppns: list[I64], nb: list[I64],
-             t0: list[int]) -> dict[int, tuple[int, int]]:
-        """``FastModel.read(ppns[i], nb[i], t0[i])`` on device ``devs[i]`` for each
-        ``i``, in one call: per device, (start of its first data-out, end of its last)."""
-        res = self.m.read_lanes(self._pages(devs, ppns), np.concatenate(nb),
-                                self._per_device(devs, t0)).tolist()
-        out = {}
-        for k in devs:
-            self.models[k].c.read_cmds += res[0][k]
-            out[k] = (res[1][k], res[2][k])
-        return out
-
-    def program(self, devs: list[int], ppns: list[I64], first_in: list[int],
-                l_end: list[int], slc: bool = False) -> dict[int, int]:
-        """``FastModel.program(ppns[i], first_in[i], l_end[i])`` on device ``devs[i]``
-        for each ``i``, in one call: per device, the end of its last program."""
-        m = self.m
-        res = m.program_lanes(self._pages(devs, ppns), self._per_device(devs, first_in),
-                              self._per_device(devs, l_end, 1), slc).tolist()
-        out = {}
-        for k, p in zip(devs, ppns, strict=True):
-            self.models[k].c.programmed(int(p.size), res[0][k], m.page)
-            out[k] = res[2][k]
-        return out

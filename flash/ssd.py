@@ -106,8 +106,8 @@ class Ssd:
                  age: float, record: bool, device: int = 0, devices: int = 1,
                  shared: Ssd | None = None) -> None:
         """Device ``device`` of ``devices``. Several devices on the fast model book on
-        one array of lanes (``flash.fast.FastArray``): the first one makes it, the others
-        are given it as ``shared`` (the first device)."""
+        one array of lanes, each on its own (``flash.fast``): the first one makes it,
+        the others are given it as ``shared`` (the first device)."""
         self.cfg = cfg
         self.device = device
         self.page = cfg.page_size

@@ -5,11 +5,10 @@
 identical SSDs in ``flash.stripe_bytes`` units (stripe ``j`` on device ``j % N``), each
 with its own host link, controller DRAM, FTL and flash (``flash.ssd.Ssd``); a transfer
 becomes one contiguous range on each device it touches, served in parallel, and
-completes when the last of them does. On the fast model the devices' die lanes and
-channels are one array (``flash.fast.FastArray``): each touched device takes the command,
-serves its DRAM hits and maps its pages, then the NAND reads or programs of all of them
-are one timing call, then each device finishes (the detailed model serves device by
-device). ``transport`` returns that time and creates no SimPy event; ``request`` is
+completes when the last of them does. The devices share no state, so each touched
+device serves its range on its own, in turn; on the fast model a device's read of
+several pages and its write of a run are each one compiled call (``flash.runs``).
+``transport`` returns that time and creates no SimPy event; ``request`` is
 the same as an event, except that a read under ``compat = "mqsim"`` is arbitrated by
 events (``flash.convoy``), its completion decided as its channels free;
 ``transport_many`` serves a batch of equal-sized transfers issued at one time (a host
@@ -38,7 +37,6 @@ from flash.convoy import EventReads
 from flash.convoy_loop import ConvoyLoop
 from flash.engine.dies import DieLanes
 from flash.engine.gaps import BankLane, GapBank
-from flash.fast import FastArray
 from flash.ftl import FTL
 from flash.ftl.kernels import drop_old, place
 from flash.intmap import IntMap, im_get_many, im_pop_range
@@ -103,13 +101,6 @@ class FlashTarget(Component):
         self._reads = self._pages or (PageBatch(first, first.model)
                                       if n == 1 and isinstance(first.model, TimingBase)
                                       else None)
-        #: several devices on the fast model: their lanes are one array, and a
-        #: transfer's NAND work on all the devices it touches is one call
-        fast = [d.fast for d in self.devices if d.fast is not None]
-        self._array = FastArray(fast) if n > 1 and len(fast) == n else None
-        #: whether a device may program in SLC mode (else the array's programs of a
-        #: transfer are one call)
-        self._any_slc = any(d.slc for d in self.devices)
         #: ``_split``'s ranges
         self._splits: dict[tuple[int, int], tuple[tuple[Ssd, int, int], ...]] = {}
         #: under MQSim's rules, each device's reads served by events (``request``)
@@ -191,12 +182,6 @@ class FlashTarget(Component):
             if self.tracer.enabled:
                 self.tracer.span(self.path, earliest, end, op.value, {"bytes": t.nbytes})
             return end
-        if self._array is not None and t.op is not Op.TRIM:
-            end = (self._read_array(t, earliest) if t.op is Op.READ
-                   else self._write_array(t, earliest))
-            if self.tracer.enabled:
-                self.tracer.span(self.path, earliest, end, t.op.value, {"bytes": t.nbytes})
-            return end
         end = earliest
         for dev, address, nbytes in self._split(t.address, t.nbytes):
             if t.op is Op.READ:
@@ -255,75 +240,6 @@ class FlashTarget(Component):
             out.callbacks.append(lambda e: self.tracer.span(
                 self.path, now, e.value, t.op.value, {"bytes": t.nbytes}))
         return out
-
-    def _read_array(self, t: Transfer, earliest: int) -> int:
-        """``transport`` of a read on several devices of the fast model: each touched
-        device takes its command, serves what its DRAM holds and maps the rest, then the
-        NAND reads of all of them are one call, then each device's data crosses its
-        link. Each device's steps keep their order (the devices share no state)."""
-        parts = []
-        devs: list[int] = []
-        ppns: list[I64] = []
-        nbs: list[I64] = []
-        t0s: list[int] = []
-        for dev, address, nbytes in self._split(t.address, t.nbytes):
-            wire = _wire(t, nbytes)
-            t0, start, x_end, p, nb = dev.read_map(address, nbytes, earliest, wire)
-            parts.append((dev, t0, start, x_end, nbytes, wire))
-            if p is not None:
-                devs.append(dev.device)
-                ppns.append(p)
-                nbs.append(nb)
-                t0s.append(t0)
-        assert self._array is not None
-        got = self._array.read(devs, ppns, nbs, t0s) if devs else {}
-        end = earliest
-        for dev, t0, start, x_end, nbytes, wire in parts:
-            x = got.get(dev.device)
-            if x is not None:
-                x_end = x[1]
-                if start < 0 or x[0] < start:
-                    start = x[0]
-            e = dev.read_done(t0, start, x_end, nbytes, wire)
-            if e > end:
-                end = e
-        return end
-
-    def _write_array(self, t: Transfer, earliest: int) -> int:
-        """``transport`` of a write on several devices of the fast model: each touched
-        device takes its command and its data and maps its pages, then the programs of
-        all of them are one call, then each device acknowledges."""
-        parts = []
-        devs: list[int] = []
-        ppns: list[I64] = []
-        first_in: list[int] = []
-        l_ends: list[int] = []
-        for dev, address, nbytes in self._split(t.address, t.nbytes):
-            t0, adm, fi, l_end, p_end, p = dev.write_map(address, nbytes, earliest)
-            parts.append((dev, address, nbytes, t0, adm, l_end, p_end))
-            if p is not None:
-                devs.append(dev.device)
-                ppns.append(p)
-                first_in.append(fi)
-                l_ends.append(l_end)
-        array = self._array
-        assert array is not None
-        got: dict[int, int] = {}
-        if devs and not self._any_slc:
-            got = array.program(devs, ppns, first_in, l_ends, False)
-        elif devs:
-            for slc in (False, True):  # (the devices' writes in SLC mode and not: two calls)
-                k = [i for i, d in enumerate(devs) if self.devices[d].slc_mode == slc]
-                if k:
-                    got.update(array.program([devs[i] for i in k], [ppns[i] for i in k],
-                                             [first_in[i] for i in k],
-                                             [l_ends[i] for i in k], slc))
-        end = earliest
-        for dev, address, nbytes, t0, adm, l_end, p_end in parts:
-            e = dev.write_done(address, nbytes, t0, adm, l_end, got.get(dev.device, p_end))
-            if e > end:
-                end = e
-        return end
 
     def closed_loop(self, reads: npt.NDArray[np.bool_], addresses: I64, nbytes: int,
                     qd: int) -> ClosedLoop | ConvoyLoop | None:
@@ -555,9 +471,8 @@ def compile_kernels() -> None:
     pages = FlashTarget(Environment(), "flash", None, PRESETS["990pro"], precondition=0.01)
     for op, t in ((Op.READ, 0), (Op.WRITE, 0), (Op.READ, 0), (Op.WRITE, S)):
         pages.transport_many(op, [128 * MiB, 160 * MiB], 16 * 1024, Pattern.RANDOM, t)
-    # a chunk on two devices striped (``FastArray``: ``read_chunk``, ``program_chunk`` on
-    # every device's pages at once; one device's reads and writes of several pages are
-    # ``flash.runs``' compiled calls, which call them from compiled code)
+    # a chunk on two devices striped: each device's part (``flash.runs``' compiled
+    # calls, on the devices' one array of lanes)
     striped = FlashTarget(Environment(), "flash", None,
                           replace(PRESETS["990pro"], devices=2, stripe_bytes=512 * 1024),
                           precondition=0.01)
