@@ -650,7 +650,7 @@ class FTL:
         for a in range(lo, lo + n, piece):
             k += drop_old(self.valid, self.l2p.get_run(a, min(piece, lo + n - a)), self.ppb)
         if k == n and n > SparseL2P.DENSE_AT // 4:  # ``set`` of a run: all dense
-            self.l2p.set_run(lo, np.broadcast_to(np.int64(-1), (n,)))
+            self.l2p.unmap_run(lo, n)
         elif k:
             self.l2p.set(np.flatnonzero(self.l2p.get_run(lo, n) >= 0) + lo, -1)
         return k

@@ -453,13 +453,23 @@ class SparseL2P:
     def set_run(self, lo: int, vals: I64) -> None:
         """``set`` of the run [lo, lo + len(vals)), longer than ``DENSE_AT // 4``: every
         segment it touches is made dense, and written by slices."""
-        hi = lo + int(vals.size)
+        self._set_run(lo, int(vals.size), vals)
+
+    def unmap_run(self, lo: int, n: int) -> None:
+        """``set_run`` of the run [lo, lo + n) to -1 (unmapped), without an array of its
+        values (a trim's run may be millions of pages)."""
+        self._set_run(lo, n, None)
+
+    def _set_run(self, lo: int, n: int, vals: I64 | None) -> None:
+        """``set_run`` of [lo, lo + n) to ``vals`` (None: -1)."""
+        hi = lo + n
         a = lo
         while a < hi:
             si = a >> SEG_BITS
             b = min(hi, (si + 1) << SEG_BITS)
-            self._densify(si, self._whole(si, a, b))[a - (si << SEG_BITS):
-                                                     b - (si << SEG_BITS)] = vals[a - lo:b - lo]
+            seg = self._densify(si, self._whole(si, a, b))
+            seg[a - (si << SEG_BITS):b - (si << SEG_BITS)] = \
+                -1 if vals is None else vals[a - lo:b - lo]
             a = b
 
     def _whole(self, si: int, a: int, b: int) -> bool:
