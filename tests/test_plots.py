@@ -92,6 +92,30 @@ def test_each_band_fills_to_its_lanes_busy_share_and_flash_to_its_channels(
         f"it {k}" for k in range(5)]
 
 
+def test_iteration_labels_never_overlap(captured: list[Any]) -> None:
+    """30 iterations, the first ten labelled warm-up (twice as wide as the others): every
+    start is a dashed line, and of the labels only those that clear the last one drawn
+    are kept, so none overlaps another as drawn and the run's last iterations, narrow
+    labels, are labelled more densely than the warm-up's. (Spaced by a fixed 70 px, a
+    warm-up label ran into the next one.)"""
+    tr = Tracer()
+    end = 30_000 * MS
+    tr.span("npu.compute", 0, end, "op")
+    for k in range(30):
+        tr.mark(k * 1000 * MS, f"it {k}" + (" (warm-up)" if k < 10 else ""))
+    plots.timeline_figure(tr, Path("unused"))
+    ax = captured[0].axes[0]
+    assert len(ax.lines) == 30
+    labels = [t for t in ax.texts if t.get_text().startswith(" it")]
+    boxes = sorted((b.x0, b.x1) for b in (t.get_window_extent() for t in labels))
+    assert all(a1 <= b0 for (_, a1), (b0, _) in zip(boxes, boxes[1:], strict=False))
+    kept = [int(t.get_text().split()[1]) for t in labels]
+    assert kept[0] == 0
+    warm = [k for k in kept if k < 10]
+    steady = [k for k in kept if k >= 10]
+    assert len(steady) / 20 > len(warm) / 10
+
+
 def test_a_lane_of_many_short_spans_is_drawn_to_its_last_one(captured: list[Any]) -> None:
     """60,000 short flash bookings over 40 s: the band's fill reaches the window of the
     last one and its busy time is the spans' union, nothing dropped."""
