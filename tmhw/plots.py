@@ -132,13 +132,11 @@ def timeline_figure(tracer: Tracer, stem: str | Path, title: str = "") -> list[P
     last_right = -np.inf
     for t, label in sorted(tracer.marks):
         ax.axvline(t / MS, color="#333333", lw=0.8, ls="--", zorder=3)
+        if ax.transData.transform((t / MS, 0))[0] < last_right + 4:
+            continue  # (its text starts there: no label, without making one)
         text = ax.text(t / MS, 1.0, " " + label, transform=ax.get_xaxis_transform(),
                        fontsize=7, va="bottom", ha="left", clip_on=False)
-        box = text.get_window_extent()
-        if box.x0 < last_right + 4:
-            text.remove()
-        else:
-            last_right = box.x1
+        last_right = text.get_window_extent().x1
     ax.set_yticks(range(len(lanes)))
     ax.set_yticklabels([_lane_label(tracer, g) for g in lanes], fontsize=7)
     ax.set_xlabel("time (ms)")
